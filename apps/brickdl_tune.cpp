@@ -1,0 +1,6 @@
+#include <iostream>
+
+int main() {
+  std::cerr << "brickdl-tune: not built yet\n";
+  return 1;
+}

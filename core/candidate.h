@@ -1,0 +1,48 @@
+#pragma once
+// Candidates: the unit the model predicts, the measurers run and the database stores.
+//
+//   Group  = contiguous range [first, last] of a (fused) graph's topological order; its only
+//            output leaving the group is the last layer's (a residual input may come from
+//            outside). Layer 0 (the graph input) is never in a group.
+//   Brick  = the block of every activation tensor of the group owned by one unit of work:
+//            spatial extents bd × bh × bw (bd == 1 for 2-D) and a channel block cb
+//            (0 = all channels of the tensor). Each tensor of the group is bricked with the
+//            same extents at its own resolution.
+//   Candidate = group + brick + strategy + kernel parameters.
+#include <cstdint>
+#include <string>
+
+namespace brickdl {
+
+enum class Strategy { kLayerwise, kPadded, kMemoized };
+const char* strategy_name(Strategy s);
+bool parse_strategy(const std::string& s, Strategy* out);
+
+struct Group {
+  int first = 1;  // inclusive
+  int last = 1;   // inclusive
+  int size() const { return last - first + 1; }
+  bool contains(int id) const { return id >= first && id <= last; }
+  bool operator==(const Group& o) const = default;
+};
+
+struct BrickShape {
+  int d = 1, h = 8, w = 8;
+  int cb = 0;  // channel block; 0 = all channels
+  int64_t volume() const { return int64_t{d} * h * w; }
+  int dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }
+  std::string str() const;  // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0
+  bool operator==(const BrickShape& o) const = default;
+};
+
+struct Candidate {
+  Group group;
+  BrickShape brick;
+  Strategy strategy = Strategy::kLayerwise;
+  int threads = 256;  // threads per block (GPU); worker threads are the measurer's business
+  bool operator==(const Candidate& o) const = default;
+  // Canonical text of the configuration (without the group): "memoized 8x8x8 t256".
+  std::string config_str() const;
+};
+
+}  // namespace brickdl

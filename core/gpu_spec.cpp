@@ -1,0 +1,89 @@
+#include "core/gpu_spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace brickdl {
+
+namespace {
+
+GpuSpec a100(const std::string& name, double bw, double mem) {
+  GpuSpec s;
+  s.name = name;
+  s.dram_bandwidth_gbs = bw;
+  s.dram_gb = mem;
+  s.l2_bytes = 40.0 * 1024 * 1024;
+  // L2: 5120 B/clk at 1410 MHz is ~7.2 TB/s peak; microbenchmarks sustain about 4.8 TB/s.
+  s.l2_bandwidth_gbs = 4800;
+  s.smem_per_sm_bytes = 164 * 1024;
+  s.smem_per_block_bytes = 163 * 1024;
+  s.registers_per_sm = 65536;
+  s.sm_count = 108;
+  s.max_threads_per_sm = 2048;
+  s.fp32_tflops = 19.5;
+  s.tf32_tflops = 156;
+  s.fp16_tflops = 312;
+  s.launch_overhead_us = 3.0;
+  s.atomic_ns = 1.0;
+  s.source =
+      "NVIDIA A100 Tensor Core GPU datasheet and Architecture whitepaper (GA100: 108 SMs, 40 MB "
+      "L2, 164 KB shared memory per SM); CUDA C Programming Guide, compute capability 8.0 "
+      "limits; L2 bandwidth, launch overhead and atomic cost are estimates to be calibrated";
+  return s;
+}
+
+GpuSpec hopper(const std::string& name, double bw, double mem) {
+  GpuSpec s;
+  s.name = name;
+  s.dram_bandwidth_gbs = bw;
+  s.dram_gb = mem;
+  s.l2_bytes = 50.0 * 1024 * 1024;
+  s.l2_bandwidth_gbs = 10000;  // estimate; calibrate per device
+  s.smem_per_sm_bytes = 228 * 1024;
+  s.smem_per_block_bytes = 227 * 1024;
+  s.registers_per_sm = 65536;
+  s.sm_count = 132;
+  s.max_threads_per_sm = 2048;
+  s.fp32_tflops = 67;
+  s.tf32_tflops = 494.7;
+  s.fp16_tflops = 989.4;
+  s.launch_overhead_us = 2.5;
+  s.atomic_ns = 0.8;
+  s.source =
+      "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
+      "494.7, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per SM, 227 KB "
+      "per block); L2 bandwidth, launch overhead and atomic cost are estimates to be "
+      "calibrated";
+  return s;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_specs() {
+  static const std::vector<GpuSpec> specs = {
+      a100("A100-40GB", 1555, 40),
+      a100("A100-80GB", 2039, 80),
+      hopper("H100-SXM", 3350, 80),
+      hopper("H200", 4800, 141),
+  };
+  return specs;
+}
+
+const GpuSpec* find_gpu_spec(const std::string& name) {
+  for (const auto& s : gpu_specs())
+    if (lower(s.name) == lower(name)) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> gpu_spec_names() {
+  std::vector<std::string> v;
+  for (const auto& s : gpu_specs()) v.push_back(s.name);
+  return v;
+}
+
+}  // namespace brickdl

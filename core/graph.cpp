@@ -1,0 +1,193 @@
+#include "core/graph.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+#include "core/graph_builder.h"
+
+namespace brickdl {
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+  }
+  return 4;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "fp32";
+    case DType::kF16: return "fp16";
+    case DType::kBF16: return "bf16";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& s, DType* out) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "fp32" || l == "float32" || l == "float") {
+    *out = DType::kF32;
+  } else if (l == "fp16" || l == "float16" || l == "half") {
+    *out = DType::kF16;
+  } else if (l == "bf16" || l == "bfloat16") {
+    *out = DType::kBF16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string TensorShape::str() const {
+  std::string s = std::to_string(n) + "x" + std::to_string(c);
+  if (spatial_rank == 3) s += "x" + std::to_string(d);
+  if (spatial_rank >= 2) s += "x" + std::to_string(h) + "x" + std::to_string(w);
+  return s;
+}
+
+namespace {
+struct OpEntry {
+  OpKind op;
+  const char* name;
+};
+constexpr OpEntry kOps[] = {
+    {OpKind::kInput, "input"},         {OpKind::kConv, "conv"},
+    {OpKind::kBatchNorm, "batch_norm"}, {OpKind::kRelu, "relu"},
+    {OpKind::kLeakyRelu, "leaky_relu"}, {OpKind::kAdd, "add"},
+    {OpKind::kConcat, "concat"},       {OpKind::kMaxPool, "max_pool"},
+    {OpKind::kAvgPool, "avg_pool"},    {OpKind::kGlobalAvgPool, "global_avg_pool"},
+    {OpKind::kUpsample, "upsample"},   {OpKind::kFlatten, "flatten"},
+    {OpKind::kLinear, "linear"},
+};
+}  // namespace
+
+const char* op_name(OpKind op) {
+  for (const auto& e : kOps)
+    if (e.op == op) return e.name;
+  return "?";
+}
+
+bool parse_op(const std::string& s, OpKind* out) {
+  for (const auto& e : kOps) {
+    if (s == e.name) {
+      *out = e.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> v;
+  for (const auto& e : kOps) v.emplace_back(e.name);
+  return v;
+}
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::kNone: return "none";
+    case Activation::kRelu: return "relu";
+    case Activation::kLeakyRelu: return "leaky_relu";
+  }
+  return "?";
+}
+
+Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers)
+    : name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)) {
+  consumers_.assign(layers_.size(), {});
+  for (const auto& l : layers_) {
+    BRICKDL_CHECK(l.id == static_cast<int>(&l - layers_.data()), "layer ids must be indices");
+    for (int in : l.inputs) {
+      BRICKDL_CHECK(in >= 0 && in < l.id, "layer " << l.name << " reads a later layer");
+      consumers_[static_cast<size_t>(in)].push_back(l.id);
+    }
+  }
+}
+
+int64_t Graph::total_params() const {
+  int64_t s = 0;
+  for (const auto& l : layers_) s += l.params;
+  return s;
+}
+
+int64_t Graph::total_macs() const {
+  int64_t s = 0;
+  for (const auto& l : layers_) s += l.macs;
+  return s;
+}
+
+int64_t Graph::input_bytes(int id) const {
+  int64_t s = 0;
+  for (int in : layer(id).inputs) s += layer(in).out.numel();
+  return s * dtype_bytes(dtype_);
+}
+
+int64_t Graph::output_bytes(int id) const { return layer(id).out.numel() * dtype_bytes(dtype_); }
+
+int64_t Graph::weight_bytes(int id) const { return layer(id).params * dtype_bytes(dtype_); }
+
+int64_t Graph::activation_bytes() const {
+  int64_t s = 0;
+  for (const auto& l : layers_)
+    if (l.op != OpKind::kInput) s += output_bytes(l.id);
+  return s;
+}
+
+int Graph::find(const std::string& layer_name) const {
+  for (const auto& l : layers_)
+    if (l.name == layer_name) return l.id;
+  return -1;
+}
+
+Graph fuse_for_inference(const Graph& g) {
+  // absorbed_into[i] = id (in g) of the layer whose output now stands for layer i's output.
+  const int n = g.size();
+  std::vector<int> rep(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) rep[static_cast<size_t>(i)] = i;
+  std::vector<bool> dropped(static_cast<size_t>(n), false);
+  std::vector<Layer> layers = g.layers();
+
+  for (int i = 0; i < n; ++i) {
+    Layer& l = layers[static_cast<size_t>(i)];
+    if (l.inputs.size() != 1) continue;
+    const int p = rep[static_cast<size_t>(l.inputs[0])];
+    Layer& prod = layers[static_cast<size_t>(p)];
+    // The producer may absorb this layer only if this layer is its only reader.
+    if (g.consumers(l.inputs[0]).size() != 1) continue;
+    const bool bn_fold = l.op == OpKind::kBatchNorm &&
+                         (prod.op == OpKind::kConv || prod.op == OpKind::kLinear) &&
+                         prod.activation == Activation::kNone && !prod.bn_folded;
+    const bool act_fold = (l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu) &&
+                          (prod.op == OpKind::kConv || prod.op == OpKind::kLinear ||
+                           prod.op == OpKind::kAdd) &&
+                          prod.activation == Activation::kNone;
+    if (!bn_fold && !act_fold) continue;
+    if (bn_fold) {
+      prod.bn_folded = true;
+      prod.bias = true;
+    } else {
+      prod.activation = l.op == OpKind::kRelu ? Activation::kRelu : Activation::kLeakyRelu;
+      prod.leaky_slope = l.leaky_slope;
+    }
+    prod.fused_from.push_back(l.name);
+    dropped[static_cast<size_t>(i)] = true;
+    rep[static_cast<size_t>(i)] = p;
+  }
+
+  // Renumber the surviving layers and re-infer (the folded conv now has a bias).
+  std::vector<int> new_id(static_cast<size_t>(n), -1);
+  GraphBuilder b(g.name(), g.input_shape(), g.dtype());
+  new_id[0] = 0;
+  for (int i = 1; i < n; ++i) {
+    if (dropped[static_cast<size_t>(i)]) continue;
+    Layer l = layers[static_cast<size_t>(i)];
+    for (int& in : l.inputs) in = new_id[static_cast<size_t>(rep[static_cast<size_t>(in)])];
+    new_id[static_cast<size_t>(i)] = b.add_layer(l);
+  }
+  return b.build();
+}
+
+}  // namespace brickdl

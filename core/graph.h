@@ -1,0 +1,137 @@
+#pragma once
+// The graph IR: a DAG of layers in topological order, with inferred shapes.
+//
+//   GraphBuilder ──(shape inference, ShapeError)──► Graph ──fuse_for_inference()──► Graph
+//        ▲                                            │         (BN folded into conv,
+//   zoo models, YAML graphs                           ▼          activations as epilogues)
+//                                   per layer: params, MACs, bytes; totals
+//
+// Every tensor is (N, C, D, H, W). 2-D tensors have D == 1 and spatial_rank == 2; flattened
+// tensors (after flatten / linear) have D == H == W == 1 and spatial_rank == 0. Window
+// attributes (kernel, stride, padding, dilation) are stored per dim in (d, h, w) order; 2-D
+// ops have 1 / 1 / 0 / 1 in the d slot, so one code path serves 2-D and 3-D.
+//
+// MAC convention: multiply-accumulates of conv and linear layers only (FLOPs = 2·MACs), the
+// convention of the published model figures (torchvision, the papers). Parameter counts
+// include batch-norm weight and bias (not running statistics), as torchvision counts them.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace brickdl {
+
+enum class DType { kF32, kF16, kBF16 };
+int dtype_bytes(DType t);
+const char* dtype_name(DType t);
+// Parses "fp32" / "float32" / "fp16" / "half" / "bf16" / "bfloat16"; false if unknown.
+bool parse_dtype(const std::string& s, DType* out);
+
+struct TensorShape {
+  int64_t n = 1, c = 1, d = 1, h = 1, w = 1;
+  int spatial_rank = 2;  // 0 (flat), 2 (NCHW) or 3 (NCDHW)
+
+  int64_t spatial() const { return d * h * w; }
+  int64_t numel() const { return n * c * d * h * w; }
+  int64_t dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }  // axis: 0=d,1=h,2=w
+  std::string str() const;  // "8x64x56x56", "1x3x112x112x112", "8x1000"
+  bool operator==(const TensorShape& o) const = default;
+};
+
+enum class OpKind {
+  kInput,
+  kConv,
+  kBatchNorm,
+  kRelu,
+  kLeakyRelu,
+  kAdd,
+  kConcat,
+  kMaxPool,
+  kAvgPool,
+  kGlobalAvgPool,
+  kUpsample,
+  kFlatten,
+  kLinear,
+};
+const char* op_name(OpKind op);
+bool parse_op(const std::string& s, OpKind* out);
+std::vector<std::string> op_names();
+
+// Activation applied as an epilogue of a conv / add / linear after fusion.
+enum class Activation { kNone, kRelu, kLeakyRelu };
+const char* activation_name(Activation a);
+
+// Sliding-window attributes in (d, h, w) order.
+struct Window {
+  std::array<int, 3> kernel{1, 1, 1};
+  std::array<int, 3> stride{1, 1, 1};
+  std::array<int, 3> pad{0, 0, 0};
+  std::array<int, 3> dilation{1, 1, 1};
+  bool operator==(const Window& o) const = default;
+};
+
+struct Layer {
+  int id = -1;  // index in Graph::layers(), which is a topological order
+  std::string name;
+  OpKind op = OpKind::kInput;
+  std::vector<int> inputs;  // ids of producer layers
+
+  // Attributes (meaningful per op).
+  int64_t out_channels = 0;  // conv, linear
+  Window window;             // conv, pools
+  int groups = 1;            // conv
+  bool bias = false;         // conv, linear
+  bool ceil_mode = false;    // pools
+  bool count_include_pad = true;  // avg pool
+  int upsample_scale = 1;    // upsample (nearest or bilinear, same shape)
+  bool bilinear = false;     // upsample mode
+  float leaky_slope = 0.1f;  // leaky relu, or the epilogue of a fused layer
+  Activation activation = Activation::kNone;  // epilogue after fuse_for_inference
+  bool bn_folded = false;    // a batch-norm was folded into this conv / linear
+  std::vector<std::string> fused_from;  // names of the layers folded into this one
+
+  // Inferred.
+  TensorShape out;
+  int64_t params = 0;
+  int64_t macs = 0;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(std::string name, DType dtype, std::vector<Layer> layers);
+
+  const std::string& name() const { return name_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  const Layer& layer(int id) const { return layers_.at(static_cast<size_t>(id)); }
+  int size() const { return static_cast<int>(layers_.size()); }
+  // Layers that read the output of `id`, in topological order.
+  const std::vector<int>& consumers(int id) const { return consumers_.at(static_cast<size_t>(id)); }
+  // The layer whose output is the graph's output (the last layer).
+  int output() const { return size() - 1; }
+  int batch() const { return layers_.empty() ? 0 : static_cast<int>(layers_[0].out.n); }
+  const TensorShape& input_shape() const { return layers_.at(0).out; }
+
+  int64_t total_params() const;
+  int64_t total_macs() const;
+  int64_t input_bytes(int id) const;   // bytes of all input activations of layer `id`
+  int64_t output_bytes(int id) const;  // bytes of the output activation of layer `id`
+  int64_t weight_bytes(int id) const;  // params · element size
+  int64_t activation_bytes() const;    // sum of output bytes of all layers but the input
+
+  int find(const std::string& layer_name) const;  // -1 if absent
+
+ private:
+  std::string name_;
+  DType dtype_ = DType::kF32;
+  std::vector<Layer> layers_;
+  std::vector<std::vector<int>> consumers_;
+};
+
+// Inference transform: folds every batch-norm into the conv (or linear) that feeds it
+// alone, and every relu / leaky-relu into the conv / add / linear that feeds it alone, as
+// its epilogue. Shapes are unchanged; the returned graph is what the search partitions.
+Graph fuse_for_inference(const Graph& g);
+
+}  // namespace brickdl

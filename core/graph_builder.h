@@ -1,0 +1,76 @@
+#pragma once
+// GraphBuilder: adds layers one at a time, inferring shapes, parameters and MACs.
+// A layer whose input shapes do not fit throws ShapeError naming the layer and the shapes.
+// Names default to "<op><index>" (e.g. "conv12"); the zoo passes reference names.
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace brickdl {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(std::string graph_name, TensorShape input, DType dtype = DType::kF32);
+
+  int input() const { return 0; }
+  const TensorShape& shape(int id) const;
+  const Layer& layer(int id) const;
+
+  int conv(int x, int64_t out_channels, const Window& w, int groups = 1, bool bias = false,
+           const std::string& name = "");
+  // 2-D conv: square kernel, stride, padding, dilation.
+  int conv2d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
+             int dilation = 1, int groups = 1, bool bias = false, const std::string& name = "");
+  // 2-D conv with a rectangular kernel (kh × kw) and padding (ph, pw), as Inception uses.
+  int conv2d_rect(int x, int64_t out_channels, int kh, int kw, int ph, int pw, int stride = 1,
+                  bool bias = false, const std::string& name = "");
+  // 3-D conv: cubic kernel, stride, padding, dilation.
+  int conv3d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
+             int dilation = 1, int groups = 1, bool bias = false, const std::string& name = "");
+  int batch_norm(int x, const std::string& name = "");
+  int relu(int x, const std::string& name = "");
+  int leaky_relu(int x, float slope = 0.1f, const std::string& name = "");
+  int add(int a, int b, const std::string& name = "");
+  int concat(const std::vector<int>& xs, const std::string& name = "");
+  int max_pool(int x, const Window& w, bool ceil_mode = false, const std::string& name = "");
+  int avg_pool(int x, const Window& w, bool count_include_pad = true, bool ceil_mode = false,
+               const std::string& name = "");
+  // Square / cubic windows matching the input's spatial rank.
+  int max_pool(int x, int kernel, int stride, int pad = 0, bool ceil_mode = false,
+               const std::string& name = "");
+  int avg_pool(int x, int kernel, int stride, int pad = 0, bool count_include_pad = true,
+               const std::string& name = "");
+  int global_avg_pool(int x, const std::string& name = "");
+  int upsample(int x, int scale, bool bilinear = false, const std::string& name = "");
+  int flatten(int x, const std::string& name = "");
+  int linear(int x, int64_t out_features, bool bias = true, const std::string& name = "");
+
+  // conv → batch-norm → relu, the most common triple; returns the relu.
+  int conv_bn_relu(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
+                   int dilation = 1, const std::string& prefix = "");
+
+  // Adds a fully described layer (used by the YAML loader and the fusion transform): infers
+  // its shape, parameters and MACs from its inputs and attributes.
+  int add_layer(Layer layer);
+
+  Graph build() const;
+
+ private:
+  Window square_window(int x, int kernel, int stride, int pad, int dilation) const;
+  std::string auto_name(OpKind op, const std::string& given);
+
+  std::string name_;
+  DType dtype_;
+  std::vector<Layer> layers_;
+  std::vector<int> op_counters_;
+};
+
+// Shape inference for one layer given its producers' output shapes. Throws ShapeError.
+void infer_layer(Layer& layer, const std::vector<const TensorShape*>& inputs);
+
+// Output extent of a sliding window over `in` (PyTorch semantics, floor or ceil mode).
+int64_t window_out_extent(int64_t in, int kernel, int stride, int pad, int dilation,
+                          bool ceil_mode);
+
+}  // namespace brickdl

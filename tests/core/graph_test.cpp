@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/graph_builder.h"
+
+namespace brickdl {
+namespace {
+
+TEST(GraphBuilder, Conv2dShapeParamsMacs) {
+  GraphBuilder b("t", TensorShape{2, 3, 1, 32, 30, 2});
+  const int c = b.conv2d(b.input(), 16, 3, 2, 1);
+  const Layer& l = b.layer(c);
+  // out = floor((32 + 2 - 3) / 2) + 1 = 16 ; floor((30 + 2 - 3) / 2) + 1 = 15
+  EXPECT_EQ(l.out, (TensorShape{2, 16, 1, 16, 15, 2}));
+  EXPECT_EQ(l.params, 16 * 3 * 9);
+  EXPECT_EQ(l.macs, int64_t{2} * 16 * 16 * 15 * 3 * 9);
+}
+
+TEST(GraphBuilder, Conv3dDilatedGrouped) {
+  GraphBuilder b("t", TensorShape{1, 8, 10, 10, 10, 3});
+  const int c = b.conv3d(b.input(), 4, 3, 1, 2, 2, 2, true);
+  const Layer& l = b.layer(c);
+  // span = 2*(3-1)+1 = 5 ; out = 10 + 4 - 5 + 1 = 10
+  EXPECT_EQ(l.out, (TensorShape{1, 4, 10, 10, 10, 3}));
+  EXPECT_EQ(l.params, 4 * (8 / 2) * 27 + 4);
+  EXPECT_EQ(l.macs, int64_t{4} * 1000 * 4 * 27);
+}
+
+TEST(GraphBuilder, CeilModePool) {
+  GraphBuilder b("t", TensorShape{1, 1, 1, 147, 147, 2});
+  // 3x3/2, no padding: (147 - 3) / 2 + 1 = 73 in floor and ceil mode alike.
+  EXPECT_EQ(b.shape(b.max_pool(b.input(), 3, 2, 0, true)).h, 73);
+  // 3x3/2, pad 1, floor mode: (147 + 2 - 3) / 2 + 1 = 74.
+  EXPECT_EQ(b.shape(b.max_pool(b.input(), 3, 2, 1, false)).h, 74);
+  // 2x2/2 on 147, ceil mode: ceil(145 / 2) + 1 = 74, the last window starts at 146 < 147.
+  EXPECT_EQ(b.shape(b.max_pool(b.input(), 2, 2, 0, true)).h, 74);
+  EXPECT_EQ(b.shape(b.max_pool(b.input(), 2, 2, 0, false)).h, 73);
+}
+
+TEST(GraphBuilder, ShapeErrorNamesLayerAndShapes) {
+  GraphBuilder b("t", TensorShape{1, 3, 1, 8, 8, 2});
+  const int a = b.conv2d(b.input(), 4, 3, 1, 1);
+  const int c = b.conv2d(b.input(), 4, 3, 2, 1);
+  try {
+    b.add(a, c, "bad_add");
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad_add"), std::string::npos) << m;
+    EXPECT_NE(m.find("1x4x8x8"), std::string::npos) << m;
+    EXPECT_NE(m.find("1x4x4x4"), std::string::npos) << m;
+  }
+  EXPECT_THROW(b.conv2d(b.input(), 4, 11), ShapeError);  // window larger than the input
+  EXPECT_THROW(b.conv2d(b.input(), 4, 3, 1, 1, 1, 2), ShapeError);  // 3 % 2 != 0
+}
+
+TEST(Fusion, FoldsBatchNormAndRelu) {
+  GraphBuilder b("t", TensorShape{1, 3, 1, 8, 8, 2});
+  const int x = b.conv_bn_relu(b.input(), 8, 3, 1, 1, 1, "a");
+  const int y = b.conv2d(x, 8, 3, 1, 1, 1, 1, false, "b.conv");
+  const int z = b.batch_norm(y, "b.bn");
+  const int s = b.add(z, x, "add");
+  b.relu(s, "out");
+  const Graph g = b.build();
+  const Graph f = fuse_for_inference(g);
+  ASSERT_EQ(f.size(), 4);  // input, a.conv(+bn+relu), b.conv(+bn), add(+relu)
+  EXPECT_EQ(f.layer(1).activation, Activation::kRelu);
+  EXPECT_TRUE(f.layer(1).bn_folded);
+  EXPECT_TRUE(f.layer(1).bias);
+  EXPECT_EQ(f.layer(2).activation, Activation::kNone);
+  EXPECT_TRUE(f.layer(2).bn_folded);
+  EXPECT_EQ(f.layer(3).op, OpKind::kAdd);
+  EXPECT_EQ(f.layer(3).activation, Activation::kRelu);
+  EXPECT_EQ(f.layer(3).inputs, (std::vector<int>{2, 1}));
+  EXPECT_EQ(f.total_macs(), g.total_macs());
+}
+
+TEST(Fusion, KeepsReluWhoseProducerHasTwoReaders) {
+  GraphBuilder b("t", TensorShape{1, 3, 1, 8, 8, 2});
+  const int c = b.conv2d(b.input(), 3, 3, 1, 1);
+  const int r = b.relu(c);
+  b.add(c, r);
+  const Graph f = fuse_for_inference(b.build());
+  EXPECT_EQ(f.size(), 4);
+  EXPECT_EQ(f.layer(2).op, OpKind::kRelu);
+}
+
+TEST(Errors, DidYouMean) {
+  EXPECT_EQ(did_you_mean("bacth", {"batch", "model"}), " (did you mean 'batch'?)");
+  EXPECT_EQ(did_you_mean("zzzzzz", {"batch", "model"}), "");
+}
+
+}  // namespace
+}  // namespace brickdl
