@@ -1,0 +1,6 @@
+#include <iostream>
+
+int main() {
+  std::cerr << "brickdl-run: not built yet\n";
+  return 1;
+}
