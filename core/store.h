@@ -12,6 +12,7 @@
 // most the candidate in flight. Opening a corrupt, foreign (not brickdl) or newer-schema
 // database throws UserError and changes nothing.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,10 @@ struct sqlite3;
 namespace brickdl {
 
 inline constexpr int kStoreSchemaVersion = 1;
+
+// The schema script (core/store_schema.sql, embedded at build time): the tables of the current
+// schema version, every statement `CREATE ... IF NOT EXISTS`.
+const char* store_schema_sql();
 
 struct RunInfo {
   std::string experiment;
@@ -80,17 +85,35 @@ struct PlanRow {
   std::vector<PlanGroupRow> groups;
 };
 
+// One connection to a tuning database; use one TuningDb per thread or process (SQLite's file
+// locks and the busy timeout arbitrate between them).
 class TuningDb {
  public:
   enum class Mode { kReadWrite, kReadOnly };
+  static constexpr int kDefaultBusyTimeoutMs = 10000;
   // Creates the file (and schema) in read-write mode when absent. Throws UserError.
-  explicit TuningDb(const std::string& path, Mode mode = Mode::kReadWrite);
+  // Read-write: an older schema is migrated in place (one transaction). Read-only: the file
+  // is never written; an older schema is migrated in an in-memory copy.
+  // `busy_timeout_ms`: how long a write waits for another connection's lock before failing.
+  explicit TuningDb(const std::string& path, Mode mode = Mode::kReadWrite,
+                    int busy_timeout_ms = kDefaultBusyTimeoutMs);
   ~TuningDb();
   TuningDb(const TuningDb&) = delete;
   TuningDb& operator=(const TuningDb&) = delete;
 
   const std::string& path() const { return path_; }
   int schema_version() const;
+  Mode mode() const { return mode_; }
+
+  // The clock stamping runs, measurements and plans (ISO-8601 UTC text). Defaults to the
+  // system clock with millisecond resolution; tests inject fixed times.
+  void set_clock(std::function<std::string()> now_utc);
+  std::string now() const { return clock_(); }
+
+  // Runs `body` as one transaction: the writes inside it (which are otherwise committed one
+  // by one) become visible together, or not at all when `body` throws. For batches, e.g. the
+  // predictions of a whole search space.
+  void in_transaction(const std::function<void()>& body);
 
   int64_t target_id(const std::string& fingerprint, const std::string& backend,
                     const std::string& description = "");
@@ -99,7 +122,10 @@ class TuningDb {
   int64_t workload_id(const WorkloadInfo& w);                // get or insert
   void add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
                      const std::string& layer_names, const std::string& label = "");
-  int64_t candidate_id(int64_t workload_id, const Candidate& c);  // get or insert (group ignored)
+  // Get or insert (group ignored). A layerwise candidate is stored with bd = bh = bw = cb =
+  // threads = 0: its brick and threads do not apply, so all of a workload's layerwise
+  // candidates are one row.
+  int64_t candidate_id(int64_t workload_id, const Candidate& c);
   void put_prediction(int64_t candidate_id, const std::string& gpu_spec,
                       const std::string& model_version, const PredictionRow& p);
   // The latest measurement of a candidate on a target (any run), for resume.
@@ -112,8 +138,14 @@ class TuningDb {
   sqlite3* handle() { return db_; }  // for read-only queries (brickdl-query)
 
  private:
+  void open_schema(int busy_timeout_ms);
+  void require_writable(const char* what) const;
+
   std::string path_;
+  Mode mode_;
   sqlite3* db_ = nullptr;
+  int transaction_depth_ = 0;
+  std::function<std::string()> clock_;
 };
 
 }  // namespace brickdl

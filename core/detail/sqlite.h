@@ -1,0 +1,106 @@
+#pragma once
+// Thin checked wrappers over the SQLite C API, used by the store (core/store.cpp) and its
+// readers (core/query.cpp, core/store_merge.cpp). Every sqlite3_* call goes through
+// `check_sqlite`, which turns a failure into an exception:
+//   - UserError for what the user can act on: the file is locked, not a database, corrupt,
+//     read-only, unopenable, the disk is full;
+//   - InternalError for what is a bug of brickdl: bad SQL, misuse, a violated constraint.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace brickdl::detail {
+
+// Throws for `rc` unless it is SQLITE_OK, SQLITE_ROW or SQLITE_DONE. `what` names the
+// operation ("inserting a measurement"); the message names the database file.
+void check_sqlite(sqlite3* db, int rc, std::string_view what);
+[[noreturn]] void throw_sqlite(sqlite3* db, int rc, std::string_view what);
+
+// Runs one or more statements without results (sqlite3_exec), checked.
+void exec_sql(sqlite3* db, const std::string& sql, std::string_view what);
+
+// A prepared statement; finalized on destruction. Parameters are 1-based, columns 0-based.
+//
+//   Statement st(db, "SELECT id FROM targets WHERE fingerprint = ?1", "looking up a target");
+//   st.bind_all(fingerprint);
+//   if (st.step()) id = st.int64(0);
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql, std::string_view what = "");
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, int64_t value);
+  Statement& bind(int index, int value) { return bind(index, static_cast<int64_t>(value)); }
+  Statement& bind(int index, double value);
+  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, const std::string& value) {
+    return bind(index, std::string_view(value));
+  }
+  Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
+  Statement& bind(int index, std::nullopt_t);
+  template <typename T>
+  Statement& bind(int index, const std::optional<T>& value) {
+    return value ? bind(index, *value) : bind(index, std::nullopt);
+  }
+  // Binds the arguments to parameters 1..n.
+  template <typename... Args>
+  Statement& bind_all(const Args&... args) {
+    int index = 0;
+    (bind(++index, args), ...);
+    return *this;
+  }
+
+  // Advances: true when a row is available, false when the statement is done.
+  bool step();
+  // Runs a statement that returns no rows (or ignores them) to completion.
+  void run();
+  // Ready to run again with new bindings.
+  void reset();
+
+  int column_count() const;
+  std::string column_name(int col) const;
+  bool is_null(int col) const;
+  int64_t int64(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;  // "" for NULL
+  std::optional<double> optional_real(int col) const;
+  std::optional<int64_t> optional_int64(int col) const;
+
+  sqlite3_stmt* handle() { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string what_;
+};
+
+// A write transaction (BEGIN IMMEDIATE: takes the write lock up front, waiting for the busy
+// timeout, so it never fails half-way on a lock upgrade). Rolled back unless committed.
+// Nested use is flat: when `depth` > 0 on entry the outer transaction owns the commit.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, int* depth, std::string_view what);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit();
+
+ private:
+  sqlite3* db_;
+  int* depth_;
+  bool outermost_ = false;
+  bool done_ = false;
+  std::string what_;
+};
+
+// The SQLite result code's name and message, for error texts: "SQLITE_BUSY: database is
+// locked".
+std::string sqlite_error_text(sqlite3* db, int rc);
+
+}  // namespace brickdl::detail
