@@ -1,0 +1,286 @@
+#include "core/yaml_graph.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/detail/yaml_reader.h"
+#include "core/graph_builder.h"
+
+namespace brickdl {
+
+namespace {
+
+using detail::YamlValue;
+
+const std::vector<std::string> kCommonKeys = {"op", "name", "inputs"};
+
+std::vector<std::string> attribute_keys(OpKind op) {
+  switch (op) {
+    case OpKind::kConv:
+      return {"out_channels", "kernel", "stride", "padding", "dilation", "groups", "bias"};
+    case OpKind::kMaxPool: return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
+    case OpKind::kAvgPool:
+      return {"kernel", "stride", "padding", "ceil_mode", "count_include_pad"};
+    case OpKind::kLeakyRelu: return {"slope"};
+    case OpKind::kUpsample: return {"scale", "mode"};
+    case OpKind::kLinear: return {"out_features", "out_channels", "bias"};
+    default: return {};
+  }
+}
+
+// The ops a YAML layer may have: all but the graph input.
+std::vector<std::string> layer_op_names() {
+  std::vector<std::string> v = op_names();
+  v.erase(std::remove(v.begin(), v.end(), std::string(op_name(OpKind::kInput))), v.end());
+  return v;
+}
+
+// One window attribute: an integer for every spatial dim, or one integer per dim (D, H, W
+// order). Fills the slots of `dims` that the input rank uses; 2-D leaves the d slot alone.
+void read_window_attr(const YamlValue& v, int rank, int min, std::array<int, 3>* dims) {
+  const int first = 3 - rank;
+  if (v.is_scalar()) {
+    const int x = v.as_int(min);
+    for (int a = first; a < 3; ++a) (*dims)[static_cast<size_t>(a)] = x;
+    return;
+  }
+  if (!v.is_seq())
+    v.fail("expected an integer or a list of " + std::to_string(rank) + " integers, got " +
+           v.describe());
+  const std::vector<YamlValue> items = v.items("the value");
+  if (static_cast<int>(items.size()) != rank)
+    v.fail("expected an integer or a list of " + std::to_string(rank) + " integers (the graph " +
+           "input is " + std::to_string(rank) + "-D), got a list of " +
+           std::to_string(items.size()));
+  for (int a = 0; a < rank; ++a)
+    (*dims)[static_cast<size_t>(first + a)] = items[static_cast<size_t>(a)].as_int(min);
+}
+
+// Reads `kernel`, `stride`, `padding`, `dilation` of a conv or pool layer. Pools default their
+// stride to the kernel, as PyTorch does.
+Window read_window(const YamlValue& m, int rank, bool stride_defaults_to_kernel) {
+  Window w;
+  read_window_attr(m.require("kernel", "the window extent, e.g. kernel: 3"), rank, 1, &w.kernel);
+  if (m.has("stride")) {
+    read_window_attr(m.get("stride"), rank, 1, &w.stride);
+  } else if (stride_defaults_to_kernel) {
+    w.stride = w.kernel;
+  }
+  if (m.has("padding")) read_window_attr(m.get("padding"), rank, 0, &w.pad);
+  if (m.has("dilation")) read_window_attr(m.get("dilation"), rank, 1, &w.dilation);
+  return w;
+}
+
+TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
+  const YamlValue in = g.get("input");
+  if (in.present()) in.expect_keys({"channels", "size"}, "the graph input");
+  std::vector<int64_t> size = options.input_size;
+  if (size.empty()) {
+    const YamlValue s = in.present() ? in.require("size", "the spatial size, [H, W] or [D, H, W]")
+                                     : g.require("input", "the graph input, e.g. input: "
+                                                          "{channels: 3, size: [224, 224]}");
+    const std::vector<YamlValue> items = s.items("input.size");
+    if (items.size() != 2 && items.size() != 3)
+      s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
+    for (const auto& x : items) size.push_back(x.as_int64(1));
+  }
+  int64_t channels = options.input_channels;
+  if (channels <= 0) {
+    const YamlValue c = in.present() ? in.require("channels", "the number of input channels")
+                                     : g.require("input", "the graph input, e.g. input: "
+                                                          "{channels: 3, size: [224, 224]}");
+    channels = c.as_int64(1);
+  }
+  BRICKDL_CHECK(size.size() == 2 || size.size() == 3, "input size must have 2 or 3 extents");
+  TensorShape t;
+  t.n = options.batch;
+  t.c = channels;
+  t.spatial_rank = static_cast<int>(size.size());
+  t.d = size.size() == 3 ? size[0] : 1;
+  t.h = size[size.size() - 2];
+  t.w = size[size.size() - 1];
+  return t;
+}
+
+class GraphReader {
+ public:
+  GraphReader(const YamlValue& root, const YamlGraphOptions& options)
+      : root_(root), options_(options) {}
+
+  Graph read() {
+    root_.expect_keys({"name", "input", "layers"}, "the graph");
+    const std::string name =
+        root_.has("name") ? root_.get("name").as_string() : options_.name;
+    const TensorShape input = read_input(root_, options_);
+    rank_ = input.spatial_rank;
+    GraphBuilder builder(name, input, options_.dtype);
+    ids_["input"] = 0;
+
+    const YamlValue layers_node =
+        root_.require("layers", "the list of layers, e.g. layers: [{op: conv, ...}, ...]");
+    const std::vector<YamlValue> layers = layers_node.items("layers");
+    if (layers.empty()) layers_node.fail("the graph needs at least one layer");
+    // Explicit names, so an input naming a later layer gets a precise message.
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i].is_map() && layers[i].has("name") && layers[i].get("name").is_scalar())
+        later_.emplace(layers[i].get("name").node().Scalar(), static_cast<int>(i) + 1);
+    }
+    for (const auto& l : layers) read_layer(l, builder);
+    return builder.build();
+  }
+
+ private:
+  void read_layer(const YamlValue& m, GraphBuilder& builder) {
+    m.expect_map("a layer");
+    const YamlValue op_node = m.require("op", "the layer's operation, one of: " +
+                                                  join_names(layer_op_names()));
+    const std::string op_str = op_node.as_string();
+    Layer l;
+    if (!parse_op(op_str, &l.op) || l.op == OpKind::kInput) {
+      op_node.fail("unknown op '" + op_str + "'" + did_you_mean(op_str, layer_op_names()) +
+                   "; valid ops: " + join_names(layer_op_names()));
+    }
+    m.expect_keys(yaml_layer_keys(l.op), std::string("a ") + op_name(l.op) + " layer");
+
+    if (m.has("name")) {
+      const YamlValue n = m.get("name");
+      l.name = n.as_string();
+      if (l.name.empty()) n.fail("a layer name must not be empty");
+      if (ids_.count(l.name)) n.fail("duplicate layer name '" + l.name + "'" + used_by(l.name));
+    }
+    l.inputs = read_inputs(m);
+    read_attributes(m, &l);
+
+    int id = 0;
+    try {
+      id = builder.add_layer(l);
+    } catch (const ShapeError& e) {
+      throw ShapeError(m.where(), e.bare_message());
+    }
+    const std::string& final_name = builder.layer(id).name;
+    if (ids_.count(final_name)) {
+      // Only an automatic name can collide here; explicit ones were checked above.
+      m.fail("the automatic name '" + final_name + "' of this layer is already used" +
+             used_by(final_name) + "; give the layer a `name`");
+    }
+    ids_[final_name] = id;
+    last_id_ = id;
+  }
+
+  std::string used_by(const std::string& name) const {
+    const int id = ids_.at(name);
+    return id == 0 ? " (it is the graph input)" : " (by layer " + std::to_string(id) + ")";
+  }
+
+  std::vector<int> read_inputs(const YamlValue& m) const {
+    if (!m.has("inputs")) return {last_id_};
+    const YamlValue v = m.get("inputs");
+    std::vector<YamlValue> names;
+    if (v.is_scalar()) {
+      names.push_back(v);
+    } else if (v.is_seq()) {
+      names = v.items("inputs");
+      if (names.empty()) v.fail("expected at least one input name");
+    } else {
+      v.fail("expected a layer name or a list of layer names, got " + v.describe());
+    }
+    std::vector<int> ids;
+    for (const auto& n : names) {
+      const std::string s = n.as_string();
+      const auto it = ids_.find(s);
+      if (it != ids_.end()) {
+        ids.push_back(it->second);
+        continue;
+      }
+      const auto later = later_.find(s);
+      if (later != later_.end())
+        n.fail("input '" + s + "' is layer " + std::to_string(later->second) +
+               ", which is not defined yet; inputs must name earlier layers");
+      std::vector<std::string> known;
+      for (const auto& [name, id] : ids_) known.push_back(name);
+      n.fail("unknown input '" + s + "'" + did_you_mean(s, known) +
+             "; inputs name earlier layers or `input`");
+    }
+    return ids;
+  }
+
+  void read_attributes(const YamlValue& m, Layer* l) const {
+    switch (l->op) {
+      case OpKind::kConv:
+        l->out_channels = m.require("out_channels", "the number of output channels")
+                              .as_int64(1);
+        l->window = read_window(m, rank_, false);
+        if (m.has("groups")) l->groups = m.get("groups").as_int(1);
+        if (m.has("bias")) l->bias = m.get("bias").as_bool();
+        break;
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool:
+        l->window = read_window(m, rank_, true);
+        if (m.has("ceil_mode")) l->ceil_mode = m.get("ceil_mode").as_bool();
+        if (m.has("count_include_pad"))
+          l->count_include_pad = m.get("count_include_pad").as_bool();
+        break;
+      case OpKind::kLeakyRelu:
+        if (m.has("slope")) l->leaky_slope = static_cast<float>(m.get("slope").as_double());
+        break;
+      case OpKind::kUpsample: {
+        l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
+        if (m.has("mode")) {
+          const YamlValue mode = m.get("mode");
+          const std::string s = mode.as_string();
+          if (s != "nearest" && s != "bilinear")
+            mode.fail("unknown mode '" + s + "'" + did_you_mean(s, {"nearest", "bilinear"}) +
+                      "; valid: nearest, bilinear");
+          l->bilinear = s == "bilinear";
+        }
+        break;
+      }
+      case OpKind::kLinear: {
+        if (m.has("out_features") && m.has("out_channels"))
+          m.get("out_channels").fail("give out_features or out_channels, not both");
+        const YamlValue n = m.has("out_channels")
+                                ? m.get("out_channels")
+                                : m.require("out_features", "the number of output features");
+        l->out_channels = n.as_int64(1);
+        l->bias = m.has("bias") ? m.get("bias").as_bool() : true;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  const YamlValue& root_;
+  const YamlGraphOptions& options_;
+  int rank_ = 2;
+  int last_id_ = 0;
+  std::map<std::string, int> ids_;    // names defined so far
+  std::map<std::string, int> later_;  // explicit names of all layers (1-based position)
+};
+
+}  // namespace
+
+std::vector<std::string> yaml_layer_keys(OpKind op) {
+  std::vector<std::string> keys = kCommonKeys;
+  for (auto& k : attribute_keys(op)) keys.push_back(std::move(k));
+  return keys;
+}
+
+Graph build_yaml_graph(const YAML::Node& node, const SourceLocation& where,
+                       const YamlGraphOptions& options) {
+  const YamlValue root(node, where.file, where.key, YAML::Mark::null_mark());
+  return GraphReader(root, options).read();
+}
+
+Graph parse_yaml_graph(const std::string& yaml_text, const std::string& file,
+                       const YamlGraphOptions& options) {
+  const YamlValue root = detail::parse_yaml(yaml_text, file);
+  return GraphReader(root, options).read();
+}
+
+Graph load_yaml_graph(const std::string& path, const YamlGraphOptions& options) {
+  const YamlValue root = detail::load_yaml_file(path);
+  return GraphReader(root, options).read();
+}
+
+}  // namespace brickdl
