@@ -20,6 +20,31 @@
 //    is computed once (one claim = one compulsory atomic); lookups = Σ over computed consumer
 //    bricks of the producer bricks their region touches.
 //  - bytes (L1/L2 level) are what the kernel issues: regions loaded × channels × element size.
+//
+// The same conventions, made precise (kernels/merged_executor.h states them for the executor):
+//  - Channels needed: a conv reads the input channels of the groups its output channels
+//    belong to (all of them when groups = 1); elementwise ops and pools read the same
+//    channels; a concat reads the slice of each input that overlaps its output channels
+//    (possibly none). Upsample by r needs [floor(a/r), floor(b/r)] (nearest), one more on
+//    each side for bilinear, clipped. A layer reading one tensor through several inputs needs
+//    the hull of them. A region empty on any axis is needed nowhere and ignored in hulls.
+//  - padded: bricks_per_layer[i] = units in which layer i is computed (non-empty region),
+//    normally every unit. bytes_input = Σ units of each external input's needed region;
+//    bytes_weight = Σ units of the parameters of every layer computed, the last layer's
+//    scaled to the unit's channel block (params · channels in block / channels).
+//  - memoized: bricks_per_layer[i] = bricks computed; bytes_intermediate_load = Σ computed
+//    bricks of their needed region of each intermediate input; bytes_input likewise for
+//    external inputs; bytes_weight = Σ computed bricks of params · block channels / channels;
+//    bytes_intermediate_store = Σ computed intermediate bricks of clipped volume × block
+//    channels; memo_lookups counts channel blocks too; atomics_compulsory = claims =
+//    intermediate bricks computed.
+//  - layerwise: each layer reads each distinct input tensor whole once, its parameters once,
+//    writes its output once; bricks_per_layer is all zeros (library kernels have no bricks).
+//  - useful_flops = 2 · MACs of the group's layers; redundant_flops = flops − useful_flops,
+//    which is negative when the group's output does not depend on all of an intermediate
+//    (stride > brick: whole bricks skipped).
+// Where the model estimates rather than counts (L2 and DRAM bytes, conflicts, time), the
+// assumptions are documented in model/detail/memory.h.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,16 +85,25 @@ struct Prediction {
   // On-chip footprint per thread block.
   double smem_bytes_per_block = 0;
   int registers_per_thread = 0;
+  int blocks_per_sm = 0;  // resident blocks per SM (occupancy); 0 for layerwise
 
   // Time, milliseconds, and its components (the paper's split).
   double time_ms = 0;
   double t_dram_ms = 0, t_l2_ms = 0, t_compute_ms = 0;
   double t_atomic_compulsory_ms = 0, t_atomic_conflict_ms = 0;
   double t_launch_ms = 0, t_sync_ms = 0;
+  // The part of time_ms bounded by each roofline term: per kernel, the largest of its DRAM,
+  // L2 and compute times is charged to that term. time_ms = bound_dram_ms + bound_l2_ms +
+  // bound_compute_ms + atomics + launch + sync. Calibration fits against these.
+  double bound_dram_ms = 0, bound_l2_ms = 0, bound_compute_ms = 0;
+  int launches = 0;     // kernel launches
+  double barriers = 0;  // block-wide barriers, summed over thread blocks
 };
 
 // Compulsory traffic and the FLOP floor of a group: each external input, weight and output
-// moved once, every useful FLOP at peak.
+// moved once, every useful FLOP at peak. Exactly: the parts of the external inputs and the
+// weights that the group's output depends on (a stride-2 1×1 conv needs half the rows), so
+// that no candidate moves or computes less.
 struct LowerBound {
   double dram_bytes = 0;
   double flops = 0;
@@ -83,6 +117,10 @@ struct Coefficients {
   double compute_efficiency = 0.6;  // achieved / peak FP32
   double atomic_ns = -1;            // < 0: take the spec's
   double launch_us = -1;            // < 0: take the spec's
+  // Added by the model (see model/detail/memory.h for their role):
+  double conflict_ns = -1;              // per conflicting lookup; < 0: 20 × atomic_ns
+  double barrier_ns = 40;               // one block-wide barrier (__syncthreads + skew)
+  double l2_resident_fraction = 0.5;    // share of L2 a kernel's reused data can count on
 };
 
 class CostModel {
