@@ -1,0 +1,97 @@
+// Chains of identical convolutions: the parametric generator build_conv_chain() and the two
+// microbenchmarks of the BrickDL paper built from it.
+//
+// Layer i (1-based) is "conv<i>" [+ "bn<i>"] [+ "relu<i>"]; every conv keeps the channel count,
+// has no bias, and pads by dilation * (kernel - 1) / 2 ("same" for odd kernels at stride 1).
+//  - micro_graphsize (Fig 10): 6 layers of 3x3x3 conv + relu, 3 channels, 112^3, batch 1.
+//  - micro_bricksize (Fig 11): 3 such layers on 224^3.
+// The paper speaks of "conv layers" only; the relu is the activation each conv of a CNN
+// carries, and it fuses into the conv as an epilogue.
+#include <string>
+
+#include "core/error.h"
+#include "core/graph_builder.h"
+#include "core/zoo/builders.h"
+
+namespace brickdl {
+
+namespace {
+
+void require_at_least(const char* key, int64_t value, int64_t min) {
+  if (value < min)
+    throw UserError("conv chain option '" + std::string(key) +
+                    "' must be >= " + std::to_string(min) + ", got " + std::to_string(value));
+}
+
+// The chain on an explicit input shape (which may be non-cubic when a zoo user overrides it).
+Graph conv_chain_on(const std::string& name, const TensorShape& in, const ConvChainOptions& o) {
+  require_at_least("depth", o.depth, 1);
+  require_at_least("kernel", o.kernel, 1);
+  require_at_least("stride", o.stride, 1);
+  require_at_least("dilation", o.dilation, 1);
+  GraphBuilder b(name, in, o.dtype);
+  const int pad = o.dilation * (o.kernel - 1) / 2;
+  int x = b.input();
+  for (int i = 1; i <= o.depth; ++i) {
+    const std::string n = std::to_string(i);
+    x = in.spatial_rank == 3
+            ? b.conv3d(x, in.c, o.kernel, o.stride, pad, o.dilation, 1, false, "conv" + n)
+            : b.conv2d(x, in.c, o.kernel, o.stride, pad, o.dilation, 1, false, "conv" + n);
+    if (o.batch_norm) x = b.batch_norm(x, "bn" + n);
+    if (o.relu) x = b.relu(x, "relu" + n);
+  }
+  return b.build();
+}
+
+Graph chain_model(const std::string& name, const ZooOptions& options, int depth, int64_t image) {
+  zoo_detail::reject_classes(name, options);
+  ConvChainOptions o;
+  o.depth = depth;
+  o.dtype = options.dtype;
+  const TensorShape in =
+      zoo_detail::resolve_input(name, options, o.channels, {image, image, image});
+  return conv_chain_on(name, in, o);
+}
+
+}  // namespace
+
+Graph build_conv_chain(const ConvChainOptions& o) {
+  if (o.dims != 2 && o.dims != 3)
+    throw UserError("conv chain option 'dims' must be 2 or 3, got " + std::to_string(o.dims));
+  require_at_least("channels", o.channels, 1);
+  require_at_least("image", o.image, 1);
+  require_at_least("batch", o.batch, 1);
+  TensorShape in;
+  in.n = o.batch;
+  in.c = o.channels;
+  in.spatial_rank = o.dims;
+  in.d = o.dims == 3 ? o.image : 1;
+  in.h = in.w = o.image;
+  return conv_chain_on("conv_chain", in, o);
+}
+
+namespace zoo_detail {
+
+Graph build_micro_graphsize(const ZooOptions& options) {
+  return chain_model("micro_graphsize", options, 6, 112);
+}
+
+Graph build_micro_bricksize(const ZooOptions& options) {
+  return chain_model("micro_bricksize", options, 3, 224);
+}
+
+// The generator's defaults, with the spatial rank taken from input_size (2 or 3 extents).
+Graph build_conv_chain_model(const ZooOptions& options) {
+  const std::string name = "conv_chain";
+  reject_classes(name, options);
+  ConvChainOptions o;
+  o.dtype = options.dtype;
+  const std::vector<int64_t> cube(3, o.image), square(2, o.image);
+  const TensorShape in =
+      resolve_input(name, options, o.channels, options.input_size.size() == 2 ? square : cube);
+  return conv_chain_on(name, in, o);
+}
+
+}  // namespace zoo_detail
+
+}  // namespace brickdl
