@@ -1,0 +1,39 @@
+#pragma once
+// CpuMeasurer: the Measurer of the CPU backend. It runs a candidate with the merged executor
+// (kernels/merged_executor.h) on seeded random inputs and weights:
+//
+//   inputs, weights (seed) ─► reference (plain loops) ─────────────────────┐ validate
+//                          └► candidate once (counters, output) ───────────┘ (rtol, atol)
+//                          └► warm-up runs, then timed repetitions (steady_clock) ─► summarize
+//
+// Group inputs are random tensors of the external inputs' shapes, one stream per producer
+// layer, so every candidate of a group sees the same inputs. The reference is the group run
+// layer by layer with the plain reference ops. A result is wrong (kWrongResult) when some
+// element fails |out − ref| <= atol + rtol·|ref| (NaN fails); max_rel_error is the norm-wise
+// error max|out − ref| / max|ref|. Candidates the executor cannot run are kUnsupported; a run
+// longer than timeout_s ends the measurement with kTimeout (the samples so far are kept).
+#include <string>
+
+#include "core/measurer.h"
+
+namespace brickdl::kernels {
+
+class CpuMeasurer : public Measurer {
+ public:
+  // threads: worker threads of the executor (0 = hardware concurrency).
+  explicit CpuMeasurer(int threads = 0);
+  std::string target() const override;  // "cpu:<model name from /proc/cpuinfo>"
+  std::string backend() const override { return "cpu"; }
+  // `graph` is the graph the candidate's group indexes (the fused graph the search partitions).
+  MeasureResult measure(const Graph& graph, const Candidate& candidate,
+                        const MeasureOptions& options) override;
+  int threads() const { return threads_; }
+
+ private:
+  int threads_;
+};
+
+// The processor's model name ("model name" of /proc/cpuinfo), "unknown" if unavailable.
+std::string cpu_model_name();
+
+}  // namespace brickdl::kernels

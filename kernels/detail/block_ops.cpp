@@ -1,0 +1,260 @@
+#include "kernels/detail/block_ops.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/detail/op_math.h"
+
+namespace brickdl::kernels::detail {
+
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// Element addressing of a block.
+struct Strides {
+  int64_t y, z, c;
+  explicit Strides(const Region& r)
+      : y(r.extent(2)), z(r.extent(1) * r.extent(2)), c(r.extent(0) * r.extent(1) * r.extent(2)) {}
+};
+
+template <typename T>
+T* at(T* base, const Region& r, const Strides& s, int64_t c, int64_t z, int64_t y, int64_t x) {
+  return base + (c - r.c0) * s.c + (z - r.lo[0]) * s.z + (y - r.lo[1]) * s.y + (x - r.lo[2]);
+}
+
+void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const ConstBlock& in,
+                const Block& out, const Region& what) {
+  const TensorShape& is = g.layer(l.inputs[0]).out;
+  const Window& win = l.window;
+  const int64_t cin_g = is.c / l.groups, cout_g = l.out_channels / l.groups;
+  const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
+  const int64_t sx = win.stride[2];
+  const Strides si(in.stored), so(out.stored);
+  const int64_t nx = what.extent(2);
+  for (int64_t co = what.c0; co < what.c1; ++co) {
+    const int64_t grp = co / cout_g;
+    for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz)
+      for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy)
+        std::fill_n(at(out.data, out.stored, so, co, oz, oy, what.lo[2]), nx, 0.0f);
+    for (int64_t cl = 0; cl < cin_g; ++cl) {
+      const int64_t ci = grp * cin_g + cl;
+      for (int a = 0; a < kd; ++a)
+        for (int b = 0; b < kh; ++b)
+          for (int c = 0; c < kw; ++c) {
+            const float wv = wts.weight[static_cast<size_t>(
+                (((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
+            // Output columns whose tap falls inside the input (the rest read zero padding).
+            const int64_t off = int64_t{c} * win.dilation[2] - win.pad[2];
+            const int64_t x0 = std::max(what.lo[2], ceil_div(-off, sx));
+            const int64_t x1 = std::min(what.hi[2], floor_div(is.w - 1 - off, sx) + 1);
+            if (x0 >= x1) continue;
+            for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz) {
+              const int64_t iz = oz * win.stride[0] - win.pad[0] + int64_t{a} * win.dilation[0];
+              if (iz < 0 || iz >= is.d) continue;
+              for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy) {
+                const int64_t iy = oy * win.stride[1] - win.pad[1] + int64_t{b} * win.dilation[1];
+                if (iy < 0 || iy >= is.h) continue;
+                float* o = at(out.data, out.stored, so, co, oz, oy, x0);
+                const float* ip = at(in.data, in.stored, si, ci, iz, iy, x0 * sx + off);
+                const int64_t count = x1 - x0;
+                if (sx == 1) {
+                  for (int64_t i = 0; i < count; ++i) o[i] += wv * ip[i];
+                } else {
+                  for (int64_t i = 0; i < count; ++i) o[i] += wv * ip[i * sx];
+                }
+              }
+            }
+          }
+    }
+    const float bias = wts.bias.empty() ? 0.0f : wts.bias[static_cast<size_t>(co)];
+    for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz)
+      for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy) {
+        float* o = at(out.data, out.stored, so, co, oz, oy, what.lo[2]);
+        for (int64_t i = 0; i < nx; ++i) {
+          const float v = wts.bias.empty() ? o[i] : o[i] + bias;
+          o[i] = activate(v, l.activation, l.leaky_slope);
+        }
+      }
+  }
+}
+
+// Elementwise ops over the same coordinates of one or two inputs.
+template <typename F>
+void elementwise_block(std::span<const ConstBlock> in, const Block& out, const Region& what,
+                       F f) {
+  const Strides so(out.stored), s0(in[0].stored);
+  const Strides s1(in.size() > 1 ? in[1].stored : in[0].stored);
+  const int64_t nx = what.extent(2);
+  for (int64_t c = what.c0; c < what.c1; ++c)
+    for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
+      for (int64_t y = what.lo[1]; y < what.hi[1]; ++y) {
+        float* o = at(out.data, out.stored, so, c, z, y, what.lo[2]);
+        const float* a = at(in[0].data, in[0].stored, s0, c, z, y, what.lo[2]);
+        const float* b = in.size() > 1 ? at(in[1].data, in[1].stored, s1, c, z, y, what.lo[2]) : a;
+        for (int64_t i = 0; i < nx; ++i) o[i] = f(c, a[i], b[i]);
+      }
+}
+
+void concat_block(const Graph& g, const Layer& l, std::span<const ConstBlock> in, const Block& out,
+                  const Region& what) {
+  const Strides so(out.stored);
+  const int64_t nx = what.extent(2);
+  int64_t offset = 0;
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const int64_t ck = g.layer(l.inputs[k]).out.c;
+    const int64_t c0 = std::max(what.c0, offset), c1 = std::min(what.c1, offset + ck);
+    if (c0 < c1) {
+      const Strides si(in[k].stored);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
+          for (int64_t y = what.lo[1]; y < what.hi[1]; ++y)
+            std::copy_n(at(in[k].data, in[k].stored, si, c - offset, z, y, what.lo[2]), nx,
+                        at(out.data, out.stored, so, c, z, y, what.lo[2]));
+    }
+    offset += ck;
+  }
+}
+
+void max_pool_block(const Graph& g, const Layer& l, const ConstBlock& in, const Block& out,
+                    const Region& what) {
+  const TensorShape& is = g.layer(l.inputs[0]).out;
+  const Window& win = l.window;
+  const Strides si(in.stored), so(out.stored);
+  for (int64_t c = what.c0; c < what.c1; ++c)
+    for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz)
+      for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy)
+        for (int64_t ox = what.lo[2]; ox < what.hi[2]; ++ox) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (int a = 0; a < win.kernel[0]; ++a) {
+            const int64_t iz = oz * win.stride[0] - win.pad[0] + int64_t{a} * win.dilation[0];
+            if (iz < 0 || iz >= is.d) continue;
+            for (int b = 0; b < win.kernel[1]; ++b) {
+              const int64_t iy = oy * win.stride[1] - win.pad[1] + int64_t{b} * win.dilation[1];
+              if (iy < 0 || iy >= is.h) continue;
+              for (int k = 0; k < win.kernel[2]; ++k) {
+                const int64_t ix = ox * win.stride[2] - win.pad[2] + int64_t{k} * win.dilation[2];
+                if (ix < 0 || ix >= is.w) continue;
+                m = std::max(m, *at(in.data, in.stored, si, c, iz, iy, ix));
+              }
+            }
+          }
+          *at(out.data, out.stored, so, c, oz, oy, ox) = m;
+        }
+}
+
+void avg_pool_block(const Graph& g, const Layer& l, const ConstBlock& in, const Block& out,
+                    const Region& what) {
+  const TensorShape& is = g.layer(l.inputs[0]).out;
+  const Window& win = l.window;
+  const Strides si(in.stored), so(out.stored);
+  for (int64_t c = what.c0; c < what.c1; ++c)
+    for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz)
+      for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy)
+        for (int64_t ox = what.lo[2]; ox < what.hi[2]; ++ox) {
+          const auto sz = avg_pool_span(oz, win.kernel[0], win.stride[0], win.pad[0], is.d);
+          const auto sy = avg_pool_span(oy, win.kernel[1], win.stride[1], win.pad[1], is.h);
+          const auto sx = avg_pool_span(ox, win.kernel[2], win.stride[2], win.pad[2], is.w);
+          float sum = 0;
+          for (int64_t iz = sz.start; iz < sz.end; ++iz)
+            for (int64_t iy = sy.start; iy < sy.end; ++iy)
+              for (int64_t ix = sx.start; ix < sx.end; ++ix)
+                sum += *at(in.data, in.stored, si, c, iz, iy, ix);
+          const int64_t count =
+              l.count_include_pad ? sz.padded_extent * sy.padded_extent * sx.padded_extent
+                                  : (sz.end - sz.start) * (sy.end - sy.start) * (sx.end - sx.start);
+          *at(out.data, out.stored, so, c, oz, oy, ox) = sum / static_cast<float>(count);
+        }
+}
+
+void upsample_block(const Graph& g, const Layer& l, const ConstBlock& in, const Block& out,
+                    const Region& what) {
+  const TensorShape& is = g.layer(l.inputs[0]).out;
+  const int64_t fd = upsample_factor(l, 0), fh = upsample_factor(l, 1), fw = upsample_factor(l, 2);
+  const Strides si(in.stored), so(out.stored);
+  for (int64_t c = what.c0; c < what.c1; ++c)
+    for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz)
+      for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy)
+        for (int64_t ox = what.lo[2]; ox < what.hi[2]; ++ox) {
+          float* o = at(out.data, out.stored, so, c, oz, oy, ox);
+          if (!l.bilinear) {
+            *o = *at(in.data, in.stored, si, c, nearest_source(oz, fd, is.d),
+                     nearest_source(oy, fh, is.h), nearest_source(ox, fw, is.w));
+            continue;
+          }
+          const LinearTap tz = linear_tap(oz, fd, is.d), ty = linear_tap(oy, fh, is.h),
+                          tx = linear_tap(ox, fw, is.w);
+          const auto row = [&](int64_t iz, int64_t iy) {
+            return tx.w0 * *at(in.data, in.stored, si, c, iz, iy, tx.i0) +
+                   tx.w1 * *at(in.data, in.stored, si, c, iz, iy, tx.i1);
+          };
+          const auto plane = [&](int64_t iz) { return ty.w0 * row(iz, ty.i0) + ty.w1 * row(iz, ty.i1); };
+          *o = tz.w0 * plane(tz.i0) + tz.w1 * plane(tz.i1);
+        }
+}
+
+}  // namespace
+
+bool is_block_op(OpKind op) {
+  switch (op) {
+    case OpKind::kConv:
+    case OpKind::kBatchNorm:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu:
+    case OpKind::kAdd:
+    case OpKind::kConcat:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kUpsample:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
+                   std::span<const ConstBlock> inputs, const Block& out, const Region& what) {
+  if (what.empty()) return;
+  BRICKDL_CHECK(is_block_op(l.op), "layer " << l.name << " (" << op_name(l.op)
+                                            << ") has no block kernel");
+  BRICKDL_CHECK(inputs.size() == l.inputs.size(), "layer " << l.name << ": inputs");
+  BRICKDL_CHECK(out.stored.contains(what), "layer " << l.name << ": output block "
+                                                    << out.stored.str() << " lacks " << what.str());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Region need = input_need(g, l, static_cast<int>(i), what);
+    BRICKDL_CHECK(need.empty() || (inputs[i].data && inputs[i].stored.contains(need)),
+                  "layer " << l.name << ": input " << i << " block " << inputs[i].stored.str()
+                           << " lacks " << need.str());
+  }
+  switch (l.op) {
+    case OpKind::kConv: conv_block(g, l, w, inputs[0], out, what); break;
+    case OpKind::kBatchNorm:
+      elementwise_block(inputs, out, what, [&](int64_t c, float a, float) {
+        return a * w.weight[static_cast<size_t>(c)] + w.bias[static_cast<size_t>(c)];
+      });
+      break;
+    case OpKind::kRelu:
+      elementwise_block(inputs, out, what,
+                        [](int64_t, float a, float) { return activate(a, Activation::kRelu, 0); });
+      break;
+    case OpKind::kLeakyRelu:
+      elementwise_block(inputs, out, what, [&](int64_t, float a, float) {
+        return activate(a, Activation::kLeakyRelu, l.leaky_slope);
+      });
+      break;
+    case OpKind::kAdd:
+      elementwise_block(inputs, out, what, [&](int64_t, float a, float b) {
+        return activate(a + b, l.activation, l.leaky_slope);
+      });
+      break;
+    case OpKind::kConcat: concat_block(g, l, inputs, out, what); break;
+    case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;
+    case OpKind::kAvgPool: avg_pool_block(g, l, inputs[0], out, what); break;
+    case OpKind::kUpsample: upsample_block(g, l, inputs[0], out, what); break;
+    default: break;
+  }
+}
+
+}  // namespace brickdl::kernels::detail

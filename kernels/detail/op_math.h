@@ -1,0 +1,71 @@
+#pragma once
+// Per-element arithmetic shared by the reference ops and the block kernels, so that both
+// evaluate every output element with the same operations in the same order.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/graph.h"
+
+namespace brickdl::kernels::detail {
+
+inline float activate(float v, Activation a, float slope) {
+  switch (a) {
+    case Activation::kNone: return v;
+    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
+    case Activation::kLeakyRelu: return v > 0.0f ? v : v * slope;
+  }
+  return v;
+}
+
+// Source taps of one output coordinate of a linear (bilinear / trilinear) upsample with
+// align_corners = False, as PyTorch computes them: src = max((dst + 0.5) / r − 0.5, 0),
+// i0 = floor(src), i1 = min(i0 + 1, extent − 1), weights 1 − λ and λ with λ = src − i0.
+struct LinearTap {
+  int64_t i0 = 0, i1 = 0;
+  float w0 = 1.0f, w1 = 0.0f;
+};
+
+inline LinearTap linear_tap(int64_t dst, int64_t scale, int64_t in_extent) {
+  LinearTap t;
+  if (scale == 1) {
+    t.i0 = t.i1 = dst;
+    return t;
+  }
+  const float ratio = 1.0f / static_cast<float>(scale);
+  float src = ratio * (static_cast<float>(dst) + 0.5f) - 0.5f;
+  if (src < 0.0f) src = 0.0f;
+  t.i0 = static_cast<int64_t>(src);
+  t.i1 = t.i0 < in_extent - 1 ? t.i0 + 1 : t.i0;
+  t.w1 = src - static_cast<float>(t.i0);
+  t.w0 = 1.0f - t.w1;
+  return t;
+}
+
+inline int64_t nearest_source(int64_t dst, int64_t scale, int64_t in_extent) {
+  return std::min(dst / scale, in_extent - 1);
+}
+
+// Upsample factor of `l` along `axis` (0 = d): 2-D tensors are not scaled in depth.
+inline int64_t upsample_factor(const Layer& l, int axis) {
+  return (axis == 0 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
+}
+
+// The window of a pool along one axis for output index o: [start, end) clipped to the input,
+// and the extent PyTorch divides by when count_include_pad is true (the window clipped to the
+// padded input, which can be shorter than the kernel in ceil mode).
+struct PoolSpan {
+  int64_t start = 0, end = 0;  // clipped to [0, in_extent)
+  int64_t padded_extent = 0;
+};
+
+inline PoolSpan avg_pool_span(int64_t o, int kernel, int stride, int pad, int64_t in_extent) {
+  PoolSpan s;
+  const int64_t start = o * stride - pad;
+  const int64_t end = std::min<int64_t>(start + kernel, in_extent + pad);
+  s.padded_extent = end - start;
+  s.start = std::max<int64_t>(start, 0);
+  s.end = std::min<int64_t>(end, in_extent);
+  return s;
+}
+
+}  // namespace brickdl::kernels::detail

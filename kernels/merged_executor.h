@@ -1,0 +1,107 @@
+#pragma once
+// Merged execution of one group of layers on the CPU.
+//
+//   external inputs (full tensors) ──► execute_group(graph, candidate, ...) ──► output tensor
+//                                              │                                + ExecCounters
+//               ┌──────────────────────────────┼─────────────────────────────┐
+//           layerwise                        padded                       memoized
+//     reference op per layer,      one unit per brick of the      a bricked store per
+//     whole tensors                last layer's output: every     intermediate layer, one
+//                                  earlier layer recomputed over  atomic state flag per brick
+//                                  the unit's region (all         (EMPTY → CLAIMED → DONE);
+//                                  channels) in unit-local        each needed brick computed
+//                                  buffers                        once, recursively, by
+//                                                                 whichever worker claims it
+//
+// Counting conventions are those at the top of model/cost_model.h (the analytic model
+// predicts the same counts for the same candidate), made precise here:
+//  - flops: 2 · (output elements computed) · (Cin / groups) · kernel volume, for conv layers
+//    (linear layers: 2 · MACs, layerwise only); other ops 0. useful_flops = 2 · MACs of the
+//    group's layers.
+//  - Regions are those of kernels/region.h. A tensor read by several layers of a unit (padded)
+//    or by several inputs of one layer is needed over the hull of what each read needs.
+//  - padded: unit = one brick of the last layer (n, channel block, spatial brick). Earlier
+//    layers are computed over the hull of what their in-group consumers need, with all their
+//    channels; the last layer over the brick (clipped), its channel block only.
+//    bricks_computed.<i> += 1 per unit for every layer computed (non-empty region).
+//    bytes_loaded.input += per unit, each external input's needed region (channels included);
+//    bytes_loaded.weight += per unit, the parameters of every layer computed, the last layer's
+//    scaled to its channel block (params · channels in block / channels); intermediates are
+//    neither stored nor re-loaded (they stay in the unit).
+//  - memoized: every brick of the last layer is computed; a brick of an intermediate layer is
+//    computed iff some computed consumer brick needs part of it. A computed brick covers its
+//    whole (clipped) extent and its channel block. Per computed brick: memo_lookups += number
+//    of intermediate producer bricks its needed region touches (channel blocks included); each
+//    lookup is exactly one of a claim (the brick was EMPTY and this worker computed it),
+//    a hit (DONE) or a conflict (CLAIMED by another worker, then waited for), so
+//    memo_lookups = memo_claims + memo_hits + memo_conflicts, and memo_claims = intermediate
+//    bricks computed. bytes_loaded.intermediate += needed region of each intermediate input;
+//    bytes_loaded.input += needed region of each external input; bytes_loaded.weight +=
+//    params · channels in block / channels; bytes_stored.intermediate += the brick's clipped
+//    volume × its channels (intermediates); bytes_stored.output likewise for the last layer.
+//  - layerwise: each layer reads each distinct input tensor whole once, its parameters once,
+//    and writes its output whole once; no bricks, no memo counters.
+//  - bytes = elements × the graph's element size (dtype_bytes), whatever the CPU computes in.
+// flops, bricks, claims, lookups and bytes do not depend on the number of threads; how the
+// lookups split into hits and conflicts does.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/candidate.h"
+#include "core/graph.h"
+#include "kernels/tensor.h"
+#include "kernels/weights.h"
+
+namespace brickdl::kernels {
+
+struct ExecCounters {
+  int64_t flops = 0;
+  int64_t useful_flops = 0;
+  std::vector<int64_t> bricks_per_layer;  // index = layer id − group.first
+  int64_t memo_claims = 0, memo_hits = 0, memo_conflicts = 0, memo_lookups = 0;
+  int64_t bytes_loaded_input = 0, bytes_loaded_weight = 0, bytes_loaded_intermediate = 0;
+  int64_t bytes_stored_intermediate = 0, bytes_stored_output = 0;
+
+  int64_t bricks_computed() const;
+  int64_t bytes_loaded() const {
+    return bytes_loaded_input + bytes_loaded_weight + bytes_loaded_intermediate;
+  }
+  int64_t bytes_stored() const { return bytes_stored_intermediate + bytes_stored_output; }
+  // Adds `o` (the per-layer vector element-wise, growing it when needed).
+  void add(const ExecCounters& o);
+  // The counters under their contract names: "flops", "useful_flops", "bricks_computed",
+  // "bricks_computed.<i>", "memo_claims", "memo_hits", "memo_conflicts", "memo_lookups",
+  // "bytes_loaded.input", "bytes_loaded.weight", "bytes_loaded.intermediate",
+  // "bytes_stored.intermediate", "bytes_stored.output", "bytes_loaded", "bytes_stored".
+  std::map<std::string, double> to_map() const;
+};
+
+struct ExecOptions {
+  int threads = 1;  // worker threads for padded / memoized; 0 = hardware concurrency
+};
+
+struct GroupResult {
+  bool supported = true;
+  std::string reason;  // why not, when !supported
+  Tensor output;       // the last layer's output
+  ExecCounters counters;
+};
+
+// The tensors (producer layer ids) that layers of `group` read but the group does not
+// produce, in order of first read: the first layer's input, residual skips, ...
+std::vector<int> group_external_inputs(const Graph& graph, const Group& group);
+
+// Empty when `candidate` can run on the CPU executor, else why not (a group whose
+// intermediates leave it, an op without a block kernel for padded / memoized, ...).
+std::string unsupported_reason(const Graph& graph, const Candidate& candidate);
+
+// Runs `candidate` on `graph` (fused or not). inputs[k] is the full output tensor of
+// group_external_inputs(graph, group)[k]; weights cover the group's layers. An unsupported
+// candidate returns supported = false and no output. Elements of the output that a strategy
+// failed to write would be NaN (the output starts as NaN for padded and memoized).
+GroupResult execute_group(const Graph& graph, const Candidate& candidate,
+                          const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
+                          const ExecOptions& options = {});
+
+}  // namespace brickdl::kernels

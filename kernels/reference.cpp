@@ -1,0 +1,342 @@
+#include "kernels/reference.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/graph_builder.h"
+#include "kernels/detail/op_math.h"
+
+namespace brickdl::kernels {
+
+namespace {
+
+using detail::activate;
+
+TensorShape windowed_shape(const TensorShape& in, const Window& w, bool ceil_mode) {
+  TensorShape out = in;
+  out.d = window_out_extent(in.d, w.kernel[0], w.stride[0], w.pad[0], w.dilation[0], ceil_mode);
+  out.h = window_out_extent(in.h, w.kernel[1], w.stride[1], w.pad[1], w.dilation[1], ceil_mode);
+  out.w = window_out_extent(in.w, w.kernel[2], w.stride[2], w.pad[2], w.dilation[2], ceil_mode);
+  BRICKDL_CHECK(out.d > 0 && out.h > 0 && out.w > 0, "window does not fit " << in.str());
+  return out;
+}
+
+bool inside(int64_t i, int64_t extent) { return i >= 0 && i < extent; }
+
+template <typename Acc>
+Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+                 int64_t out_channels, const Window& win, int groups, Epilogue ep) {
+  const TensorShape& is = x.shape();
+  TensorShape os = windowed_shape(is, win, false);
+  os.c = out_channels;
+  const int64_t cin_g = is.c / groups, cout_g = out_channels / groups;
+  const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
+  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == out_channels * cin_g * kd * kh * kw,
+                "conv weight has " << weight.size() << " values");
+  BRICKDL_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_channels, "conv bias");
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t co = 0; co < os.c; ++co) {
+      const int64_t g = co / cout_g;
+      for (int64_t oz = 0; oz < os.d; ++oz)
+        for (int64_t oy = 0; oy < os.h; ++oy)
+          for (int64_t ox = 0; ox < os.w; ++ox) {
+            Acc acc = 0;
+            for (int64_t cl = 0; cl < cin_g; ++cl) {
+              const int64_t ci = g * cin_g + cl;
+              for (int a = 0; a < kd; ++a) {
+                const int64_t iz = oz * win.stride[0] - win.pad[0] + a * win.dilation[0];
+                if (!inside(iz, is.d)) continue;
+                for (int b = 0; b < kh; ++b) {
+                  const int64_t iy = oy * win.stride[1] - win.pad[1] + b * win.dilation[1];
+                  if (!inside(iy, is.h)) continue;
+                  for (int c = 0; c < kw; ++c) {
+                    const int64_t ix = ox * win.stride[2] - win.pad[2] + c * win.dilation[2];
+                    if (!inside(ix, is.w)) continue;
+                    const float wv =
+                        weight[static_cast<size_t>((((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
+                    acc += static_cast<Acc>(wv) * static_cast<Acc>(x.at(n, ci, iz, iy, ix));
+                  }
+                }
+              }
+            }
+            if (!bias.empty()) acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
+            y.at(n, co, oz, oy, ox) = activate(static_cast<float>(acc), ep.activation, ep.slope);
+          }
+    }
+  return y;
+}
+
+template <typename Acc>
+Tensor avg_pool_impl(const Tensor& x, const Window& win, bool ceil_mode, bool count_include_pad) {
+  const TensorShape& is = x.shape();
+  const TensorShape os = windowed_shape(is, win, ceil_mode);
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c)
+      for (int64_t oz = 0; oz < os.d; ++oz)
+        for (int64_t oy = 0; oy < os.h; ++oy)
+          for (int64_t ox = 0; ox < os.w; ++ox) {
+            const auto sz = detail::avg_pool_span(oz, win.kernel[0], win.stride[0], win.pad[0], is.d);
+            const auto sy = detail::avg_pool_span(oy, win.kernel[1], win.stride[1], win.pad[1], is.h);
+            const auto sx = detail::avg_pool_span(ox, win.kernel[2], win.stride[2], win.pad[2], is.w);
+            Acc sum = 0;
+            for (int64_t iz = sz.start; iz < sz.end; ++iz)
+              for (int64_t iy = sy.start; iy < sy.end; ++iy)
+                for (int64_t ix = sx.start; ix < sx.end; ++ix)
+                  sum += static_cast<Acc>(x.at(n, c, iz, iy, ix));
+            const int64_t count =
+                count_include_pad
+                    ? sz.padded_extent * sy.padded_extent * sx.padded_extent
+                    : (sz.end - sz.start) * (sy.end - sy.start) * (sx.end - sx.start);
+            y.at(n, c, oz, oy, ox) = static_cast<float>(sum / static_cast<Acc>(count));
+          }
+  return y;
+}
+
+template <typename Acc>
+Tensor global_avg_pool_impl(const Tensor& x) {
+  TensorShape os = x.shape();
+  os.d = os.h = os.w = 1;
+  Tensor y(os);
+  const int64_t sp = x.shape().spatial();
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c) {
+      Acc sum = 0;
+      const float* p = x.data() + (n * os.c + c) * sp;
+      for (int64_t i = 0; i < sp; ++i) sum += static_cast<Acc>(p[i]);
+      y.at(n, c, 0, 0, 0) = static_cast<float>(sum / static_cast<Acc>(sp));
+    }
+  return y;
+}
+
+template <typename Acc>
+Tensor linear_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+                   int64_t out_features, Epilogue ep) {
+  const int64_t in = x.shape().c * x.shape().spatial();
+  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == out_features * in, "linear weight size");
+  Tensor y(TensorShape{x.shape().n, out_features, 1, 1, 1, 0});
+  for (int64_t n = 0; n < x.shape().n; ++n)
+    for (int64_t o = 0; o < out_features; ++o) {
+      Acc acc = 0;
+      for (int64_t i = 0; i < in; ++i)
+        acc += static_cast<Acc>(weight[static_cast<size_t>(o * in + i)]) *
+               static_cast<Acc>(x.data()[n * in + i]);
+      if (!bias.empty()) acc += static_cast<Acc>(bias[static_cast<size_t>(o)]);
+      y.at(n, o, 0, 0, 0) = activate(static_cast<float>(acc), ep.activation, ep.slope);
+    }
+  return y;
+}
+
+}  // namespace
+
+Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+            int64_t out_channels, const Window& window, int groups, Epilogue epilogue,
+            Accumulation acc) {
+  BRICKDL_CHECK(groups >= 1 && x.shape().c % groups == 0 && out_channels % groups == 0,
+                "conv groups " << groups);
+  return acc == Accumulation::kF64
+             ? conv_impl<double>(x, weight, bias, out_channels, window, groups, epilogue)
+             : conv_impl<float>(x, weight, bias, out_channels, window, groups, epilogue);
+}
+
+Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
+                  const std::vector<float>& shift) {
+  const TensorShape& s = x.shape();
+  BRICKDL_CHECK(static_cast<int64_t>(scale.size()) == s.c && static_cast<int64_t>(shift.size()) == s.c,
+                "batch_norm parameters");
+  Tensor y(s);
+  const int64_t sp = s.spatial();
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t i = 0; i < sp; ++i) {
+        const int64_t k = (n * s.c + c) * sp + i;
+        y.data()[k] = x.data()[k] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+      }
+  return y;
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor y(x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = activate(x.data()[i], Activation::kRelu, 0);
+  return y;
+}
+
+Tensor leaky_relu(const Tensor& x, float slope) {
+  Tensor y(x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    y.data()[i] = activate(x.data()[i], Activation::kLeakyRelu, slope);
+  return y;
+}
+
+Tensor add(const Tensor& a, const Tensor& b, Epilogue ep) {
+  BRICKDL_CHECK(a.shape() == b.shape(), "add of " << a.shape().str() << " and " << b.shape().str());
+  Tensor y(a.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    y.data()[i] = activate(a.data()[i] + b.data()[i], ep.activation, ep.slope);
+  return y;
+}
+
+Tensor concat(const std::vector<const Tensor*>& xs) {
+  BRICKDL_CHECK(!xs.empty(), "concat of nothing");
+  TensorShape os = xs[0]->shape();
+  os.c = 0;
+  for (const Tensor* t : xs) os.c += t->shape().c;
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n) {
+    int64_t c_out = 0;
+    for (const Tensor* t : xs) {
+      const TensorShape& s = t->shape();
+      BRICKDL_CHECK(s.n == os.n && s.spatial() == os.spatial(), "concat shapes");
+      for (int64_t c = 0; c < s.c; ++c, ++c_out)
+        for (int64_t z = 0; z < s.d; ++z)
+          for (int64_t yy = 0; yy < s.h; ++yy)
+            for (int64_t x = 0; x < s.w; ++x) y.at(n, c_out, z, yy, x) = t->at(n, c, z, yy, x);
+    }
+  }
+  return y;
+}
+
+Tensor max_pool(const Tensor& x, const Window& win, bool ceil_mode) {
+  const TensorShape& is = x.shape();
+  const TensorShape os = windowed_shape(is, win, ceil_mode);
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c)
+      for (int64_t oz = 0; oz < os.d; ++oz)
+        for (int64_t oy = 0; oy < os.h; ++oy)
+          for (int64_t ox = 0; ox < os.w; ++ox) {
+            float m = -std::numeric_limits<float>::infinity();
+            for (int a = 0; a < win.kernel[0]; ++a) {
+              const int64_t iz = oz * win.stride[0] - win.pad[0] + a * win.dilation[0];
+              if (!inside(iz, is.d)) continue;
+              for (int b = 0; b < win.kernel[1]; ++b) {
+                const int64_t iy = oy * win.stride[1] - win.pad[1] + b * win.dilation[1];
+                if (!inside(iy, is.h)) continue;
+                for (int c2 = 0; c2 < win.kernel[2]; ++c2) {
+                  const int64_t ix = ox * win.stride[2] - win.pad[2] + c2 * win.dilation[2];
+                  if (!inside(ix, is.w)) continue;
+                  m = std::max(m, x.at(n, c, iz, iy, ix));
+                }
+              }
+            }
+            y.at(n, c, oz, oy, ox) = m;
+          }
+  return y;
+}
+
+Tensor avg_pool(const Tensor& x, const Window& window, bool ceil_mode, bool count_include_pad,
+                Accumulation acc) {
+  BRICKDL_CHECK(window.dilation == (std::array<int, 3>{1, 1, 1}), "avg_pool has no dilation");
+  return acc == Accumulation::kF64
+             ? avg_pool_impl<double>(x, window, ceil_mode, count_include_pad)
+             : avg_pool_impl<float>(x, window, ceil_mode, count_include_pad);
+}
+
+Tensor global_avg_pool(const Tensor& x, Accumulation acc) {
+  return acc == Accumulation::kF64 ? global_avg_pool_impl<double>(x)
+                                   : global_avg_pool_impl<float>(x);
+}
+
+Tensor upsample(const Tensor& x, int scale, bool bilinear) {
+  const TensorShape& is = x.shape();
+  TensorShape os = is;
+  const int64_t fd = is.spatial_rank == 3 ? scale : 1;
+  os.d *= fd;
+  os.h *= scale;
+  os.w *= scale;
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c)
+      for (int64_t oz = 0; oz < os.d; ++oz)
+        for (int64_t oy = 0; oy < os.h; ++oy)
+          for (int64_t ox = 0; ox < os.w; ++ox) {
+            if (!bilinear) {
+              y.at(n, c, oz, oy, ox) = x.at(n, c, detail::nearest_source(oz, fd, is.d),
+                                            detail::nearest_source(oy, scale, is.h),
+                                            detail::nearest_source(ox, scale, is.w));
+              continue;
+            }
+            const auto tz = detail::linear_tap(oz, fd, is.d);
+            const auto ty = detail::linear_tap(oy, scale, is.h);
+            const auto tx = detail::linear_tap(ox, scale, is.w);
+            const auto row = [&](int64_t iz, int64_t iy) {
+              return tx.w0 * x.at(n, c, iz, iy, tx.i0) + tx.w1 * x.at(n, c, iz, iy, tx.i1);
+            };
+            const auto plane = [&](int64_t iz) {
+              return ty.w0 * row(iz, ty.i0) + ty.w1 * row(iz, ty.i1);
+            };
+            y.at(n, c, oz, oy, ox) = tz.w0 * plane(tz.i0) + tz.w1 * plane(tz.i1);
+          }
+  return y;
+}
+
+Tensor flatten(const Tensor& x) {
+  const TensorShape& s = x.shape();
+  Tensor y(TensorShape{s.n, s.c * s.spatial(), 1, 1, 1, 0});
+  y.values() = x.values();
+  return y;
+}
+
+Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+              int64_t out_features, Epilogue epilogue, Accumulation acc) {
+  return acc == Accumulation::kF64 ? linear_impl<double>(x, weight, bias, out_features, epilogue)
+                                   : linear_impl<float>(x, weight, bias, out_features, epilogue);
+}
+
+Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const LayerWeights& w,
+                 Accumulation acc) {
+  BRICKDL_CHECK(in.size() == l.inputs.size(), "layer " << l.name << " got " << in.size()
+                                                        << " inputs, wants " << l.inputs.size());
+  const Epilogue ep{l.activation, l.leaky_slope};
+  Tensor y;
+  switch (l.op) {
+    case OpKind::kInput:
+      BRICKDL_CHECK(false, "the input layer is not run");
+      break;
+    case OpKind::kConv:
+      y = conv(*in[0], w.weight, w.bias, l.out_channels, l.window, l.groups, ep, acc);
+      break;
+    case OpKind::kBatchNorm: y = batch_norm(*in[0], w.weight, w.bias); break;
+    case OpKind::kRelu: y = relu(*in[0]); break;
+    case OpKind::kLeakyRelu: y = leaky_relu(*in[0], l.leaky_slope); break;
+    case OpKind::kAdd: y = add(*in[0], *in[1], ep); break;
+    case OpKind::kConcat: y = concat(in); break;
+    case OpKind::kMaxPool: y = max_pool(*in[0], l.window, l.ceil_mode); break;
+    case OpKind::kAvgPool:
+      y = avg_pool(*in[0], l.window, l.ceil_mode, l.count_include_pad, acc);
+      break;
+    case OpKind::kGlobalAvgPool: y = global_avg_pool(*in[0], acc); break;
+    case OpKind::kUpsample: y = upsample(*in[0], l.upsample_scale, l.bilinear); break;
+    case OpKind::kFlatten: y = flatten(*in[0]); break;
+    case OpKind::kLinear:
+      y = linear(*in[0], w.weight, w.bias, l.out_channels, ep, acc);
+      break;
+  }
+  BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
+                                             << ", the graph says " << l.out.str());
+  return y;
+}
+
+Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weights,
+                 Accumulation acc) {
+  BRICKDL_CHECK(input.shape() == g.input_shape(),
+                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
+  std::vector<Tensor> out(static_cast<size_t>(g.size()));
+  std::vector<int> last_reader(static_cast<size_t>(g.size()), -1);
+  for (const Layer& l : g.layers())
+    for (int p : l.inputs) last_reader[static_cast<size_t>(p)] = l.id;
+  out[0] = input;
+  for (int id = 1; id < g.size(); ++id) {
+    const Layer& l = g.layer(id);
+    std::vector<const Tensor*> in;
+    for (int p : l.inputs) in.push_back(&out[static_cast<size_t>(p)]);
+    out[static_cast<size_t>(id)] = run_layer(l, in, weights.at(id), acc);
+    for (int p : l.inputs)
+      if (last_reader[static_cast<size_t>(p)] == id && p != g.output()) out[static_cast<size_t>(p)] = Tensor();
+  }
+  return std::move(out.back());
+}
+
+}  // namespace brickdl::kernels

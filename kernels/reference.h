@@ -1,0 +1,58 @@
+#pragma once
+// Reference ops: the ground truth every other execution is checked against. Plain loops over
+// whole NC(D)HW tensors, one output element at a time, with PyTorch's semantics (zero padding
+// for conv, −inf for max pool, count_include_pad and ceil_mode for avg pool,
+// align_corners = False for bilinear upsample). Storage is fp32; sums accumulate in fp32 or,
+// on request, in fp64.
+//
+// Summation order, per output element: conv over input channel, then kd, kh, kw (padding
+// taps skipped), then + bias, then the activation epilogue. The block kernels of the merged
+// executor use the same order.
+#include <vector>
+
+#include "core/graph.h"
+#include "kernels/tensor.h"
+#include "kernels/weights.h"
+
+namespace brickdl::kernels {
+
+enum class Accumulation { kF32, kF64 };
+
+struct Epilogue {
+  Activation activation = Activation::kNone;
+  float slope = 0.1f;  // leaky relu
+};
+
+// weight [Cout][Cin/groups][kd][kh][kw]; bias [Cout] or empty.
+Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+            int64_t out_channels, const Window& window, int groups, Epilogue epilogue = {},
+            Accumulation acc = Accumulation::kF32);
+// y = x·scale[c] + shift[c] (batch-norm in inference form).
+Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
+                  const std::vector<float>& shift);
+Tensor relu(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, float slope);
+Tensor add(const Tensor& a, const Tensor& b, Epilogue epilogue = {});
+Tensor concat(const std::vector<const Tensor*>& xs);  // along channels
+Tensor max_pool(const Tensor& x, const Window& window, bool ceil_mode);
+Tensor avg_pool(const Tensor& x, const Window& window, bool ceil_mode, bool count_include_pad,
+                Accumulation acc = Accumulation::kF32);
+Tensor global_avg_pool(const Tensor& x, Accumulation acc = Accumulation::kF32);
+// Integer scale on every spatial axis of the tensor (h, w; and d for 3-D tensors).
+Tensor upsample(const Tensor& x, int scale, bool bilinear);
+Tensor flatten(const Tensor& x);
+// x flat (N, in); weight [out][in]; bias [out] or empty.
+Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+              int64_t out_features, Epilogue epilogue = {}, Accumulation acc = Accumulation::kF32);
+
+// One layer of a graph, dispatched on its op with its attributes (epilogue included).
+// `inputs` are the outputs of layer.inputs, in order. The result has shape layer.out.
+Tensor run_layer(const Layer& layer, const std::vector<const Tensor*>& inputs,
+                 const LayerWeights& weights, Accumulation acc = Accumulation::kF32);
+
+// Every layer of `graph` in order from `input` (the output of layer 0); returns the output of
+// the last layer. Intermediate tensors are freed after their last reader.
+Tensor run_graph(const Graph& graph, const Tensor& input, const ModelWeights& weights,
+                 Accumulation acc = Accumulation::kF32);
+
+}  // namespace brickdl::kernels

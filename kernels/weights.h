@@ -1,0 +1,56 @@
+#pragma once
+// Random but reproducible parameters of a (fused) graph, and random activations.
+//
+// Every layer's parameters come from its own stream, keyed by (seed, layer name), so a group
+// measured alone gets the same weights as the same layers inside the whole model.
+//
+// Stored form (what the executors use and what brickdl-run writes):
+//  - conv:   weight [Cout][Cin/groups][kd][kh][kw] (kd == 1 for 2-D; PyTorch's Conv2d layout
+//            after dropping kd), bias [Cout] or empty;
+//  - linear: weight [out][in], bias [out] or empty;
+//  - batch_norm (not folded): weight = scale [C], bias = shift [C], y = x·scale + shift;
+//  - a conv / linear with bn_folded carries the batch-norm folded in: from raw weights W and
+//    random batch-norm statistics (gamma, beta, running mean, running var, eps = 1e-5),
+//    scale = gamma / sqrt(var + eps), W' = W·scale[co], bias' = beta − mean·scale
+//    (the raw layer is taken without a bias of its own).
+// Raw weights are uniform in ±sqrt(6 / fan_in) (variance-preserving under relu), batch-norm
+// gamma and var in [0.75, 1.25], beta and mean in [−0.25, 0.25].
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "kernels/tensor.h"
+
+namespace brickdl::kernels {
+
+struct LayerWeights {
+  std::vector<float> weight;
+  std::vector<float> bias;
+  bool empty() const { return weight.empty() && bias.empty(); }
+};
+
+// Parameters per layer id; layers without parameters (or not generated) have empty entries.
+class ModelWeights {
+ public:
+  ModelWeights() = default;
+  explicit ModelWeights(std::vector<LayerWeights> layers) : layers_(std::move(layers)) {}
+  const LayerWeights& at(int id) const;
+  LayerWeights& at(int id);
+  int size() const { return static_cast<int>(layers_.size()); }
+
+ private:
+  std::vector<LayerWeights> layers_;
+};
+
+// Parameters of one layer of `graph` (empty for layers without parameters).
+LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed);
+// Parameters of the layers [first, last] of `graph` (last < 0: to the end); others empty.
+ModelWeights make_weights(const Graph& graph, uint64_t seed, int first = 1, int last = -1);
+
+// A tensor of `shape` with values uniform in [−1, 1), from `seed` and `stream`.
+Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream = 0);
+
+// Deterministic 64-bit mix (splitmix64 finaliser); used to key random streams.
+uint64_t mix64(uint64_t x);
+
+}  // namespace brickdl::kernels
