@@ -1,6 +1,7 @@
 #include "core/store.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -236,8 +237,12 @@ TuningDb::TuningDb(const std::string& path, Mode mode, int busy_timeout_ms)
     throw UserError("no tuning database at '" + path +
                     "'; pass the path of an existing database (brickdl-tune creates one)");
   }
+  // Read-only mode still opens a writable file read-write, with writes disabled (PRAGMA
+  // query_only): a read-only SQLite connection to a WAL database leaves its -wal and -shm side
+  // files behind on close, a read-write one removes them when it is the last connection.
+  const bool writable = existed && ::access(path.c_str(), W_OK) == 0;
   const int flags = mode == Mode::kReadOnly
-                        ? SQLITE_OPEN_READONLY
+                        ? (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY)
                         : SQLITE_OPEN_READWRITE | (existed ? 0 : SQLITE_OPEN_CREATE);
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   try {
@@ -253,6 +258,7 @@ TuningDb::TuningDb(const std::string& path, Mode mode, int busy_timeout_ms)
 
 void TuningDb::open_schema(int busy_timeout_ms) {
   check_sqlite(db_, sqlite3_busy_timeout(db_, busy_timeout_ms), "setting the busy timeout");
+  if (mode_ == Mode::kReadOnly) exec_sql(db_, "PRAGMA query_only = 1", "disabling writes");
   if (mode_ == Mode::kReadWrite && sqlite3_db_readonly(db_, "main") == 1) {
     throw UserError("'" + path_ +
                     "' is not writable; check its permissions, or read it with brickdl-query");
