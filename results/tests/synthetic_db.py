@@ -1,0 +1,240 @@
+"""A small synthetic tuning database built from core/store_schema.sql with known rows.
+
+The numbers are chosen so that every value the figure scripts extract can be checked by hand;
+the expected values are written out in test_figdata.py next to each assertion.
+"""
+import json
+import os
+import sqlite3
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA = os.path.join(ROOT, "core", "store_schema.sql")
+
+MODEL_TARGET = "model:A100-40GB"
+CPU_TARGET = "cpu:Synthetic CPU"
+GPU_TARGET = "gpu:NVIDIA H200/sm90/drv580.00/cuda13.0/cudnn9.10"
+SPEC = "A100-40GB"
+NOW = "2025-01-01T00:00:00Z"
+
+
+class Builder:
+    """Thin insert helpers over the schema (the figure scripts only ever read)."""
+
+    def __init__(self, path):
+        self.conn = sqlite3.connect(path)
+        with open(SCHEMA) as f:
+            self.conn.executescript(f.read())
+        self.conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                              [("application", "brickdl"), ("schema_version", "1")])
+        self._workloads = 0
+
+    def _insert(self, sql, args):
+        return self.conn.execute(sql, args).lastrowid
+
+    def target(self, fingerprint, backend):
+        return self._insert("INSERT INTO targets(fingerprint, backend) VALUES (?, ?)",
+                            (fingerprint, backend))
+
+    def run(self, experiment, model, target_id, batch=8, status="complete", config=None):
+        return self._insert(
+            "INSERT INTO runs(experiment, config_json, model, batch, precision, gpu_spec, "
+            "target_id, git_revision, started_at, ended_at, status) VALUES "
+            "(?, ?, ?, ?, 'fp32', ?, ?, 'test', ?, ?, ?)",
+            (experiment, json.dumps(config or {}), model, batch, SPEC, target_id, NOW, NOW,
+             status))
+
+    def workload(self, num_layers=1, description=""):
+        self._workloads += 1
+        return self._insert("INSERT INTO workloads(signature, num_layers, description) "
+                            "VALUES (?, ?, ?)", (f"w{self._workloads}", num_layers,
+                                                 description))
+
+    def group(self, run_id, workload_id, first, last, label=""):
+        self.conn.execute("INSERT INTO run_groups(run_id, workload_id, first_layer, "
+                          "last_layer, layer_names, label) VALUES (?, ?, ?, ?, ?, ?)",
+                          (run_id, workload_id, first, last, f"l{first} .. l{last}", label))
+
+    def candidate(self, workload_id, strategy, edge=8, threads=256, dims=3):
+        bd = edge if dims == 3 else 1
+        return self._insert("INSERT INTO candidates(workload_id, strategy, bd, bh, bw, cb, "
+                            "threads) VALUES (?, ?, ?, ?, ?, 0, ?)",
+                            (workload_id, strategy, bd, edge, edge, threads))
+
+    def prediction(self, candidate_id, time, dram=0.0, compute=0.0, ac=0.0, cf=0.0, l1=0.0,
+                   l2=0.0, dram_bytes=0.0, feasible=True, version="v1", spec=SPEC):
+        self.conn.execute(
+            "INSERT INTO predictions(candidate_id, gpu_spec, model_version, feasible, reason, "
+            "time_ms, time_dram_ms, time_l2_ms, time_compute_ms, time_atomics_compulsory_ms, "
+            "time_atomics_conflict_ms, time_other_ms, flops, redundant_flops, l1_bytes, "
+            "l2_bytes, dram_bytes, dram_lower_bound, atomics_compulsory, atomics_conflict) "
+            "VALUES (?, ?, ?, ?, '', ?, ?, 0, ?, ?, ?, 0, 0, 0, ?, ?, ?, 0, 0, 0)",
+            (candidate_id, spec, version, int(feasible), time, dram, compute, ac, cf, l1, l2,
+             dram_bytes))
+
+    def measurement(self, candidate_id, target_id, run_id, median, status="ok", counters=None):
+        mid = self._insert(
+            "INSERT INTO measurements(candidate_id, target_id, run_id, status, median_ms, "
+            "min_ms, max_ms, p25_ms, p75_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (candidate_id, target_id, run_id, status, median, median, median, median, median,
+             NOW))
+        for name, value in (counters or {}).items():
+            self.conn.execute("INSERT INTO counters(measurement_id, name, value) VALUES "
+                              "(?, ?, ?)", (mid, name, value))
+        return mid
+
+    def plan(self, run_id, kind, predicted, layerwise_predicted, groups, measured=None,
+             layerwise_measured=None):
+        pid = self._insert(
+            "INSERT INTO plans(run_id, kind, json, predicted_ms, measured_ms, "
+            "layerwise_predicted_ms, layerwise_measured_ms, created_at) VALUES "
+            "(?, ?, '{}', ?, ?, ?, ?, ?)",
+            (run_id, kind, predicted, measured, layerwise_predicted, layerwise_measured, NOW))
+        for idx, (cid, first, last) in enumerate(groups):
+            self.conn.execute("INSERT INTO plan_groups(plan_id, idx, candidate_id, "
+                              "first_layer, last_layer) VALUES (?, ?, ?, ?, ?)",
+                              (pid, idx, cid, first, last))
+        return pid
+
+    def baseline(self, target_id, model, framework, median, batch=8):
+        return self._insert(
+            "INSERT INTO baselines(target_id, model, batch, precision, framework, median_ms, "
+            "p25_ms, p75_ms, created_at) VALUES (?, ?, ?, 'fp32', ?, ?, ?, ?, ?)",
+            (target_id, model, batch, framework, median, median, median, NOW))
+
+    def close(self):
+        self.conn.commit()
+        self.conn.close()
+
+
+def _fig7(b, t_model, t_gpu):
+    # resnet50, model only: groups (1-2) padded and (3) layerwise.
+    run = b.run("resnet50", "resnet50", t_model)
+    w12, w3 = b.workload(2), b.workload(1)
+    l12 = b.candidate(w12, "layerwise")
+    b.prediction(l12, time=4, dram=3, compute=1)
+    p12 = b.candidate(w12, "padded")
+    b.prediction(p12, time=3, dram=1.5, compute=1)
+    l3 = b.candidate(w3, "layerwise")
+    b.prediction(l3, time=2, dram=1, compute=0.5)
+    b.group(run, w12, 1, 2)
+    b.group(run, w3, 3, 3)
+    b.plan(run, "predicted", 5, 6, [(p12, 1, 2), (l3, 3, 3)])
+    # A later aborted run without plans: the complete run above must still be chosen.
+    b.run("resnet50", "resnet50", t_model, status="aborted")
+
+    # vgg16_bn measured on the GPU: a predicted plan, then a measured one.
+    run = b.run("vgg16_bn", "vgg16_bn", t_gpu)
+    w12, w3 = b.workload(2), b.workload(1)
+    l12 = b.candidate(w12, "layerwise")
+    b.prediction(l12, time=4, dram=3, compute=1)
+    p12 = b.candidate(w12, "padded")
+    b.prediction(p12, time=3, dram=1.5, compute=1)
+    l3 = b.candidate(w3, "layerwise")
+    b.prediction(l3, time=2, dram=1, compute=0.5)
+    b.plan(run, "predicted", 5, 6, [(p12, 1, 2), (l3, 3, 3)])
+    b.plan(run, "measured", 5, 6, [(p12, 1, 2), (l3, 3, 3)], measured=4, layerwise_measured=8)
+    # Baselines: one comparable (same GPU name), one of another GPU, one of another batch.
+    t_h200 = b.target("gpu:NVIDIA H200", "cuda")
+    t_a100 = b.target("gpu:NVIDIA A100-SXM4-40GB", "cuda")
+    b.baseline(t_h200, "vgg16_bn", "torch-compile", 6)
+    b.baseline(t_a100, "vgg16_bn", "jax-xla", 1)
+    b.baseline(t_h200, "vgg16_bn", "pytorch-eager", 2, batch=1)
+
+
+def _fig8(b, t_cpu):
+    # An earlier, aborted run measured two candidates; the resumed run below reuses them.
+    old_run = b.run("fig8_resnet50_subgraphs", "resnet50", t_cpu, status="aborted")
+    run = b.run("fig8_resnet50_subgraphs", "resnet50", t_cpu)
+    # "subgraph 2": everything measured on the CPU.
+    w = b.workload(3, "conv1x1 | conv3x3 | conv1x1")
+    b.group(run, w, 1, 3, "subgraph 2")
+    lw = b.candidate(w, "layerwise")
+    b.prediction(lw, time=10, dram=6, compute=2, l1=100, l2=80, dram_bytes=60)
+    p8 = b.candidate(w, "padded", 8)
+    b.prediction(p8, time=8, dram=4, compute=3, l1=130, l2=90, dram_bytes=45)
+    p16 = b.candidate(w, "padded", 16)
+    b.prediction(p16, time=7.5, feasible=False)
+    m8 = b.candidate(w, "memoized", 8)
+    b.prediction(m8, time=9, dram=4, compute=2, ac=0.5, cf=0.5, l1=120, l2=88, dram_bytes=48)
+    b.measurement(lw, t_cpu, run, 20, counters={"bytes_loaded": 70, "bytes_stored": 30})
+    b.measurement(p8, t_cpu, old_run, 19)  # superseded by this run's measurement
+    b.measurement(p8, t_cpu, run, 18)
+    b.measurement(p16, t_cpu, run, 1)  # infeasible under the model: never chosen
+    b.measurement(m8, t_cpu, old_run, 15)  # measured before the resume only: reused
+    # "subgraph 10": memoized not measured (only a wrong result): all predicted.
+    w = b.workload(3)
+    b.group(run, w, 4, 6, "subgraph 10")
+    lw = b.candidate(w, "layerwise")
+    b.prediction(lw, time=4, dram=2, compute=1, l1=10, l2=10, dram_bytes=10)
+    p = b.candidate(w, "padded", 8)
+    b.prediction(p, time=3, dram=1, compute=1, l1=12, l2=11, dram_bytes=9)
+    m = b.candidate(w, "memoized", 8)
+    b.prediction(m, time=5, dram=2, compute=2, l1=11, l2=10.5, dram_bytes=8)
+    b.measurement(lw, t_cpu, run, 40)
+    b.measurement(p, t_cpu, run, 30)
+    b.measurement(m, t_cpu, run, None, status="wrong_result")
+    # An unlabelled group is not a subgraph.
+    w = b.workload(1)
+    b.group(run, w, 7, 7)
+
+
+def _fig10(b, t_cpu):
+    run = b.run("micro_graphsize", "micro_graphsize", t_cpu, batch=1)
+    labels = {(1, 2): "2+2+2 #1", (3, 4): "2+2+2 #2", (5, 6): "2+2+2 #3, 4+2 #2",
+              (1, 4): "4+2 #1", (1, 6): "6 #1"}
+    for (first, last), label in labels.items():
+        n = last - first + 1
+        w = b.workload(n)
+        b.group(run, w, first, last, label)
+        b.prediction(b.candidate(w, "layerwise"), time=2 * n, dram=n, compute=0.5 * n)
+        if n == 6:
+            b.prediction(b.candidate(w, "padded", 8), time=13, dram=7, compute=3)
+            b.prediction(b.candidate(w, "memoized", 8), time=14, dram=6, compute=3, ac=1,
+                         cf=1)
+        else:
+            b.prediction(b.candidate(w, "padded", 8), time=1.5 * n, dram=n, compute=0.5 * n)
+            b.prediction(b.candidate(w, "memoized", 8), time=1.25 * n, dram=0.5 * n,
+                         compute=0.5 * n, ac=0.125 * n)
+    # A run without labels: partitions from its stored configuration.
+    run = b.run("micro_graphsize_cfg", "micro_graphsize", t_cpu, batch=1,
+                config={"search": {"partitions": [[2, 2, 2], [6]]}})
+    w = b.workload(1)
+    b.group(run, w, 1, 1)
+
+
+def _fig11(b, t_gpu):
+    run = b.run("micro_bricksize", "micro_bricksize", t_gpu, batch=1)
+    w1 = b.workload(1)
+    b.group(run, w1, 1, 1)
+    w = b.workload(3)
+    b.group(run, w, 1, 3)
+    gpu_counters = {"l1tex__t_bytes.sum": 1000, "lts__t_bytes.sum": 800,
+                    "dram__bytes_read.sum": 300, "dram__bytes_write.sum": 100}
+    lw = b.candidate(w, "layerwise")
+    b.prediction(lw, time=5, dram=2.5, compute=1, dram_bytes=500)
+    b.measurement(lw, t_gpu, run, 10, counters=gpu_counters)
+    measured = {("padded", 4, 256): 12, ("padded", 8, 256): 9, ("padded", 8, 128): 8.5,
+                ("padded", 16, 256): 8, ("memoized", 4, 256): 13, ("memoized", 8, 256): 8.2,
+                ("memoized", 16, 256): 7.5}
+    for (strategy, edge, threads), ms in measured.items():
+        c = b.candidate(w, strategy, edge, threads)
+        b.prediction(c, time=ms / 2, dram=ms / 4, compute=ms / 8)
+        b.measurement(c, t_gpu, run, ms)
+
+
+def build(path):
+    """Writes the synthetic database to `path`."""
+    b = Builder(path)
+    t_model = b.target(MODEL_TARGET, "none")
+    t_cpu = b.target(CPU_TARGET, "cpu")
+    t_gpu = b.target(GPU_TARGET, "cuda")
+    _fig7(b, t_model, t_gpu)
+    _fig8(b, t_cpu)
+    _fig10(b, t_cpu)
+    _fig11(b, t_gpu)
+    b.close()
+
+
+def build_empty(path):
+    """A database with the schema and meta rows only."""
+    Builder(path).close()
