@@ -95,7 +95,6 @@ std::string search_str(const SearchSpaceConfig& s) {
     for (const auto& p : s.partitions) parts.push_back(fmt::format("{}", fmt::join(p, "+")));
     out += fmt::format("; partitions {}", fmt::join(parts, ", "));
   }
-  if (!s.subgraphs.empty()) out += fmt::format("; {} subgraphs", s.subgraphs.size());
   return out;
 }
 
@@ -175,9 +174,9 @@ void describe_graph(const Graph& graph, std::ostream& os) {
   const int64_t macs = graph.total_macs();
   const double weight_bytes = static_cast<double>(params) * dtype_bytes(graph.dtype());
   os << fmt::format(
-      "total: {} layers, {} params, {:.3f} GMACs, {:.3f} GFLOPs, activations {:.1f} MB, "
-      "weights {:.1f} MB ({})\n",
-      graph.size() - 1, with_commas(params), static_cast<double>(macs) / 1e9,
+      "total: {} layers, {} params, {} MACs ({:.3f} GMACs, {:.3f} GFLOPs), activations "
+      "{:.3f} MB, weights {:.3f} MB ({})\n",
+      graph.size() - 1, with_commas(params), with_commas(macs), static_cast<double>(macs) / 1e9,
       2.0 * static_cast<double>(macs) / 1e9, static_cast<double>(graph.activation_bytes()) / 1e6,
       weight_bytes / 1e6, dtype_name(graph.dtype()));
 }

@@ -4,8 +4,9 @@
 // describe_graph prints one row per layer:
 //   id, layer name, op with its attributes, input layer ids, output shape, parameters,
 //   MACs (conv and linear; see core/graph.h), output activation bytes
-// then one totals line: layers, parameters, GMACs, GFLOPs (2 per MAC), the sum of the output
-// activations and the weights, in MB (1e6 bytes) at the graph's precision.
+// then one totals line: layers (the input not counted), parameters, MACs, GMACs, GFLOPs (2 per
+// MAC), the sum of the output activations and the weights, in MB (1e6 bytes) at the graph's
+// precision. Byte columns use decimal units (1 KB = 1e3 bytes), as bandwidths are quoted.
 //
 // Op attributes read like "conv 3x3/2 p1 d1 g1": kernel/stride, padding, dilation, groups;
 // a value that differs per dim is written per dim in (D,) H, W order ("p0,3"). Suffixes: "bias"

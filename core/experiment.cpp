@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "core/detail/yaml_reader.h"
 #include "core/error.h"
 #include "core/yaml_graph.h"
@@ -168,11 +170,11 @@ GpuSpec read_target(const YamlValue& root) {
     spec.source += "; overridden by the experiment: " + join_names(overridden);
 
   if (spec.smem_per_block_bytes > spec.smem_per_sm_bytes)
-    t.fail("smem_per_block_bytes (" + std::to_string(spec.smem_per_block_bytes) +
-           ") exceeds smem_per_sm_bytes (" + std::to_string(spec.smem_per_sm_bytes) + ")");
+    t.fail(fmt::format("smem_per_block_bytes ({:g}) exceeds smem_per_sm_bytes ({:g})",
+                       spec.smem_per_block_bytes, spec.smem_per_sm_bytes));
   if (spec.max_threads_per_block > spec.max_threads_per_sm)
-    t.fail("max_threads_per_block (" + std::to_string(spec.max_threads_per_block) +
-           ") exceeds max_threads_per_sm (" + std::to_string(spec.max_threads_per_sm) + ")");
+    t.fail(fmt::format("max_threads_per_block ({}) exceeds max_threads_per_sm ({})",
+                       spec.max_threads_per_block, spec.max_threads_per_sm));
   return spec;
 }
 
@@ -197,7 +199,7 @@ std::string overrides_note(const ExperimentConfig& cfg) {
   return s;
 }
 
-Graph build_conv_chain_model(const YamlValue& m, const ExperimentConfig& cfg,
+Graph read_conv_chain(const YamlValue& m, const ExperimentConfig& cfg,
                              const YamlValue& input_size_node) {
   ConvChainOptions o;
   o.batch = cfg.batch;
@@ -274,7 +276,7 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
 
   try {
     if (name == kConvChain) {
-      cfg->graph = build_conv_chain_model(m, *cfg, input_size_node);
+      cfg->graph = read_conv_chain(m, *cfg, input_size_node);
       return;
     }
     ZooOptions o;

@@ -217,7 +217,7 @@ std::vector<int> YamlValue::as_int_list(int min, int max, bool allow_scalar) con
 YamlValue parse_yaml(const std::string& text, const std::string& file) {
   try {
     YAML::Node root = YAML::Load(text);
-    return YamlValue(root, file, "", YAML::Mark());
+    return YamlValue(root, file, "", YAML::Mark::null_mark());
   } catch (const YAML::Exception& e) {
     SourceLocation loc{file, 0, 0, ""};
     if (valid_mark(e.mark)) {
