@@ -1,0 +1,251 @@
+#include "model/detail/geometry.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace brickdl::model::detail {
+
+namespace {
+
+bool is_window(OpKind op) {
+  return op == OpKind::kConv || op == OpKind::kMaxPool || op == OpKind::kAvgPool;
+}
+
+AxisMap spatial_map(const Layer& l, int axis, int64_t producer_extent) {
+  AxisMap m;
+  m.extent = producer_extent;
+  const size_t w = static_cast<size_t>(axis - 1);  // Window slots are (d, h, w)
+  if (is_window(l.op)) {
+    m.kind = MapKind::kWindow;
+    m.a = l.window.stride[w];
+    m.b = l.window.pad[w];
+    m.c = int64_t{l.window.dilation[w]} * (l.window.kernel[w] - 1);
+  } else if (l.op == OpKind::kUpsample) {
+    // A 2-D tensor is not scaled in depth.
+    m.a = (axis == 1 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
+    m.kind = l.bilinear ? MapKind::kUpBilinear : MapKind::kUpNearest;
+  } else if (is_brickable(l.op)) {
+    m.kind = MapKind::kIdentity;
+  } else {
+    m.kind = MapKind::kAll;
+  }
+  return m;
+}
+
+AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t producer_channels) {
+  AxisMap m;
+  m.extent = producer_channels;
+  switch (l.op) {
+    case OpKind::kConv:
+      if (l.groups == 1) {
+        m.kind = MapKind::kAll;
+      } else {
+        m.kind = MapKind::kConvGroups;
+        m.a = l.out_channels / l.groups;
+        m.b = producer_channels / l.groups;
+      }
+      break;
+    case OpKind::kConcat: {
+      m.kind = MapKind::kShift;
+      for (int s = 0; s < slot; ++s)
+        m.a += graph.layer(l.inputs[static_cast<size_t>(s)]).out.c;
+      break;
+    }
+    case OpKind::kBatchNorm:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu:
+    case OpKind::kAdd:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kUpsample:
+      m.kind = MapKind::kIdentity;
+      break;
+    default:
+      m.kind = MapKind::kAll;
+      break;
+  }
+  return m;
+}
+
+TensorGrid grid_of(const TensorShape& s, const BrickShape& b) {
+  TensorGrid g;
+  g.extent = {s.c, s.d, s.h, s.w};
+  const int64_t cb = (b.cb <= 0 || b.cb > s.c) ? s.c : b.cb;
+  if (s.spatial_rank == 0) {
+    g.brick = {cb, 1, 1, 1};
+  } else {
+    g.brick = {cb, s.spatial_rank == 3 ? int64_t{b.d} : 1, int64_t{b.h}, int64_t{b.w}};
+  }
+  for (size_t a = 0; a < kAxes; ++a) {
+    g.brick[a] = std::max<int64_t>(1, g.brick[a]);
+    g.grid[a] = (g.extent[a] + g.brick[a] - 1) / g.brick[a];
+  }
+  return g;
+}
+
+}  // namespace
+
+bool is_brickable(OpKind op) {
+  switch (op) {
+    case OpKind::kConv:
+    case OpKind::kBatchNorm:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu:
+    case OpKind::kAdd:
+    case OpKind::kConcat:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kUpsample:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Interval AxisMap::apply(Interval o) const {
+  if (o.empty()) return o;
+  Interval r;
+  switch (kind) {
+    case MapKind::kIdentity: r = o; break;
+    case MapKind::kWindow: r = {o.lo * a - b, o.hi * a - b + c}; break;
+    case MapKind::kUpNearest: r = {o.lo / a, o.hi / a}; break;
+    case MapKind::kUpBilinear: r = {o.lo / a - 1, o.hi / a + 1}; break;
+    case MapKind::kAll: r = {0, extent - 1}; break;
+    case MapKind::kConvGroups: r = {(o.lo / a) * b, (o.hi / a + 1) * b - 1}; break;
+    case MapKind::kShift: r = {o.lo - a, o.hi - a}; break;
+  }
+  if (r.lo < 0) r.lo = 0;
+  if (r.hi > extent - 1) r.hi = extent - 1;
+  return r;
+}
+
+Interval Edge::need(int axis_index, Interval o) const {
+  if (axis_index != kChannelAxis) return axis[static_cast<size_t>(axis_index)].apply(o);
+  Interval r = channel[0].apply(o);
+  for (int s = 1; s < slots; ++s) r = hull(r, channel[static_cast<size_t>(s)].apply(o));
+  return r;
+}
+
+double GroupGeometry::numel(int t) const {
+  const TensorGrid& g = tensors[static_cast<size_t>(t)];
+  return static_cast<double>(batch) * static_cast<double>(g.extent[0]) *
+         static_cast<double>(g.extent[1]) * static_cast<double>(g.extent[2]) *
+         static_cast<double>(g.extent[3]);
+}
+
+void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g) {
+  const Group& grp = candidate.group;
+  BRICKDL_CHECK(grp.first >= 1 && grp.first <= grp.last && grp.last < graph.size(),
+                "group [" << grp.first << ", " << grp.last << "] is not inside the graph's layers 1.."
+                          << graph.size() - 1);
+  g.graph = &graph;
+  g.group = grp;
+  g.layer_count = grp.size();
+  g.batch = graph.layer(grp.last).out.n;
+  g.dtype_bytes = dtype_bytes(graph.dtype());
+  g.invalid_reason.clear();
+  g.brick_reason.clear();
+
+  const int L = g.layer_count;
+  g.layers.clear();
+  g.tensor_ids.clear();
+  for (int id = grp.first; id <= grp.last; ++id) {
+    g.layers.push_back(&graph.layer(id));
+    g.tensor_ids.push_back(id);
+  }
+  // External inputs, in order of first read.
+  for (const Layer* l : g.layers)
+    for (int in : l->inputs)
+      if (!grp.contains(in) &&
+          std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), in) == g.tensor_ids.end())
+        g.tensor_ids.push_back(in);
+  g.external_count = static_cast<int>(g.tensor_ids.size()) - L;
+  const int T = g.tensor_count();
+
+  g.tensors.resize(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t)
+    g.tensors[static_cast<size_t>(t)] =
+        grid_of(graph.layer(g.tensor_ids[static_cast<size_t>(t)]).out, candidate.brick);
+
+  g.first_use.assign(static_cast<size_t>(T), -1);
+  g.last_use.assign(static_cast<size_t>(T), -1);
+  g.staged.assign(static_cast<size_t>(T), false);
+  g.flops_per_point.assign(static_cast<size_t>(L), 0.0);
+  g.params.assign(static_cast<size_t>(L), 0.0);
+  g.edges.clear();
+  g.edge_begin.assign(static_cast<size_t>(L + 1), 0);
+
+  const auto tensor_index = [&](int id) {
+    if (grp.contains(id)) return id - grp.first;
+    return static_cast<int>(std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), id) -
+                            g.tensor_ids.begin());
+  };
+
+  for (int i = 0; i < L; ++i) {
+    const Layer& l = *g.layers[static_cast<size_t>(i)];
+    g.edge_begin[static_cast<size_t>(i)] = static_cast<int>(g.edges.size());
+    g.params[static_cast<size_t>(i)] = static_cast<double>(l.params);
+    if (l.op == OpKind::kConv) {
+      const int64_t cin = graph.layer(l.inputs[0]).out.c;
+      const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
+      g.flops_per_point[static_cast<size_t>(i)] = 2.0 * static_cast<double>(cin / l.groups * kvol);
+    } else if (l.op == OpKind::kLinear) {
+      g.flops_per_point[static_cast<size_t>(i)] =
+          2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
+    }
+    if (!is_brickable(l.op) && g.brick_reason.empty())
+      g.brick_reason = std::string("padded and memoized need brick-wise ops; layer '") + l.name +
+                       "' is a " + op_name(l.op) + " (layerwise only)";
+    if (i < L - 1) {
+      for (int c : graph.consumers(l.id)) {
+        if (!grp.contains(c)) {
+          g.invalid_reason = "the output of layer '" + l.name + "' is read by '" +
+                             graph.layer(c).name + "' outside the group [" +
+                             graph.layer(grp.first).name + " .. " + graph.layer(grp.last).name +
+                             "]; only the last layer's output may leave a group";
+          break;
+        }
+      }
+    }
+    for (size_t s = 0; s < l.inputs.size(); ++s) {
+      const int p = tensor_index(l.inputs[s]);
+      Edge* e = nullptr;
+      for (int k = g.edge_begin[static_cast<size_t>(i)]; k < static_cast<int>(g.edges.size()); ++k)
+        if (g.edges[static_cast<size_t>(k)].producer == p) e = &g.edges[static_cast<size_t>(k)];
+      const TensorGrid& pg = g.tensors[static_cast<size_t>(p)];
+      const AxisMap cm = channel_map(graph, l, static_cast<int>(s), pg.extent[0]);
+      if (e == nullptr) {
+        g.edges.emplace_back();
+        e = &g.edges.back();
+        e->consumer = i;
+        e->producer = p;
+        e->slots = 1;
+        e->channel[0] = cm;
+        for (int a = 1; a < kAxes; ++a)
+          e->axis[static_cast<size_t>(a)] = spatial_map(l, a, pg.extent[static_cast<size_t>(a)]);
+      } else if (e->slots < kMaxSlotsPerEdge) {
+        e->channel[static_cast<size_t>(e->slots++)] = cm;
+      } else if (g.brick_reason.empty()) {
+        g.brick_reason = "layer '" + l.name + "' reads one tensor through more than " +
+                         std::to_string(kMaxSlotsPerEdge) + " inputs";
+      }
+      if (g.first_use[static_cast<size_t>(p)] < 0) g.first_use[static_cast<size_t>(p)] = i;
+      g.last_use[static_cast<size_t>(p)] = i;
+      if (is_window(l.op)) g.staged[static_cast<size_t>(p)] = true;
+    }
+  }
+  g.edge_begin[static_cast<size_t>(L)] = static_cast<int>(g.edges.size());
+  g.first_use[static_cast<size_t>(L - 1)] = L - 1;
+  g.last_use[static_cast<size_t>(L - 1)] = L - 1;
+
+  if (L > kMaxGroupLayers && g.brick_reason.empty())
+    g.brick_reason = "groups longer than " + std::to_string(kMaxGroupLayers) +
+                     " layers run layerwise only";
+  if ((candidate.brick.d < 1 || candidate.brick.h < 1 || candidate.brick.w < 1 ||
+       candidate.brick.cb < 0) &&
+      g.brick_reason.empty())
+    g.brick_reason = "brick " + candidate.brick.str() + ": extents must be >= 1 and cb >= 0";
+}
+
+}  // namespace brickdl::model::detail

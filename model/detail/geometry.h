@@ -1,0 +1,127 @@
+#pragma once
+// Group geometry: what the strategy counters need to know about a group and a brick shape.
+//
+//   Graph + Candidate ──build_geometry()──► GroupGeometry
+//                                             ├─ tensors: the group's layers (0..L−1), then
+//                                             │  its external inputs (L..L+E−1), each with
+//                                             │  extent / brick / grid per axis
+//                                             └─ edges: (consumer layer, producer tensor) with
+//                                                the per-axis need map of the receptive rule
+//
+// Axes are 0 = channel, 1 = depth, 2 = height, 3 = width. The channel axis is bricked by the
+// channel block like a spatial axis, so every count the model makes is a sum over a brick
+// grid of a product of per-axis terms: the sum factors into a product of per-axis sums, which
+// is what makes the model fast (Σ_grid Π_a f_a(j_a) = Π_a Σ_j f_a(j)).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/candidate.h"
+#include "core/graph.h"
+
+namespace brickdl::model::detail {
+
+inline constexpr int kAxes = 4;
+inline constexpr int kChannelAxis = 0;
+// Channel maps per edge: a layer reading one tensor through more inputs than this (a concat
+// of the same tensor five times) is declared infeasible for padded / memoized.
+inline constexpr int kMaxSlotsPerEdge = 4;
+// Groups are bit sets of layers in places; longer groups are infeasible for padded / memoized.
+inline constexpr int kMaxGroupLayers = 64;
+
+// Closed integer interval [lo, hi]; empty when hi < lo.
+struct Interval {
+  int64_t lo = 0;
+  int64_t hi = -1;
+  bool empty() const { return hi < lo; }
+  int64_t size() const { return hi < lo ? 0 : hi - lo + 1; }
+};
+
+// Per-axis hull; an empty operand is ignored.
+inline Interval hull(Interval a, Interval b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+}
+
+enum class MapKind : uint8_t {
+  kIdentity,    // elementwise ops and pools on channels
+  kWindow,      // [lo·s − p, hi·s − p + span]
+  kUpNearest,   // [lo / r, hi / r]
+  kUpBilinear,  // [lo / r − 1, hi / r + 1]
+  kAll,         // the whole producer extent (conv channels with groups = 1)
+  kConvGroups,  // channels of the conv groups the output channels belong to
+  kShift,       // concat channels: [lo − offset, hi − offset]
+};
+
+// The need map of one input on one axis: the producer interval needed for a consumer output
+// interval, clipped to [0, extent − 1].
+struct AxisMap {
+  MapKind kind = MapKind::kIdentity;
+  int64_t a = 0, b = 0, c = 0;  // kWindow: s, p, span; kUp*: r; kConvGroups: cout_g, cin_g;
+                                // kShift: offset
+  int64_t extent = 1;           // of the producer on this axis
+  Interval apply(Interval o) const;
+};
+
+// A consumer layer of the group reading one producer tensor (through one or more inputs).
+struct Edge {
+  int consumer = 0;  // layer index in the group
+  int producer = 0;  // tensor index: < L a layer of the group, else an external input
+  int slots = 1;     // inputs of the consumer reading the producer (hull of their needs)
+  std::array<AxisMap, kMaxSlotsPerEdge> channel;  // one channel map per slot
+  std::array<AxisMap, kAxes> axis;                // spatial maps (axis[0] unused)
+  Interval need(int axis_index, Interval o) const;
+};
+
+struct TensorGrid {
+  std::array<int64_t, kAxes> extent{1, 1, 1, 1};
+  std::array<int64_t, kAxes> brick{1, 1, 1, 1};
+  std::array<int64_t, kAxes> grid{1, 1, 1, 1};  // ceil(extent / brick)
+  // Brick j along an axis covers [j·brick, min((j + 1)·brick, extent) − 1].
+  Interval brick_interval(int axis, int64_t j) const {
+    const int64_t lo = j * brick[static_cast<size_t>(axis)];
+    const int64_t hi = lo + brick[static_cast<size_t>(axis)] - 1;
+    const int64_t e = extent[static_cast<size_t>(axis)] - 1;
+    return {lo, hi < e ? hi : e};
+  }
+  int64_t spatial_bricks() const { return grid[1] * grid[2] * grid[3]; }
+};
+
+struct GroupGeometry {
+  const Graph* graph = nullptr;
+  Group group;
+  int layer_count = 0;     // L
+  int external_count = 0;  // E
+  int64_t batch = 1;
+  double dtype_bytes = 4;
+
+  std::vector<const Layer*> layers;   // L
+  std::vector<int> tensor_ids;        // L + E graph ids
+  std::vector<TensorGrid> tensors;    // L + E
+  std::vector<Edge> edges;            // grouped by consumer, ascending
+  std::vector<int> edge_begin;        // L + 1 offsets into edges
+  std::vector<double> flops_per_point;  // L: 2 · (Cin / groups) · kernel volume (conv, linear)
+  std::vector<double> params;           // L
+  std::vector<int> first_use;         // L + E: first consumer (layer index), L − 1 for the last
+  std::vector<int> last_use;          // L + E: last consumer (layer index)
+  std::vector<bool> staged;           // L + E: read by a window op (staged in shared memory)
+
+  // Empty when the group is a valid group; else why not (an intermediate leaves the group).
+  std::string invalid_reason;
+  // Empty when padded / memoized can run it; else why not (non-spatial ops, ...).
+  std::string brick_reason;
+
+  int tensor_count() const { return layer_count + external_count; }
+  const TensorGrid& last() const { return tensors[static_cast<size_t>(layer_count - 1)]; }
+  double numel(int t) const;  // elements of tensor t (all images)
+};
+
+// Fills `g` (reusing its storage) for `candidate` on the fused `graph`.
+void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g);
+
+// True for ops padded / memoized can compute brick by brick.
+bool is_brickable(OpKind op);
+
+}  // namespace brickdl::model::detail

@@ -1,0 +1,123 @@
+#pragma once
+// The estimated part of the model: occupancy, what hits in L2, and time.
+//
+// Counted exactly (shared with the CPU executor): FLOPs, bricks, claims, lookups and the
+// bytes a kernel issues. Estimated here, with these assumptions:
+//
+// Occupancy. Resident blocks per SM = min(threads, shared memory, registers, 32 blocks).
+//   Registers per thread = 32 + 4 per output a thread accumulates (brick volume / threads,
+//   at most 32), capped at the spec's maximum (beyond it the compiler spills; not
+//   infeasible). Bandwidth and FP throughput need some warps to hide latency: below 25 % of
+//   the SM's thread slots they scale down linearly (kOccupancyForPeak).
+//
+// Cold group. Every group starts with a cold L2: its external inputs and weights come from
+//   DRAM once (the measurement protocol flushes L2 between repetitions, and a prediction must
+//   depend on the group's workload alone, not on what ran before). The group's output is
+//   written back to DRAM once (dirty lines are written back eventually).
+//
+// L2 reuse (merged kernels). Thread blocks run in launch order, channel block fastest, then
+//   w, h, d, image. A region re-read by a unit Δ blocks later hits in L2 when Δ blocks' worth
+//   of unique traffic fits the share of L2 a kernel can count on (l2_resident_fraction ·
+//   capacity), or when both blocks are resident at once (Δ < concurrent blocks). Re-reads are
+//   split by the axis along which neighbours overlap, with the identity
+//     Π S_a − Π U_a = Σ_a (S_a − U_a) · Π_{b<a} U_b · Π_{b>a} S_b
+//   (S_a: sum of per-brick extents along axis a, U_a: their union; axes fastest first), so
+//   each term has one reuse distance. First touches of external inputs miss; first touches
+//   of memoized intermediates hit (they were just stored by the same or a nearby block).
+//
+// Write-back of intermediates. Memoized bricks and layerwise intermediates are dirty in L2.
+//   Those evicted while the group runs are written to DRAM; those still resident when it
+//   ends are dead scratch that the next kernel overwrites in L2 (no write-back). For
+//   memoized, the evicted share is 1 − (L2 share / the kernel's unique footprint), at least
+//   0. Layerwise kernels run an LRU of whole tensors: a tensor read again hits when the
+//   bytes touched since its last use, itself included, fit the L2 share.
+//
+// L1 / L2 bytes. A block stages each region it reads once (shared memory), so l1_bytes is
+//   what the kernel issues and reaches L2 unchanged; memoized adds one 32-byte sector per
+//   flag lookup and two per claim (claim, publish), which L2 serves (atomics bypass L1).
+//
+// Time. Per kernel, t_dram = DRAM bytes / (peak · dram_efficiency · u_mem), t_l2 likewise,
+//   t_compute = FLOPs / (peak · compute_efficiency · u_compute), where u_mem = min(1, blocks /
+//   SMs) and u_compute = (blocks / SMs) / ceil(blocks / SMs) (the last partial wave), both
+//   times the occupancy factor. The peak is FP32 for fp32; for fp16 / bf16 merged kernels
+//   use 2 × FP32 (half2 on CUDA cores) and library kernels the FP16 tensor rate.
+//   Atomics: claims × atomic_ns. Conflicts (a lookup finding the brick CLAIMED by another
+//   block): a re-lookup along an axis with reuse distance Δ comes from a block that runs at
+//   the same time with probability max(0, 1 − Δ / concurrent blocks); half of those find
+//   the brick still being computed. Each conflict waits conflict_wait_fraction of one brick's
+//   computation, which stalls 1 / concurrent of the device. Barriers: one per layer per
+//   unit (padded) or two per brick (memoized), barrier_ns each, overlapped across the
+//   concurrent blocks. Launches: one per kernel, launch_us each.
+#include <array>
+#include <string>
+
+#include "core/gpu_spec.h"
+#include "core/graph.h"
+#include "model/cost_model.h"
+
+namespace brickdl::model::detail {
+
+inline constexpr double kOccupancyForPeak = 0.25;
+inline constexpr int kMaxBlocksPerSm = 32;
+inline constexpr double kSectorBytes = 32;
+inline constexpr double kConflictOverlap = 0.5;
+// Library kernels (layerwise): outputs per thread block, to estimate their grid size.
+inline constexpr double kLibraryOutputsPerBlock = 2048;
+// Shared memory the runtime reserves per block.
+inline constexpr double kReservedSmemPerBlock = 1024;
+
+struct Occupancy {
+  int blocks_per_sm = 0;
+  double concurrent_blocks = 0;  // blocks_per_sm · SMs
+  double factor = 1;             // throughput scale from too few resident warps
+  std::string reason;            // non-empty when nothing fits on an SM
+};
+
+int estimate_registers(const GpuSpec& gpu, double brick_volume, int threads);
+Occupancy occupancy(const GpuSpec& gpu, int threads, double smem_bytes, int registers);
+
+// Loads of one stream split into first touches and re-reads at four reuse distances.
+struct ReuseSplit {
+  double first = 0;
+  std::array<double, 4> reread{};    // per axis, fastest first
+  std::array<double, 4> distance{};  // in thread blocks
+};
+// S, U, distance ordered fastest axis first; scale multiplies every part (batch · bytes).
+ReuseSplit split_reuse(const std::array<double, 4>& sum, const std::array<double, 4>& uni,
+                       const std::array<double, 4>& distance, double scale);
+
+struct L2Window {
+  double share_bytes = 0;     // l2_resident_fraction · capacity
+  double bytes_per_block = 0; // unique traffic of one thread block
+  double concurrent = 1;      // resident blocks
+  bool hits(double distance) const {
+    return distance < concurrent || distance * bytes_per_block <= share_bytes;
+  }
+  double misses(const ReuseSplit& s) const {
+    double m = 0;
+    for (size_t a = 0; a < 4; ++a)
+      if (!hits(s.distance[a])) m += s.reread[a];
+    return m;
+  }
+  // Expected conflicting lookups among the re-lookups of `s` (counts, not bytes).
+  double conflicts(const ReuseSplit& s) const;
+};
+
+struct ResolvedCoefficients {
+  double dram_efficiency, l2_efficiency, compute_efficiency;
+  double atomic_ns, launch_us, conflict_wait_fraction, barrier_ns, l2_share_bytes;
+};
+ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c);
+
+// Peak FLOP/s for the dtype; `library` for cuDNN-like kernels (tensor cores for fp16).
+double peak_flops(const GpuSpec& gpu, DType dtype, bool library);
+
+// Adds one kernel's roofline terms to p (t_* and bound_*). Returns max of the three (ms).
+double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DType dtype,
+                           bool library, double dram_bytes, double l2_bytes, double flops,
+                           double blocks, double occupancy_factor, Prediction& p);
+
+// time_ms = bound terms + atomics + launch + sync (all already in p).
+void finish_time(Prediction& p);
+
+}  // namespace brickdl::model::detail

@@ -1,0 +1,139 @@
+// Layerwise: one library kernel per layer (as cuDNN runs a model), each reading its inputs
+// and weights whole and writing its output whole. Whether a tensor comes from L2 or DRAM is
+// decided by an LRU of whole tensors over the group's kernels (model/detail/memory.h).
+#include <algorithm>
+#include <cmath>
+
+#include "model/strategies/strategies.h"
+
+namespace brickdl::model::detail {
+
+namespace {
+
+struct Entry {
+  int key = 0;  // tensor index, or T + layer for a layer's weights
+  double bytes = 0;
+};
+
+struct Scratch {
+  std::vector<Entry> lru;  // most recent first
+  std::vector<double> read_miss;     // per kernel
+  std::vector<bool> written_back;    // per tensor
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// Touches `key`; returns the bytes touched since its last use, itself included (infinity when
+// it was never touched), and moves it to the front.
+double touch(std::vector<Entry>& lru, int key, double bytes) {
+  double depth = 0;
+  for (size_t k = 0; k < lru.size(); ++k) {
+    depth += lru[k].bytes;
+    if (lru[k].key == key) {
+      const Entry e = lru[k];
+      lru.erase(lru.begin() + static_cast<std::ptrdiff_t>(k));
+      lru.insert(lru.begin(), e);
+      return depth;
+    }
+  }
+  lru.insert(lru.begin(), Entry{key, bytes});
+  return INFINITY;
+}
+
+double depth_of(const std::vector<Entry>& lru, int key) {
+  double depth = 0;
+  for (const Entry& e : lru) {
+    depth += e.bytes;
+    if (e.key == key) return depth;
+  }
+  return INFINITY;
+}
+
+}  // namespace
+
+void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p,
+                       std::vector<KernelCost>* kernels) {
+  Scratch& s = scratch();
+  const int L = g.layer_count;
+  const int T = g.tensor_count();
+  const double dt = g.dtype_bytes;
+  const double share = ctx.coef.l2_share_bytes;
+  s.lru.clear();
+  s.read_miss.assign(static_cast<size_t>(L), 0.0);
+  s.written_back.assign(static_cast<size_t>(T), false);
+
+  // Pass 1: the LRU decides which reads miss and which intermediates get evicted dirty.
+  for (int i = 0; i < L; ++i) {
+    for (int e = g.edge_begin[static_cast<size_t>(i)]; e < g.edge_begin[static_cast<size_t>(i) + 1];
+         ++e) {
+      const int t = g.edges[static_cast<size_t>(e)].producer;
+      const double bytes = g.numel(t) * dt;
+      const double depth = touch(s.lru, t, bytes);
+      if (depth > share) {
+        s.read_miss[static_cast<size_t>(i)] += bytes;
+        if (t < L) s.written_back[static_cast<size_t>(t)] = true;  // it left L2 dirty
+      }
+    }
+    const double wbytes = g.params[static_cast<size_t>(i)] * dt;
+    if (wbytes > 0) {
+      touch(s.lru, T + i, wbytes);  // weights: each read by one kernel, cold
+      s.read_miss[static_cast<size_t>(i)] += wbytes;
+    }
+    touch(s.lru, i, g.numel(i) * dt);  // the output, write-allocated
+  }
+  for (int t = 0; t < L - 1; ++t)
+    if (depth_of(s.lru, t) > share) s.written_back[static_cast<size_t>(t)] = true;
+
+  // Pass 2: per kernel bytes and roofline.
+  if (kernels) kernels->clear();
+  const ResolvedCoefficients& c = ctx.coef;
+  for (int i = 0; i < L; ++i) {
+    const size_t is = static_cast<size_t>(i);
+    const Layer& l = *g.layers[is];
+    double loads = 0;
+    for (int e = g.edge_begin[is]; e < g.edge_begin[is + 1]; ++e) {
+      const int t = g.edges[static_cast<size_t>(e)].producer;
+      const double bytes = g.numel(t) * dt;
+      (t < L ? p.bytes_intermediate_load : p.bytes_input) += bytes;
+      loads += bytes;
+    }
+    const double wbytes = g.params[is] * dt;
+    const double out = g.numel(i) * dt;
+    p.bytes_weight += wbytes;
+    (i == L - 1 ? p.bytes_output : p.bytes_intermediate_store) += out;
+    const double flops = 2.0 * static_cast<double>(l.macs);
+    p.flops += flops;
+    const double write = (i == L - 1 || s.written_back[is]) ? out : 0.0;
+    const double read = s.read_miss[is];
+    const double l1 = loads + wbytes + out;
+    const double blocks = std::max(1.0, std::ceil(g.numel(i) / kLibraryOutputsPerBlock));
+    p.dram_read_bytes += read;
+    p.dram_write_bytes += write;
+    p.thread_blocks += static_cast<int64_t>(blocks);
+    const double top = add_kernel_roofline(ctx.gpu, c, g.graph->dtype(), true, read + write, l1,
+                                           flops, blocks, 1.0, p);
+    if (kernels) {
+      KernelCost k;
+      k.layer = l.id;
+      k.dram_read_bytes = read;
+      k.dram_write_bytes = write;
+      k.l1_bytes = l1;
+      k.flops = flops;
+      k.blocks = blocks;
+      k.time_ms = top + c.launch_us * 1e-3;
+      kernels->push_back(k);
+    }
+  }
+  p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_intermediate_load +
+               p.bytes_intermediate_store + p.bytes_output;
+  p.l2_bytes = p.l1_bytes;
+  p.dram_bytes = p.dram_read_bytes + p.dram_write_bytes;
+  p.launches = L;
+  p.t_launch_ms = L * c.launch_us * 1e-3;
+  finish_time(p);
+}
+
+}  // namespace brickdl::model::detail
