@@ -21,24 +21,24 @@ const std::vector<std::string> kTopKeys = {
     "name",   "model",  "batch",       "input_size", "input_channels", "precision",
     "target", "search", "measurement", "seed",       "database",       "output"};
 const std::vector<std::string> kSearchKeys = {
-    "brick_sizes", "channel_blocks", "max_group_len",  "strategies", "threads",
-    "searcher",    "random_samples", "partitions",     "subgraphs"};
+    "brick_sizes", "channel_blocks", "max_group_len", "strategies", "threads",
+    "searcher",    "random_samples", "partitions",    "subgraphs"};
 const std::vector<std::string> kMeasurementKeys = {
-    "backend", "warmup",   "repetitions", "top_k", "counters",  "flush_l2",       "collect_counters",
-    "timeout_s", "cpu_threads", "rtol", "atol", "budget_s", "max_measurements"};
+    "backend",   "warmup",      "repetitions", "top_k", "counters", "flush_l2", "collect_counters",
+    "timeout_s", "cpu_threads", "rtol",        "atol",  "budget_s", "max_measurements"};
 const std::vector<std::string> kSearchers = {"dp", "exhaustive", "random", "topk", "measure_all"};
 const std::vector<std::string> kBackends = {"auto", "cuda", "cpu", "none"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
 const std::vector<std::string> kZooKeys = {"zoo", "num_classes"};
-const std::vector<std::string> kConvChainKeys = {"zoo",      "depth",  "channels",
-                                                 "kernel",   "image",  "dims",
-                                                 "stride",   "dilation", "batch_norm",
-                                                 "relu"};
+const std::vector<std::string> kConvChainKeys = {"zoo",    "depth",  "channels", "kernel",
+                                                 "image",  "dims",   "stride",   "dilation",
+                                                 "batch_norm", "relu"};
 const std::vector<std::string> kInlineGraphKeys = {"name", "input", "layers"};
 constexpr const char* kConvChain = "conv_chain";
 
-// Brick extents: powers of two from 1 to 64. 64 is the largest that can fit a 2-D brick's
-// working set on chip; larger 3-D bricks the model marks infeasible, not the loader.
+// Brick extents: powers of two from 1 to 64, so bricks tile the power-of-two extents common in
+// CNNs. 64 bounds the space (a 64^3 fp32 brick is 1 MiB, far beyond any on-chip memory);
+// whether a size fits a given group on a given GPU is the model's call, not the loader's.
 constexpr int kMaxBrick = 64;
 constexpr int kMinThreads = 32;
 constexpr int kMaxThreads = 1024;
@@ -136,15 +136,13 @@ GpuSpec read_target(const YamlValue& root) {
   if (custom) {
     spec.name = "custom";
     spec.source = "given in " + (t.file().empty() ? std::string("the experiment") : t.file());
-    for (const auto& f : gpu_fields()) {
-      if (f.required_for_custom && !t.has(f.name))
-        t.fail(std::string("gpu: custom needs every GPU field; missing '") + f.name +
-               "'; required: " + [] {
-                 std::vector<std::string> req;
-                 for (const auto& x : gpu_fields())
-                   if (x.required_for_custom) req.emplace_back(x.name);
-                 return join_names(req);
-               }());
+    std::vector<std::string> required;
+    for (const auto& f : gpu_fields())
+      if (f.required_for_custom) required.emplace_back(f.name);
+    for (const auto& name : required) {
+      if (!t.has(name))
+        t.fail("gpu: custom needs every GPU field; missing '" + name +
+               "'; required: " + join_names(required));
     }
   } else {
     const GpuSpec* named = find_gpu_spec(g);
@@ -243,7 +241,7 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
 
   // Inline graph.
   if (m.is_map() && !m.has("zoo")) {
-    if (!m.has("layers")) {
+    if (!m.has("layers") && !m.has("input")) {
       m.fail("expected `zoo: <name>` (a zoo model with parameters) or an inline graph with "
              "`input:` and `layers:`");
     }

@@ -5,8 +5,35 @@
 //   batch: 8
 //   target: {gpu: A100-40GB}
 //
-// Every other key has a default. Bad input throws UserError naming file, line, column and
-// key, suggesting the nearest valid key or name.
+// `model` and `target` are required; every other key has a default (batch: 1). Bad input throws
+// UserError naming file, line, column and key, suggesting the nearest valid key or name; a
+// graph whose shapes do not fit throws ShapeError at the layer (or the model) concerned.
+//
+// The keys (experiments/*.yaml are worked examples):
+//   name            default: the file's stem
+//   model           a zoo name (core/zoo.h); or {zoo: NAME, num_classes: N}; or
+//                   {zoo: conv_chain, depth, channels, kernel, image, dims (2|3), stride,
+//                   dilation, batch_norm, relu}; or an inline graph {input, layers}
+//                   (core/yaml_graph.h)
+//   batch           >= 1
+//   input_size      [H, W] or [D, H, W], matching the model's rank; input_channels >= 1
+//   precision       fp32 | fp16 | bf16 (accepted here; the model and backends may refuse them)
+//   target          {gpu: NAME, <GpuSpec field>: value, ...}, or `target: NAME`. NAME is a
+//                   spec of core/gpu_spec.h or `custom`, which needs every field without a
+//                   default (all but registers_per_thread_max and max_threads_per_block).
+//                   Fields are > 0 (launch_overhead_us and atomic_ns may be 0).
+//   search          brick_sizes: powers of two from 1 to 64; channel_blocks >= 0;
+//                   max_group_len >= 1; strategies; threads: multiples of 32 in [32, 1024];
+//                   searcher; random_samples >= 1; partitions: lists of group lengths that
+//                   each cover the whole fused graph (batch-norms and activations folded, the
+//                   input not counted); subgraphs: {name, first, last} by layer name (name
+//                   defaults to "first..last"). Lists hold no duplicates.
+//   measurement     backend; warmup >= 0; repetitions >= 1; top_k >= 1; counters; flush_l2;
+//                   collect_counters; timeout_s > 0; cpu_threads >= 0; rtol > 0; atol >= 0;
+//                   budget_s >= 0; max_measurements >= 0
+//   seed            integer >= 0, also the measurer's seed (MeasureOptions::seed)
+//   database        path, relative to the working directory
+//   output          folder; default out/<name>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,7 +93,7 @@ struct ExperimentConfig {
   MeasurementConfig measurement;
   uint64_t seed = 1;
   std::string database = "brickdl.db";  // relative paths are relative to the working dir
-  std::string output_dir = "out";
+  std::string output_dir = "out";  // the loader's default is out/<name>
 };
 
 // Loads and validates an experiment file. Throws UserError.

@@ -153,7 +153,8 @@ TEST(Experiment, EveryKey) {
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{8, 16}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0, 32}));
   EXPECT_EQ(e.search.max_group_len, 2);
-  EXPECT_EQ(e.search.strategies, (std::vector<Strategy>{Strategy::kMemoized, Strategy::kLayerwise}));
+  EXPECT_EQ(e.search.strategies,
+            (std::vector<Strategy>{Strategy::kMemoized, Strategy::kLayerwise}));
   EXPECT_EQ(e.search.threads, (std::vector<int>{128, 256}));
   EXPECT_EQ(e.search.searcher, "random");
   EXPECT_EQ(e.search.random_samples, 50);
@@ -322,8 +323,8 @@ TEST(ExperimentErrors, UnknownNamesListTheValidOnes) {
 
 TEST(ExperimentErrors, GraphProblemsPointAtTheLayer) {
   const ShapeError s = expect_error<ShapeError>(
-      base_with(6, "    - {op: conv, name: c2, out_channels: 4, kernel: 11}"), 6, 7, "model.layers[2]",
-      "layer 'c2' (conv)");
+      base_with(6, "    - {op: conv, name: c2, out_channels: 4, kernel: 11}"), 6, 7,
+      "model.layers[2]", "layer 'c2' (conv)");
   EXPECT_TRUE(contains(s.what(), "does not fit")) << s.what();
   expect_error(base_with(6, "    - {op: conv, name: c1, out_channels: 4, kernel: 3}"), 6, 24,
                "model.layers[2].name", "duplicate layer name 'c1' (by layer 1)");
@@ -333,6 +334,10 @@ TEST(ExperimentErrors, GraphProblemsPointAtTheLayer) {
                "model.layers[0].kernal", "(did you mean 'kernel'?)");
   expect_error(base_with(2, "  input: {channels: 2, size: [8, 8]}\n  oops: 1"), 3, 3, "model.oops",
                "unknown key 'oops' in an inline graph");
+  expect_error(base_with(3, "  layer:"), 3, 3, "model.layer",
+               "unknown key 'layer' in an inline graph (did you mean 'layers'?)");
+  expect_error("model: {layers_of: []}\ntarget: H200\n", 1, 8, "model",
+               "expected `zoo: <name>` (a zoo model with parameters) or an inline graph");
 }
 
 TEST(ExperimentErrors, PartitionsAndSubgraphsMustFitTheGraph) {

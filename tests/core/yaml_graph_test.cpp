@@ -2,6 +2,8 @@
 // its file, line and column.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/error.h"
@@ -141,6 +143,16 @@ TEST(YamlGraph, OptionsOverrideTheInput) {
   EXPECT_EQ(g.layer(1).out, (TensorShape{3, 2, 4, 4, 4, 3}));  // a 3x3x3 kernel now
   // With both overrides the input mapping may be left out.
   EXPECT_EQ(parse_yaml_graph("layers: [{op: relu}]\n", "g.yaml", o).size(), 2);
+}
+
+TEST(YamlGraph, LoadsFromAFile) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / "brickdl_yaml_graph_test.yaml";
+  std::ofstream(file) << "input: {channels: 3, size: [5, 5]}\nlayers: [{op: global_avg_pool}]\n";
+  const Graph g = load_yaml_graph(file.string());
+  EXPECT_EQ(g.layer(1).out, (TensorShape{1, 3, 1, 1, 1, 2}));
+  std::filesystem::remove(file);
+  EXPECT_THROW(load_yaml_graph(file.string()), UserError);  // gone: unreadable
 }
 
 TEST(YamlGraphErrors, UnknownOpSuggestsTheNearest) {
