@@ -84,6 +84,12 @@ Graph build_micro_bricksize(const ZooOptions& options) {
 Graph build_conv_chain_model(const ZooOptions& options) {
   const std::string name = "conv_chain";
   reject_classes(name, options);
+  const size_t rank = options.input_size.size();
+  if (rank != 0 && rank != 2 && rank != 3)
+    throw UserError(
+        "model 'conv_chain': input_size must be [H, W] (a 2-D chain) or [D, H, W] "
+        "(a 3-D chain), got " +
+        std::to_string(rank) + " extents");
   ConvChainOptions o;
   o.dtype = options.dtype;
   const std::vector<int64_t> cube(3, o.image), square(2, o.image);

@@ -409,6 +409,9 @@ TEST(Zoo, BadOptionsAreUserErrors) {
   o = ZooOptions{};
   o.num_classes = -3;
   EXPECT_THROW(build_zoo_model("darknet53", o), UserError);
+  o = ZooOptions{};
+  o.input_size = {8, 8, 8, 8};
+  EXPECT_THROW(build_zoo_model("conv_chain", o), UserError);
 }
 
 TEST(Zoo, TooSmallInputsGiveShapeErrors) {
