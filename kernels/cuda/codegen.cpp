@@ -1,0 +1,526 @@
+#include "kernels/cuda/codegen.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace brickdl::cuda {
+
+namespace {
+
+using dev::GroupDesc;
+using dev::LayerDesc;
+using dev::RegionMap;
+
+constexpr int kSmemAlignFloats = 4;      // 16-byte aligned buffers
+constexpr int kBrickAlignFloats = 32;    // memoized bricks start on 128-byte lines
+constexpr int kStaticSmemReserve = 512;  // bytes of the memoized kernel's static state
+
+int to_int(int64_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    throw Unsupported(std::string(what) + " does not fit in 32 bits (" + std::to_string(v) + ")");
+  return static_cast<int>(v);
+}
+
+dev::Dims dims_of(const TensorShape& s) {
+  return {to_int(s.c, "channels"), to_int(s.d, "depth"), to_int(s.h, "height"),
+          to_int(s.w, "width")};
+}
+
+int dim_of(const dev::Dims& d, int axis) { return axis == 0 ? d.d : axis == 1 ? d.h : d.w; }
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+int clamp_cb(int cb, int channels) { return cb <= 0 || cb >= channels ? channels : cb; }
+
+std::string op_label(const Layer& l) { return l.name + " (" + op_name(l.op) + ")"; }
+
+// The group's layers and external inputs, validated for the templates.
+struct GroupInfo {
+  std::vector<int> ids;     // graph ids
+  std::vector<int> inputs;  // external producers, in order of first read
+  int rank = 2;
+};
+
+GroupInfo inspect_group(const Graph& g, const Group& group) {
+  if (group.first < 1 || group.last >= g.size() || group.first > group.last)
+    throw Unsupported("group [" + std::to_string(group.first) + ", " + std::to_string(group.last) +
+                      "] is outside the graph (1.." + std::to_string(g.size() - 1) + ")");
+  if (g.dtype() != DType::kF32)
+    throw Unsupported(std::string("generated kernels compute fp32 only, the graph is ") +
+                      dtype_name(g.dtype()));
+  GroupInfo info;
+  info.rank = g.layer(group.last).out.spatial_rank;
+  if (group.size() > dev::kMaxLayers)
+    throw Unsupported("groups of at most " + std::to_string(dev::kMaxLayers) + " layers");
+  for (int id = group.first; id <= group.last; ++id) {
+    const Layer& l = g.layer(id);
+    info.ids.push_back(id);
+    switch (l.op) {
+      case OpKind::kConv:
+      case OpKind::kAdd:
+      case OpKind::kRelu:
+      case OpKind::kLeakyRelu:
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool: break;
+      default: throw Unsupported("no kernel template for " + op_label(l));
+    }
+    if (l.out.spatial_rank != info.rank)
+      throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
+    if (l.inputs.size() > static_cast<size_t>(dev::kMaxSources))
+      throw Unsupported(op_label(l) + " has more than " + std::to_string(dev::kMaxSources) +
+                        " inputs");
+    for (int in : l.inputs) {
+      if (g.layer(in).out.spatial_rank != info.rank)
+        throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
+      if (!group.contains(in) &&
+          std::find(info.inputs.begin(), info.inputs.end(), in) == info.inputs.end())
+        info.inputs.push_back(in);
+    }
+    if (id != group.last) {
+      for (int c : g.consumers(id))
+        if (!group.contains(c))
+          throw Unsupported(l.name + " is read outside the group (by " + g.layer(c).name + ")");
+    }
+    if ((l.op == OpKind::kAdd || l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu)) {
+      for (int in : l.inputs)
+        if (!(g.layer(in).out == l.out))
+          throw Unsupported(op_label(l) + " reads a tensor of another shape");
+    }
+  }
+  if (static_cast<int>(info.inputs.size()) > dev::kMaxExternal)
+    throw Unsupported("groups read at most " + std::to_string(dev::kMaxExternal) +
+                      " external tensors");
+  return info;
+}
+
+// Fills the fields of a layer that do not depend on the strategy.
+LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>& group_ids,
+                         const std::vector<int>& inputs) {
+  LayerDesc d{};
+  d.slope = l.leaky_slope;
+  switch (l.op) {
+    case OpKind::kConv: d.op = dev::kOpConv; break;
+    case OpKind::kMaxPool: d.op = dev::kOpMaxPool; break;
+    case OpKind::kAvgPool: d.op = dev::kOpAvgPool; break;
+    default: d.op = dev::kOpEltwise; break;
+  }
+  Activation act = l.activation;
+  if (l.op == OpKind::kRelu) act = Activation::kRelu;
+  if (l.op == OpKind::kLeakyRelu) act = Activation::kLeakyRelu;
+  d.act = act == Activation::kRelu ? dev::kActRelu
+          : act == Activation::kLeakyRelu ? dev::kActLeaky
+                                          : dev::kActNone;
+  d.num_src = static_cast<int>(l.inputs.size());
+  for (int s = 0; s < d.num_src; ++s) {
+    const int in = l.inputs[static_cast<size_t>(s)];
+    const auto it = std::find(group_ids.begin(), group_ids.end(), in);
+    if (it != group_ids.end()) {
+      d.src_kind[s] = dev::kSrcLayer;
+      d.src_index[s] = static_cast<int>(it - group_ids.begin());
+    } else {
+      d.src_kind[s] = dev::kSrcExternal;
+      d.src_index[s] =
+          static_cast<int>(std::find(inputs.begin(), inputs.end(), in) - inputs.begin());
+    }
+  }
+  d.in = dims_of(g.layer(l.inputs.at(0)).out);
+  d.out = dims_of(l.out);
+  d.groups = l.op == OpKind::kConv ? l.groups : 1;
+  for (int a = 0; a < 3; ++a) {
+    const bool window = d.op != dev::kOpEltwise;
+    d.k[a] = window ? l.window.kernel[static_cast<size_t>(a)] : 1;
+    d.s[a] = window ? l.window.stride[static_cast<size_t>(a)] : 1;
+    d.p[a] = window ? l.window.pad[static_cast<size_t>(a)] : 0;
+    d.dl[a] = window ? l.window.dilation[static_cast<size_t>(a)] : 1;
+  }
+  d.count_include_pad = l.count_include_pad ? 1 : 0;
+  d.has_bias = l.op == OpKind::kConv && l.bias ? 1 : 0;
+  d.tile_co = 1;
+  d.tile_px = 1;
+  d.smem_out = -1;
+  d.stage_smem = 0;
+  return d;
+}
+
+// Region of the source a window (or elementwise) layer reads for output region `m`.
+RegionMap input_map(const LayerDesc& d, const RegionMap& m) {
+  RegionMap r{};
+  for (int a = 0; a < 3; ++a) {
+    r.scale[a] = m.scale[a] * d.s[a];
+    r.offset[a] = m.offset[a] * d.s[a] - d.p[a];
+    r.ext[a] = (m.ext[a] - 1) * d.s[a] + d.dl[a] * (d.k[a] - 1) + 1;
+  }
+  return r;
+}
+
+// Per-axis hull of two maps with the same scale (origins differ by constants).
+void hull_into(RegionMap& acc, bool& set, const RegionMap& m, const std::string& where) {
+  if (!set) {
+    acc = m;
+    set = true;
+    return;
+  }
+  for (int a = 0; a < 3; ++a) {
+    if (acc.scale[a] != m.scale[a])
+      throw Unsupported(where + " is read at two resolutions within the group");
+    const int lo = std::min(acc.offset[a], m.offset[a]);
+    const int hi = std::max(acc.offset[a] + acc.ext[a], m.offset[a] + m.ext[a]);
+    acc.offset[a] = lo;
+    acc.ext[a] = hi - lo;
+  }
+}
+
+int64_t map_volume(const RegionMap& m) { return int64_t{m.ext[0]} * m.ext[1] * m.ext[2]; }
+
+// Chooses the conv register tile: as large as possible (reuse) while every thread of the
+// block still has work; tiles never straddle conv groups or channel blocks.
+void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_per_unit,
+                 int threads) {
+  if (d.op != dev::kOpConv) return;
+  const int cout_g = d.out.c / d.groups;
+  int tco = dev::kMaxTileCo;
+  while (tco > 1 && (cout_g % tco != 0 || channels_per_unit % tco != 0)) tco /= 2;
+  int tpx = std::min(dev::kMaxTilePx, box_w);
+  auto items = [&](int c, int p) {
+    return int64_t{(channels_per_unit + c - 1) / c} * box_points_d_h * ((box_w + p - 1) / p);
+  };
+  while (items(tco, tpx) < threads && (tco > 1 || tpx > 1)) {
+    if (tco >= tpx && tco > 1) {
+      tco /= 2;
+    } else {
+      tpx = std::max(1, tpx / 2);
+    }
+  }
+  d.tile_co = tco;
+  d.tile_px = tpx;
+}
+
+// First-fit allocator of shared-memory buffers (floats) with explicit lifetimes.
+class SmemAllocator {
+ public:
+  int alloc(int64_t floats) {
+    const int64_t size = round_up(std::max<int64_t>(floats, 1), kSmemAlignFloats);
+    int64_t at = 0;
+    for (const auto& [off, sz] : live_) {  // sorted by offset
+      if (at + size <= off) break;
+      at = std::max(at, off + sz);
+    }
+    live_.emplace(at, size);
+    peak_ = std::max(peak_, at + size);
+    return to_int(at, "shared memory offset");
+  }
+  void free(int offset) { live_.erase(offset); }
+  int64_t peak() const { return peak_; }
+
+ private:
+  std::map<int64_t, int64_t> live_;
+  int64_t peak_ = 0;
+};
+
+void check_smem(int64_t floats, int extra_bytes, const CodegenOptions& o, const std::string& what) {
+  const int64_t bytes = floats * 4 + extra_bytes;
+  if (bytes > o.max_smem_bytes)
+    throw Unsupported(what + " needs " + std::to_string((bytes + 1023) / 1024) +
+                      " KiB of shared memory per block; the target allows " +
+                      std::to_string(o.max_smem_bytes / 1024) + " KiB");
+}
+
+BrickShape clamp_brick(const BrickShape& b, const TensorShape& out, int rank) {
+  BrickShape r = b;
+  r.d = rank == 3 ? static_cast<int>(std::min<int64_t>(std::max(b.d, 1), out.d)) : 1;
+  r.h = static_cast<int>(std::min<int64_t>(std::max(b.h, 1), out.h));
+  r.w = static_cast<int>(std::min<int64_t>(std::max(b.w, 1), out.w));
+  return r;
+}
+
+void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::Dims& out,
+               int batch) {
+  gd.batch = batch;
+  gd.brick[0] = brick.d;
+  gd.brick[1] = brick.h;
+  gd.brick[2] = brick.w;
+  gd.cb_last = cb_last;
+  gd.nblk_last[0] = (out.c + cb_last - 1) / cb_last;
+  gd.nblk_last[1] = (out.d + brick.d - 1) / brick.d;
+  gd.nblk_last[2] = (out.h + brick.h - 1) / brick.h;
+  gd.nblk_last[3] = (out.w + brick.w - 1) / brick.w;
+}
+
+int64_t unit_count(const GroupDesc& gd) {
+  return int64_t{gd.batch} * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] *
+         gd.nblk_last[3];
+}
+
+// Padded (also the single-layer kernels of the layer-by-layer baseline).
+void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads,
+                 const CodegenOptions& o, const std::string& what) {
+  const int L = gd.num_layers;
+  std::vector<bool> set(static_cast<size_t>(L), false);
+  std::vector<bool> ext_set(static_cast<size_t>(gd.num_external), false);
+  LayerDesc& last = gd.layers[L - 1];
+  last.region = RegionMap{{1, 1, 1}, {0, 0, 0}, {brick.d, brick.h, brick.w}};
+  set[static_cast<size_t>(L - 1)] = true;
+  for (int l = L - 1; l >= 0; --l) {
+    const LayerDesc& d = gd.layers[l];
+    const RegionMap need = input_map(d, d.region);
+    for (int s = 0; s < d.num_src; ++s) {
+      if (d.src_kind[s] == dev::kSrcLayer) {
+        const int p = d.src_index[s];
+        bool was = set[static_cast<size_t>(p)];
+        hull_into(gd.layers[p].region, was, need, what);
+        set[static_cast<size_t>(p)] = was;
+      } else if (d.op != dev::kOpEltwise) {
+        const int e = d.src_index[s];
+        bool was = ext_set[static_cast<size_t>(e)];
+        hull_into(gd.ext[e].region, was, need, what);
+        ext_set[static_cast<size_t>(e)] = was;
+        gd.ext[e].staged = 1;
+      }
+    }
+  }
+  for (int l = 0; l < L; ++l)
+    if (!set[static_cast<size_t>(l)])
+      throw Unsupported(what + ": a layer's output is read by no layer of the group");
+
+  // Shared memory: staged inputs live until their last reader, intermediates likewise.
+  std::vector<int> last_reader_ext(static_cast<size_t>(gd.num_external), -1);
+  std::vector<int> last_reader(static_cast<size_t>(L), -1);
+  for (int l = 0; l < L; ++l) {
+    const LayerDesc& d = gd.layers[l];
+    for (int s = 0; s < d.num_src; ++s) {
+      if (d.src_kind[s] == dev::kSrcLayer) last_reader[static_cast<size_t>(d.src_index[s])] = l;
+      else last_reader_ext[static_cast<size_t>(d.src_index[s])] = l;
+    }
+  }
+  SmemAllocator smem;
+  for (int e = 0; e < gd.num_external; ++e) {
+    if (!gd.ext[e].staged) continue;
+    gd.ext[e].smem = smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region));
+  }
+  for (int l = 0; l < L; ++l) {
+    LayerDesc& d = gd.layers[l];
+    if (l < L - 1) d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
+    for (int e = 0; e < gd.num_external; ++e)
+      if (gd.ext[e].staged && last_reader_ext[static_cast<size_t>(e)] == l) smem.free(gd.ext[e].smem);
+    for (int p = 0; p < l; ++p)
+      if (last_reader[static_cast<size_t>(p)] == l) smem.free(gd.layers[p].smem_out);
+    const bool is_last = l == L - 1;
+    const int chans = is_last ? gd.cb_last : d.out.c;
+    choose_tile(d, int64_t{d.region.ext[0]} * d.region.ext[1], d.region.ext[2], chans, threads);
+  }
+  gd.smem_floats = to_int(smem.peak(), "shared memory");
+  check_smem(smem.peak(), 0, o, what);
+}
+
+void plan_memoized(GroupDesc& gd, const BrickShape& brick, int cb, int threads,
+                   const CodegenOptions& o, const std::string& what, int64_t* memo_floats,
+                   int64_t* flag_count) {
+  const int L = gd.num_layers;
+  int64_t memo = 0, flags = 0, stage = 0;
+  for (int l = 0; l < L; ++l) {
+    LayerDesc& d = gd.layers[l];
+    // Each tensor is bricked with the candidate's extents, clamped to the tensor.
+    const int ext[3] = {std::min(brick.d, d.out.d), std::min(brick.h, d.out.h),
+                        std::min(brick.w, d.out.w)};
+    for (int a = 0; a < 3; ++a) d.bext[a] = ext[a];
+    const int64_t bvol = int64_t{ext[0]} * ext[1] * ext[2];
+    if (l == L - 1) {
+      d.cb = gd.cb_last;
+      for (int a = 0; a < 4; ++a) d.nblk[a] = gd.nblk_last[a];
+    } else {
+      d.cb = clamp_cb(cb, d.out.c);
+      d.nblk[0] = (d.out.c + d.cb - 1) / d.cb;
+      for (int a = 0; a < 3; ++a) d.nblk[a + 1] = (dim_of(d.out, a) + ext[a] - 1) / ext[a];
+      const int64_t bricks = int64_t{gd.batch} * d.nblk[0] * d.nblk[1] * d.nblk[2] * d.nblk[3];
+      d.brick_stride = to_int(round_up(d.cb * bvol, kBrickAlignFloats), "brick size");
+      d.memo_offset = to_int(memo, "memoized buffer offset");
+      d.flag_offset = to_int(flags, "flag offset");
+      memo += bricks * d.brick_stride;
+      flags += bricks;
+      to_int(memo, "memoized buffer size");
+    }
+    if (d.op != dev::kOpEltwise) {
+      // Staging: the whole brick's input region, the widest channel range of any block.
+      int64_t vol = 1;
+      for (int a = 0; a < 3; ++a)
+        vol *= int64_t{ext[a] - 1} * d.s[a] + int64_t{d.dl[a]} * (d.k[a] - 1) + 1;
+      int chans = 0;
+      for (int cbk = 0; cbk < d.nblk[0]; ++cbk) {
+        const int c0 = cbk * d.cb, c1 = std::min(c0 + d.cb, d.out.c);
+        int lo = c0, hi = c1;
+        if (d.op == dev::kOpConv) {
+          const int cout_g = d.out.c / d.groups, cin_g = d.in.c / d.groups;
+          lo = (c0 / cout_g) * cin_g;
+          hi = ((c1 - 1) / cout_g + 1) * cin_g;
+        }
+        chans = std::max(chans, hi - lo);
+      }
+      stage = std::max(stage, vol * chans);
+    } else {
+      for (int s = 0; s < d.num_src; ++s) {
+        if (d.src_kind[s] != dev::kSrcLayer) continue;
+        const LayerDesc& p = gd.layers[d.src_index[s]];
+        if (p.cb != d.cb) throw Unsupported(what + ": elementwise operands bricked differently");
+      }
+    }
+    d.stage_smem = 0;
+    choose_tile(d, int64_t{ext[0]} * ext[1], ext[2], d.cb, threads);
+  }
+  gd.smem_floats = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
+  check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
+  *memo_floats = memo;
+  *flag_count = flags;
+}
+
+std::string float_literal(float v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
+  return buf;
+}
+std::string literal(int v) { return std::to_string(v); }
+std::string literal(float v) { return float_literal(v); }
+
+std::string kernel_text(const KernelLaunch& k, int index) {
+  std::ostringstream os;
+  const std::string fn = "desc_" + std::to_string(index);
+  os << "\nnamespace brickdl_gen {\n"
+     << "__host__ __device__ constexpr brickdl::dev::GroupDesc " << fn << "() {\n"
+     << desc_to_cpp(k.desc) << "}\n"
+     << "}  // namespace brickdl_gen\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ") " << k.symbol
+     << "(const brickdl::dev::KernelArgs a) {\n"
+     << "  constexpr brickdl::dev::GroupDesc G = brickdl_gen::" << fn << "();\n"
+     << "  brickdl::dev::run_unit(G, a, static_cast<int>(blockIdx.x));\n"
+     << "}\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string desc_to_cpp(const dev::GroupDesc& g) {
+  std::ostringstream os;
+  os << "  brickdl::dev::GroupDesc g{};\n";
+#define BRICKDL_EMIT(f) os << "  g." #f " = " << literal(g.f) << ";\n";
+  BRICKDL_GROUP_DESC_FIELDS(BRICKDL_EMIT)
+#undef BRICKDL_EMIT
+  for (int e = 0; e < g.num_external; ++e) {
+    const dev::ExternalDesc& x = g.ext[e];
+    const std::string p = "  g.ext[" + std::to_string(e) + "].";
+#define BRICKDL_EMIT(f) os << p << #f " = " << literal(x.f) << ";\n";
+    BRICKDL_EXTERNAL_DESC_FIELDS(BRICKDL_EMIT)
+#undef BRICKDL_EMIT
+  }
+  for (int l = 0; l < g.num_layers; ++l) {
+    const dev::LayerDesc& x = g.layers[l];
+    const std::string p = "  g.layers[" + std::to_string(l) + "].";
+#define BRICKDL_EMIT(f) os << p << #f " = " << literal(x.f) << ";\n";
+    BRICKDL_LAYER_DESC_FIELDS(BRICKDL_EMIT)
+#undef BRICKDL_EMIT
+  }
+  os << "  return g;\n";
+  return os.str();
+}
+
+KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions& o) {
+  const GroupInfo info = inspect_group(g, c.group);
+  if (c.threads < 32 || c.threads > 1024 || c.threads % 32 != 0)
+    throw Unsupported("threads per block must be a multiple of 32 in [32, 1024], not " +
+                      std::to_string(c.threads));
+  KernelPlan plan;
+  plan.candidate = c;
+  plan.layer_ids = info.ids;
+  plan.input_ids = info.inputs;
+  const int batch = to_int(g.layer(c.group.last).out.n, "batch");
+  const std::string what = "group " + g.layer(c.group.first).name + " .. " +
+                           g.layer(c.group.last).name + " (" + c.config_str() + ")";
+
+  if (c.strategy == Strategy::kLayerwise) {
+    // One single-layer padded kernel per layer; intermediates are whole NCDHW tensors.
+    for (size_t i = 0; i < info.ids.size(); ++i) {
+      const Layer& l = g.layer(info.ids[i]);
+      KernelLaunch k;
+      k.symbol = "brickdl_layer_" + std::to_string(i);
+      k.threads = o.layerwise_threads;
+      k.output = static_cast<int>(i);
+      k.layers = {static_cast<int>(i)};
+      std::vector<int> sources;  // graph ids this layer reads, as the kernel's external slots
+      for (int in : l.inputs)
+        if (std::find(sources.begin(), sources.end(), in) == sources.end()) sources.push_back(in);
+      GroupDesc& gd = k.desc;
+      gd.mode = dev::kModePadded;
+      gd.num_layers = 1;
+      gd.num_external = static_cast<int>(sources.size());
+      for (size_t s = 0; s < sources.size(); ++s) {
+        gd.ext[s].dims = dims_of(g.layer(sources[s]).out);
+        const auto it = std::find(info.ids.begin(), info.ids.end(), sources[s]);
+        if (it != info.ids.end()) {
+          k.inputs.push_back({false, static_cast<int>(it - info.ids.begin())});
+        } else {
+          const auto e = std::find(info.inputs.begin(), info.inputs.end(), sources[s]);
+          k.inputs.push_back({true, static_cast<int>(e - info.inputs.begin())});
+        }
+      }
+      gd.layers[0] = describe_layer(g, l, {}, sources);
+      const BrickShape tile = clamp_brick(o.layerwise_tile, l.out, info.rank);
+      set_units(gd, tile, clamp_cb(o.layerwise_tile.cb, gd.layers[0].out.c),
+                gd.layers[0].out, batch);
+      plan_padded(gd, tile, k.threads, o, what + " layer " + l.name);
+      k.smem_bytes = gd.smem_floats * 4;
+      k.blocks = unit_count(gd);
+      plan.launches.push_back(std::move(k));
+    }
+  } else {
+    KernelLaunch k;
+    k.symbol = "brickdl_group";
+    k.threads = c.threads;
+    k.output = static_cast<int>(info.ids.size()) - 1;
+    GroupDesc& gd = k.desc;
+    gd.mode = c.strategy == Strategy::kMemoized ? dev::kModeMemoized : dev::kModePadded;
+    gd.num_layers = static_cast<int>(info.ids.size());
+    gd.num_external = static_cast<int>(info.inputs.size());
+    for (size_t s = 0; s < info.inputs.size(); ++s) {
+      gd.ext[s].dims = dims_of(g.layer(info.inputs[s]).out);
+      k.inputs.push_back({true, static_cast<int>(s)});
+    }
+    for (size_t i = 0; i < info.ids.size(); ++i) {
+      gd.layers[i] = describe_layer(g, g.layer(info.ids[i]), info.ids, info.inputs);
+      k.layers.push_back(static_cast<int>(i));
+    }
+    const Layer& last = g.layer(c.group.last);
+    BrickShape want = c.brick;
+    want.d = info.rank == 3 ? std::max(want.d, 1) : 1;
+    want.h = std::max(want.h, 1);
+    want.w = std::max(want.w, 1);
+    const BrickShape brick = clamp_brick(want, last.out, info.rank);
+    set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
+              batch);
+    if (c.strategy == Strategy::kMemoized) {
+      plan_memoized(gd, want, c.brick.cb, k.threads, o, what, &plan.memo_floats,
+                    &plan.flag_count);
+    } else {
+      plan_padded(gd, brick, k.threads, o, what);
+    }
+    k.smem_bytes = gd.smem_floats * 4;
+    k.blocks = unit_count(gd);
+    plan.launches.push_back(std::move(k));
+  }
+  for (const auto& k : plan.launches)
+    if (k.blocks > std::numeric_limits<int>::max())
+      throw Unsupported(what + ": " + std::to_string(k.blocks) + " thread blocks is too many");
+
+  std::ostringstream src;
+  src << "// Generated by brickdl for " << what << "\n"
+      << "#include \"brickdl/kernels.cuh\"\n";
+  for (size_t i = 0; i < plan.launches.size(); ++i)
+    src << kernel_text(plan.launches[i], static_cast<int>(i));
+  plan.source = src.str();
+  return plan;
+}
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,89 @@
+#pragma once
+// Kernel generation for one candidate (pure host C++; no CUDA header).
+//
+//   fused Graph + Candidate ──plan_kernels()──► KernelPlan
+//                                                 ├─ launches: one GroupDesc each (padded /
+//                                                 │  memoized: one kernel for the group;
+//                                                 │  layerwise: one single-layer kernel per layer)
+//                                                 ├─ buffers: memo bricks, state flags
+//                                                 └─ source: the templates (kernels/cuda/
+//                                                    templates/*.cuh) + one constexpr GroupDesc
+//                                                    per kernel, for NVRTC
+//
+// The same KernelPlan drives the CUDA launcher (cuda_measurer.cu) and the host emulator
+// (emulator.h), so the emulator checks exactly what the device runs, minus the compiler.
+//
+// Tensors the kernels read and write are dense NCDHW (as kernels/tensor.h); memoized
+// intermediates are bricked inside KernelArgs::memo.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/candidate.h"
+#include "core/graph.h"
+#include "kernels/cuda/templates/group_desc.h"
+
+namespace brickdl::cuda {
+
+// The candidate cannot run as a generated kernel (an op without a template, too much shared
+// memory per block, ...). The measurer records it as status `unsupported`.
+class Unsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CodegenOptions {
+  // Dynamic shared memory a block may use (the target's opt-in maximum; 227 KiB on sm_90,
+  // 163 KiB on sm_80).
+  int max_smem_bytes = 227 * 1024;
+  // The layer-by-layer kernels of our own: output tile per block (bd is used for 3-D only).
+  BrickShape layerwise_tile{4, 8, 8, 64};
+  int layerwise_threads = 256;
+};
+
+// A tensor a launch reads: external input slot `index` of the group, or the output of the
+// group's layer `index` (layer-by-layer launches).
+struct TensorSlot {
+  bool external = true;
+  int index = 0;
+  bool operator==(const TensorSlot& o) const = default;
+};
+
+struct KernelLaunch {
+  std::string symbol;  // extern "C" name in the generated module
+  dev::GroupDesc desc{};
+  int64_t blocks = 0;
+  int threads = 256;
+  int smem_bytes = 0;             // dynamic shared memory
+  std::vector<TensorSlot> inputs;  // what KernelArgs::ext[i] points to
+  int output = 0;                  // group layer index whose NCDHW output it writes
+  std::vector<int> layers;         // group layer index of desc.layers[i] (weights, bias)
+};
+
+struct KernelPlan {
+  Candidate candidate;
+  std::vector<int> layer_ids;  // graph ids of the group's layers, in order
+  std::vector<int> input_ids;  // graph ids of its external inputs, in order of first read
+  std::vector<KernelLaunch> launches;
+  int64_t memo_floats = 0;  // KernelArgs::memo
+  int64_t flag_count = 0;   // KernelArgs::flags
+  std::string source;       // the whole translation unit for NVRTC
+};
+
+// Plans and generates the kernels of `candidate` on the fused `graph`. Throws Unsupported.
+KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
+                        const CodegenOptions& options = {});
+
+// `static constexpr` C++ that builds `desc` field by field: the body of a constexpr function
+// (used by plan_kernels; exposed for tests).
+std::string desc_to_cpp(const dev::GroupDesc& desc);
+
+// The names and contents of the template headers, as NVRTC headers ("brickdl/kernels.cuh").
+struct TemplateHeader {
+  const char* name;
+  const char* source;
+};
+const std::vector<TemplateHeader>& template_headers();
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,94 @@
+#include "kernels/cuda/emulator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <thread>
+
+#include "core/error.h"
+
+// The kernel templates, as host C++.
+#define BRICKDL_EMULATE 1
+#include "kernels/cuda/templates/kernels.cuh"
+
+namespace brickdl::cuda {
+
+namespace {
+
+void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const EmulatorOptions& o) {
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    std::vector<float> smem(static_cast<size_t>(std::max(k.desc.smem_floats, 1)));
+    dev::emu::block_threads = k.threads;
+    dev::emu::block_smem = smem.data();
+    for (;;) {
+      const int64_t i = next.fetch_add(1);
+      if (i >= k.blocks) break;
+      const int64_t unit = o.reverse_order ? k.blocks - 1 - i : i;
+      dev::run_unit(k.desc, args, static_cast<int>(unit));
+    }
+    dev::emu::block_smem = nullptr;
+  };
+  const int workers = std::max(1, o.workers);
+  if (workers == 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
+EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
+                            const std::vector<const float*>& inputs,
+                            const std::vector<std::vector<float>>& weights,
+                            const std::vector<std::vector<float>>& biases,
+                            const EmulatorOptions& o) {
+  const size_t L = plan.layer_ids.size();
+  BRICKDL_CHECK(inputs.size() == plan.input_ids.size(), "one input per external tensor");
+  BRICKDL_CHECK(weights.size() == L && biases.size() == L, "parameters per layer");
+  // Every layer's NCDHW output (layer-by-layer launches write them all; others the last).
+  std::vector<std::vector<float>> outputs(L);
+  for (const auto& k : plan.launches)
+    outputs[static_cast<size_t>(k.output)].assign(
+        static_cast<size_t>(graph.layer(plan.layer_ids[static_cast<size_t>(k.output)]).out.numel()),
+        std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> memo(static_cast<size_t>(plan.memo_floats), std::numeric_limits<float>::quiet_NaN());
+  std::vector<int> flags(static_cast<size_t>(plan.flag_count), 0);
+  std::array<unsigned long long, dev::kNumStats> stats{};
+  int error = 0;
+
+  EmulatorResult result;
+  for (int run = 0; run < std::max(1, o.runs); ++run) {
+    stats.fill(0);
+    for (const auto& k : plan.launches) {
+      dev::KernelArgs a{};
+      for (size_t s = 0; s < k.inputs.size(); ++s) {
+        const TensorSlot& slot = k.inputs[s];
+        a.ext[s] = slot.external ? inputs.at(static_cast<size_t>(slot.index))
+                                 : outputs.at(static_cast<size_t>(slot.index)).data();
+      }
+      for (size_t l = 0; l < k.layers.size(); ++l) {
+        const size_t gl = static_cast<size_t>(k.layers[l]);
+        a.weight[l] = weights[gl].empty() ? nullptr : weights[gl].data();
+        a.bias[l] = biases[gl].empty() ? nullptr : biases[gl].data();
+      }
+      a.out = outputs[static_cast<size_t>(k.output)].data();
+      a.memo = memo.data();
+      a.flags = flags.data();
+      a.stats = stats.data();
+      a.error = &error;
+      a.epoch = run;
+      a.spin_limit = static_cast<long long>(o.wait_limit_s * 1e9);  // emulated clock: ns
+      run_launch(k, a, o);
+    }
+  }
+  result.output = std::move(outputs[L - 1]);
+  for (size_t i = 0; i < stats.size(); ++i) result.stats[i] = stats[i];
+  result.timed_out = error != 0;
+  return result;
+}
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,328 @@
+#pragma once
+// Block-level building blocks shared by the padded, memoized and layer-by-layer kernels:
+// staging a region of a tensor into shared memory, and computing one layer (conv, pool,
+// elementwise) over a box of its output. Every function is called by all threads of a block
+// and is one phase (no barrier inside); the caller places BRICKDL_SYNC() between phases.
+//
+// Semantics follow PyTorch (and the CPU reference): zero padding for convolutions, -inf for
+// max pooling, avg pooling with count_include_pad, floor or ceil output sizes decided by the
+// graph. A conv has a folded batch-norm bias when has_bias, then its activation.
+#include "prelude.cuh"
+
+namespace brickdl {
+namespace dev {
+
+// A box of one tensor's channels [c0, ...) held as [c][d][h][w] with extents e (shared
+// memory, or one memoized brick in global memory when `coherent`).
+struct RegionBuf {
+  float* p;
+  int o[3];
+  int e[3];
+  int c0;
+  int coherent;
+};
+
+BRICKDL_DEVICE int region_index(const RegionBuf& b, int c, int z, int y, int x) {
+  return (((c - b.c0) * b.e[0] + (z - b.o[0])) * b.e[1] + (y - b.o[1])) * b.e[2] + (x - b.o[2]);
+}
+
+// An NCDHW tensor, sample n.
+struct TensorRef {
+  const float* p;
+  Dims dims;
+  int n;
+};
+
+BRICKDL_DEVICE long long tensor_index(const Dims& d, int n, int c, int z, int y, int x) {
+  return ((((long long)n * d.c + c) * d.d + z) * d.h + y) * (long long)d.w + x;
+}
+
+BRICKDL_DEVICE bool inside(const Dims& d, int z, int y, int x) {
+  return z >= 0 && z < d.d && y >= 0 && y < d.h && x >= 0 && x < d.w;
+}
+
+// Where a layer's results go: a region buffer, or the NCDHW output tensor.
+struct OutTarget {
+  int to_tensor;
+  RegionBuf buf;
+  float* t;
+  Dims dims;
+  int n;
+};
+
+BRICKDL_DEVICE void store_out(const OutTarget& o, int c, int z, int y, int x, float v) {
+  if (o.to_tensor) {
+    o.t[tensor_index(o.dims, o.n, c, z, y, x)] = v;
+  } else if (o.buf.coherent) {
+    store_coherent(o.buf.p + region_index(o.buf, c, z, y, x), v);
+  } else {
+    o.buf.p[region_index(o.buf, c, z, y, x)] = v;
+  }
+}
+
+// An elementwise operand: a region buffer or an NCDHW tensor.
+struct InSource {
+  int from_tensor;
+  RegionBuf buf;
+  TensorRef t;
+};
+
+BRICKDL_DEVICE float fetch(const InSource& s, int c, int z, int y, int x) {
+  if (s.from_tensor) return load_cached(s.t.p + tensor_index(s.t.dims, s.t.n, c, z, y, x));
+  const float* q = s.buf.p + region_index(s.buf, c, z, y, x);
+  return s.buf.coherent ? load_coherent(q) : *q;
+}
+
+// ---- memoized brick addressing ------------------------------------------------------------
+
+// Linear index (including the sample) of brick (n, cb, bz, by, bx) of a bricked layer.
+BRICKDL_DEVICE int brick_linear(const LayerDesc& L, int n, int cb, int bz, int by, int bx) {
+  return (((n * L.nblk[0] + cb) * L.nblk[1] + bz) * L.nblk[2] + by) * L.nblk[3] + bx;
+}
+
+// The region buffer of one memoized brick of layer P (global memory).
+BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, int cb, int bz,
+                                    int by, int bx) {
+  RegionBuf b;
+  b.p = memo + P.memo_offset + (long long)lin * P.brick_stride;
+  b.o[0] = bz * P.bext[0];
+  b.o[1] = by * P.bext[1];
+  b.o[2] = bx * P.bext[2];
+  b.e[0] = P.bext[0];
+  b.e[1] = P.bext[1];
+  b.e[2] = P.bext[2];
+  b.c0 = cb * P.cb;
+  b.coherent = 1;
+  return b;
+}
+
+// ---- staging ------------------------------------------------------------------------------
+
+// dst (shared memory) <- channels [c0, c1) of an NCDHW tensor over dst's box; 0 outside.
+BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src, int c0, int c1) {
+  const int plane = dst.e[1] * dst.e[2];
+  const int vol = dst.e[0] * plane;
+  const int total = (c1 - c0) * vol;
+  BRICKDL_FOR_EACH_THREAD(t) {
+    for (int i = t; i < total; i += BRICKDL_NUM_THREADS()) {
+      const int c = c0 + i / vol;
+      const int r = i % vol;
+      const int z = dst.o[0] + r / plane;
+      const int y = dst.o[1] + (r % plane) / dst.e[2];
+      const int x = dst.o[2] + r % dst.e[2];
+      float v = 0.f;
+      if (inside(src.dims, z, y, x))
+        v = load_cached(src.p + tensor_index(src.dims, src.n, c, z, y, x));
+      dst.p[region_index(dst, c, z, y, x)] = v;
+    }
+  }
+}
+
+// dst (shared memory) <- channels [c0, c1) of memoized layer P (shape P.out) over dst's box.
+BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, const float* memo,
+                                      int n, int c0, int c1) {
+  const int plane = dst.e[1] * dst.e[2];
+  const int vol = dst.e[0] * plane;
+  const int total = (c1 - c0) * vol;
+  BRICKDL_FOR_EACH_THREAD(t) {
+    for (int i = t; i < total; i += BRICKDL_NUM_THREADS()) {
+      const int c = c0 + i / vol;
+      const int r = i % vol;
+      const int z = dst.o[0] + r / plane;
+      const int y = dst.o[1] + (r % plane) / dst.e[2];
+      const int x = dst.o[2] + r % dst.e[2];
+      float v = 0.f;
+      if (inside(P.out, z, y, x)) {
+        const int lin = brick_linear(P, n, c / P.cb, z / P.bext[0], y / P.bext[1],
+                                     x / P.bext[2]);
+        const int off = (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] +
+                         y % P.bext[1]) * P.bext[2] + x % P.bext[2];
+        v = load_coherent(memo + P.memo_offset + (long long)lin * P.brick_stride + off);
+      }
+      dst.p[region_index(dst, c, z, y, x)] = v;
+    }
+  }
+}
+
+// ---- layers -------------------------------------------------------------------------------
+
+// Conv over the box (ro, re) of its output, channels [c0, c1). `in` covers every input
+// position the box needs (0 outside the input tensor). Output positions outside the output
+// tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w.
+BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                             const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                             const OutTarget& out, const int* ro, const int* re, int c0, int c1) {
+  const int tco = L.tile_co;
+  const int tpx = L.tile_px;
+  const int cout_g = L.out.c / L.groups;
+  const int cin_g = L.in.c / L.groups;
+  const int kvol = L.k[0] * L.k[1] * L.k[2];
+  const int wstride = cin_g * kvol;  // between consecutive output channels
+  const int ntc = (c1 - c0 + tco - 1) / tco;
+  const int ntx = (re[2] + tpx - 1) / tpx;
+  const int rows = re[0] * re[1];
+  const int items = ntc * rows * ntx;
+  const int in_row = in.e[2];
+  const int in_chan = in.e[0] * in.e[1] * in.e[2];
+  BRICKDL_FOR_EACH_THREAD(t) {
+    // Channel tile slowest: neighbouring threads share weights (L1 broadcast).
+    for (int it = t; it < items; it += BRICKDL_NUM_THREADS()) {
+      const int xt = it % ntx;
+      const int rest = it / ntx;
+      const int row = rest % rows;
+      const int co0 = c0 + (rest / rows) * tco;
+      const int z = ro[0] + row / re[1];
+      const int y = ro[1] + row % re[1];
+      const int x0 = ro[2] + xt * tpx;
+      const int nx = imin(tpx, ro[2] + re[2] - x0);  // valid w positions of this tile
+      const int nco = imin(tco, c1 - co0);
+      const bool row_inside = z >= 0 && z < L.out.d && y >= 0 && y < L.out.h;
+      float acc[kMaxTileCo][kMaxTilePx];
+      if (row_inside) {
+        BRICKDL_UNROLL
+        for (int j = 0; j < kMaxTileCo; ++j) {
+          if (j >= tco) break;
+          const float b = L.has_bias ? load_cached(bias + co0 + imin(j, nco - 1)) : 0.f;
+          BRICKDL_UNROLL
+          for (int i = 0; i < kMaxTilePx; ++i) acc[j][i] = b;
+        }
+        const int ci0 = (co0 / cout_g) * cin_g;  // a tile never spans two groups (codegen)
+        const int zb = z * L.s[0] - L.p[0] - in.o[0];
+        const int yb = y * L.s[1] - L.p[1] - in.o[1];
+        const int xb = x0 * L.s[2] - L.p[2] - in.o[2];
+        const float* wco = w + (long long)co0 * wstride;
+        for (int ci = 0; ci < cin_g; ++ci) {
+          const float* ip = in.p + (ci0 + ci - in.c0) * in_chan;
+          const float* wp = wco + ci * kvol;
+          for (int kz = 0; kz < L.k[0]; ++kz) {
+            for (int ky = 0; ky < L.k[1]; ++ky) {
+              const float* irow =
+                  ip + ((zb + kz * L.dl[0]) * in.e[1] + (yb + ky * L.dl[1])) * in_row + xb;
+              const float* wk = wp + (kz * L.k[1] + ky) * L.k[2];
+              for (int kx = 0; kx < L.k[2]; ++kx) {
+                float iv[kMaxTilePx];
+                BRICKDL_UNROLL
+                for (int i = 0; i < kMaxTilePx; ++i) {
+                  if (i >= tpx) break;
+                  iv[i] = irow[imin(i, nx - 1) * L.s[2] + kx * L.dl[2]];
+                }
+                BRICKDL_UNROLL
+                for (int j = 0; j < kMaxTileCo; ++j) {
+                  if (j >= tco) break;
+                  const float wv = load_cached(wk + imin(j, nco - 1) * wstride + kx);
+                  BRICKDL_UNROLL
+                  for (int i = 0; i < kMaxTilePx; ++i) {
+                    if (i >= tpx) break;
+                    acc[j][i] = fmaf(wv, iv[i], acc[j][i]);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      BRICKDL_UNROLL
+      for (int j = 0; j < kMaxTileCo; ++j) {
+        if (j >= nco) break;
+        BRICKDL_UNROLL
+        for (int i = 0; i < kMaxTilePx; ++i) {
+          if (i >= nx) break;
+          const int x = x0 + i;
+          const float v = row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope)
+                                                               : 0.f;
+          store_out(out, co0 + j, z, y, x, v);
+        }
+      }
+    }
+  }
+}
+
+// Max / avg pool over the box (ro, re), channels [c0, c1); reads `in` only at positions
+// inside the input tensor.
+BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutTarget& out,
+                             const int* ro, const int* re, int c0, int c1) {
+  const int vol = re[0] * re[1] * re[2];
+  const int total = (c1 - c0) * vol;
+  const bool is_max = L.op == kOpMaxPool;
+  BRICKDL_FOR_EACH_THREAD(t) {
+    for (int i = t; i < total; i += BRICKDL_NUM_THREADS()) {
+      const int c = c0 + i / vol;
+      const int r = i % vol;
+      const int z = ro[0] + r / (re[1] * re[2]);
+      const int y = ro[1] + (r / re[2]) % re[1];
+      const int x = ro[2] + r % re[2];
+      float v = 0.f;
+      if (inside(L.out, z, y, x)) {
+        const int st[3] = {z * L.s[0] - L.p[0], y * L.s[1] - L.p[1], x * L.s[2] - L.p[2]};
+        const int dim[3] = {L.in.d, L.in.h, L.in.w};
+        float acc = is_max ? neg_inf() : 0.f;
+        int count = 0;
+        for (int kz = 0; kz < L.k[0]; ++kz) {
+          const int zi = st[0] + kz * L.dl[0];
+          if (zi < 0 || zi >= dim[0]) continue;
+          for (int ky = 0; ky < L.k[1]; ++ky) {
+            const int yi = st[1] + ky * L.dl[1];
+            if (yi < 0 || yi >= dim[1]) continue;
+            for (int kx = 0; kx < L.k[2]; ++kx) {
+              const int xi = st[2] + kx * L.dl[2];
+              if (xi < 0 || xi >= dim[2]) continue;
+              const float q = in.p[region_index(in, c, zi, yi, xi)];
+              acc = is_max ? (q > acc ? q : acc) : acc + q;
+              ++count;
+            }
+          }
+        }
+        if (is_max) {
+          v = acc;
+        } else {
+          // PyTorch: the divisor counts padding (clipped to input + pad) unless excluded.
+          int divisor = 1;
+          for (int a = 0; a < 3; ++a) {
+            const int end = imin(st[a] + L.k[a], dim[a] + L.p[a]);
+            divisor *= end - st[a];
+          }
+          v = acc / static_cast<float>(L.count_include_pad ? divisor : (count > 0 ? count : 1));
+        }
+      }
+      store_out(out, c, z, y, x, v);
+    }
+  }
+}
+
+// Elementwise: act(sum of sources) over the box (ro, re), channels [c0, c1).
+BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const OutTarget& out,
+                                const int* ro, const int* re, int c0, int c1) {
+  const int vol = re[0] * re[1] * re[2];
+  const int total = (c1 - c0) * vol;
+  BRICKDL_FOR_EACH_THREAD(t) {
+    for (int i = t; i < total; i += BRICKDL_NUM_THREADS()) {
+      const int c = c0 + i / vol;
+      const int r = i % vol;
+      const int z = ro[0] + r / (re[1] * re[2]);
+      const int y = ro[1] + (r / re[2]) % re[1];
+      const int x = ro[2] + r % re[2];
+      float v = 0.f;
+      if (inside(L.out, z, y, x)) {
+        for (int s = 0; s < L.num_src; ++s) v += fetch(src[s], c, z, y, x);
+        v = activate(v, L.act, L.slope);
+      }
+      store_out(out, c, z, y, x, v);
+    }
+  }
+}
+
+// Input channels [lo, hi) that output channels [c0, c1) of a window op read.
+BRICKDL_DEVICE void input_channels(const LayerDesc& L, int c0, int c1, int* lo, int* hi) {
+  if (L.op == kOpConv) {
+    const int cout_g = L.out.c / L.groups;
+    const int cin_g = L.in.c / L.groups;
+    *lo = (c0 / cout_g) * cin_g;
+    *hi = ((c1 - 1) / cout_g + 1) * cin_g;
+  } else {
+    *lo = c0;
+    *hi = c1;
+  }
+}
+
+}  // namespace dev
+}  // namespace brickdl

@@ -1,0 +1,131 @@
+#pragma once
+// Padded bricks: one thread block per output brick (unit of work) of the group's last layer.
+//
+//   external inputs ──stage (halo region, once)──► shared memory
+//   layer 1 .. L-1: computed over their region (brick + ghost zone grown backwards, all
+//                   channels) into shared memory; no communication between blocks
+//   layer L:        computed over the brick, the unit's channel block, into the output
+//
+// Ghost zones are recomputed by neighbouring blocks (the redundant FLOPs of the model). The
+// single-layer case of this kernel is also the layer-by-layer baseline of our own.
+#include "brick_ops.cuh"
+
+namespace brickdl {
+namespace dev {
+
+BRICKDL_DEVICE void map_region(const RegionMap& m, const int* bo, int* o, int* e) {
+  for (int a = 0; a < 3; ++a) {
+    o[a] = bo[a] * m.scale[a] + m.offset[a];
+    e[a] = m.ext[a];
+  }
+}
+
+BRICKDL_DEVICE RegionBuf region_buf(float* p, const RegionMap& m, const int* bo, int c0) {
+  RegionBuf b;
+  b.p = p;
+  map_region(m, bo, b.o, b.e);
+  b.c0 = c0;
+  b.coherent = 0;
+  return b;
+}
+
+// Source `s` of layer L as a shared-memory region buffer (window ops: always staged).
+BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L,
+                                             const int* bo) {
+  float* smem = block_smem();
+  if (L.src_kind[0] == kSrcExternal) {
+    const ExternalDesc& X = G.ext[L.src_index[0]];
+    return region_buf(smem + X.smem, X.region, bo, 0);
+  }
+  const LayerDesc& P = G.layers[L.src_index[0]];
+  return region_buf(smem + P.smem_out, P.region, bo, 0);
+}
+
+BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
+                                 const KernelArgs& a, const float* w, const float* bias,
+                                 const int* bo, int n, int cblk) {
+  int ro[3], re[3], c0, c1;
+  OutTarget out = {};
+  if (is_last) {
+    // The unit's brick, clipped to the tensor, and its channel block.
+    const int dim[3] = {L.out.d, L.out.h, L.out.w};
+    for (int ax = 0; ax < 3; ++ax) {
+      ro[ax] = bo[ax];
+      re[ax] = imin(G.brick[ax], dim[ax] - bo[ax]);
+    }
+    c0 = cblk * G.cb_last;
+    c1 = imin(c0 + G.cb_last, L.out.c);
+    out.to_tensor = 1;
+    out.t = a.out;
+    out.dims = L.out;
+    out.n = n;
+  } else {
+    map_region(L.region, bo, ro, re);
+    c0 = 0;
+    c1 = L.out.c;
+    out.to_tensor = 0;
+    out.buf = region_buf(block_smem() + L.smem_out, L.region, bo, 0);
+  }
+  if (L.op == kOpEltwise) {
+    InSource src[kMaxSources];
+    for (int s = 0; s < kMaxSources; ++s) {
+      if (s >= L.num_src) break;
+      if (L.src_kind[s] == kSrcExternal) {
+        const int e = L.src_index[s];
+        src[s].from_tensor = 1;
+        src[s].t.p = a.ext[e];
+        src[s].t.dims = G.ext[e].dims;
+        src[s].t.n = n;
+      } else {
+        const LayerDesc& P = G.layers[L.src_index[s]];
+        src[s].from_tensor = 0;
+        src[s].buf = region_buf(block_smem() + P.smem_out, P.region, bo, 0);
+      }
+    }
+    eltwise_box(L, src, out, ro, re, c0, c1);
+  } else {
+    const RegionBuf in = padded_window_input(G, L, bo);
+    if (L.op == kOpConv) {
+      conv_box(L, w, bias, in, out, ro, re, c0, c1);
+    } else {
+      pool_box(L, in, out, ro, re, c0, c1);
+    }
+  }
+}
+
+BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
+  // unit -> (n, channel block, bz, by, bx) of the last layer's bricks, w fastest.
+  int u = unit;
+  const int bx = u % G.nblk_last[3];
+  u /= G.nblk_last[3];
+  const int by = u % G.nblk_last[2];
+  u /= G.nblk_last[2];
+  const int bz = u % G.nblk_last[1];
+  u /= G.nblk_last[1];
+  const int cblk = u % G.nblk_last[0];
+  const int n = u / G.nblk_last[0];
+  const int bo[3] = {bz * G.brick[0], by * G.brick[1], bx * G.brick[2]};
+
+  BRICKDL_UNROLL
+  for (int e = 0; e < kMaxExternal; ++e) {
+    if (e >= G.num_external) break;
+    const ExternalDesc& X = G.ext[e];
+    if (!X.staged) continue;
+    TensorRef src;
+    src.p = a.ext[e];
+    src.dims = X.dims;
+    src.n = n;
+    stage_from_tensor(region_buf(block_smem() + X.smem, X.region, bo, 0), src, 0, X.dims.c);
+  }
+  BRICKDL_SYNC();
+
+  BRICKDL_UNROLL
+  for (int l = 0; l < kMaxLayers; ++l) {
+    if (l >= G.num_layers) break;
+    padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n, cblk);
+    BRICKDL_SYNC();
+  }
+}
+
+}  // namespace dev
+}  // namespace brickdl

@@ -1,0 +1,136 @@
+#pragma once
+// The few primitives the kernel templates use, in two flavours:
+//
+//   NVRTC (default)         real CUDA: threadIdx, __syncthreads, atomics, __ldcg, clock64
+//   BRICKDL_EMULATE defined plain host C++: one emulated thread block runs on one host thread;
+//                           each phase between two barriers is a loop over the block's threads
+//                           (BRICKDL_FOR_EACH_THREAD), atomics are std::atomic_ref, so several
+//                           host threads running blocks exercise the memoized claim protocol.
+//
+// Rules the templates follow so both flavours mean the same thing:
+//  - code between two BRICKDL_SYNC() is one phase, written inside BRICKDL_FOR_EACH_THREAD(t);
+//    a phase only reads shared memory written in earlier phases;
+//  - values that cross a barrier live in shared memory, never in a thread's locals;
+//  - no `return` inside a thread loop (`continue` ends the thread's part of the phase).
+#include "group_desc.h"
+
+#if defined(BRICKDL_EMULATE)
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+namespace brickdl {
+namespace dev {
+namespace emu {
+// The emulated block: set by the emulator before it runs a block on this host thread.
+inline thread_local int block_threads = 1;
+inline thread_local float* block_smem = nullptr;
+}  // namespace emu
+}  // namespace dev
+}  // namespace brickdl
+
+#define BRICKDL_DEVICE inline
+#define BRICKDL_SHARED static thread_local
+#define BRICKDL_FOR_EACH_THREAD(t) for (int t = 0; t < ::brickdl::dev::emu::block_threads; ++t)
+#define BRICKDL_NUM_THREADS() (::brickdl::dev::emu::block_threads)
+#define BRICKDL_SYNC() ((void)0)
+#define BRICKDL_RESTRICT
+#define BRICKDL_UNROLL
+
+namespace brickdl {
+namespace dev {
+inline float* block_smem() { return emu::block_smem; }
+inline float neg_inf() { return -std::numeric_limits<float>::infinity(); }
+inline float load_cached(const float* p) { return *p; }
+// Reads memoized data written by other blocks: through L2 on the device.
+inline float load_coherent(const float* p) {
+  return std::atomic_ref<float>(*const_cast<float*>(p)).load(std::memory_order_relaxed);
+}
+inline void store_coherent(float* p, float v) {
+  std::atomic_ref<float>(*p).store(v, std::memory_order_relaxed);
+}
+inline int atomic_cas(int* p, int expected, int desired) {
+  std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+  return expected;  // the value seen, as atomicCAS returns it
+}
+inline void atomic_release_store(int* p, int v) {
+  std::atomic_ref<int>(*p).store(v, std::memory_order_release);
+}
+inline int atomic_acquire_load(int* p) {
+  return std::atomic_ref<int>(*p).load(std::memory_order_acquire);
+}
+inline void atomic_add(unsigned long long* p, unsigned long long v) {
+  std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+inline void atomic_store_int(int* p, int v) {
+  std::atomic_ref<int>(*p).store(v, std::memory_order_relaxed);
+}
+inline void fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline long long clock_ticks() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline void spin_pause() { std::this_thread::yield(); }
+}  // namespace dev
+}  // namespace brickdl
+
+#else  // NVRTC
+
+#define BRICKDL_DEVICE __device__ __forceinline__
+#define BRICKDL_SHARED __shared__
+#define BRICKDL_FOR_EACH_THREAD(t) \
+  for (int t = static_cast<int>(threadIdx.x), t##_once_ = 1; t##_once_; t##_once_ = 0)
+#define BRICKDL_NUM_THREADS() (static_cast<int>(blockDim.x))
+#define BRICKDL_SYNC() __syncthreads()
+#define BRICKDL_RESTRICT __restrict__
+#define BRICKDL_UNROLL _Pragma("unroll")
+
+namespace brickdl {
+namespace dev {
+BRICKDL_DEVICE float* block_smem() {
+  extern __shared__ float4 brickdl_dynamic_smem[];
+  return reinterpret_cast<float*>(brickdl_dynamic_smem);
+}
+BRICKDL_DEVICE float neg_inf() { return __int_as_float(0xff800000); }
+BRICKDL_DEVICE float load_cached(const float* p) { return __ldg(p); }
+BRICKDL_DEVICE float load_coherent(const float* p) { return __ldcg(p); }
+BRICKDL_DEVICE void store_coherent(float* p, float v) { __stcg(p, v); }
+BRICKDL_DEVICE int atomic_cas(int* p, int expected, int desired) {
+  return atomicCAS(p, expected, desired);
+}
+// Release: the caller has fenced after the data writes; the flag store must not be cached.
+BRICKDL_DEVICE void atomic_release_store(int* p, int v) {
+  __threadfence();
+  atomicExch(p, v);
+}
+BRICKDL_DEVICE int atomic_acquire_load(int* p) {
+  const int v = *static_cast<volatile int*>(p);
+  __threadfence();
+  return v;
+}
+BRICKDL_DEVICE void atomic_add(unsigned long long* p, unsigned long long v) { atomicAdd(p, v); }
+BRICKDL_DEVICE void atomic_store_int(int* p, int v) { atomicExch(p, v); }
+BRICKDL_DEVICE void fence() { __threadfence(); }
+BRICKDL_DEVICE long long clock_ticks() { return clock64(); }
+BRICKDL_DEVICE void spin_pause() { __nanosleep(64); }
+}  // namespace dev
+}  // namespace brickdl
+
+#endif
+
+namespace brickdl {
+namespace dev {
+BRICKDL_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+BRICKDL_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+// Floor division for possibly negative numerators (region origins before clipping).
+BRICKDL_DEVICE int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+BRICKDL_DEVICE float activate(float v, int act, float slope) {
+  return act == kActRelu ? (v > 0.f ? v : 0.f) : act == kActLeaky ? (v > 0.f ? v : v * slope) : v;
+}
+}  // namespace dev
+}  // namespace brickdl

@@ -1,0 +1,288 @@
+// Host checks of the generated kernels (no GPU needed, never skipped): the kernel templates run
+// under the emulator (kernels/cuda/emulator.h) for small graphs and random shapes, and their
+// output is compared with the reference ops; the memoized kernel's own counters are compared
+// with the CPU merged executor's counts for the same candidate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "core/graph_builder.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/emulator.h"
+#include "kernels/merged_executor.h"
+#include "kernels/weights.h"
+
+namespace brickdl::cuda {
+namespace {
+
+constexpr uint64_t kSeed = 7;
+
+struct Setup {
+  Graph graph;  // fused
+  Group group;
+};
+
+Group named_group(const Graph& g, const std::string& first, const std::string& last) {
+  const int a = g.find(first), b = g.find(last);
+  EXPECT_GE(a, 1) << first;
+  EXPECT_GE(b, a) << last;
+  return {a, b};
+}
+
+struct Outcome {
+  EmulatorResult emu;
+  kernels::GroupResult reference;  // the reference ops, layer by layer
+  kernels::GroupResult cpu;        // the CPU merged executor, same strategy
+  double worst = 0;                // max |emu - ref| / (atol + rtol·|ref|)
+};
+
+Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {}) {
+  const KernelPlan plan = plan_kernels(g, c);
+  std::vector<kernels::Tensor> ext;
+  for (int id : plan.input_ids)
+    ext.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
+  std::vector<const kernels::Tensor*> ext_ptr;
+  std::vector<const float*> raw;
+  for (const auto& t : ext) {
+    ext_ptr.push_back(&t);
+    raw.push_back(t.data());
+  }
+  const kernels::ModelWeights w = kernels::make_weights(g, kSeed, c.group.first, c.group.last);
+  std::vector<std::vector<float>> weights, biases;
+  for (int id : plan.layer_ids) {
+    weights.push_back(w.at(id).weight);
+    biases.push_back(w.at(id).bias);
+  }
+  Outcome o;
+  o.emu = emulate_plan(g, plan, raw, weights, biases, eo);
+  Candidate lw = c;
+  lw.strategy = Strategy::kLayerwise;
+  o.reference = kernels::execute_group(g, lw, ext_ptr, w);
+  o.cpu = kernels::execute_group(g, c, ext_ptr, w);
+  EXPECT_TRUE(o.reference.supported) << o.reference.reason;
+  const auto& ref = o.reference.output.values();
+  EXPECT_EQ(ref.size(), o.emu.output.size());
+  for (size_t i = 0; i < ref.size() && i < o.emu.output.size(); ++i) {
+    const double d = std::fabs(double{o.emu.output[i]} - ref[i]);
+    const double r = std::isfinite(d) ? d / (1e-5 + 1e-4 * std::fabs(double{ref[i]})) : 1e30;
+    o.worst = std::max(o.worst, r);
+  }
+  return o;
+}
+
+Candidate candidate(Group g, Strategy s, BrickShape b, int threads = 64) {
+  Candidate c;
+  c.group = g;
+  c.strategy = s;
+  c.brick = b;
+  c.threads = threads;
+  return c;
+}
+
+// Checks one candidate in all three strategies; memoized with concurrent workers, twice in a
+// row (the second launch reuses the flags of the first through its epoch).
+void check_all(const Graph& g, Group grp, BrickShape b, int threads = 64) {
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
+    const Candidate c = candidate(grp, s, b, threads);
+    SCOPED_TRACE(c.config_str());
+    EmulatorOptions eo;
+    if (s == Strategy::kMemoized) {
+      eo.workers = 3;
+      eo.runs = 2;
+    }
+    const Outcome o = run(g, c, eo);
+    EXPECT_LE(o.worst, 1.0);
+    EXPECT_FALSE(o.emu.timed_out);
+    if (s == Strategy::kMemoized) {
+      ASSERT_TRUE(o.cpu.supported) << o.cpu.reason;
+      const auto& st = o.emu.stats;
+      // Same bricks as the CPU executor: each needed intermediate brick claimed once.
+      EXPECT_EQ(static_cast<int64_t>(st[dev::kStatClaims]), o.cpu.counters.memo_claims);
+      EXPECT_EQ(static_cast<int64_t>(st[dev::kStatClaims] + st[dev::kStatHits] +
+                                     st[dev::kStatConflicts]),
+                o.cpu.counters.memo_lookups);
+      EXPECT_EQ(static_cast<int64_t>(st[dev::kStatBricks]), o.cpu.counters.bricks_computed());
+    }
+  }
+}
+
+Graph chain_2d() {
+  GraphBuilder b("chain2d", TensorShape{2, 3, 1, 13, 11, 2});
+  int x = b.conv2d(b.input(), 5, 3, 1, 1, 1, 1, false, "c1");
+  x = b.relu(x, "r1");
+  x = b.conv2d(x, 6, 3, 2, 1, 1, 1, true, "c2");
+  x = b.leaky_relu(x, 0.2f, "r2");
+  x = b.conv2d(x, 4, 1, 1, 0, 1, 1, true, "c3");
+  return fuse_for_inference(b.build());
+}
+
+TEST(Emulation, ConvChain2dAllStrategies) {
+  const Graph g = chain_2d();
+  const Group grp = named_group(g, "c1", "c3");
+  check_all(g, grp, {1, 4, 4, 0});
+  check_all(g, grp, {1, 3, 5, 2});   // ragged bricks, channel blocks
+  check_all(g, grp, {1, 16, 16, 0}, 32);  // brick larger than the tensor
+}
+
+TEST(Emulation, ConvChain3d) {
+  GraphBuilder b("chain3d", TensorShape{1, 3, 7, 6, 9, 3});
+  int x = b.input();
+  for (int i = 1; i <= 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1, 1, 1, true, "c" + std::to_string(i)));
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, named_group(g, "c1", "c3"), {4, 4, 4, 0});
+  check_all(g, named_group(g, "c2", "c3"), {2, 3, 4, 0}, 96);
+}
+
+TEST(Emulation, BottleneckWithSkipAndDownsample) {
+  // torchvision-style bottleneck: 1x1 -> 3x3 (stride 2) -> 1x1, downsample 1x1 stride 2, add.
+  GraphBuilder b("bottleneck", TensorShape{2, 4, 1, 10, 10, 2});
+  const int x = b.relu(b.conv2d(b.input(), 8, 3, 1, 1, 1, 1, false, "stem"), "stem_relu");
+  int y = b.relu(b.batch_norm(b.conv2d(x, 4, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 4, 3, 2, 1, 1, 1, false, "conv2")));
+  y = b.batch_norm(b.conv2d(y, 12, 1, 1, 0, 1, 1, false, "conv3"));
+  const int d = b.batch_norm(b.conv2d(x, 12, 1, 2, 0, 1, 1, false, "downsample"));
+  b.relu(b.add(y, d, "add"));
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, named_group(g, "conv1", "add"), {1, 2, 2, 0});
+  check_all(g, named_group(g, "conv1", "add"), {1, 4, 4, 4});
+}
+
+TEST(Emulation, ResidualAddOfExternalSkip) {
+  GraphBuilder b("basic", TensorShape{1, 6, 1, 9, 9, 2});
+  const int x = b.relu(b.conv2d(b.input(), 6, 3, 1, 1, 1, 1, true, "stem"));
+  int y = b.relu(b.conv2d(x, 6, 3, 1, 1, 1, 1, true, "conv1"));
+  y = b.conv2d(y, 6, 3, 1, 1, 1, 1, true, "conv2");
+  b.relu(b.add(y, x, "add"));
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, named_group(g, "conv1", "add"), {1, 4, 4, 0});
+}
+
+TEST(Emulation, PoolsGroupsAndDilation) {
+  GraphBuilder b("mixed", TensorShape{2, 4, 1, 15, 14, 2});
+  int x = b.conv2d(b.input(), 8, 3, 1, 2, 2, 2, true, "dil");    // dilation 2, 2 groups
+  x = b.max_pool(x, 3, 2, 1, false, "max");
+  x = b.conv2d(x, 8, 3, 1, 1, 1, 8, true, "dw");                 // depthwise
+  x = b.avg_pool(x, 2, 2, 0, false, "avg");                      // excludes padding
+  x = b.avg_pool(x, 3, 1, 1, true, "avg_pad");                   // counts padding
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, named_group(g, "dil", "avg_pad"), {1, 2, 2, 0});
+  check_all(g, named_group(g, "dil", "dw"), {1, 3, 3, 4}, 32);
+}
+
+TEST(Emulation, CeilModePool) {
+  GraphBuilder b("ceil", TensorShape{1, 3, 1, 10, 10, 2});
+  int x = b.relu(b.conv2d(b.input(), 4, 3, 1, 1, 1, 1, true, "c1"));
+  x = b.max_pool(x, 3, 2, 0, true, "max");
+  x = b.conv2d(x, 4, 3, 1, 1, 1, 1, true, "c2");
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, named_group(g, "c1", "c2"), {1, 2, 2, 0});
+}
+
+// Random chains: kernel, stride, padding, dilation, channels, image and brick sizes.
+TEST(Emulation, RandomChains) {
+  std::mt19937 rng(2024);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 8; ++trial) {
+    const int dims = pick(0, 3) == 0 ? 3 : 2;
+    const int64_t image = pick(6, dims == 3 ? 8 : 14);
+    TensorShape in{pick(1, 2), pick(1, 4), dims == 3 ? image : 1, image, image + pick(0, 3), dims};
+    GraphBuilder b("random", in);
+    int x = b.input();
+    const int depth = pick(2, 3);
+    for (int l = 0; l < depth; ++l) {
+      const int k = pick(0, dims == 3 ? 1 : 2) * 2 + 1;
+      const int stride = pick(0, 3) == 0 ? 2 : 1;
+      const int dil = pick(0, 3) == 0 ? 2 : 1;
+      const int pad = std::max(0, dil * (k - 1) / 2 - pick(0, 1));
+      const int64_t ch = pick(1, 6);
+      const std::string name = "l" + std::to_string(l);
+      x = dims == 3 ? b.conv3d(x, ch, k, stride, pad, dil, 1, true, name)
+                    : b.conv2d(x, ch, k, stride, pad, dil, 1, true, name);
+      if (pick(0, 1)) x = b.relu(x);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 5);
+    BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 2};
+    const int threads = 32 * pick(1, 4);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
+    check_all(g, Group{1, g.size() - 1}, brick, threads);
+  }
+}
+
+TEST(Emulation, MemoizedCountsMatchTheory) {
+  // Stride-1 chain: every brick of every intermediate layer is needed exactly once.
+  GraphBuilder b("chain", TensorShape{1, 2, 1, 12, 12, 2});
+  int x = b.input();
+  for (int i = 1; i <= 3; ++i) x = b.conv2d(x, 2, 3, 1, 1, 1, 1, true, "c" + std::to_string(i));
+  const Graph g = fuse_for_inference(b.build());
+  const Candidate c = candidate({1, 3}, Strategy::kMemoized, {1, 4, 4, 0});
+  const Outcome o = run(g, c);  // one worker: no conflicts possible
+  EXPECT_LE(o.worst, 1.0);
+  EXPECT_EQ(o.emu.stats[dev::kStatClaims], 2u * 9u);  // 2 intermediate layers x 3x3 bricks
+  EXPECT_EQ(o.emu.stats[dev::kStatBricks], 3u * 9u);
+  EXPECT_EQ(o.emu.stats[dev::kStatConflicts], 0u);
+  // Each consumer brick looks at its 3x3 neighbourhood (clipped): 4 corners x 4, 4 edges x 6,
+  // 1 centre x 9 = 49 lookups per consumer layer.
+  EXPECT_EQ(o.emu.stats[dev::kStatClaims] + o.emu.stats[dev::kStatHits], 2u * 49u);
+}
+
+TEST(Codegen, DescriptorFieldListsCoverTheStructs) {
+  dev::GroupDesc g;
+  std::memset(&g, 0xff, sizeof g);
+#define BRICKDL_ZERO(f) std::memset(&g.f, 0, sizeof g.f);
+  BRICKDL_GROUP_DESC_FIELDS(BRICKDL_ZERO)
+  for (auto& x : g.ext) {
+#undef BRICKDL_ZERO
+#define BRICKDL_ZERO(f) std::memset(&x.f, 0, sizeof x.f);
+    BRICKDL_EXTERNAL_DESC_FIELDS(BRICKDL_ZERO)
+  }
+  for (auto& x : g.layers) {
+    BRICKDL_LAYER_DESC_FIELDS(BRICKDL_ZERO)
+  }
+#undef BRICKDL_ZERO
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&g);
+  for (size_t i = 0; i < sizeof g; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i << " not listed";
+}
+
+TEST(Codegen, SourceCarriesTheDescriptor) {
+  const Graph g = chain_2d();
+  const KernelPlan p = plan_kernels(g, candidate(named_group(g, "c1", "c3"), Strategy::kPadded,
+                                                 {1, 4, 4, 0}, 128));
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_NE(p.source.find("__launch_bounds__(128) brickdl_group"), std::string::npos);
+  EXPECT_NE(p.source.find("g.layers[1].s[1] = 2;"), std::string::npos);  // c2: stride 2
+  EXPECT_NE(p.source.find("g.layers[1].slope = 0x1.99999ap-3f;"), std::string::npos);  // 0.2
+  EXPECT_EQ(p.launches[0].blocks, 2 * 1 * 2 * 2);  // batch 2, 7x6 output in 4x4 bricks
+  const KernelPlan lw = plan_kernels(g, candidate(named_group(g, "c1", "c3"),
+                                                  Strategy::kLayerwise, {1, 4, 4, 0}));
+  ASSERT_EQ(lw.launches.size(), 3u);
+  EXPECT_EQ(lw.launches[1].inputs[0], (TensorSlot{false, 0}));  // c2 reads c1's output
+}
+
+TEST(Codegen, UnsupportedCandidatesSayWhy) {
+  GraphBuilder b("cat", TensorShape{1, 3, 1, 8, 8, 2});
+  const int a = b.conv2d(b.input(), 4, 3, 1, 1, 1, 1, true, "a");
+  b.concat({a, b.input()}, "cat");
+  const Graph g = fuse_for_inference(b.build());
+  try {
+    plan_kernels(g, candidate({1, 2}, Strategy::kPadded, {1, 4, 4, 0}));
+    FAIL() << "concat accepted";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("concat"), std::string::npos) << e.what();
+  }
+  GraphBuilder big("big", TensorShape{1, 512, 1, 64, 64, 2});
+  big.conv2d(big.conv2d(big.input(), 512, 3, 1, 1), 512, 3, 1, 1);
+  const Graph gb = fuse_for_inference(big.build());
+  try {
+    plan_kernels(gb, candidate({1, 2}, Strategy::kPadded, {1, 32, 32, 0}));
+    FAIL() << "oversized shared memory accepted";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("KiB of shared memory"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace brickdl::cuda
