@@ -260,8 +260,8 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
   // Zoo model: a name, or {zoo: name, ...parameters}.
   const YamlValue name_node = m.is_map() ? m.get("zoo") : m;
   if (!name_node.is_scalar())
-    m.fail("expected a zoo model name (" + join_names(model_names()) +
-           ") or a mapping, got " + m.describe());
+    name_node.fail("expected a zoo model name (" + join_names(model_names()) +
+                   ") or a mapping, got " + name_node.describe());
   const std::string name = name_node.as_string();
   const std::vector<std::string> names = model_names();
   if (std::find(names.begin(), names.end(), name) == names.end())

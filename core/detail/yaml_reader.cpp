@@ -102,7 +102,7 @@ void YamlValue::expect_keys(const std::vector<std::string>& valid, const std::st
   }
 }
 
-bool YamlValue::has(const std::string& key) const { return get(key).present(); }
+bool YamlValue::has(const std::string& key) const { return get(key).node().IsDefined(); }
 
 YamlValue YamlValue::get(const std::string& key) const {
   const std::string key_path = path_.empty() ? key : path_ + "." + key;

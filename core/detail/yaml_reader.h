@@ -43,6 +43,8 @@ class YamlValue {
   // in messages ("search", "layer 'conv1'").
   void expect_map(const std::string& what) const;
   void expect_keys(const std::vector<std::string>& valid, const std::string& what) const;
+  // Whether the mapping has `key`, even with no value (`batch:`), which the typed reads then
+  // reject as "got nothing".
   bool has(const std::string& key) const;
   // The value of `key`; when absent, a value that is not present() and reports at this
   // mapping's position.

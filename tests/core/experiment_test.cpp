@@ -267,6 +267,10 @@ TEST(ExperimentErrors, WrongTypes) {
                "expected a number > 0, got 'big'");
   expect_error(kBase + "name: [a]\n", 9, 7, "name", "expected a string, got a list");
   expect_error(kBase + "seed: -1\n", 9, 7, "seed", "expected an integer >= 0");
+  // A key without a value is not a default.
+  expect_error(kBase + "batch:\n", 9, 1, "batch", "expected an integer >= 1, got nothing");
+  expect_error(kBase + "measurement: {backend: }\n", 9, 15, "measurement.backend",
+               "expected a string, got nothing");
 }
 
 TEST(ExperimentErrors, OutOfRange) {
