@@ -125,5 +125,296 @@ TEST(CostModelHand, TwoConvMemoized) {
   EXPECT_DOUBLE_EQ(lb.flops, 7200);
 }
 
+// input 1x1x10x10 → conv1 3x3 stride 2 pad 1 (5x5) → conv2 3x3 dilation 2 pad 2 (5x5), bricks 2x2.
+Graph strided_dilated() {
+  GraphBuilder b("strided_dilated", TensorShape{1, 1, 1, 10, 10, 2});
+  const int c1 = b.conv2d(0, 1, 3, /*stride=*/2, /*pad=*/1);
+  b.conv2d(c1, 1, 3, /*stride=*/1, /*pad=*/2, /*dilation=*/2);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, StridedDilatedPadded) {
+  const Prediction p =
+      a100().predict(strided_dilated(), candidate(1, 2, Strategy::kPadded, brick2d(2)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // conv2 bricks per axis: [0,1] [2,3] [4,4] → 9 units.
+  // conv1 regions (s 1, p 2, span 4): [-2,3]→[0,3] (4), [0,5]→[0,4] (5), [2,6]→[2,4] (3): Σ 12.
+  // input regions (s 2, p 1, span 2): [0,3]→[-1,7]→[0,7] (8), [0,4]→[-1,9]→[0,9] (10),
+  // [2,4]→[3,9] (7): Σ 25.
+  // FLOPs: conv1 12·12·(2·9) = 2592, conv2 25·18 = 450 → 3042; useful 450 + 450 = 900.
+  EXPECT_EQ(p.thread_blocks, 9);
+  EXPECT_DOUBLE_EQ(p.flops, 3042);
+  EXPECT_DOUBLE_EQ(p.useful_flops, 900);
+  EXPECT_DOUBLE_EQ(p.redundant_flops, 2142);
+  EXPECT_DOUBLE_EQ(p.bytes_input, 25 * 25 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_weight, (9 + 9) * 9 * 4);  // 9 params per layer, 9 units
+  EXPECT_DOUBLE_EQ(p.bytes_output, 25 * 4);
+}
+
+TEST(CostModelHand, StridedDilatedMemoized) {
+  const Prediction p =
+      a100().predict(strided_dilated(), candidate(1, 2, Strategy::kMemoized, brick2d(2)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // conv1 bricks per axis [0,1] [2,3] [4,4]; conv2's needs [0,3] [0,4] [2,4] touch
+  // {0,1}, {0,1,2}, {1,2}: all 3 computed (9 claims), 2 + 3 + 2 = 7 lookups per axis → 49.
+  EXPECT_DOUBLE_EQ(p.atomics_compulsory, 9);
+  EXPECT_DOUBLE_EQ(p.memo_lookups, 49);
+  EXPECT_DOUBLE_EQ(p.flops, 900);
+  EXPECT_DOUBLE_EQ(p.redundant_flops, 0);
+  // Intermediate loads: Σ 12 per axis → 144 elements; store: 25 elements.
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_load, 144 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_store, 25 * 4);
+  // conv1 bricks read the input over [0,3] (4), [3,7] (5), [7,9] (3): 12 · 12 elements.
+  EXPECT_DOUBLE_EQ(p.bytes_input, 144 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_weight, (9 + 9) * 9 * 4);
+}
+
+// input 1x1x6x6x6 → two conv3d 3x3x3 pad 1 (1 → 1), bricks 4x4x4.
+Graph conv3d_chain() {
+  GraphBuilder b("conv3d_chain", TensorShape{1, 1, 6, 6, 6, 3});
+  const int c1 = b.conv3d(0, 1, 3, 1, 1);
+  b.conv3d(c1, 1, 3, 1, 1);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, Conv3dPaddedAndMemoized) {
+  const CostModel m = a100();
+  const Graph g = conv3d_chain();
+  const BrickShape b{4, 4, 4, 0};
+  // Bricks per axis [0,3] [4,5]: 8 units. conv1 regions [0,4] (5), [3,5] (3): Σ 8.
+  // Input regions [0,5] (6), [2,5] (4): Σ 10.
+  const Prediction pad = m.predict(g, candidate(1, 2, Strategy::kPadded, b));
+  ASSERT_TRUE(pad.feasible) << pad.reason;
+  // conv1: 8³ · 54 = 27648; conv2: 216 · 54 = 11664 → 39312; useful 2 · 216 · 54 = 23328.
+  EXPECT_DOUBLE_EQ(pad.flops, 39312);
+  EXPECT_DOUBLE_EQ(pad.redundant_flops, 39312 - 23328);
+  EXPECT_DOUBLE_EQ(pad.bytes_input, 1000 * 4);  // 10³
+  EXPECT_DOUBLE_EQ(pad.bytes_weight, 54 * 8 * 4);
+  EXPECT_DOUBLE_EQ(pad.bytes_output, 216 * 4);
+
+  const Prediction memo = m.predict(g, candidate(1, 2, Strategy::kMemoized, b));
+  ASSERT_TRUE(memo.feasible) << memo.reason;
+  // All 8 conv1 bricks; each conv2 region ([0,4] or [3,5]) touches 2 bricks per axis → 64.
+  EXPECT_DOUBLE_EQ(memo.atomics_compulsory, 8);
+  EXPECT_DOUBLE_EQ(memo.memo_lookups, 64);
+  EXPECT_DOUBLE_EQ(memo.flops, 23328);
+  EXPECT_DOUBLE_EQ(memo.bytes_intermediate_load, 512 * 4);  // 8³
+  EXPECT_DOUBLE_EQ(memo.bytes_intermediate_store, 216 * 4);
+  EXPECT_DOUBLE_EQ(memo.bytes_input, 512 * 4);  // conv1 bricks: [0,4] (5) + [3,5] (3) per axis
+}
+
+// x: 1x4x8x8 → conv1 3x3 pad 1 (4 → 4) → add(conv1, x); bricks 4x4, channel block 2.
+Graph conv_add() {
+  GraphBuilder b("conv_add", TensorShape{1, 4, 1, 8, 8, 2});
+  const int c1 = b.conv2d(0, 4, 3, 1, 1);
+  b.add(c1, 0);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, ResidualWithChannelBlocksPadded) {
+  const Prediction p = a100().predict(conv_add(), candidate(1, 2, Strategy::kPadded, brick2d(4, 2)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // Units: 2 channel blocks × 2 × 2 bricks = 8. Each computes conv1 over the brick (the add
+  // needs the same box) with all 4 channels: 8 · 16 · 4 · (2 · 4 · 9) = 36864; useful 18432.
+  EXPECT_EQ(p.thread_blocks, 8);
+  EXPECT_DOUBLE_EQ(p.flops, 36864);
+  EXPECT_DOUBLE_EQ(p.redundant_flops, 18432);
+  // x per unit: hull of conv1's need (4 channels, [0,4] or [3,7]: 5 per axis) and the add's
+  // (2 channels, the brick) = 4 · 5 · 5 = 100 elements; 8 units → 800 · 4 B.
+  EXPECT_DOUBLE_EQ(p.bytes_input, 3200);
+  // conv1's 144 parameters in every unit; the add has none.
+  EXPECT_DOUBLE_EQ(p.bytes_weight, 8 * 144 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_output, 256 * 4);
+  EXPECT_EQ(p.bricks_per_layer, (std::vector<int64_t>{8, 8}));
+}
+
+TEST(CostModelHand, ResidualWithChannelBlocksMemoized) {
+  const Prediction p =
+      a100().predict(conv_add(), candidate(1, 2, Strategy::kMemoized, brick2d(4, 2)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // Each add brick (channel block k) needs conv1's block k at the same spatial brick: 8 conv1
+  // bricks, one lookup each.
+  EXPECT_EQ(p.bricks_per_layer, (std::vector<int64_t>{8, 8}));
+  EXPECT_DOUBLE_EQ(p.atomics_compulsory, 8);
+  EXPECT_DOUBLE_EQ(p.memo_lookups, 8);
+  EXPECT_DOUBLE_EQ(p.flops, 18432);
+  EXPECT_DOUBLE_EQ(p.redundant_flops, 0);
+  // Loads of conv1 by the add: 8 bricks · 2 channels · 16 = 256 elements; stored: 256.
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_load, 256 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_store, 256 * 4);
+  // x: conv1 bricks read 4 channels × 5 × 5 (8 bricks: 800) and add bricks 2 × 4 × 4
+  // (8 bricks: 256): 1056 elements.
+  EXPECT_DOUBLE_EQ(p.bytes_input, 1056 * 4);
+  // conv1 bricks read their channel block's share of 144 parameters: 72 · 8.
+  EXPECT_DOUBLE_EQ(p.bytes_weight, 72 * 8 * 4);
+}
+
+// input 1x1x8x8 → conv 3x3 pad 1 → max_pool 2 stride 2 (4x4) → conv 3x3 pad 1 →
+// upsample ×2 nearest (8x8); bricks 4x4.
+Graph four_layers() {
+  GraphBuilder b("four_layers", TensorShape{1, 1, 1, 8, 8, 2});
+  const int c1 = b.conv2d(0, 1, 3, 1, 1);
+  const int p = b.max_pool(c1, 2, 2);
+  const int c3 = b.conv2d(p, 1, 3, 1, 1);
+  b.upsample(c3, 2);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, FourLayerChainPadded) {
+  const Prediction p =
+      a100().predict(four_layers(), candidate(1, 4, Strategy::kPadded, brick2d(4)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // Upsample bricks [0,3] [4,7] (4 units). conv3 regions [0,1] [2,3] (Σ 4); pool regions
+  // [0,2] [1,3] (Σ 6); conv1 regions [0,5] [2,7] (Σ 12); input [0,6] [1,7] (Σ 14).
+  // FLOPs: conv1 12 · 12 · 18 = 2592, conv3 4 · 4 · 18 = 288 (the pool has none) → 2880;
+  // useful 64 · 18 + 16 · 18 = 1440.
+  EXPECT_DOUBLE_EQ(p.flops, 2880);
+  EXPECT_DOUBLE_EQ(p.useful_flops, 1440);
+  EXPECT_DOUBLE_EQ(p.bytes_input, 14 * 14 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_weight, (9 + 9) * 4 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_output, 64 * 4);
+  EXPECT_EQ(p.bricks_per_layer, (std::vector<int64_t>{4, 4, 4, 4}));
+}
+
+TEST(CostModelHand, FourLayerChainMemoized) {
+  const CostModel m = a100();
+  const Graph g = four_layers();
+  const Prediction p = m.predict(g, candidate(1, 4, Strategy::kMemoized, brick2d(4)));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  // conv3 and pool are 4x4: one brick each; conv1 (8x8) 2 × 2 bricks; upsample 4 bricks.
+  EXPECT_EQ(p.bricks_per_layer, (std::vector<int64_t>{4, 1, 1, 4}));
+  EXPECT_DOUBLE_EQ(p.atomics_compulsory, 6);
+  // Lookups: 4 upsample bricks × 1 conv3 brick; conv3 → 1 pool brick; pool → 4 conv1 bricks.
+  EXPECT_DOUBLE_EQ(p.memo_lookups, 9);
+  EXPECT_DOUBLE_EQ(p.flops, 1440);
+  // Loads of intermediates: upsample reads conv3 [0,1] [2,3] (16 elements), conv3 reads the
+  // pool [0,3] (16), the pool reads conv1 [0,7] (64): 96. Stored: 64 + 16 + 16 = 96.
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_load, 96 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_intermediate_store, 96 * 4);
+  // conv1 bricks read the input over [0,4] [3,7] (Σ 10 per axis).
+  EXPECT_DOUBLE_EQ(p.bytes_input, 100 * 4);
+  EXPECT_DOUBLE_EQ(p.bytes_weight, (4 * 9 + 1 * 9) * 4);
+  const LowerBound lb = m.lower_bound(g, {1, 4});
+  EXPECT_DOUBLE_EQ(lb.flops, 1440);
+  EXPECT_DOUBLE_EQ(lb.dram_bytes, (64 + 18 + 64) * 4);
+}
+
+// input 1x1x8x8 → conv1 1x1 → conv2 1x1 stride 2 (4x4), bricks 1x1: conv2 reads only the
+// even rows and columns of conv1, so memoized skips 3/4 of conv1's bricks.
+Graph strided_skip() {
+  GraphBuilder b("strided_skip", TensorShape{1, 1, 1, 8, 8, 2});
+  const int c1 = b.conv2d(0, 1, 1);
+  b.conv2d(c1, 1, 1, /*stride=*/2);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, SkippedBricksGiveNegativeRedundancy) {
+  const CostModel m = a100();
+  const Graph g = strided_skip();
+  const Prediction memo = m.predict(g, candidate(1, 2, Strategy::kMemoized, brick2d(1)));
+  ASSERT_TRUE(memo.feasible) << memo.reason;
+  // conv1 bricks {0,2,4,6}²: 16 claims and 16 lookups; FLOPs 16 · 2 + 16 · 2 = 64, while
+  // 2 · MACs = 2 · 64 + 2 · 16 = 160.
+  EXPECT_EQ(memo.bricks_per_layer, (std::vector<int64_t>{16, 16}));
+  EXPECT_DOUBLE_EQ(memo.atomics_compulsory, 16);
+  EXPECT_DOUBLE_EQ(memo.memo_lookups, 16);
+  EXPECT_DOUBLE_EQ(memo.flops, 64);
+  EXPECT_DOUBLE_EQ(memo.redundant_flops, -96);
+  const Prediction pad = m.predict(g, candidate(1, 2, Strategy::kPadded, brick2d(1)));
+  EXPECT_DOUBLE_EQ(pad.flops, 64);
+  EXPECT_DOUBLE_EQ(pad.bytes_input, 16 * 4);
+  // The lower bound needs the same 16 input positions and 64 FLOPs.
+  const LowerBound lb = m.lower_bound(g, {1, 2});
+  EXPECT_DOUBLE_EQ(lb.flops, 64);
+  EXPECT_DOUBLE_EQ(lb.dram_bytes, (16 + 2 + 16) * 4);
+}
+
+// A tensor read by two layers that need different, non-nested brick sets:
+// A = conv 1x1 (8x8); C1 = conv (3,1) pad (1,0) stride 2 reads all rows, even columns of A;
+// C2 = conv (1,3) pad (0,1) stride 2 reads even rows, all columns; out = add(C1, C2), 4x4.
+Graph two_readers() {
+  GraphBuilder b("two_readers", TensorShape{1, 1, 1, 8, 8, 2});
+  const int a = b.conv2d(0, 1, 1);
+  Window w1;
+  w1.kernel = {1, 3, 1};
+  w1.stride = {1, 2, 2};
+  w1.pad = {0, 1, 0};
+  Window w2;
+  w2.kernel = {1, 1, 3};
+  w2.stride = {1, 2, 2};
+  w2.pad = {0, 0, 1};
+  const int c1 = b.conv(a, 1, w1);
+  const int c2 = b.conv(a, 1, w2);
+  b.add(c1, c2);
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelHand, UnionOfTwoBrickSetsIsExact) {
+  const CostModel m = a100();
+  const Graph g = two_readers();
+  const Prediction memo = m.predict(g, candidate(1, 4, Strategy::kMemoized, brick2d(1)));
+  ASSERT_TRUE(memo.feasible) << memo.reason;
+  // A's bricks: (all rows × even columns) ∪ (even rows × all columns) = 32 + 32 − 16 = 48.
+  EXPECT_EQ(memo.bricks_per_layer, (std::vector<int64_t>{48, 16, 16, 16}));
+  EXPECT_DOUBLE_EQ(memo.atomics_compulsory, 48 + 16 + 16);
+  // C1 brick (r, c) reads rows [2r−1, 2r+1] ∩ [0,7] (2 + 3 + 3 + 3 = 11 over r) × column 2c:
+  // 44 lookups; C2 likewise 44; the add 16 + 16.
+  EXPECT_DOUBLE_EQ(memo.memo_lookups, 44 + 44 + 32);
+  EXPECT_DOUBLE_EQ(memo.flops, 2 * 48 + 16 * 6 + 16 * 6);
+  EXPECT_DOUBLE_EQ(memo.bytes_input, 48 * 4);
+  // padded: A's region per unit is the hull of both needs, [2r−1, 2r+1] × [2c−1, 2c+1]:
+  // Σ 11 per axis → 121 positions.
+  const Prediction pad = m.predict(g, candidate(1, 4, Strategy::kPadded, brick2d(1)));
+  EXPECT_DOUBLE_EQ(pad.flops, 2 * 121 + 16 * 6 + 16 * 6);
+  EXPECT_DOUBLE_EQ(pad.bytes_input, 121 * 4);
+}
+
+TEST(CostModelFeasibility, NonSpatialOpsAreLayerwiseOnly) {
+  GraphBuilder b("head", TensorShape{2, 8, 1, 4, 4, 2});
+  const int c = b.conv2d(0, 8, 3, 1, 1);
+  const int gp = b.global_avg_pool(c);
+  const int f = b.flatten(gp);
+  b.linear(f, 10);
+  const Graph g = fuse_for_inference(b.build());
+  const CostModel m = a100();
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+    const Prediction p = m.predict(g, candidate(1, 4, s, brick2d(4)));
+    EXPECT_FALSE(p.feasible);
+    EXPECT_NE(p.reason.find("global_avg_pool"), std::string::npos) << p.reason;
+  }
+  const Prediction lw = m.predict(g, candidate(1, 4, Strategy::kLayerwise, brick2d(4)));
+  EXPECT_TRUE(lw.feasible) << lw.reason;
+  // linear: 2 · 2 images · 8 · 10 = 320 FLOPs; conv: 2 · 2 · 8 · 16 · 8 · 9 = 36864.
+  EXPECT_DOUBLE_EQ(lw.flops, 36864 + 320);
+  EXPECT_EQ(lw.launches, 4);
+}
+
+TEST(CostModelFeasibility, IntermediateLeavingTheGroupIsInvalid) {
+  GraphBuilder b("leak", TensorShape{1, 4, 1, 8, 8, 2});
+  const int c1 = b.conv2d(0, 4, 3, 1, 1);
+  const int c2 = b.conv2d(c1, 4, 3, 1, 1);
+  b.add(c2, c1);
+  const Graph g = fuse_for_inference(b.build());
+  const Prediction p = a100().predict(g, candidate(1, 2, Strategy::kMemoized, brick2d(4)));
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("outside the group"), std::string::npos) << p.reason;
+}
+
+TEST(CostModelFeasibility, SharedMemoryLimit) {
+  // 256 channels, 32x32 bricks: a padded conv region of 34 · 34 · 256 · 4 B ≈ 1.1 MiB.
+  GraphBuilder b("wide", TensorShape{1, 256, 1, 64, 64, 2});
+  const int c1 = b.conv2d(0, 256, 3, 1, 1);
+  b.conv2d(c1, 256, 3, 1, 1);
+  const Graph g = fuse_for_inference(b.build());
+  const Prediction p = a100().predict(g, candidate(1, 2, Strategy::kPadded, brick2d(32)));
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("shared memory"), std::string::npos) << p.reason;
+  EXPECT_GT(p.smem_bytes_per_block, 163 * 1024);
+  const Prediction small = a100().predict(g, candidate(1, 2, Strategy::kPadded, brick2d(2)));
+  // 2x2 bricks: input 6 · 6 · 256 + conv1 4 · 4 · 256 elements = 13312 · 4 B = 52 KiB.
+  EXPECT_TRUE(small.feasible) << small.reason;
+  EXPECT_DOUBLE_EQ(small.smem_bytes_per_block, (36 + 16) * 256 * 4);
+}
+
 }  // namespace
 }  // namespace brickdl::model
