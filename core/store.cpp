@@ -22,7 +22,9 @@ using detail::exec_sql;
 using detail::Statement;
 using detail::Transaction;
 
-const char* store_schema_sql() { return detail::kStoreSchemaSql; }
+const char* store_schema_sql() {
+  return detail::kStoreSchemaSql;
+}
 
 namespace {
 
@@ -53,8 +55,8 @@ std::string utc_now() {
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm t{};
   gmtime_r(&secs, &t);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900,
-                     t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms % 1000);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1,
+                     t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms % 1000);
 }
 
 // What an opened file holds, read without writing anything.
@@ -201,8 +203,9 @@ void migrate(sqlite3* db, int from_version) {
 
 void create_schema(sqlite3* db) {
   exec_sql(db, store_schema_sql(), "creating the schema");
-  Statement st(db, "INSERT INTO meta (key, value) VALUES ('application', ?1), "
-                   "('schema_version', ?2)",
+  Statement st(db,
+               "INSERT INTO meta (key, value) VALUES ('application', ?1), "
+               "('schema_version', ?2)",
                "writing the meta rows");
   st.bind_all(kApplication, std::to_string(kStoreSchemaVersion)).run();
 }
@@ -297,8 +300,8 @@ void TuningDb::open_schema(int busy_timeout_ms) {
   {
     Statement st(db_, "PRAGMA journal_mode = WAL", "switching to WAL mode");
     if (!st.step() || st.text(0) != "wal") {
-      throw UserError("'" + path_ + "' cannot use SQLite's WAL mode (journal mode '" +
-                      st.text(0) + "'); put the database on a local file system");
+      throw UserError("'" + path_ + "' cannot use SQLite's WAL mode (journal mode '" + st.text(0) +
+                      "'); put the database on a local file system");
     }
   }
   // In WAL mode, NORMAL keeps every committed transaction across a killed process (only a
@@ -319,7 +322,9 @@ void TuningDb::open_schema(int busy_timeout_ms) {
   exec_sql(db_, "PRAGMA foreign_keys = ON", "enabling foreign keys");
 }
 
-TuningDb::~TuningDb() { sqlite3_close(db_); }
+TuningDb::~TuningDb() {
+  sqlite3_close(db_);
+}
 
 int TuningDb::schema_version() const {
   Statement st(db_, "SELECT value FROM meta WHERE key = 'schema_version'",
@@ -415,9 +420,8 @@ int64_t TuningDb::workload_id(const WorkloadInfo& w) {
   return *id;
 }
 
-void TuningDb::add_run_group(int64_t run_id, int64_t workload_id, int first_layer,
-                             int last_layer, const std::string& layer_names,
-                             const std::string& label) {
+void TuningDb::add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
+                             const std::string& layer_names, const std::string& label) {
   require_writable("recording a group");
   Transaction tx(db_, &transaction_depth_, "recording a group");
   Statement(db_,
@@ -473,8 +477,8 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
             "recording a prediction")
       .bind_all(candidate_id, gpu_spec, model_version, p.feasible ? 1 : 0, p.reason, p.time_ms,
                 p.time_dram_ms, p.time_l2_ms, p.time_compute_ms, p.time_atomics_compulsory_ms,
-                p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops,
-                p.l1_bytes, p.l2_bytes, p.dram_bytes, p.dram_lower_bound, p.atomics_compulsory,
+                p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops, p.l1_bytes,
+                p.l2_bytes, p.dram_bytes, p.dram_lower_bound, p.atomics_compulsory,
                 p.atomics_conflict)
       .run();
   tx.commit();
@@ -568,8 +572,7 @@ int64_t TuningDb::put_plan(const PlanRow& plan) {
                   "recording a plan's groups");
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const PlanGroupRow& g = plan.groups[i];
-    group.bind_all(id, static_cast<int64_t>(i), g.candidate_id, g.first_layer, g.last_layer)
-        .run();
+    group.bind_all(id, static_cast<int64_t>(i), g.candidate_id, g.first_layer, g.last_layer).run();
     group.reset();
   }
   tx.commit();

@@ -119,7 +119,7 @@ class TuningDb {
                     const std::string& description = "");
   int64_t begin_run(const RunInfo& info);
   void end_run(int64_t run_id, const std::string& status);  // complete | aborted
-  int64_t workload_id(const WorkloadInfo& w);                // get or insert
+  int64_t workload_id(const WorkloadInfo& w);               // get or insert
   void add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
                      const std::string& layer_names, const std::string& label = "");
   // Get or insert (group ignored). A layerwise candidate is stored with bd = bh = bw = cb =

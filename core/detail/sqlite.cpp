@@ -51,10 +51,8 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
     case SQLITE_IOERR:
     case SQLITE_PERM:
     case SQLITE_AUTH:
-    case SQLITE_NOLFS:
-      throw UserError(where + ": I/O failed" + during + detail);
-    default:
-      throw InternalError("SQLite failed on " + where + during + detail);
+    case SQLITE_NOLFS: throw UserError(where + ": I/O failed" + during + detail);
+    default: throw InternalError("SQLite failed on " + where + during + detail);
   }
 }
 
@@ -78,7 +76,9 @@ Statement::Statement(sqlite3* db, std::string_view sql, std::string_view what)
   BRICKDL_CHECK(stmt_ != nullptr, "empty SQL statement: " << sql);
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
 
 Statement& Statement::bind(int index, int64_t value) {
   check_sqlite(db_, sqlite3_bind_int64(stmt_, index, value), what_);
@@ -103,6 +103,11 @@ Statement& Statement::bind(int index, std::nullopt_t) {
   return *this;
 }
 
+Statement& Statement::bind_column(int index, const Statement& from, int col) {
+  check_sqlite(db_, sqlite3_bind_value(stmt_, index, sqlite3_column_value(from.stmt_, col)), what_);
+  return *this;
+}
+
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
@@ -121,7 +126,9 @@ void Statement::reset() {
   check_sqlite(db_, sqlite3_clear_bindings(stmt_), what_);
 }
 
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
+int Statement::column_count() const {
+  return sqlite3_column_count(stmt_);
+}
 
 std::string Statement::column_name(int col) const {
   const char* name = sqlite3_column_name(stmt_, col);
@@ -132,9 +139,13 @@ bool Statement::is_null(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }
 
-int64_t Statement::int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+int64_t Statement::int64(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
 
-double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
+double Statement::real(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
 
 std::string Statement::text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);

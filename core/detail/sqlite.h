@@ -44,6 +44,8 @@ class Statement {
   }
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, std::nullopt_t);
+  // Binds column `col` of `from`'s current row as it is (type and value), for copying rows.
+  Statement& bind_column(int index, const Statement& from, int col);
   template <typename T>
   Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind(index, std::nullopt);

@@ -70,7 +70,9 @@ class RawDb {
     sqlite3_finalize(st);
     return out;
   }
-  int64_t count(const std::string& table) { return std::stoll(scalar("SELECT count(*) FROM " + table)); }
+  int64_t count(const std::string& table) {
+    return std::stoll(scalar("SELECT count(*) FROM " + table));
+  }
   sqlite3* handle() { return db_; }
 
  private:
@@ -255,7 +257,8 @@ TEST(TuningDb, RunsMeasurementsAndPlansRoundTrip) {
   // The fixed clock: begin_run 0, put_measurement 1, begin_run 2, put_measurement 3,
   // put_plan 4, end_run 5.
   EXPECT_EQ(raw.scalar("SELECT status || ' ' || started_at || ' ' || ended_at FROM runs "
-                       "WHERE id = " + std::to_string(run)),
+                       "WHERE id = " +
+                       std::to_string(run)),
             "complete 2024-01-01T00:00:00.000Z 2024-01-01T00:00:05.000Z");
   EXPECT_EQ(raw.scalar("SELECT status || ' ' || (ended_at IS NULL) FROM runs WHERE id = " +
                        std::to_string(run2)),
@@ -367,7 +370,8 @@ TEST(TuningDb, TwoProcessesWritingConcurrentlyLoseNothing) {
   EXPECT_EQ(raw.count("workloads"), 7);
   EXPECT_EQ(raw.count("candidates"), kPerProcess);
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM (SELECT run_id, count(*) AS n FROM measurements "
-                       "GROUP BY run_id HAVING n = " + std::to_string(kPerProcess) + ")"),
+                       "GROUP BY run_id HAVING n = " +
+                       std::to_string(kPerProcess) + ")"),
             "2");
 }
 
@@ -386,8 +390,8 @@ void expect_refused(const std::string& path, TuningDb::Mode mode, const std::str
     ADD_FAILURE() << "opening " << path << " did not throw";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << "names the file: "
-                                                                   << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos)
+        << "names the file: " << e.what();
   }
   EXPECT_EQ(read_bytes(path), before);
   std::set<std::string> entries_after;
@@ -505,13 +509,16 @@ void make_version0(const std::string& path) {
   raw.exec("INSERT INTO meta VALUES ('application', 'brickdl'), ('schema_version', '0')");
   raw.exec("INSERT INTO targets (fingerprint, backend) VALUES ('cpu:old', 'cpu')");
   raw.exec("INSERT INTO workloads (signature, num_layers) VALUES ('sig', 1)");
-  raw.exec("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-           "VALUES (1, 'padded', 1, 8, 8, 0, 256)");
-  raw.exec("INSERT INTO runs (experiment, model, batch, precision, gpu_spec, target_id, "
-           "git_revision, started_at, status) VALUES ('e', 'm', 1, 'fp32', 'A100-40GB', 1, "
-           "'r', '2023-01-01T00:00:00Z', 'complete')");
-  raw.exec("INSERT INTO measurements (candidate_id, target_id, run_id, status, median_ms, "
-           "created_at) VALUES (1, 1, 1, 'ok', 1.5, '2023-01-01T00:00:01Z')");
+  raw.exec(
+      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
+      "VALUES (1, 'padded', 1, 8, 8, 0, 256)");
+  raw.exec(
+      "INSERT INTO runs (experiment, model, batch, precision, gpu_spec, target_id, "
+      "git_revision, started_at, status) VALUES ('e', 'm', 1, 'fp32', 'A100-40GB', 1, "
+      "'r', '2023-01-01T00:00:00Z', 'complete')");
+  raw.exec(
+      "INSERT INTO measurements (candidate_id, target_id, run_id, status, median_ms, "
+      "created_at) VALUES (1, 1, 1, 'ok', 1.5, '2023-01-01T00:00:01Z')");
 }
 
 std::map<std::string, std::set<std::string>> columns_of(const std::string& path) {

@@ -1,0 +1,43 @@
+#pragma once
+// Merging tuning databases (`brickdl-query merge OUT.db IN.db...`): every row of each input
+// is copied into OUT with its ids remapped through natural keys, so merging the same input
+// twice adds nothing the second time.
+//
+//   natural keys   targets: fingerprint       workloads: signature
+//                  candidates: (workload, strategy, brick, threads)
+//                  runs: (experiment, model, batch, precision, target, git revision, started_at)
+//                  measurements: (candidate, target, run)   [the schema's UNIQUE constraint]
+//                  predictions: (candidate, gpu spec, model version)
+//                  plans: (run, kind, created_at)   baselines: (target, model, batch,
+//                  precision, framework, created_at)
+//
+// Plans' JSON text is copied as it is: ids inside it refer to the input database.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/store.h"
+
+namespace brickdl {
+
+struct MergeOptions {
+  // Measurements of different targets side by side in OUT (each keeps its target); without
+  // this, merging them is refused.
+  bool allow_mixed_targets = false;
+};
+
+struct MergeStats {
+  std::string input;
+  int64_t runs_added = 0, runs_present = 0;
+  int64_t measurements_added = 0, measurements_present = 0;
+  int64_t predictions_added = 0, plans_added = 0, baselines_added = 0;
+};
+
+// Copies each input into `out`, one transaction per input. Every input is opened (read-only)
+// and checked before anything is written. Throws UserError when an input cannot be read, is
+// `out` itself, or when OUT and the inputs together hold measurements of more than one target
+// and `allow_mixed_targets` is false.
+std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
+                                        const MergeOptions& options = {});
+
+}  // namespace brickdl
