@@ -1,0 +1,160 @@
+#include "search/plan.h"
+
+#include "core/error.h"
+
+namespace brickdl::search {
+
+bool plan_tiles_graph(const SearchSpace& space, const Plan& plan) {
+  int next = 1;
+  for (const PlanStep& s : plan.steps) {
+    if (s.group < 0 || s.group >= static_cast<int>(space.groups().size())) return false;
+    const GroupEntry& g = space.group(s.group);
+    if (g.group.first != next) return false;
+    if (s.candidate < 0 || s.candidate >= static_cast<int>(g.candidates.size())) return false;
+    next = g.group.last + 1;
+  }
+  return next == space.num_layers();
+}
+
+Plan recost(const Plan& plan, const CostMatrix& cost) {
+  Plan p = plan;
+  p.cost_ms = 0;
+  for (PlanStep& s : p.steps) {
+    s.cost_ms = cost.at(static_cast<size_t>(s.group)).at(static_cast<size_t>(s.candidate));
+    p.cost_ms += s.cost_ms;
+  }
+  if (p.steps.empty()) p.cost_ms = kExcluded;
+  return p;
+}
+
+Plan layerwise_plan(const SearchSpace& space, const CostMatrix& cost) {
+  Plan p;
+  p.label = "layerwise";
+  for (int layer = 1; layer < space.num_layers(); ++layer) {
+    const int g = space.singleton(layer);
+    p.steps.push_back(PlanStep{g, space.group(g).layerwise, 0});
+  }
+  return recost(p, cost);
+}
+
+bool plan_before(const SearchSpace& space, const Plan& a, const Plan& b) {
+  if (a.cost_ms != b.cost_ms) return a.cost_ms < b.cost_ms;
+  // Prefix totals, summed left to right as the planners sum them.
+  auto prefixes = [](const Plan& p) {
+    std::vector<double> s(p.steps.size() + 1, 0.0);
+    for (size_t i = 0; i < p.steps.size(); ++i) s[i + 1] = s[i] + p.steps[i].cost_ms;
+    return s;
+  };
+  const std::vector<double> pa = prefixes(a), pb = prefixes(b);
+  size_t ia = a.steps.size(), ib = b.steps.size();
+  while (ia > 0 && ib > 0) {
+    if (pa[ia] != pb[ib]) return pa[ia] < pb[ib];
+    const PlanStep& sa = a.steps[ia - 1];
+    const PlanStep& sb = b.steps[ib - 1];
+    const int fa = space.group(sa.group).group.first, fb = space.group(sb.group).group.first;
+    if (fa != fb) return fa < fb;
+    if (sa.candidate != sb.candidate) return sa.candidate < sb.candidate;
+    --ia;
+    --ib;
+  }
+  return ia < ib;
+}
+
+PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluation& ev) {
+  PlanSummary s;
+  s.label = plan.label;
+  bool all_measured = !plan.steps.empty();
+  bool all_layerwise_measured = true;
+  for (const PlanStep& step : plan.steps) {
+    const GroupEntry& ge = space.group(step.group);
+    const CandidateEval& ce = ev.at(CandidateRef{step.group, step.candidate});
+    PlanGroupSummary r;
+    r.group = ge.group;
+    r.layer_names = ge.layer_names;
+    r.description = ge.description;
+    r.candidate = ge.candidates[static_cast<size_t>(step.candidate)];
+    r.predicted_ms = ce.prediction.time_ms;
+    if (ce.measurement && ce.measurement->status == MeasureStatus::kOk) {
+      r.measured_ms = ce.measurement->median_ms;
+      r.measurement_resumed = ce.resumed;
+      ++s.groups_measured;
+    } else {
+      all_measured = false;
+    }
+    r.dram_bytes = ce.prediction.dram_bytes;
+    r.dram_lower_bound = ev.groups[static_cast<size_t>(step.group)].lower_bound.dram_bytes;
+    double lw_measured = 0;
+    bool lw_all = true;
+    for (int layer = ge.group.first; layer <= ge.group.last; ++layer) {
+      const int g = space.singleton(layer);
+      const CandidateEval& lw = ev.at(CandidateRef{g, space.group(g).layerwise});
+      r.layerwise_predicted_ms += lw.prediction.time_ms;
+      if (lw.measurement && lw.measurement->status == MeasureStatus::kOk) {
+        lw_measured += lw.measurement->median_ms;
+      } else {
+        lw_all = false;
+      }
+    }
+    if (lw_all) r.layerwise_measured_ms = lw_measured;
+    all_layerwise_measured = all_layerwise_measured && lw_all;
+    s.predicted_ms += r.predicted_ms;
+    s.layerwise_predicted_ms += r.layerwise_predicted_ms;
+    s.dram_bytes += r.dram_bytes;
+    s.dram_lower_bound += r.dram_lower_bound;
+    s.groups.push_back(std::move(r));
+  }
+  if (all_measured) {
+    double t = 0;
+    for (const auto& r : s.groups) t += *r.measured_ms;
+    s.measured_ms = t;
+  }
+  if (all_layerwise_measured && !s.groups.empty()) {
+    double t = 0;
+    for (const auto& r : s.groups) t += *r.layerwise_measured_ms;
+    s.layerwise_measured_ms = t;
+  }
+  return s;
+}
+
+namespace {
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+}  // namespace
+
+nlohmann::json to_json(const PlanSummary& s) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& r : s.groups) {
+    const Candidate& c = r.candidate;
+    nlohmann::json g = {
+        {"first_layer", r.group.first},
+        {"last_layer", r.group.last},
+        {"layers", r.layer_names},
+        {"workload", r.description},
+        {"strategy", strategy_name(c.strategy)},
+        {"predicted_ms", r.predicted_ms},
+        {"measured_ms", opt(r.measured_ms)},
+        {"layerwise_predicted_ms", r.layerwise_predicted_ms},
+        {"layerwise_measured_ms", opt(r.layerwise_measured_ms)},
+        {"dram_bytes", r.dram_bytes},
+        {"dram_lower_bound", r.dram_lower_bound},
+    };
+    if (c.strategy != Strategy::kLayerwise) {
+      g["brick"] = {{"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}};
+      g["threads"] = c.threads;
+    }
+    groups.push_back(std::move(g));
+  }
+  return {
+      {"label", s.label},
+      {"predicted_ms", s.predicted_ms},
+      {"measured_ms", opt(s.measured_ms)},
+      {"layerwise_predicted_ms", s.layerwise_predicted_ms},
+      {"layerwise_measured_ms", opt(s.layerwise_measured_ms)},
+      {"dram_bytes", s.dram_bytes},
+      {"dram_lower_bound", s.dram_lower_bound},
+      {"groups", std::move(groups)},
+  };
+}
+
+}  // namespace brickdl::search

@@ -1,0 +1,102 @@
+#pragma once
+// The search space: every group a fused graph can be cut into, and every candidate of each.
+//
+//   fused Graph + SearchSpaceConfig ──build()──► SearchSpace
+//        groups: contiguous [first, last] of the topological order (layer 0, the input, is
+//                never in a group), at most max_group_len layers, only the last layer's output
+//                read outside the group (inputs from outside are allowed: residual skips)
+//        candidates per group: layerwise (singleton groups only) + bricks × channel blocks ×
+//                merged strategies × threads
+//        pruned: structural duplicates, counted per reason (the model's infeasibility is
+//                counted by evaluate(), see search/evaluation.h)
+//
+// Layerwise runs every layer as its own library kernel, so a layerwise group of k layers is
+// the same work as k layerwise singletons; only singletons carry the layerwise candidate. It
+// is always in the space, whatever `strategies` says: it is the baseline every speedup is
+// measured against and the only way to run layers without spatial extent (global pool,
+// flatten, linear), whose groups are layerwise-only.
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/candidate.h"
+#include "core/experiment.h"
+#include "core/graph.h"
+
+namespace brickdl::search {
+
+// A candidate by position: space.group(group).candidates[index].
+struct CandidateRef {
+  int group = -1;
+  int index = -1;
+  auto operator<=>(const CandidateRef&) const = default;
+};
+
+struct GroupEntry {
+  Group group;
+  std::string signature;    // workload key (search/workload.h)
+  std::string description;  // human-readable
+  std::string layer_names;  // "a .. b"
+  bool mergeable = true;    // false: some layer has no spatial extent; layerwise only
+  int layerwise = -1;       // index of the layerwise candidate (singletons), else -1
+  std::vector<Candidate> candidates;  // layerwise first, then bricks × cb × strategy × threads
+};
+
+class SearchSpace {
+ public:
+  // Enumerates the groups and candidates of `fused` (a fuse_for_inference() result).
+  // `source` (the experiment file) is named in errors. Throws UserError for a bad config
+  // (max_group_len < 1, empty brick list, partitions that do not tile the graph or cut it
+  // where a group would have two outputs).
+  static SearchSpace build(const Graph& fused, const SearchSpaceConfig& config,
+                           const std::string& source = "");
+
+  const Graph& graph() const { return graph_; }
+  int num_layers() const { return graph_.size(); }  // including the input layer 0
+  const std::vector<GroupEntry>& groups() const { return groups_; }
+  const GroupEntry& group(int i) const { return groups_.at(static_cast<size_t>(i)); }
+  const Candidate& candidate(CandidateRef r) const;
+  int64_t num_candidates() const;
+
+  // Group indices ending (starting) at a layer, in order of increasing `first` (`last`).
+  const std::vector<int>& groups_ending_at(int layer) const;
+  const std::vector<int>& groups_starting_at(int layer) const;
+  int find(const Group& g) const;      // index, or -1
+  int singleton(int layer) const;      // the group [layer, layer]
+
+  // Candidates left out before the model ran, by reason.
+  const std::map<std::string, int64_t>& pruned() const { return pruned_; }
+
+  // Explicit partitions (config.partitions) as group indices, and their labels ("3+3").
+  const std::vector<std::vector<int>>& partitions() const { return partitions_; }
+  const std::vector<std::string>& partition_labels() const { return partition_labels_; }
+
+  // The merged strategies of the config (padded / memoized), in config order.
+  const std::vector<Strategy>& merged_strategies() const { return merged_strategies_; }
+
+ private:
+  int add_group(const Group& g, const SearchSpaceConfig& config);
+
+  Graph graph_;
+  std::vector<GroupEntry> groups_;
+  std::vector<std::vector<int>> ending_at_, starting_at_;
+  std::map<std::string, int64_t> pruned_;
+  std::vector<std::vector<int>> partitions_;
+  std::vector<std::string> partition_labels_;
+  std::vector<Strategy> merged_strategies_;
+};
+
+// True when only the last layer's output of [first, last] is read outside it.
+bool is_valid_group(const Graph& graph, const Group& group);
+
+// False for layers without spatial extent (global pool, flatten, linear, flat tensors): they
+// run only as library kernels.
+bool is_mergeable_layer(const Layer& layer);
+
+// The canonical layerwise candidate of a singleton group (brick and threads are irrelevant
+// and fixed, so the database holds one row per layer workload).
+Candidate layerwise_candidate(const Group& group);
+
+}  // namespace brickdl::search

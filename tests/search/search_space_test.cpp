@@ -1,0 +1,223 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/graph_builder.h"
+#include "search/search_space.h"
+#include "search/workload.h"
+
+namespace brickdl::search {
+namespace {
+
+// input → c1 → c2 → c3 → add(c3, c1) → c4, fused: 1 c1, 2 c2, 3 c3, 4 add, 5 c4.
+Graph residual_graph() {
+  GraphBuilder b("res", TensorShape{1, 8, 1, 16, 16, 2});
+  const int c1 = b.conv2d(b.input(), 8, 3, 1, 1, 1, 1, false, "c1");
+  const int c2 = b.relu(b.conv2d(c1, 8, 3, 1, 1, 1, 1, false, "c2"));
+  const int c3 = b.conv2d(c2, 8, 3, 1, 1, 1, 1, false, "c3");
+  const int a = b.relu(b.add(c3, c1, "add"));
+  b.conv2d(a, 8, 1, 1, 0, 1, 1, false, "c4");
+  return fuse_for_inference(b.build());
+}
+
+SearchSpaceConfig small_config() {
+  SearchSpaceConfig c;
+  c.brick_sizes = {4, 8};
+  c.max_group_len = 4;
+  return c;
+}
+
+TEST(SearchSpace, GroupsHaveOneOutput) {
+  const Graph g = residual_graph();
+  ASSERT_EQ(g.size(), 6);
+  EXPECT_TRUE(is_valid_group(g, Group{2, 4}));   // c1 comes from outside: allowed
+  EXPECT_TRUE(is_valid_group(g, Group{1, 4}));
+  EXPECT_FALSE(is_valid_group(g, Group{1, 3}));  // c1 is read by add, outside
+  EXPECT_FALSE(is_valid_group(g, Group{1, 2}));
+  EXPECT_TRUE(is_valid_group(g, Group{1, 1}));
+  EXPECT_FALSE(is_valid_group(g, Group{0, 1}));  // the input is never in a group
+
+  const SearchSpace sp = SearchSpace::build(g, small_config());
+  std::vector<Group> groups;
+  for (const auto& e : sp.groups()) groups.push_back(e.group);
+  // Ending at 1: [1,1]; 2: [2,2]; 3: [2,3] [3,3]; 4: [1,4] [2,4] [3,4] [4,4];
+  // 5: [2,5] [3,5] [4,5] [5,5] ([1,5] is 5 layers, over max_group_len 4).
+  const std::vector<Group> want = {{1, 1}, {2, 2}, {2, 3}, {3, 3}, {1, 4}, {2, 4}, {3, 4},
+                                   {4, 4}, {2, 5}, {3, 5}, {4, 5}, {5, 5}};
+  EXPECT_EQ(groups, want);
+  EXPECT_EQ(sp.find(Group{1, 3}), -1);
+  EXPECT_EQ(sp.group(sp.singleton(3)).group, (Group{3, 3}));
+}
+
+TEST(SearchSpace, CandidatesPerGroup) {
+  const SearchSpace sp = SearchSpace::build(residual_graph(), small_config());
+  const GroupEntry& single = sp.group(sp.singleton(2));
+  // layerwise + 2 bricks × 1 channel block × {padded, memoized} × 1 thread count.
+  ASSERT_EQ(single.candidates.size(), 5u);
+  EXPECT_EQ(single.layerwise, 0);
+  EXPECT_EQ(single.candidates[0].strategy, Strategy::kLayerwise);
+  EXPECT_EQ(single.candidates[1].strategy, Strategy::kPadded);
+  EXPECT_EQ(single.candidates[1].brick, (BrickShape{1, 4, 4, 0}));
+  EXPECT_EQ(single.candidates[4].strategy, Strategy::kMemoized);
+  EXPECT_EQ(single.candidates[4].brick, (BrickShape{1, 8, 8, 0}));
+  const GroupEntry& multi = sp.group(sp.find(Group{2, 4}));
+  EXPECT_EQ(multi.layerwise, -1);  // layerwise lives on singletons only
+  EXPECT_EQ(multi.candidates.size(), 4u);
+  for (const auto& c : multi.candidates) EXPECT_EQ(c.group, (Group{2, 4}));
+  EXPECT_EQ(sp.num_candidates(), 5 * 5 + 7 * 4);
+  EXPECT_TRUE(sp.pruned().empty());
+}
+
+TEST(SearchSpace, PrunesBricksAndChannelBlocksThatRepeatWork) {
+  // 6x6 tensors with 16 channels: bricks 8, 16, 32 all cover them; 16 and 32 repeat 8.
+  GraphBuilder b("small", TensorShape{1, 16, 1, 6, 6, 2});
+  b.conv2d(b.input(), 16, 3, 1, 1);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {32, 4, 8, 16};
+  cfg.channel_blocks = {0, 8, 16, 32};  // 16 and 32 cover all 16 channels, as 0 does
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  const GroupEntry& e = sp.group(sp.singleton(1));
+  // Kept: bricks {4, 8} × blocks {0, 8} × {padded, memoized} + layerwise.
+  EXPECT_EQ(e.candidates.size(), 2u * 2u * 2u + 1u);
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : sp.pruned()) pruned += n;
+  EXPECT_EQ(pruned, 4 * 4 * 2 - 2 * 2 * 2);
+  // Bricks 16, 32 × all 4 blocks × 2 strategies; then blocks 16, 32 × kept bricks × 2.
+  ASSERT_EQ(sp.pruned().size(), 2u);
+  for (const auto& [reason, n] : sp.pruned())
+    EXPECT_EQ(n, reason.find("brick") == 0 ? 2 * 4 * 2 : 2 * 2 * 2) << reason;
+}
+
+TEST(SearchSpace, ThreeDimensionalBricksAreCubes) {
+  GraphBuilder b("c3", TensorShape{1, 3, 16, 16, 16, 3});
+  b.relu(b.conv3d(b.input(), 3, 3, 1, 1));
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {8};
+  cfg.strategies = {Strategy::kMemoized};
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  const auto& cands = sp.group(sp.singleton(1)).candidates;
+  ASSERT_EQ(cands.size(), 2u);
+  EXPECT_EQ(cands[1].brick, (BrickShape{8, 8, 8, 0}));
+  EXPECT_EQ(cands[1].strategy, Strategy::kMemoized);
+}
+
+TEST(SearchSpace, NonSpatialLayersAreLayerwiseOnly) {
+  GraphBuilder b("head", TensorShape{2, 8, 1, 8, 8, 2});
+  const int c = b.conv2d(b.input(), 8, 3, 1, 1);
+  b.linear(b.flatten(b.global_avg_pool(c)), 10);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4};
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  for (const auto& e : sp.groups()) {
+    if (e.group.first >= 2) {
+      EXPECT_FALSE(e.mergeable) << e.layer_names;
+      EXPECT_EQ(e.group.size(), 1) << "multi-layer groups without spatial extent have no "
+                                      "candidate and are left out: "
+                                   << e.layer_names;
+      EXPECT_EQ(e.candidates.size(), 1u);
+    }
+  }
+  // gap, flatten, linear: 3 layers × 1 brick × 2 merged strategies pruned with one reason.
+  ASSERT_EQ(sp.pruned().size(), 1u);
+  EXPECT_EQ(sp.pruned().begin()->second, 6);
+}
+
+TEST(SearchSpace, ExplicitPartitions) {
+  GraphBuilder b("chain", TensorShape{1, 3, 8, 8, 8, 3});
+  int x = b.input();
+  for (int i = 0; i < 6; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  const Graph g = fuse_for_inference(b.build());
+  ASSERT_EQ(g.size(), 7);
+  SearchSpaceConfig cfg;
+  cfg.max_group_len = 2;
+  cfg.partitions = {{2, 2, 2}, {3, 3}, {6}};
+  const SearchSpace sp = SearchSpace::build(g, cfg);
+  ASSERT_EQ(sp.partitions().size(), 3u);
+  EXPECT_EQ(sp.partition_labels()[1], "3+3");
+  EXPECT_EQ(sp.group(sp.partitions()[1][1]).group, (Group{4, 6}));
+  EXPECT_EQ(sp.group(sp.partitions()[2][0]).group, (Group{1, 6}));  // beyond max_group_len
+  EXPECT_EQ(sp.groups_starting_at(1).size(), 4u);  // [1,1] [1,2], and [1,3] [1,6] from partitions
+  EXPECT_GE(sp.find(Group{1, 3}), 0);
+
+  cfg.partitions = {{2, 2}};
+  try {
+    SearchSpace::build(g, cfg, "fig10.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("fig10.yaml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("search.partitions[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("add up to 4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SearchSpace, PartitionThatCutsAResidualIsRejected) {
+  GraphBuilder b("res", TensorShape{1, 8, 1, 16, 16, 2});
+  const int c1 = b.conv2d(b.input(), 8, 3, 1, 1, 1, 1, false, "c1");
+  const int c2 = b.conv2d(c1, 8, 3, 1, 1, 1, 1, false, "c2");
+  b.add(c2, c1, "add");
+  SearchSpaceConfig cfg;
+  cfg.partitions = {{2, 1}};  // [c1, c2] leaves c1 read by add
+  EXPECT_THROW(SearchSpace::build(fuse_for_inference(b.build()), cfg), UserError);
+  cfg.partitions = {{1, 2}};
+  EXPECT_NO_THROW(SearchSpace::build(fuse_for_inference(b.build()), cfg));
+}
+
+TEST(SearchSpace, BadConfig) {
+  SearchSpaceConfig cfg;
+  cfg.max_group_len = 0;
+  EXPECT_THROW(SearchSpace::build(residual_graph(), cfg), UserError);
+  cfg = SearchSpaceConfig{};
+  cfg.brick_sizes = {};
+  EXPECT_THROW(SearchSpace::build(residual_graph(), cfg), UserError);
+  cfg = SearchSpaceConfig{};
+  cfg.threads = {0};
+  EXPECT_THROW(SearchSpace::build(residual_graph(), cfg), UserError);
+}
+
+// Workload signatures: equal for the same work wherever it sits, different otherwise.
+Graph two_blocks(int64_t channels_second, const std::string& prefix) {
+  GraphBuilder b("blocks", TensorShape{2, 16, 1, 14, 14, 2});
+  int x = b.input();
+  for (int i = 0; i < 2; ++i) {
+    const int64_t ch = i == 0 ? 16 : channels_second;
+    const std::string p = prefix + std::to_string(i);
+    const int y = b.conv_bn_relu(x, ch, 3, 1, 1, 1, p + ".a");
+    const int z = b.batch_norm(b.conv2d(y, 16, 3, 1, 1, 1, 1, false, p + ".b.conv"), p + ".b.bn");
+    x = b.relu(b.add(z, x, p + ".add"), p + ".relu");
+  }
+  return fuse_for_inference(b.build());
+}
+
+TEST(Workload, RepeatedBlocksShareASignature) {
+  const Graph g = two_blocks(16, "layer");
+  ASSERT_EQ(g.size(), 7);  // input, (conv, conv, add) × 2
+  const std::string first = workload_signature(g, Group{1, 3});
+  EXPECT_EQ(first, workload_signature(g, Group{4, 6}));
+  // Names do not matter; shapes do.
+  EXPECT_EQ(first, workload_signature(two_blocks(16, "other"), Group{4, 6}));
+  EXPECT_NE(first, workload_signature(two_blocks(32, "layer"), Group{4, 6}));
+  EXPECT_NE(first, workload_signature(g, Group{1, 2}));
+  EXPECT_NE(workload_signature(g, Group{2, 3}), workload_signature(g, Group{1, 2}));
+  // The description is for people.
+  EXPECT_EQ(workload_description(g, Group{1, 3}),
+            "conv3x3 16->16 14x14 +relu | conv3x3 16->16 14x14 | add 14x14 +relu");
+  EXPECT_EQ(group_layer_names(g, Group{1, 3}), "layer0.a.conv .. layer0.add");
+}
+
+TEST(Workload, SignatureDistinguishesBatchAndEpilogue) {
+  auto one = [](int batch, bool relu) {
+    GraphBuilder b("one", TensorShape{batch, 4, 1, 8, 8, 2});
+    const int c = b.conv2d(b.input(), 4, 3, 1, 1);
+    if (relu) b.relu(c);
+    return fuse_for_inference(b.build());
+  };
+  const std::string base = workload_signature(one(1, true), Group{1, 1});
+  EXPECT_EQ(base, workload_signature(one(1, true), Group{1, 1}));
+  EXPECT_NE(base, workload_signature(one(2, true), Group{1, 1}));
+  EXPECT_NE(base, workload_signature(one(1, false), Group{1, 1}));
+  EXPECT_NE(base.find("relu"), std::string::npos) << base;
+}
+
+}  // namespace
+}  // namespace brickdl::search
