@@ -323,7 +323,30 @@ void TuningDb::open_schema(int busy_timeout_ms) {
 }
 
 TuningDb::~TuningDb() {
+  statements_.clear();  // finalized before the connection closes
   sqlite3_close(db_);
+}
+
+// A cached statement in use; resetting it when the use ends also ends any read it holds open
+// (a statement left on a row keeps its read snapshot, which would pin the WAL).
+class TuningDb::CachedStatement {
+ public:
+  explicit CachedStatement(Statement& st) : st_(st) {}
+  ~CachedStatement() { sqlite3_reset(st_.handle()); }  // errors were reported by step()
+  CachedStatement(const CachedStatement&) = delete;
+  CachedStatement& operator=(const CachedStatement&) = delete;
+  Statement* operator->() { return &st_; }
+  Statement& operator*() { return st_; }
+
+ private:
+  Statement& st_;
+};
+
+TuningDb::CachedStatement TuningDb::cached(const std::string& sql, const char* what) {
+  auto it = statements_.find(sql);
+  if (it == statements_.end())
+    it = statements_.emplace(sql, std::make_unique<Statement>(db_, sql, what)).first;
+  return CachedStatement(*it->second);
 }
 
 int TuningDb::schema_version() const {
@@ -352,20 +375,20 @@ void TuningDb::in_transaction(const std::function<void()>& body) {
 
 int64_t TuningDb::target_id(const std::string& fingerprint, const std::string& backend,
                             const std::string& description) {
-  Statement find(db_, "SELECT id FROM targets WHERE fingerprint = ?1", "looking up a target");
-  find.bind_all(fingerprint);
-  if (auto id = lookup_id(find)) return *id;
+  auto find = cached("SELECT id FROM targets WHERE fingerprint = ?1", "looking up a target");
+  find->bind_all(fingerprint);
+  if (auto id = lookup_id(*find)) return *id;
   require_writable("recording a target");
   Transaction tx(db_, &transaction_depth_, "recording a target");
-  Statement(db_,
-            "INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
-            "ON CONFLICT (fingerprint) DO NOTHING",
-            "recording a target")
-      .bind_all(fingerprint, backend, description)
+  cached(
+      "INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (fingerprint) DO NOTHING",
+      "recording a target")
+      ->bind_all(fingerprint, backend, description)
       .run();
-  find.reset();
-  find.bind_all(fingerprint);
-  const auto id = lookup_id(find);
+  find->reset();
+  find->bind_all(fingerprint);
+  const auto id = lookup_id(*find);
   BRICKDL_CHECK(id.has_value());
   tx.commit();
   return *id;
@@ -401,20 +424,20 @@ void TuningDb::end_run(int64_t run_id, const std::string& status) {
 }
 
 int64_t TuningDb::workload_id(const WorkloadInfo& w) {
-  Statement find(db_, "SELECT id FROM workloads WHERE signature = ?1", "looking up a workload");
-  find.bind_all(w.signature);
-  if (auto id = lookup_id(find)) return *id;
+  auto find = cached("SELECT id FROM workloads WHERE signature = ?1", "looking up a workload");
+  find->bind_all(w.signature);
+  if (auto id = lookup_id(*find)) return *id;
   require_writable("recording a workload");
   Transaction tx(db_, &transaction_depth_, "recording a workload");
-  Statement(db_,
-            "INSERT INTO workloads (signature, num_layers, description, macs) "
-            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
-            "recording a workload")
-      .bind_all(w.signature, w.num_layers, w.description, w.macs)
+  cached(
+      "INSERT INTO workloads (signature, num_layers, description, macs) "
+      "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
+      "recording a workload")
+      ->bind_all(w.signature, w.num_layers, w.description, w.macs)
       .run();
-  find.reset();
-  find.bind_all(w.signature);
-  const auto id = lookup_id(find);
+  find->reset();
+  find->bind_all(w.signature);
+  const auto id = lookup_id(*find);
   BRICKDL_CHECK(id.has_value());
   tx.commit();
   return *id;
@@ -424,12 +447,12 @@ void TuningDb::add_run_group(int64_t run_id, int64_t workload_id, int first_laye
                              const std::string& layer_names, const std::string& label) {
   require_writable("recording a group");
   Transaction tx(db_, &transaction_depth_, "recording a group");
-  Statement(db_,
-            "INSERT INTO run_groups (run_id, workload_id, first_layer, last_layer, layer_names, "
-            "label) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-            "ON CONFLICT (run_id, first_layer, last_layer) DO NOTHING",
-            "recording a group")
-      .bind_all(run_id, workload_id, first_layer, last_layer, layer_names, label)
+  cached(
+      "INSERT INTO run_groups (run_id, workload_id, first_layer, last_layer, layer_names, "
+      "label) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+      "ON CONFLICT (run_id, first_layer, last_layer) DO NOTHING",
+      "recording a group")
+      ->bind_all(run_id, workload_id, first_layer, last_layer, layer_names, label)
       .run();
   tx.commit();
 }
@@ -440,23 +463,23 @@ int64_t TuningDb::candidate_id(int64_t workload_id, const Candidate& c) {
   const int bw = layerwise ? 0 : c.brick.w, cb = layerwise ? 0 : c.brick.cb;
   const int threads = layerwise ? 0 : c.threads;
   const char* strategy = strategy_name(c.strategy);
-  Statement find(db_,
-                 "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-                 "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
-                 "looking up a candidate");
-  find.bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
-  if (auto id = lookup_id(find)) return *id;
+  auto find = cached(
+      "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
+      "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
+      "looking up a candidate");
+  find->bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
+  if (auto id = lookup_id(*find)) return *id;
   require_writable("recording a candidate");
   Transaction tx(db_, &transaction_depth_, "recording a candidate");
-  Statement(db_,
-            "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-            "recording a candidate")
-      .bind_all(workload_id, strategy, bd, bh, bw, cb, threads)
+  cached(
+      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+      "recording a candidate")
+      ->bind_all(workload_id, strategy, bd, bh, bw, cb, threads)
       .run();
-  find.reset();
-  find.bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
-  const auto id = lookup_id(find);
+  find->reset();
+  find->bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
+  const auto id = lookup_id(*find);
   BRICKDL_CHECK(id.has_value());
   tx.commit();
   return *id;
@@ -467,53 +490,53 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
   require_writable("recording a prediction");
   Transaction tx(db_, &transaction_depth_, "recording a prediction");
   // A re-run of the same model version on the same spec replaces its earlier prediction.
-  Statement(db_,
-            "INSERT OR REPLACE INTO predictions (candidate_id, gpu_spec, model_version, "
-            "feasible, reason, time_ms, time_dram_ms, time_l2_ms, time_compute_ms, "
-            "time_atomics_compulsory_ms, time_atomics_conflict_ms, time_other_ms, flops, "
-            "redundant_flops, l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, "
-            "atomics_compulsory, atomics_conflict) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-            "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-            "recording a prediction")
-      .bind_all(candidate_id, gpu_spec, model_version, p.feasible ? 1 : 0, p.reason, p.time_ms,
-                p.time_dram_ms, p.time_l2_ms, p.time_compute_ms, p.time_atomics_compulsory_ms,
-                p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops, p.l1_bytes,
-                p.l2_bytes, p.dram_bytes, p.dram_lower_bound, p.atomics_compulsory,
-                p.atomics_conflict)
+  cached(
+      "INSERT OR REPLACE INTO predictions (candidate_id, gpu_spec, model_version, "
+      "feasible, reason, time_ms, time_dram_ms, time_l2_ms, time_compute_ms, "
+      "time_atomics_compulsory_ms, time_atomics_conflict_ms, time_other_ms, flops, "
+      "redundant_flops, l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, "
+      "atomics_compulsory, atomics_conflict) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+      "recording a prediction")
+      ->bind_all(candidate_id, gpu_spec, model_version, p.feasible ? 1 : 0, p.reason, p.time_ms,
+                 p.time_dram_ms, p.time_l2_ms, p.time_compute_ms, p.time_atomics_compulsory_ms,
+                 p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops,
+                 p.l1_bytes, p.l2_bytes, p.dram_bytes, p.dram_lower_bound, p.atomics_compulsory,
+                 p.atomics_conflict)
       .run();
   tx.commit();
 }
 
 std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id,
                                                             int64_t target_id) {
-  Statement st(db_,
-               "SELECT id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms, p75_ms, "
-               "max_rel_error FROM measurements WHERE candidate_id = ?1 AND target_id = ?2 "
-               "ORDER BY id DESC LIMIT 1",
-               "looking up a measurement");
-  st.bind_all(candidate_id, target_id);
-  if (!st.step()) return std::nullopt;
+  auto st = cached(
+      "SELECT id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms, p75_ms, "
+      "max_rel_error FROM measurements WHERE candidate_id = ?1 AND target_id = ?2 "
+      "ORDER BY id DESC LIMIT 1",
+      "looking up a measurement");
+  st->bind_all(candidate_id, target_id);
+  if (!st->step()) return std::nullopt;
   StoredMeasurement m;
-  m.id = st.int64(0);
-  m.run_id = st.int64(1);
+  m.id = st->int64(0);
+  m.run_id = st->int64(1);
   MeasureResult& r = m.result;
-  BRICKDL_CHECK(parse_measure_status(st.text(2), &r.status), "bad status " << st.text(2));
-  r.error = st.text(3);
-  r.median_ms = st.optional_real(4).value_or(0);
-  r.min_ms = st.optional_real(5).value_or(0);
-  r.max_ms = st.optional_real(6).value_or(0);
-  r.p25_ms = st.optional_real(7).value_or(0);
-  r.p75_ms = st.optional_real(8).value_or(0);
-  r.max_rel_error = st.optional_real(9).value_or(0);
+  BRICKDL_CHECK(parse_measure_status(st->text(2), &r.status), "bad status " << st->text(2));
+  r.error = st->text(3);
+  r.median_ms = st->optional_real(4).value_or(0);
+  r.min_ms = st->optional_real(5).value_or(0);
+  r.max_ms = st->optional_real(6).value_or(0);
+  r.p25_ms = st->optional_real(7).value_or(0);
+  r.p75_ms = st->optional_real(8).value_or(0);
+  r.max_rel_error = st->optional_real(9).value_or(0);
 
-  Statement samples(db_, "SELECT time_ms FROM samples WHERE measurement_id = ?1 ORDER BY idx",
-                    "reading samples");
-  samples.bind_all(m.id);
-  while (samples.step()) r.samples_ms.push_back(samples.real(0));
-  Statement counters(db_, "SELECT name, value FROM counters WHERE measurement_id = ?1",
-                     "reading counters");
-  counters.bind_all(m.id);
-  while (counters.step()) r.counters[counters.text(0)] = counters.real(1);
+  auto samples = cached("SELECT time_ms FROM samples WHERE measurement_id = ?1 ORDER BY idx",
+                        "reading samples");
+  samples->bind_all(m.id);
+  while (samples->step()) r.samples_ms.push_back(samples->real(0));
+  auto counters =
+      cached("SELECT name, value FROM counters WHERE measurement_id = ?1", "reading counters");
+  counters->bind_all(m.id);
+  while (counters->step()) r.counters[counters->text(0)] = counters->real(1);
   return m;
 }
 
@@ -525,28 +548,28 @@ int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64
   // compared with the reference (ok or wrong_result).
   const bool timed = !r.samples_ms.empty();
   const bool validated = r.status == MeasureStatus::kOk || r.status == MeasureStatus::kWrongResult;
-  Statement(db_,
-            "INSERT INTO measurements (candidate_id, target_id, run_id, status, error, "
-            "median_ms, min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            "recording a measurement")
-      .bind_all(candidate_id, target_id, run_id, measure_status_name(r.status), r.error,
-                if_measured(timed, r.median_ms), if_measured(timed, r.min_ms),
-                if_measured(timed, r.max_ms), if_measured(timed, r.p25_ms),
-                if_measured(timed, r.p75_ms), if_measured(validated, r.max_rel_error), clock_())
+  cached(
+      "INSERT INTO measurements (candidate_id, target_id, run_id, status, error, "
+      "median_ms, min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+      "recording a measurement")
+      ->bind_all(candidate_id, target_id, run_id, measure_status_name(r.status), r.error,
+                 if_measured(timed, r.median_ms), if_measured(timed, r.min_ms),
+                 if_measured(timed, r.max_ms), if_measured(timed, r.p25_ms),
+                 if_measured(timed, r.p75_ms), if_measured(validated, r.max_rel_error), clock_())
       .run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  Statement sample(db_, "INSERT INTO samples (measurement_id, idx, time_ms) VALUES (?1, ?2, ?3)",
-                   "recording samples");
+  auto sample = cached("INSERT INTO samples (measurement_id, idx, time_ms) VALUES (?1, ?2, ?3)",
+                       "recording samples");
   for (size_t i = 0; i < r.samples_ms.size(); ++i) {
-    sample.bind_all(id, static_cast<int64_t>(i), r.samples_ms[i]).run();
-    sample.reset();
+    sample->bind_all(id, static_cast<int64_t>(i), r.samples_ms[i]).run();
+    sample->reset();
   }
-  Statement counter(db_, "INSERT INTO counters (measurement_id, name, value) VALUES (?1, ?2, ?3)",
-                    "recording counters");
+  auto counter = cached("INSERT INTO counters (measurement_id, name, value) VALUES (?1, ?2, ?3)",
+                        "recording counters");
   for (const auto& [name, value] : r.counters) {
-    counter.bind_all(id, name, value).run();
-    counter.reset();
+    counter->bind_all(id, name, value).run();
+    counter->reset();
   }
   tx.commit();
   return id;

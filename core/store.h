@@ -25,6 +25,9 @@
 struct sqlite3;
 
 namespace brickdl {
+namespace detail {
+class Statement;
+}  // namespace detail
 
 inline constexpr int kStoreSchemaVersion = 1;
 
@@ -138,14 +141,19 @@ class TuningDb {
   sqlite3* handle() { return db_; }  // for read-only queries (brickdl-query)
 
  private:
+  class CachedStatement;
   void open_schema(int busy_timeout_ms);
   void require_writable(const char* what) const;
+  // The prepared statement for `sql`, prepared once per connection (preparing costs about as
+  // much as running these small statements); reset when the returned lease ends.
+  CachedStatement cached(const std::string& sql, const char* what);
 
   std::string path_;
   Mode mode_;
   sqlite3* db_ = nullptr;
   int transaction_depth_ = 0;
   std::function<std::string()> clock_;
+  std::map<std::string, std::unique_ptr<detail::Statement>> statements_;
 };
 
 }  // namespace brickdl
