@@ -283,7 +283,7 @@ void TuningDb::open_schema(int busy_timeout_ms) {
         check_sqlite(mem, rc, "opening an in-memory copy");
         sqlite3_backup* backup = sqlite3_backup_init(mem, "main", db_, "main");
         if (!backup) detail::throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
-        sqlite3_backup_step(backup, -1);
+        sqlite3_backup_step(backup, -1);  // its error, if any, is what finish returns
         check_sqlite(mem, sqlite3_backup_finish(backup), "copying it to memory");
         migrate(mem, version);
       } catch (...) {
