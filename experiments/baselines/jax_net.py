@@ -34,8 +34,10 @@ def init_params(net, dtype, seed=1):
     return params
 
 
-def make_forward(net, precision):
-    """forward(params, x) for the whole net; `precision` is a lax.Precision for convs/dots."""
+def make_forward(net, precision, all_layers=False):
+    """forward(params, x) for the whole net, jitted; `precision` is a lax.Precision for convs
+    and dots. With all_layers, an unjitted function returning every layer's output (for shape
+    checks with jax.eval_shape)."""
     dims = net.dims(0)
     dn = LAYOUTS[dims]
 
@@ -93,10 +95,13 @@ def make_forward(net, precision):
             return jnp.dot(x, p[key]["w"].T, precision=precision) + p[key]["b"]
         raise ValueError(f"op {op} has no JAX implementation")
 
-    def forward(params, x):
+    def forward_all(params, x):
         vals = {0: x}
         for i, layer in enumerate(net.layers[1:], 1):
             vals[i] = apply(layer, str(i), params, [vals[j] for j in layer.inputs])
-        return vals[len(net.layers) - 1]
+        return vals
 
-    return jax.jit(forward)
+    if all_layers:
+        return forward_all
+    last = len(net.layers) - 1
+    return jax.jit(lambda params, x: forward_all(params, x)[last])
