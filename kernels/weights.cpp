@@ -66,6 +66,30 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+LayerWeights fold_batch_norm(const LayerWeights& raw, const std::vector<float>& scale,
+                             const std::vector<float>& shift) {
+  const size_t outs = scale.size();
+  BRICKDL_CHECK(outs > 0 && shift.size() == outs && raw.weight.size() % outs == 0 &&
+                    (raw.bias.empty() || raw.bias.size() == outs),
+                "batch-norm of " << outs << " channels on " << raw.weight.size() << " weights");
+  const size_t per_out = raw.weight.size() / outs;
+  LayerWeights w;
+  w.weight.resize(raw.weight.size());
+  w.bias.resize(outs);
+  for (size_t o = 0; o < outs; ++o) {
+    for (size_t i = 0; i < per_out; ++i)
+      w.weight[o * per_out + i] = raw.weight[o * per_out + i] * scale[o];
+    w.bias[o] = (raw.bias.empty() ? 0.0f : raw.bias[o] * scale[o]) + shift[o];
+  }
+  return w;
+}
+
+void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
+                       std::vector<float>* shift) {
+  Rng rng(mix64(seed));
+  batch_norm_scale_shift(rng, channels, scale, shift);
+}
+
 const LayerWeights& ModelWeights::at(int id) const {
   BRICKDL_CHECK(id >= 0 && id < size(), "no weights for layer " << id);
   return layers_[static_cast<size_t>(id)];
@@ -93,10 +117,7 @@ LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed) {
       if (l.bn_folded) {
         std::vector<float> scale, shift;
         batch_norm_scale_shift(rng, l.out_channels, &scale, &shift);
-        for (int64_t co = 0; co < l.out_channels; ++co)
-          for (int64_t i = 0; i < fan_in; ++i)
-            w.weight[static_cast<size_t>(co * fan_in + i)] *= scale[static_cast<size_t>(co)];
-        w.bias = shift;
+        w = fold_batch_norm(w, scale, shift);
       } else if (l.bias) {
         w.bias.resize(static_cast<size_t>(l.out_channels));
         fill_uniform(rng, w.bias, static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in))));

@@ -12,7 +12,7 @@
 //  - a conv / linear with bn_folded carries the batch-norm folded in: from raw weights W and
 //    random batch-norm statistics (gamma, beta, running mean, running var, eps = 1e-5),
 //    scale = gamma / sqrt(var + eps), W' = W·scale[co], bias' = beta − mean·scale
-//    (the raw layer is taken without a bias of its own).
+//    (the raw layer is taken without a bias of its own). fold_batch_norm does the folding.
 // Raw weights are uniform in ±sqrt(6 / fan_in) (variance-preserving under relu), batch-norm
 // gamma and var in [0.75, 1.25], beta and mean in [−0.25, 0.25].
 #include <cstdint>
@@ -41,6 +41,14 @@ class ModelWeights {
  private:
   std::vector<LayerWeights> layers_;
 };
+
+// Folds a batch-norm (y = x·scale + shift per output channel) into the conv / linear
+// parameters `raw` (its bias, if any, is scaled too): W' = W·scale[o], b' = b·scale + shift.
+LayerWeights fold_batch_norm(const LayerWeights& raw, const std::vector<float>& scale,
+                             const std::vector<float>& shift);
+// Random batch-norm statistics in folded form (see above), channels values each.
+void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
+                       std::vector<float>* shift);
 
 // Parameters of one layer of `graph` (empty for layers without parameters).
 LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed);

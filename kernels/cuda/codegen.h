@@ -79,7 +79,7 @@ KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
 // (used by plan_kernels; exposed for tests).
 std::string desc_to_cpp(const dev::GroupDesc& desc);
 
-// The names and contents of the template headers, as NVRTC headers ("brickdl/kernels.cuh").
+// The names and contents of the template headers, as NVRTC headers ("kernels.cuh").
 struct TemplateHeader {
   const char* name;
   const char* source;

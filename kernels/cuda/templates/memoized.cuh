@@ -255,7 +255,10 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
     if (action == kMemoDescend) continue;
     memo_compute_layer(G, a, layer, lin);
     // Release: every thread's stores are fenced before thread 0 publishes the brick.
-    BRICKDL_FOR_EACH_THREAD(t) { fence(); }
+    BRICKDL_FOR_EACH_THREAD(t) {
+      (void)t;
+      fence();
+    }
     BRICKDL_SYNC();
     BRICKDL_FOR_EACH_THREAD(t) {
       if (t == 0) {

@@ -1,0 +1,221 @@
+// Whole-model plans, .npy files and the CPU measurer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/graph_builder.h"
+#include "kernels/cpu_measurer.h"
+#include "kernels/npy.h"
+#include "kernels/plan_executor.h"
+#include "kernels/reference.h"
+
+namespace brickdl::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+
+Candidate cand(int first, int last, Strategy s, BrickShape b = {}) {
+  Candidate c;
+  c.group = Group{first, last};
+  c.strategy = s;
+  c.brick = b;
+  return c;
+}
+
+// A small residual network: stem, two residual blocks (one downsampling), pool, classifier.
+Graph small_resnet() {
+  GraphBuilder b("small_resnet", TensorShape{2, 3, 1, 19, 17, 2});
+  int x = b.conv_bn_relu(b.input(), 8, 3, 1, 1, 1, "stem");
+  x = b.max_pool(x, 3, 2, 1);
+  // Block 1: identity skip.
+  int y = b.conv_bn_relu(x, 8, 3, 1, 1, 1, "b1.a");
+  y = b.batch_norm(b.conv2d(y, 8, 3, 1, 1, 1, 1, false, "b1.b.conv"), "b1.b.bn");
+  x = b.relu(b.add(y, x));
+  // Block 2: strided, with a 1x1 projection on the skip.
+  int z = b.conv_bn_relu(x, 12, 3, 2, 1, 1, "b2.a");
+  z = b.batch_norm(b.conv2d(z, 12, 3, 1, 1, 1, 1, false, "b2.b.conv"), "b2.b.bn");
+  const int proj = b.batch_norm(b.conv2d(x, 12, 1, 2, 0, 1, 1, false, "b2.proj"), "b2.proj.bn");
+  x = b.relu(b.add(z, proj));
+  x = b.global_avg_pool(x);
+  b.linear(b.flatten(x), 5);
+  return fuse_for_inference(b.build());
+}
+
+TEST(PlanExecutor, MixedPlanMatchesTheReferenceModel) {
+  const Graph g = small_resnet();
+  const ModelWeights w = make_weights(g, 5);
+  const Tensor x = random_tensor(g.input_shape(), 6);
+  const Tensor ref = run_graph(g, x, w);
+  // Fused layer ids: 1 stem, 2 pool, 3 b1.a, 4 b1.b, 5 add, 6 b2.a, 7 b2.b, 8 proj, 9 add,
+  // 10 gap, 11 flatten, 12 linear.
+  ASSERT_EQ(g.size(), 13);
+  ASSERT_EQ(g.layer(5).op, OpKind::kAdd);
+  ASSERT_EQ(g.layer(8).name, "b2.proj");
+  const std::vector<Candidate> plan = {
+      cand(1, 2, Strategy::kPadded, BrickShape{1, 4, 4, 0}),
+      cand(3, 5, Strategy::kMemoized, BrickShape{1, 3, 5, 4}),
+      cand(6, 7, Strategy::kPadded, BrickShape{1, 2, 2, 0}),
+      // 8 runs layerwise (outside every group); 9..12 as one layerwise group.
+      cand(9, 12, Strategy::kLayerwise),
+  };
+  const PlanResult r = execute_plan(g, plan, x, w, ExecOptions{3});
+  ASSERT_EQ(r.output.shape(), ref.shape());
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    EXPECT_NEAR(r.output.data()[i], ref.data()[i], 1e-5 * (1 + std::fabs(ref.data()[i])));
+  ASSERT_EQ(r.group_counters.size(), plan.size());
+  EXPECT_EQ(r.group_counters[0].bricks_per_layer.size(), 2u);
+  EXPECT_EQ(r.counters.flops, r.group_counters[0].flops + r.group_counters[1].flops +
+                                  r.group_counters[2].flops + r.group_counters[3].flops);
+  // No plan: the reference, layer by layer.
+  EXPECT_EQ(execute_plan(g, {}, x, w).output.values(), ref.values());
+}
+
+TEST(PlanExecutor, RejectsBadPlans) {
+  const Graph g = small_resnet();
+  const ModelWeights w = make_weights(g, 5);
+  const Tensor x = random_tensor(g.input_shape(), 6);
+  EXPECT_THROW(validate_plan(g, {cand(1, 3, Strategy::kPadded), cand(3, 4, Strategy::kPadded)}),
+               UserError);  // overlap
+  EXPECT_THROW(validate_plan(g, {cand(0, 2, Strategy::kPadded)}), UserError);   // the input
+  EXPECT_THROW(validate_plan(g, {cand(5, 13, Strategy::kPadded)}), UserError);  // past the end
+  // Layer 3's output is read by the add (5) outside [3, 4].
+  EXPECT_THROW(validate_plan(g, {cand(1, 3, Strategy::kPadded)}), UserError);
+  EXPECT_THROW(validate_plan(g, {cand(9, 12, Strategy::kMemoized)}), UserError);  // gap/linear
+  EXPECT_NO_THROW(validate_plan(g, {cand(9, 12, Strategy::kLayerwise)}));
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("brickdl_kernels_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(Npy, RoundTripAndHeaderLayout) {
+  TempDir dir;
+  const Tensor t = random_tensor({2, 3, 4, 5, 6, 3}, 1);
+  write_npy(dir.file("t.npy"), t);
+  const NpyArray a = read_npy(dir.file("t.npy"));
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(a.data, t.values());
+  EXPECT_EQ(read_npy_tensor(dir.file("t.npy"), t.shape()).values(), t.values());
+  // Magic, version 1.0, a header padded so the data starts at a multiple of 64 bytes.
+  std::ifstream f(dir.file("t.npy"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  EXPECT_EQ(bytes[6], 1);
+  const size_t header_len = static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  EXPECT_EQ(bytes.size(), 10 + header_len + t.numel() * 4);
+  const std::string header = bytes.substr(10, header_len);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << header;
+  EXPECT_NE(header.find("'shape': (2, 3, 4, 5, 6)"), std::string::npos) << header;
+  EXPECT_EQ(header.back(), '\n');
+  // 2-D and flat shapes; a 1-D shape is written as Python writes a 1-tuple.
+  EXPECT_EQ(npy_shape({2, 3, 1, 5, 6, 2}), (std::vector<int64_t>{2, 3, 5, 6}));
+  EXPECT_EQ(npy_shape({2, 10, 1, 1, 1, 0}), (std::vector<int64_t>{2, 10}));
+  write_npy(dir.file("v.npy"), {3}, {1, 2, 3});
+  EXPECT_EQ(read_npy(dir.file("v.npy")).shape, (std::vector<int64_t>{3}));
+}
+
+TEST(Npy, ReadsFloat64AndRejectsBadFiles) {
+  TempDir dir;
+  // A float64 file written by hand: header for shape (2,) then two doubles.
+  {
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::ofstream f(dir.file("d.npy"), std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t len = static_cast<uint16_t>(header.size());
+    f.write(reinterpret_cast<const char*>(&len), 2);
+    f << header;
+    const double v[2] = {1.5, -2.25};
+    f.write(reinterpret_cast<const char*>(v), sizeof v);
+  }
+  EXPECT_EQ(read_npy(dir.file("d.npy")).data, (std::vector<float>{1.5f, -2.25f}));
+  try {
+    read_npy(dir.file("missing.npy"));
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.npy"), std::string::npos);
+  }
+  {
+    std::ofstream f(dir.file("bad.npy"), std::ios::binary);
+    f << "not numpy at all";
+  }
+  EXPECT_THROW(read_npy(dir.file("bad.npy")), UserError);
+  write_npy(dir.file("t.npy"), random_tensor({1, 2, 1, 3, 3, 2}, 1));
+  try {
+    read_npy_tensor(dir.file("t.npy"), TensorShape{1, 3, 1, 3, 3, 2});
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("1x2x3x3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1x3x3x3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
+  GraphBuilder b("m", TensorShape{1, 3, 12, 12, 12, 3});
+  int x = b.input();
+  for (int i = 0; i < 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  const Graph g = fuse_for_inference(b.build());
+  CpuMeasurer m(2);
+  EXPECT_EQ(m.backend(), "cpu");
+  EXPECT_EQ(m.target().rfind("cpu:", 0), 0u);
+  EXPECT_GT(m.target().size(), 4u);
+  MeasureOptions o;
+  o.warmup = 1;
+  o.repetitions = 4;
+  for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized}) {
+    const MeasureResult r = m.measure(g, cand(1, 3, s, BrickShape{4, 4, 4, 0}), o);
+    ASSERT_EQ(r.status, MeasureStatus::kOk) << strategy_name(s) << ": " << r.error;
+    EXPECT_EQ(r.samples_ms.size(), 4u);
+    EXPECT_GT(r.min_ms, 0);
+    EXPECT_LE(r.min_ms, r.median_ms);
+    EXPECT_LE(r.median_ms, r.max_ms);
+    EXPECT_LE(r.max_rel_error, 1e-5);
+    EXPECT_EQ(r.counters.at("useful_flops"), 2.0 * 3 * g.layer(1).macs);
+    EXPECT_EQ(r.counters.at("bytes_stored.output"), 3 * 12 * 12 * 12 * 4);
+    EXPECT_EQ(r.counters.count("bricks_computed.2"), 1u);
+    EXPECT_EQ(r.counters.count("memo_conflicts"), 1u);
+  }
+  // The candidate's own counters, not another strategy's: memoized computes each of the
+  // 27 bricks of the two intermediate layers once.
+  const MeasureResult memo = m.measure(g, cand(1, 3, Strategy::kMemoized, BrickShape{4, 4, 4, 0}), o);
+  EXPECT_EQ(memo.counters.at("memo_claims"), 54);
+  // A tolerance that nothing meets marks the result wrong, with the error in the message.
+  MeasureOptions strict = o;
+  strict.atol = -1;
+  const MeasureResult wrong = m.measure(g, cand(1, 3, Strategy::kPadded, BrickShape{4, 4, 4, 0}), strict);
+  EXPECT_EQ(wrong.status, MeasureStatus::kWrongResult);
+  EXPECT_NE(wrong.error.find("differ from the reference"), std::string::npos) << wrong.error;
+  EXPECT_TRUE(wrong.samples_ms.empty());
+}
+
+TEST(CpuMeasurer, UnsupportedCandidatesAreResultsNotExceptions) {
+  GraphBuilder b("u", TensorShape{1, 3, 1, 8, 8, 2});
+  b.linear(b.flatten(b.global_avg_pool(b.conv2d(b.input(), 4, 3, 1, 1))), 2);
+  const Graph g = b.build();
+  CpuMeasurer m(1);
+  const MeasureResult r = m.measure(g, cand(1, 4, Strategy::kPadded), MeasureOptions{});
+  EXPECT_EQ(r.status, MeasureStatus::kUnsupported);
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_TRUE(r.samples_ms.empty());
+}
+
+}  // namespace
+}  // namespace brickdl::kernels
