@@ -1,6 +1,162 @@
-#include <iostream>
+// brickdl-tune: tunes one experiment — the model's plan, measurements of the most promising
+// candidates, the re-planned result — into a tuning database, and writes plan.json and
+// report.txt into the experiment's output folder.
+//
+//   brickdl-tune EXPERIMENT.yaml [--describe] [--backend B] [--db PATH] [--out DIR] [--fresh]
+//                [--top-k K] [--searcher S] [--max-group-len L] [--use-other-targets]
+//                [--quiet] [--progress]
+//
+// Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
+#include <sqlite3.h>
 
-int main() {
-  std::cerr << "brickdl-tune: not built yet\n";
-  return 1;
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/describe.h"
+#include "core/error.h"
+#include "core/experiment.h"
+#include "core/store.h"
+#include "model/report.h"
+#include "search/driver.h"
+#include "search/interrupt.h"
+#include "search/measurers.h"
+#include "search/predictor.h"
+#include "search/progress.h"
+#include "search/searcher.h"
+
+namespace {
+
+using namespace brickdl;
+
+struct Args {
+  std::string experiment;
+  bool describe = false;
+  std::optional<std::string> backend, db, out, searcher;
+  std::optional<int> top_k, max_group_len;
+  bool fresh = false, use_other_targets = false, quiet = false, progress = false;
+};
+
+// Marks a run aborted through a connection of its own (called from the interrupt watcher
+// while the main thread may be inside a measurement); a run already ended stays as it is.
+void mark_aborted(const std::string& db_path, int64_t run_id) {
+  TuningDb db(db_path);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db.handle(),
+                         "UPDATE runs SET status = 'aborted', ended_at = ? "
+                         "WHERE id = ? AND status = 'running'",
+                         -1, &st, nullptr) != SQLITE_OK)
+    return;
+  const std::string now = db.now();
+  sqlite3_bind_text(st, 1, now.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, run_id);
+  sqlite3_step(st);
+  sqlite3_finalize(st);
+}
+
+int run(const Args& a, search::InterruptHandler& interrupt) {
+  ExperimentConfig exp = load_experiment(a.experiment);
+  if (a.backend) exp.measurement.backend = *a.backend;
+  if (a.db) exp.database = *a.db;
+  if (a.out) exp.output_dir = *a.out;
+  if (a.searcher) exp.search.searcher = *a.searcher;
+  if (a.top_k) exp.measurement.top_k = *a.top_k;
+  if (a.max_group_len) exp.search.max_group_len = *a.max_group_len;
+
+  if (a.describe) {
+    describe_experiment(exp, std::cout);
+    std::cout << '\n';
+    model::describe_model(fuse_for_inference(exp.graph), exp.gpu, std::cout);
+    return 0;
+  }
+
+  search::TuneContext ctx;
+  ctx.log = search::Logger(&std::cerr, a.quiet);
+  const std::unique_ptr<search::Predictor> predictor = search::make_model_predictor(exp.gpu);
+  const std::unique_ptr<Measurer> measurer =
+      search::make_measurer(exp.measurement.backend, exp.measurement, ctx.log);
+  TuningDb db(exp.database);
+
+  search::ProgressBar bar(std::cerr, !a.quiet && (a.progress || search::stderr_is_terminal()));
+  search::ProgressCallback progress(bar);
+  ctx.experiment = exp;
+  ctx.predictor = predictor.get();
+  ctx.measurer = measurer.get();
+  ctx.db = &db;
+  ctx.seed = exp.seed;
+  ctx.options.fresh = a.fresh;
+  ctx.options.use_other_targets = a.use_other_targets;
+  ctx.callbacks.push_back(&progress);
+  ctx.stop_requested = &interrupt.requested();
+  const std::string db_path = exp.database;
+  ctx.on_run_started = [&interrupt, db_path](int64_t run_id) {
+    interrupt.set_on_force([db_path, run_id] { mark_aborted(db_path, run_id); });
+  };
+  if (measurer)
+    ctx.log.info("measuring on " + measurer->target() + " (" + measurer->backend() + " backend)");
+
+  const search::TuneResult result = search::tune(ctx);
+  interrupt.disarm();
+  bar.finish();
+  search::print_report(result.report, std::cout);
+  search::write_outputs(result, exp.output_dir);
+  ctx.log.info("wrote " + exp.output_dir + "/plan.json and report.txt; database " + exp.database +
+               " (run " + std::to_string(result.run_id) + ")");
+  if (result.aborted) {
+    std::cerr << "brickdl-tune: run " << result.run_id << " aborted; what was measured is kept\n";
+    return search::InterruptHandler::kExitInterrupted;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // First, before any thread exists (see search/interrupt.h).
+  brickdl::search::InterruptHandler interrupt;
+
+  Args a;
+  CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for one experiment"};
+  app.add_option("experiment", a.experiment, "experiment YAML file")->required();
+  app.add_flag("--describe", a.describe,
+               "print the experiment, its graph and the model's layer report, then exit");
+  app.add_option("--backend", a.backend, "measuring backend: none, cpu, cuda or auto")
+      ->check(CLI::IsMember({"none", "cpu", "cuda", "auto"}));
+  app.add_option("--db", a.db, "tuning database (overrides `database`)");
+  app.add_option("--out", a.out, "output folder for plan.json and report.txt");
+  app.add_flag("--fresh", a.fresh, "measure again what the database already has");
+  app.add_option("--top-k", a.top_k, "candidates measured per group of the plan")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--searcher", a.searcher,
+                 "dp, exhaustive, random, topk, measure_all or partitions");
+  app.add_option("--max-group-len", a.max_group_len, "most layers in one group")
+      ->check(CLI::Range(1, 1000));
+  app.add_flag("--use-other-targets", a.use_other_targets,
+               "reuse measurements taken on other targets");
+  app.add_flag("--quiet", a.quiet, "no progress and no informational lines");
+  app.add_flag("--progress", a.progress, "draw the progress bar even when stderr is no terminal");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return brickdl::kExitUserError;
+  }
+
+  try {
+    return run(a, interrupt);
+  } catch (const brickdl::UserError& e) {
+    std::cerr << "brickdl-tune: error: " << e.what() << '\n';
+    return brickdl::kExitUserError;
+  } catch (const brickdl::InternalError& e) {
+    std::cerr << "brickdl-tune: internal error: " << e.what() << '\n';
+    return brickdl::kExitInternalError;
+  } catch (const std::exception& e) {
+    std::cerr << "brickdl-tune: internal error: " << e.what() << '\n';
+    return brickdl::kExitInternalError;
+  }
 }

@@ -19,25 +19,36 @@ void Searcher::init(const SearchSpace& space, const CostMatrix& predicted) {
 
 std::vector<CandidateRef> Searcher::propose(int n) {
   BRICKDL_CHECK(space_ != nullptr, "Searcher::propose before init");
-  BRICKDL_CHECK(pending_ == 0, "Searcher::propose with " << pending_ << " proposals not notified");
-  while (queue_pos_ == queue_.size() && !converged_ && rounds_ < max_rounds()) {
-    const Plan p = plan(rounds_ == 0 ? predicted_ : current_costs().cost);
-    ++rounds_;
-    queue_.clear();
-    queue_pos_ = 0;
-    if (!p.valid()) {
-      converged_ = true;
-      break;
-    }
-    for (const CandidateRef& r : round_wishes(p))
-      if (seen_.insert(r).second) queue_.push_back(r);
-    converged_ = queue_.empty();  // nothing new: the plan is measured
-  }
+  BRICKDL_CHECK(pending_.empty(),
+                "Searcher::propose with " << pending_.size() << " proposals not notified");
   std::vector<CandidateRef> out;
-  while (queue_pos_ < queue_.size() && static_cast<int>(out.size()) < n)
-    out.push_back(queue_[queue_pos_++]);
-  pending_ = static_cast<int>(out.size());
+  while (static_cast<int>(out.size()) < n) {
+    // Skip what became known while queued (a shared workload measured through another group).
+    while (queue_pos_ < queue_.size() && notified_.count(queue_[queue_pos_])) ++queue_pos_;
+    if (queue_pos_ < queue_.size()) {
+      out.push_back(queue_[queue_pos_++]);
+      continue;
+    }
+    // A new round plans with every result so far: not while some are still to come.
+    if (!out.empty() || converged_ || rounds_ >= max_rounds()) break;
+    next_round();
+  }
+  pending_.insert(out.begin(), out.end());
   return out;
+}
+
+void Searcher::next_round() {
+  const Plan p = plan(rounds_ == 0 ? predicted_ : current_costs().cost);
+  ++rounds_;
+  queue_.clear();
+  queue_pos_ = 0;
+  if (!p.valid()) {
+    converged_ = true;
+    return;
+  }
+  for (const CandidateRef& r : round_wishes(p))
+    if (seen_.insert(r).second) queue_.push_back(r);
+  converged_ = queue_.empty();  // nothing new: the plan is measured
 }
 
 void Searcher::notify(const std::vector<MeasuredCandidate>& results) {
@@ -45,8 +56,9 @@ void Searcher::notify(const std::vector<MeasuredCandidate>& results) {
   for (const MeasuredCandidate& m : results) {
     measured_.at(static_cast<size_t>(m.ref.group)).at(static_cast<size_t>(m.ref.index)) = m.ms;
     seen_.insert(m.ref);
+    notified_.insert(m.ref);
+    pending_.erase(m.ref);
   }
-  pending_ = std::max(0, pending_ - static_cast<int>(results.size()));
 }
 
 CombinedCosts Searcher::current_costs() const {

@@ -44,7 +44,7 @@ struct SearcherOptions {
 
 struct MeasuredCandidate {
   CandidateRef ref;
-  double ms = kExcluded;  // median time; kExcluded when the measurement failed
+  double ms = kExcluded;  // median time; kExcluded: failed; kNotMeasured: skipped (budget)
 };
 
 class Searcher {
@@ -73,6 +73,8 @@ class Searcher {
   // The predicted cost combined with everything notified so far (search/cost_table.h).
   CombinedCosts current_costs() const;
   int rounds() const { return rounds_; }  // measuring rounds planned so far
+  // Candidates of the current round not proposed yet (for progress displays).
+  int queued() const { return static_cast<int>(queue_.size() - queue_pos_); }
 
  protected:
   // The candidates a measuring round wants, in priority order (duplicates and candidates
@@ -90,10 +92,13 @@ class Searcher {
   const SearchSpace* space_ = nullptr;
   CostMatrix predicted_;
   CostMatrix measured_;
-  std::set<CandidateRef> seen_;  // proposed or notified
+  void next_round();
+
+  std::set<CandidateRef> seen_;      // queued or notified
+  std::set<CandidateRef> notified_;  // results known
   std::vector<CandidateRef> queue_;
   size_t queue_pos_ = 0;
-  int pending_ = 0;
+  std::set<CandidateRef> pending_;  // proposed, not notified yet
   int rounds_ = 0;
   bool converged_ = false;
 };

@@ -1,0 +1,433 @@
+#include "search/driver.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "search/evaluation.h"
+#include "search/searcher.h"
+
+namespace brickdl::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+nlohmann::json experiment_json(const ExperimentConfig& e) {
+  nlohmann::json strategies = nlohmann::json::array();
+  for (Strategy s : e.search.strategies) strategies.push_back(strategy_name(s));
+  return {
+      {"name", e.name},
+      {"model", e.model},
+      {"batch", e.batch},
+      {"precision", dtype_name(e.precision)},
+      {"gpu", e.gpu.name},
+      {"seed", e.seed},
+      {"search",
+       {{"brick_sizes", e.search.brick_sizes},
+        {"channel_blocks", e.search.channel_blocks},
+        {"max_group_len", e.search.max_group_len},
+        {"strategies", strategies},
+        {"threads", e.search.threads},
+        {"searcher", e.search.searcher},
+        {"random_samples", e.search.random_samples},
+        {"partitions", e.search.partitions}}},
+      {"measurement",
+       {{"backend", e.measurement.backend},
+        {"top_k", e.measurement.top_k},
+        {"warmup", e.measurement.options.warmup},
+        {"repetitions", e.measurement.options.repetitions},
+        {"budget_s", e.measurement.budget_s},
+        {"max_measurements", e.measurement.max_measurements}}},
+  };
+}
+
+PredictionRow prediction_row(const model::Prediction& p, const model::LowerBound& lb) {
+  PredictionRow r;
+  r.feasible = p.feasible;
+  r.reason = p.reason;
+  r.time_ms = p.time_ms;
+  r.time_dram_ms = p.t_dram_ms;
+  r.time_l2_ms = p.t_l2_ms;
+  r.time_compute_ms = p.t_compute_ms;
+  r.time_atomics_compulsory_ms = p.t_atomic_compulsory_ms;
+  r.time_atomics_conflict_ms = p.t_atomic_conflict_ms;
+  r.time_other_ms = p.t_launch_ms + p.t_sync_ms;
+  r.flops = p.flops;
+  r.redundant_flops = p.redundant_flops;
+  r.l1_bytes = p.l1_bytes;
+  r.l2_bytes = p.l2_bytes;
+  r.dram_bytes = p.dram_bytes;
+  r.dram_lower_bound = lb.dram_bytes;
+  r.atomics_compulsory = p.atomics_compulsory;
+  r.atomics_conflict = p.atomics_conflict;
+  return r;
+}
+
+// The id (in `fused`) of the layer an unfused layer name ended up in, or -1.
+int fused_layer(const Graph& fused, const std::string& name) {
+  for (const Layer& l : fused.layers()) {
+    if (l.name == name) return l.id;
+    for (const auto& f : l.fused_from)
+      if (f == name) return l.id;
+  }
+  return -1;
+}
+
+// Labels of groups: the experiment's named subgraphs and partition groups ("3+3 #2").
+std::vector<std::string> group_labels(const SearchSpace& space, const ExperimentConfig& e) {
+  std::vector<std::string> labels(space.groups().size());
+  auto add = [&](int g, const std::string& l) {
+    auto& s = labels[static_cast<size_t>(g)];
+    s += (s.empty() ? "" : ", ") + l;
+  };
+  for (const auto& sg : e.search.subgraphs) {
+    const int first = fused_layer(space.graph(), sg.first);
+    const int last = fused_layer(space.graph(), sg.last);
+    const int g = first > 0 && last >= first ? space.find(Group{first, last}) : -1;
+    if (g >= 0) add(g, sg.name);
+  }
+  for (size_t p = 0; p < space.partitions().size(); ++p)
+    for (size_t i = 0; i < space.partitions()[p].size(); ++i)
+      add(space.partitions()[p][i], fmt::format("{} #{}", space.partition_labels()[p], i + 1));
+  return labels;
+}
+
+// The latest measurement of a candidate on any target but `own`.
+std::optional<StoredMeasurement> find_on_other_targets(TuningDb& db, int64_t candidate_id,
+                                                       int64_t own, std::string* fingerprint) {
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db.handle(), "SELECT id, fingerprint FROM targets WHERE id != ?", -1,
+                         &st, nullptr) != SQLITE_OK)
+    throw UserError(db.path() + ": cannot list targets: " + sqlite3_errmsg(db.handle()));
+  sqlite3_bind_int64(st, 1, own);
+  std::vector<std::pair<int64_t, std::string>> targets;
+  while (sqlite3_step(st) == SQLITE_ROW)
+    targets.emplace_back(sqlite3_column_int64(st, 0),
+                         reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
+  sqlite3_finalize(st);
+  std::optional<StoredMeasurement> best;
+  for (const auto& [id, fp] : targets) {
+    auto m = db.find_measurement(candidate_id, id);
+    if (m && (!best || m->id > best->id)) {
+      best = std::move(m);
+      *fingerprint = fp;
+    }
+  }
+  return best;
+}
+
+// The database writer: the first callback, so a result is committed before anything else
+// reacts to it.
+class DbWriter final : public MeasureCallback {
+ public:
+  DbWriter(TuningDb& db, int64_t target_id, int64_t run_id)
+      : db_(db), target_id_(target_id), run_id_(run_id) {}
+  void on_result(const MeasureEvent& e) override {
+    if (!e.resumed) db_.put_measurement(e.candidate_id, target_id_, run_id_, *e.result);
+  }
+
+ private:
+  TuningDb& db_;
+  int64_t target_id_, run_id_;
+};
+
+PlanRow plan_row(int64_t run_id, const std::string& kind, const Plan& plan,
+                 const PlanSummary& summary, const Evaluation& ev) {
+  PlanRow row;
+  row.run_id = run_id;
+  row.kind = kind;
+  row.json = to_json(summary).dump();
+  row.predicted_ms = summary.predicted_ms;
+  row.measured_ms = summary.measured_ms;
+  row.layerwise_predicted_ms = summary.layerwise_predicted_ms;
+  row.layerwise_measured_ms = summary.layerwise_measured_ms;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& s = plan.steps[i];
+    row.groups.push_back(PlanGroupRow{ev.at(CandidateRef{s.group, s.candidate}).candidate_id,
+                                      summary.groups[i].group.first,
+                                      summary.groups[i].group.last});
+  }
+  return row;
+}
+
+// Runs the whole pipeline once the run row exists.
+class Run {
+ public:
+  Run(TuneContext& ctx, const SearchSpace& space, Searcher& searcher, int64_t run_id,
+      int64_t target_id, TuneReport& report)
+      : ctx_(ctx), exp_(ctx.experiment), space_(space), searcher_(searcher), run_id_(run_id),
+        target_id_(target_id), report_(report) {}
+
+  bool execute();  // false when a stop request ended it
+
+ private:
+  bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
+  void store_space();
+  void measure();
+  std::string budget_exhausted(double elapsed_s, int fresh) const;
+
+  TuneContext& ctx_;
+  const ExperimentConfig& exp_;
+  const SearchSpace& space_;
+  Searcher& searcher_;
+  int64_t run_id_, target_id_;
+  TuneReport& report_;
+  Evaluation ev_;
+  std::unordered_map<int64_t, std::vector<CandidateRef>> refs_by_id_;
+};
+
+void Run::store_space() {
+  const std::vector<std::string> labels = group_labels(space_, exp_);
+  TuningDb& db = *ctx_.db;
+  db.in_transaction([&] {
+    std::unordered_map<std::string, int64_t> workloads;
+    std::unordered_map<int64_t, bool> predicted;
+    for (size_t g = 0; g < space_.groups().size(); ++g) {
+      const GroupEntry& e = space_.groups()[g];
+      GroupEval& ge = ev_.groups[g];
+      auto [it, fresh] = workloads.try_emplace(e.signature, 0);
+      if (fresh) {
+        int64_t macs = 0;
+        for (int id = e.group.first; id <= e.group.last; ++id)
+          macs += space_.graph().layer(id).macs;
+        it->second = db.workload_id(WorkloadInfo{e.signature, e.group.size(), e.description, macs});
+      }
+      ge.workload_id = it->second;
+      db.add_run_group(run_id_, ge.workload_id, e.group.first, e.group.last, e.layer_names,
+                       labels[g]);
+      for (size_t i = 0; i < e.candidates.size(); ++i) {
+        CandidateEval& ce = ge.candidates[i];
+        ce.candidate_id = db.candidate_id(ge.workload_id, e.candidates[i]);
+        refs_by_id_[ce.candidate_id].push_back(
+            CandidateRef{static_cast<int>(g), static_cast<int>(i)});
+        if (predicted.emplace(ce.candidate_id, true).second)
+          db.put_prediction(ce.candidate_id, ctx_.predictor->gpu_name(),
+                            ctx_.predictor->version(),
+                            prediction_row(ce.prediction, ge.lower_bound));
+      }
+    }
+  });
+}
+
+std::string Run::budget_exhausted(double elapsed_s, int fresh) const {
+  const MeasurementConfig& m = exp_.measurement;
+  if (m.budget_s > 0 && elapsed_s >= m.budget_s)
+    return fmt::format("the time budget (measurement.budget_s = {} s)", m.budget_s);
+  if (m.max_measurements > 0 && fresh >= m.max_measurements)
+    return fmt::format("the measurement limit (measurement.max_measurements = {})",
+                       m.max_measurements);
+  return "";
+}
+
+void Run::measure() {
+  Measurer& measurer = *ctx_.measurer;
+  DbWriter writer(*ctx_.db, target_id_, run_id_);
+  std::vector<MeasureCallback*> callbacks{&writer};
+  callbacks.insert(callbacks.end(), ctx_.callbacks.begin(), ctx_.callbacks.end());
+  for (auto* cb : callbacks) cb->on_phase_begin("measure");
+
+  const auto t0 = Clock::now();
+  int done = 0, fresh = 0;
+  while (!stop_requested()) {
+    const std::vector<CandidateRef> batch = searcher_.propose(1);
+    if (batch.empty()) break;
+    const CandidateRef ref = batch[0];
+    CandidateEval& ce = ev_.at(ref);
+    const Candidate& cand = space_.candidate(ref);
+
+    // The searcher skips what it was told; a workload measured twice in one run would be a bug
+    // (and a UNIQUE violation in the database).
+    BRICKDL_CHECK(!ce.measurement, "candidate proposed twice: " << cand.config_str());
+
+    std::optional<StoredMeasurement> prior;
+    std::string measured_on = report_.target;
+    if (!ctx_.options.fresh) prior = ctx_.db->find_measurement(ce.candidate_id, target_id_);
+    if (!prior && ctx_.options.use_other_targets)
+      prior = find_on_other_targets(*ctx_.db, ce.candidate_id, target_id_, &measured_on);
+
+    MeasureResult result;
+    const bool resumed = prior.has_value();
+    if (resumed) {
+      result = prior->result;
+    } else {
+      const std::string why = budget_exhausted(seconds_since(t0), fresh);
+      if (!why.empty()) {
+        // Out of budget: keep going only through what the database already has.
+        report_.stopped_by = why;
+        searcher_.notify({MeasuredCandidate{ref, kNotMeasured}});
+        continue;
+      }
+      result = measurer.measure(space_.graph(), cand, exp_.measurement.options);
+      ++fresh;
+    }
+    ++done;
+    (resumed ? report_.resumed : report_.measured) += 1;
+    if (result.status != MeasureStatus::kOk) ++report_.failed;
+
+    // The result belongs to the workload: every group with the same signature shares it.
+    std::vector<MeasuredCandidate> outcome;
+    const double ms = result.status == MeasureStatus::kOk ? result.median_ms : kExcluded;
+    for (const CandidateRef& r : refs_by_id_.at(ce.candidate_id)) {
+      CandidateEval& other = ev_.at(r);
+      other.measurement = result;
+      other.resumed = resumed;
+      other.measured_on = measured_on;
+      outcome.push_back(MeasuredCandidate{r, ms});
+    }
+    MeasureEvent ev;
+    ev.ref = ref;
+    ev.candidate = &cand;
+    ev.group = &space_.group(ref.group);
+    ev.result = &result;
+    ev.resumed = resumed;
+    ev.candidate_id = ce.candidate_id;
+    ev.done = done;
+    ev.fresh = fresh;
+    ev.queued = done + searcher_.queued();
+    ev.elapsed_s = seconds_since(t0);
+    ev.budget_s = exp_.measurement.budget_s;
+    for (auto* cb : callbacks) cb->on_result(ev);
+    searcher_.notify(outcome);
+  }
+  for (auto* cb : callbacks) cb->on_phase_end();
+}
+
+bool Run::execute() {
+  const auto t0 = Clock::now();
+  ev_ = evaluate(space_, *ctx_.predictor);
+  report_.groups = static_cast<int64_t>(space_.groups().size());
+  report_.candidates = space_.num_candidates();
+  report_.feasible = ev_.feasible_count();
+  report_.pruned = space_.pruned();
+  for (const auto& [reason, n] : ev_.infeasible) report_.pruned[reason] += n;
+  ctx_.log.info(fmt::format("model: {} groups, {} candidates, {} feasible ({} model calls, "
+                            "{:.2f} s)",
+                            report_.groups, report_.candidates, report_.feasible, ev_.model_calls,
+                            seconds_since(t0)));
+  store_space();
+
+  const CostMatrix predicted = ev_.predicted_costs();
+  searcher_.init(space_, predicted);
+  const Plan model_plan = searcher_.plan(predicted);
+  if (!model_plan.valid())
+    throw UserError(fmt::format("experiment '{}': no plan: {}", exp_.name, model_plan.note));
+  report_.predicted = summarize(model_plan, space_, ev_);
+  ctx_.db->put_plan(plan_row(run_id_, "predicted", model_plan, report_.predicted, ev_));
+  if (stop_requested()) return false;
+
+  if (ctx_.measurer) {
+    measure();
+    const CombinedCosts combined = combine_costs(space_, predicted, ev_.measured_costs());
+    report_.scale = combined.scale;
+    Plan final_plan = searcher_.plan(combined.cost);
+    BRICKDL_CHECK(final_plan.valid(), "no plan after measuring: " << final_plan.note);
+    report_.replanned = summarize(final_plan, space_, ev_);
+    ctx_.db->put_plan(plan_row(run_id_, "measured", final_plan, *report_.replanned, ev_));
+    for (const Plan& a : searcher_.alternatives(combined.cost)) {
+      report_.alternatives.push_back(a.valid() ? summarize(a, space_, ev_) : PlanSummary{});
+      report_.alternatives.back().label = a.label;
+    }
+  } else {
+    for (const Plan& a : searcher_.alternatives(predicted)) {
+      report_.alternatives.push_back(a.valid() ? summarize(a, space_, ev_) : PlanSummary{});
+      report_.alternatives.back().label = a.label;
+    }
+  }
+  return !stop_requested();
+}
+
+}  // namespace
+
+TuneResult tune(TuneContext& ctx) {
+  BRICKDL_CHECK(ctx.predictor != nullptr && ctx.db != nullptr, "tune() needs a predictor and a db");
+  const auto t0 = Clock::now();
+  const ExperimentConfig& exp = ctx.experiment;
+
+  // Everything that can be wrong with the input is checked before the run row exists.
+  const Graph fused = fuse_for_inference(exp.graph);
+  const SearchSpace space = SearchSpace::build(fused, exp.search, exp.file);
+  SearcherOptions so;
+  so.name = space.partitions().empty() ? exp.search.searcher : "partitions";
+  so.top_k = exp.measurement.top_k;
+  so.random_samples = exp.search.random_samples;
+  so.seed = ctx.seed;
+  std::unique_ptr<Searcher> searcher = make_searcher(so);
+  if (so.name != exp.search.searcher)
+    ctx.log.info("search.partitions given: evaluating exactly those partitions");
+
+  TuneResult out;
+  TuneReport& rep = out.report;
+  rep.experiment = exp.name;
+  rep.model = exp.model;
+  rep.batch = exp.batch;
+  rep.precision = dtype_name(exp.precision);
+  rep.gpu_spec = ctx.predictor->gpu_name();
+  rep.model_version = ctx.predictor->version();
+  rep.backend = ctx.measurer ? ctx.measurer->backend() : "none";
+  rep.target = ctx.measurer ? ctx.measurer->target() : "model:" + rep.gpu_spec;
+  rep.searcher = so.name;
+
+  TuningDb& db = *ctx.db;
+  const int64_t target_id = db.target_id(rep.target, rep.backend);
+  RunInfo info;
+  info.experiment = exp.name;
+  info.experiment_path = exp.file;
+  info.config_json = experiment_json(exp).dump();
+  info.model = exp.model;
+  info.batch = exp.batch;
+  info.precision = rep.precision;
+  info.gpu_spec = rep.gpu_spec;
+  info.target_fingerprint = rep.target;
+  info.backend = rep.backend;
+  info.git_revision = BRICKDL_GIT_REVISION;
+  out.run_id = rep.run_id = db.begin_run(info);
+  if (ctx.on_run_started) ctx.on_run_started(out.run_id);
+
+  try {
+    Run run(ctx, space, *searcher, out.run_id, target_id, rep);
+    out.aborted = !run.execute();
+  } catch (...) {
+    try {
+      db.end_run(out.run_id, "aborted");
+    } catch (...) {
+      // The original error says more than a failure to record it.
+    }
+    throw;
+  }
+  if (out.aborted && rep.stopped_by.empty()) rep.stopped_by = "a stop request";
+  rep.status = out.aborted ? "aborted" : "complete";
+  db.end_run(out.run_id, rep.status);
+  rep.seconds = seconds_since(t0);
+  return out;
+}
+
+void write_outputs(const TuneResult& result, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError("cannot create the output folder '" + dir + "': " + ec.message());
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream f(path);
+    f << text;
+    f.close();
+    if (!f) throw UserError("cannot write '" + path + "'");
+  };
+  write("plan.json", report_json(result.report).dump(2) + "\n");
+  std::ostringstream os;
+  print_report(result.report, os);
+  write("report.txt", os.str());
+}
+
+}  // namespace brickdl::search

@@ -1,0 +1,38 @@
+#pragma once
+// The tuning driver: one experiment, end to end.
+//
+//   experiment ─► fuse_for_inference ─► SearchSpace ─► evaluate (model) ─► database
+//        (workloads, candidates, predictions in one transaction) ─► Searcher::plan (model plan,
+//        stored) ─► measuring loop: propose → resume from the database or measure → callbacks
+//        (database writer first: each result committed as it arrives; then progress, ...) →
+//        notify ─► re-plan with the measurements (stored) ─► TuneReport
+//
+// Resume: a candidate already measured on this target (any run) is not measured again unless
+// options.fresh; measurements of other targets are used only with options.use_other_targets.
+// Repeated workloads share results: a measurement applies to every group with the same
+// signature. The budget (measurement.budget_s, measurement.max_measurements) stops fresh
+// measurements; candidates already in the database are still used. A stop request (Ctrl-C)
+// ends the run as `aborted` after the candidate in flight, keeping everything measured.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "search/report.h"
+#include "search/tune_context.h"
+
+namespace brickdl::search {
+
+struct TuneResult {
+  int64_t run_id = 0;
+  bool aborted = false;
+  TuneReport report;
+};
+
+// Throws UserError for bad input found before the run starts (search space, searcher name);
+// a failure after the run row exists marks the run aborted and rethrows.
+TuneResult tune(TuneContext& context);
+
+// Writes plan.json and report.txt into `dir` (created when missing). Throws UserError.
+void write_outputs(const TuneResult& result, const std::string& dir);
+
+}  // namespace brickdl::search
