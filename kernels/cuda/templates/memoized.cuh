@@ -255,10 +255,7 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
     if (action == kMemoDescend) continue;
     memo_compute_layer(G, a, layer, lin);
     // Release: every thread's stores are fenced before thread 0 publishes the brick.
-    BRICKDL_FOR_EACH_THREAD(t) {
-      (void)t;
-      fence();
-    }
+    fence();  // outside a thread loop: every device thread runs it
     BRICKDL_SYNC();
     BRICKDL_FOR_EACH_THREAD(t) {
       if (t == 0) {

@@ -1,0 +1,177 @@
+#include "kernels/cuda/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/detail/cuda_call.cuh"
+
+namespace brickdl::cuda {
+
+namespace {
+
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  // Length and a separator, so that concatenations cannot collide trivially.
+  h ^= s.size();
+  h *= 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Owns an nvrtcProgram.
+class Program {
+ public:
+  explicit Program(const std::string& source) {
+    const auto& headers = template_headers();
+    std::vector<const char*> sources, names;
+    for (const auto& h : headers) {
+      sources.push_back(h.source);
+      names.push_back(h.name);
+    }
+    BRICKDL_NVRTC_CALL(nvrtcCreateProgram(&prog_, source.c_str(), "brickdl_generated.cu",
+                                          static_cast<int>(sources.size()), sources.data(),
+                                          names.data()));
+  }
+  ~Program() { nvrtcDestroyProgram(&prog_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  nvrtcProgram get() const { return prog_; }
+
+ private:
+  nvrtcProgram prog_ = nullptr;
+};
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace
+
+NvrtcCompiler::NvrtcCompiler(std::string disk_cache_dir) : dir_(std::move(disk_cache_dir)) {}
+
+bool NvrtcCompiler::is_supported() { return true; }
+
+std::string NvrtcCompiler::version() {
+  int major = 0, minor = 0;
+  BRICKDL_NVRTC_CALL(nvrtcVersion(&major, &minor));
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<int> NvrtcCompiler::supported_archs() {
+  int n = 0;
+  BRICKDL_NVRTC_CALL(nvrtcGetNumSupportedArchs(&n));
+  std::vector<int> archs(static_cast<size_t>(n));
+  if (n > 0) BRICKDL_NVRTC_CALL(nvrtcGetSupportedArchs(archs.data()));
+  return archs;
+}
+
+std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
+    const std::string& source, int arch, const std::vector<std::string>& extra_options) {
+  std::vector<std::string> options = {"--gpu-architecture=sm_" + std::to_string(arch),
+                                      "-default-device", "-std=c++17", "-lineinfo",
+                                      "--ptxas-options=-v"};
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
+
+  uint64_t h = 14695981039346656037ull;
+  h = fnv1a(h, source);
+  for (const auto& t : template_headers()) h = fnv1a(fnv1a(h, t.name), t.source);
+  for (const auto& o : options) h = fnv1a(h, o);
+  h = fnv1a(h, version());
+  const std::string key = hex(h) + "_sm" + std::to_string(arch);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  const std::filesystem::path disk = dir_.empty() ? std::filesystem::path()
+                                                  : std::filesystem::path(dir_) / (key + ".cubin");
+  if (!dir_.empty() && std::filesystem::exists(disk)) {
+    auto m = std::make_shared<CompiledModule>();
+    m->arch = arch;
+    m->key = key;
+    m->cubin = read_file(disk);
+    m->from_cache = true;
+    if (!m->cubin.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++hits_;
+      cache_[key] = m;
+      return m;
+    }
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Program prog(source);
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+  const nvrtcResult rc = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  BRICKDL_NVRTC_CALL(nvrtcGetProgramLogSize(prog.get(), &log_size));
+  std::string log(log_size, '\0');
+  if (log_size > 1) BRICKDL_NVRTC_CALL(nvrtcGetProgramLog(prog.get(), log.data()));
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  if (rc != NVRTC_SUCCESS)
+    throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(rc) + " (sm_" +
+                           std::to_string(arch) + ")",
+                       log);
+
+  auto m = std::make_shared<CompiledModule>();
+  m->arch = arch;
+  m->key = key;
+  m->log = std::move(log);
+  size_t cubin_size = 0;
+  BRICKDL_NVRTC_CALL(nvrtcGetCUBINSize(prog.get(), &cubin_size));
+  m->cubin.resize(cubin_size);
+  BRICKDL_NVRTC_CALL(nvrtcGetCUBIN(prog.get(), m->cubin.data()));
+  m->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+  if (!dir_.empty()) {
+    // Write-then-rename, so concurrent tuners never read a partial file.
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    const auto tmp = disk.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(m.get()));
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(m->cubin.data(), static_cast<std::streamsize>(m->cubin.size()));
+    }
+    std::filesystem::rename(tmp, disk, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++misses_;
+  cache_[key] = m;
+  return m;
+}
+
+int64_t NvrtcCompiler::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
+int64_t NvrtcCompiler::misses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misses_;
+}
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,69 @@
+#pragma once
+// Run-time compilation of generated kernels with NVRTC (no GPU needed to compile).
+//
+//   KernelPlan::source ──compile(source, arch)──► CompiledModule (cubin for sm_<arch>, log)
+//                              │
+//                              ├─ memory cache ─┐ key: FNV-1a of (source, template headers,
+//                              └─ disk cache  ──┘      options, arch, NVRTC version)
+//
+// Options: --gpu-architecture=sm_XX (a cubin, loaded with cuModuleLoadData), -default-device,
+// -std=c++17, -lineinfo, ptxas -v (registers and spills in the log). The templates are handed
+// to NVRTC as named headers (codegen.h template_headers()), so no include path is needed.
+// Thread-safe.
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace brickdl::cuda {
+
+struct CompiledModule {
+  int arch = 0;            // 80 for sm_80, ...
+  std::string cubin;       // binary image
+  std::string log;         // NVRTC + ptxas output
+  std::string key;         // cache key (hex)
+  double compile_ms = 0;   // 0 when it came from a cache
+  bool from_cache = false;
+};
+
+class NvrtcCompiler {
+ public:
+  // disk_cache_dir: "" keeps the cache in memory only; else cubins are kept there as
+  // <key>.cubin (created when missing).
+  explicit NvrtcCompiler(std::string disk_cache_dir = "");
+
+  // False when brickdl was built without CUDA.
+  static bool is_supported();
+  static std::string version();  // "13.0"
+  // Architectures NVRTC can target (e.g. 75, 80, 86, 89, 90, 100, 120).
+  static std::vector<int> supported_archs();
+
+  // Throws CompileError (with the log) when NVRTC rejects the source; CudaError when NVRTC
+  // itself fails.
+  std::shared_ptr<const CompiledModule> compile(const std::string& source, int arch,
+                                                const std::vector<std::string>& extra_options = {});
+
+  int64_t hits() const;
+  int64_t misses() const;
+  const std::string& disk_cache_dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const CompiledModule>> cache_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+// $BRICKDL_CACHE_DIR, else $XDG_CACHE_HOME/brickdl, else $HOME/.cache/brickdl ("" if none).
+inline std::string default_cache_dir() {
+  if (const char* d = std::getenv("BRICKDL_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/brickdl";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/brickdl";
+  return "";
+}
+
+}  // namespace brickdl::cuda

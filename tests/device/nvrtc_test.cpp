@@ -1,0 +1,126 @@
+// NVRTC compiles every kind of generated kernel for sm_80 and sm_90 (no GPU needed; skipped
+// only when brickdl was built without CUDA).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "core/graph_builder.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/nvrtc_compiler.h"
+
+namespace brickdl::cuda {
+namespace {
+
+Candidate make(Group g, Strategy s, BrickShape b, int threads = 256) {
+  Candidate c;
+  c.group = g;
+  c.strategy = s;
+  c.brick = b;
+  c.threads = threads;
+  return c;
+}
+
+Graph bottleneck() {
+  GraphBuilder b("bottleneck", TensorShape{8, 64, 1, 56, 56, 2});
+  const int x = b.input();
+  int y = b.relu(b.batch_norm(b.conv2d(x, 64, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 64, 3, 1, 1, 1, 1, false, "conv2")));
+  y = b.batch_norm(b.conv2d(y, 256, 1, 1, 0, 1, 1, false, "conv3"));
+  const int d = b.batch_norm(b.conv2d(x, 256, 1, 1, 0, 1, 1, false, "downsample"));
+  b.relu(b.add(y, d, "add"));
+  return fuse_for_inference(b.build());
+}
+
+Graph chain3d() {
+  GraphBuilder b("chain3d", TensorShape{1, 3, 112, 112, 112, 3});
+  int x = b.input();
+  for (int i = 0; i < 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  x = b.max_pool(x, 2, 2);
+  return fuse_for_inference(b.build());
+}
+
+TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
+  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  const Graph g2 = bottleneck();
+  const Graph g3 = chain3d();
+  const std::vector<std::pair<const Graph*, Candidate>> cases = {
+      {&g2, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})},
+      {&g2, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 64}, 128)},
+      {&g2, make({1, 5}, Strategy::kLayerwise, {1, 8, 8, 0})},
+      {&g3, make({1, 4}, Strategy::kPadded, {1, 8, 8, 0})},
+      {&g3, make({1, 4}, Strategy::kMemoized, {1, 16, 16, 0})},
+  };
+  NvrtcCompiler compiler;
+  struct Job {
+    std::string what, source, symbol;
+    int arch;
+    std::string error;
+    std::shared_ptr<const CompiledModule> module;
+  };
+  std::vector<Job> jobs;
+  for (const auto& [g, c] : cases) {
+    const KernelPlan plan = plan_kernels(*g, c);
+    for (int arch : {80, 90})
+      jobs.push_back({c.config_str() + " sm_" + std::to_string(arch), plan.source,
+                      plan.launches[0].symbol, arch, "", nullptr});
+  }
+  // Two compiler threads (NVRTC programs compile independently; the cache is shared).
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      try {
+        jobs[i].module = compiler.compile(jobs[i].source, jobs[i].arch);
+      } catch (const CompileError& e) {
+        jobs[i].error = std::string(e.what()) + "\n" + e.log();
+      }
+    }
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  for (const Job& j : jobs) {
+    SCOPED_TRACE(j.what);
+    ASSERT_TRUE(j.module) << j.error;
+    ASSERT_GT(j.module->cubin.size(), 4u);
+    EXPECT_EQ(j.module->cubin.substr(0, 4), std::string("\x7f" "ELF", 4));
+    EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log;  // ptxas -v
+    EXPECT_FALSE(std::regex_search(j.module->log, std::regex("[1-9][0-9]* bytes spill stores")))
+        << j.module->log;
+  }
+  EXPECT_EQ(compiler.misses(), 10);
+  // The same source again comes from the memory cache.
+  const auto again = compiler.compile(plan_kernels(g2, cases[0].second).source, 90);
+  EXPECT_TRUE(compiler.hits() == 1 && again->arch == 90);
+}
+
+TEST(Nvrtc, BrokenSourceIsACompileErrorWithTheLog) {
+  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  NvrtcCompiler compiler;
+  try {
+    compiler.compile("#include \"kernels.cuh\"\nextern \"C\" __global__ void k() { undefined_x(); }\n",
+                     90);
+    FAIL() << "accepted a broken source";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("undefined_x"), std::string::npos) << e.log();
+  }
+}
+
+TEST(Nvrtc, DiskCacheServesASecondCompiler) {
+  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  const auto dir = std::filesystem::path(BRICKDL_BINARY_DIR) / "nvrtc_cache_test";
+  std::filesystem::remove_all(dir);
+  const std::string src = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n";
+  const auto first = NvrtcCompiler(dir.string()).compile(src, 80);
+  EXPECT_FALSE(first->from_cache);
+  const auto second = NvrtcCompiler(dir.string()).compile(src, 80);
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(first->cubin, second->cubin);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace brickdl::cuda
