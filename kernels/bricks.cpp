@@ -73,16 +73,21 @@ int64_t BrickLayout::neighbour(int64_t i, int dc, int dz, int dy, int dx) const 
   return index(b);
 }
 
-std::vector<int64_t> BrickLayout::bricks_touching(int64_t n, const Region& r0) const {
+std::vector<int64_t> BrickLayout::bricks_touching(int64_t n, const Region& r) const {
   std::vector<int64_t> out;
+  bricks_touching(n, r, &out);
+  return out;
+}
+
+void BrickLayout::bricks_touching(int64_t n, const Region& r0, std::vector<int64_t>* out) const {
+  out->clear();
   const Region r = clip(r0, shape_);
-  if (r.empty()) return out;
+  if (r.empty()) return;
   for (int64_t cbk = r.c0 / cb_; cbk <= (r.c1 - 1) / cb_; ++cbk)
     for (int64_t z = r.lo[0] / ext_[0]; z <= (r.hi[0] - 1) / ext_[0]; ++z)
       for (int64_t y = r.lo[1] / ext_[1]; y <= (r.hi[1] - 1) / ext_[1]; ++y)
         for (int64_t x = r.lo[2] / ext_[2]; x <= (r.hi[2] - 1) / ext_[2]; ++x)
-          out.push_back(index(BrickCoord{n, cbk, {z, y, x}}));
-  return out;
+          out->push_back(index(BrickCoord{n, cbk, {z, y, x}}));
 }
 
 int64_t BrickLayout::count_touching(const Region& r0) const {

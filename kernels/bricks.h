@@ -58,6 +58,7 @@ class BrickLayout {
 
   // Bricks of image n whose (clipped) region intersects `r`, in index order.
   std::vector<int64_t> bricks_touching(int64_t n, const Region& r) const;
+  void bricks_touching(int64_t n, const Region& r, std::vector<int64_t>* out) const;  // reuses *out
   // Their number, without listing them.
   int64_t count_touching(const Region& r) const;
 

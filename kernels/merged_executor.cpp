@@ -42,6 +42,7 @@ struct GroupInfo {
   std::vector<const Layer*> layers;
   std::vector<std::vector<Source>> slot_source;         // [layer][slot]
   std::vector<std::vector<SourceSlots>> sources;        // [layer] distinct sources
+  std::vector<std::vector<size_t>> slot_to_source;       // [layer][slot] index into sources
   std::vector<std::vector<std::pair<int, int>>> consumers;  // [layer] (consumer layer, slot)
   std::vector<int> external_ids;
   std::vector<std::vector<std::pair<int, int>>> external_readers;  // [external] (layer, slot)
@@ -57,6 +58,7 @@ struct GroupInfo {
       layers.push_back(&l);
       std::vector<Source> slots;
       std::vector<SourceSlots> distinct;
+      std::vector<size_t> to_source;
       for (int s = 0; s < static_cast<int>(l.inputs.size()); ++s) {
         const int p = l.inputs[static_cast<size_t>(s)];
         Source src;
@@ -72,6 +74,7 @@ struct GroupInfo {
         slots.push_back(src);
         auto it = std::find_if(distinct.begin(), distinct.end(),
                                [&](const SourceSlots& d) { return d.source == src; });
+        to_source.push_back(static_cast<size_t>(it - distinct.begin()));
         if (it == distinct.end()) {
           distinct.push_back(SourceSlots{src, {s}});
         } else {
@@ -79,6 +82,7 @@ struct GroupInfo {
         }
       }
       slot_source.push_back(std::move(slots));
+      slot_to_source.push_back(std::move(to_source));
       sources.push_back(std::move(distinct));
     }
   }
@@ -196,15 +200,25 @@ GroupResult run_padded(const GroupInfo& info, const BrickShape& brick,
   res.output = Tensor(info.shape(info.last()), std::numeric_limits<float>::quiet_NaN());
   std::vector<ExecCounters> counters(static_cast<size_t>(threads));
   for (auto& c : counters) c.bricks_per_layer.assign(static_cast<size_t>(L), 0);
-  // Per worker: one buffer per intermediate layer, reused across units.
-  std::vector<std::vector<std::vector<float>>> buffers(
-      static_cast<size_t>(threads), std::vector<std::vector<float>>(static_cast<size_t>(L)));
+  // Per worker, reused across units: one buffer and one region per group layer.
+  struct Scratch {
+    std::vector<std::vector<float>> buffers;
+    std::vector<Region> region;
+    std::vector<ConstBlock> in;
+  };
+  std::vector<Scratch> scratches(static_cast<size_t>(threads));
+  for (Scratch& sc : scratches) {
+    sc.buffers.resize(static_cast<size_t>(L));
+    sc.region.resize(static_cast<size_t>(L));
+  }
 
   detail::parallel_for(units.num_bricks(), threads, [&](int64_t u, int t) {
     ExecCounters& k = counters[static_cast<size_t>(t)];
-    auto& buf = buffers[static_cast<size_t>(t)];
+    Scratch& sc = scratches[static_cast<size_t>(t)];
+    auto& buf = sc.buffers;
+    auto& region = sc.region;
+    auto& in = sc.in;
     const BrickCoord b = units.coord(u);
-    std::vector<Region> region(static_cast<size_t>(L));
     region[static_cast<size_t>(L - 1)] = units.region(b);
     for (int i = L - 2; i >= 0; --i) {
       Region r;
@@ -222,7 +236,6 @@ GroupResult run_padded(const GroupInfo& info, const BrickShape& brick,
         r = hull(r, input_need(g, info.layer(j), slot, region[static_cast<size_t>(j)]));
       k.bytes_loaded_input += r.volume() * info.elem_bytes;
     }
-    std::vector<ConstBlock> in;
     for (int i = 0; i < L; ++i) {
       const Region& what = region[static_cast<size_t>(i)];
       if (what.empty()) continue;
@@ -283,7 +296,7 @@ class MemoRun {
     for (int i = 0; i < info.last(); ++i) stores_.push_back(std::make_unique<BrickStore>(info.shape(i), brick));
     for (auto& w : workers_) {
       w.counters.bricks_per_layer.assign(static_cast<size_t>(info.size), 0);
-      w.scratch.resize(static_cast<size_t>(info.size));
+      w.levels.resize(static_cast<size_t>(info.size));
     }
   }
 
@@ -305,9 +318,19 @@ class MemoRun {
   }
 
  private:
+  // Scratch of one worker for computing a brick of one layer; reused, so the hot path does
+  // not allocate. compute(i) recurses only into layers < i, so each layer's level is in use
+  // by at most one brick at a time.
+  struct Level {
+    std::vector<Region> needs;                // per distinct source
+    std::vector<std::vector<float>> buffers;  // gathered intermediate regions, per source
+    std::vector<ConstBlock> blocks;           // per source
+    std::vector<ConstBlock> inputs;           // per input slot
+    std::vector<int64_t> bricks, deferred;    // producer bricks being ensured
+  };
   struct Worker {
     ExecCounters counters;
-    std::vector<std::vector<std::vector<float>>> scratch;  // [layer][distinct source]
+    std::vector<Level> levels;  // [layer]
   };
 
   const BrickLayout& layout(int i) const {
@@ -315,11 +338,13 @@ class MemoRun {
   }
 
   // Makes every listed brick of intermediate layer p DONE, computing the EMPTY ones.
-  void ensure(int p, const std::vector<int64_t>& bricks, Worker& w) {
+  // `deferred` is scratch of the caller's level.
+  void ensure(int p, const std::vector<int64_t>& bricks, std::vector<int64_t>& deferred,
+              Worker& w) {
     BrickStore& st = *stores_[static_cast<size_t>(p)];
     ExecCounters& k = w.counters;
     k.memo_lookups += static_cast<int64_t>(bricks.size());
-    std::vector<int64_t> deferred;
+    deferred.clear();
     for (int64_t b : bricks) {
       uint8_t s = st.state[b].load(std::memory_order_acquire);
       if (s == kEmpty &&
@@ -351,47 +376,42 @@ class MemoRun {
     const BrickCoord bc = layout(i).coord(b);
     const Region what = layout(i).region(bc);
     const auto& sources = info_.sources[static_cast<size_t>(i)];
-    // First make every needed producer brick available, then gather (the recursion reuses
-    // deeper scratch levels only, so the gathered blocks stay valid).
-    std::vector<Region> needs(sources.size());
-    for (size_t k = 0; k < sources.size(); ++k) {
-      needs[k] = info_.need(i, sources[k], what);
-      if (!sources[k].source.external && !needs[k].empty())
-        ensure(sources[k].source.index,
-               layout(sources[k].source.index).bricks_touching(bc.n, needs[k]), w);
+    Level& lv = w.levels[static_cast<size_t>(i)];
+    // First make every needed producer brick available, then gather (the recursion uses the
+    // levels of earlier layers only, so this level's buffers stay valid).
+    lv.needs.resize(sources.size());
+    for (size_t s = 0; s < sources.size(); ++s) {
+      lv.needs[s] = info_.need(i, sources[s], what);
+      if (sources[s].source.external || lv.needs[s].empty()) continue;
+      const int p = sources[s].source.index;
+      layout(p).bricks_touching(bc.n, lv.needs[s], &lv.bricks);
+      ensure(p, lv.bricks, lv.deferred, w);
     }
     ExecCounters& k = w.counters;
-    std::vector<ConstBlock> blocks(sources.size());
-    auto& bufs = w.scratch[static_cast<size_t>(i)];
-    if (bufs.size() < sources.size()) bufs.resize(sources.size());
+    lv.blocks.resize(sources.size());
+    if (lv.buffers.size() < sources.size()) lv.buffers.resize(sources.size());
     for (size_t s = 0; s < sources.size(); ++s) {
       const Source& src = sources[s].source;
-      const int64_t bytes = needs[s].volume() * info_.elem_bytes;
+      const Region& need = lv.needs[s];
+      const int64_t bytes = need.volume() * info_.elem_bytes;
       if (src.external) {
-        blocks[s] = image_block(*inputs_[static_cast<size_t>(src.index)], bc.n);
+        lv.blocks[s] = image_block(*inputs_[static_cast<size_t>(src.index)], bc.n);
         k.bytes_loaded_input += bytes;
       } else {
-        float* dst = scratch(bufs[s], needs[s].volume());
+        float* dst = scratch(lv.buffers[s], need.volume());
         gather_region(stores_[static_cast<size_t>(src.index)]->data.get(), layout(src.index), bc.n,
-                      needs[s], dst);
-        blocks[s] = ConstBlock{dst, needs[s]};
+                      need, dst);
+        lv.blocks[s] = ConstBlock{dst, need};
         k.bytes_loaded_intermediate += bytes;
       }
     }
-    std::vector<ConstBlock> in;
-    for (const Source& src : info_.slot_source[static_cast<size_t>(i)]) {
-      const size_t s = static_cast<size_t>(std::find_if(sources.begin(), sources.end(),
-                                                        [&](const SourceSlots& d) {
-                                                          return d.source == src;
-                                                        }) -
-                                           sources.begin());
-      in.push_back(blocks[s]);
-    }
+    lv.inputs.clear();
+    for (size_t s : info_.slot_to_source[static_cast<size_t>(i)]) lv.inputs.push_back(lv.blocks[s]);
     const bool is_last = i == info_.last();
     const Block out = is_last ? Block{output_->image(bc.n), Region::whole(l.out)}
                               : Block{stores_[static_cast<size_t>(i)]->brick(b),
                                       layout(i).storage_region(bc)};
-    detail::compute_block(g, l, weights_.at(l.id), in, out, what);
+    detail::compute_block(g, l, weights_.at(l.id), lv.inputs, out, what);
     k.flops += block_flops(g, l, what);
     k.bricks_per_layer[static_cast<size_t>(i)] += 1;
     k.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "kernels/reference.h"
 
 namespace brickdl::kernels {
 
@@ -71,10 +70,18 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, con
       ++next;
       continue;
     }
-    const Layer& l = g.layer(id);
+    // A layer outside every group: a one-layer layerwise group (the block kernels over the
+    // whole tensor, multithreaded).
+    Candidate single;
+    single.group = Group{id, id};
+    single.strategy = Strategy::kLayerwise;
     std::vector<const Tensor*> in;
-    for (int p : l.inputs) in.push_back(&out[static_cast<size_t>(p)]);
-    out[static_cast<size_t>(id)] = run_layer(l, in, weights.at(id));
+    for (int p : group_external_inputs(g, single.group)) in.push_back(&out[static_cast<size_t>(p)]);
+    GroupResult r = execute_group(g, single, in, weights, options);
+    BRICKDL_CHECK(r.supported, "layer " << g.layer(id).name << ": " << r.reason);
+    out[static_cast<size_t>(id)] = std::move(r.output);
+    r.counters.bricks_per_layer.clear();
+    res.counters.add(r.counters);
     release_inputs(id, id);
     ++id;
   }

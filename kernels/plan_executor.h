@@ -1,6 +1,7 @@
 #pragma once
 // Whole-model execution of a plan: the plan's groups in topological order, every layer
-// outside a group layerwise (reference op), activations freed after their last reader.
+// outside a group layerwise (a one-layer layerwise group of the merged executor),
+// activations freed after their last reader.
 #include <vector>
 
 #include "core/candidate.h"
@@ -13,7 +14,8 @@ namespace brickdl::kernels {
 
 struct PlanResult {
   Tensor output;             // the graph's output (last layer)
-  ExecCounters counters;     // summed over the groups (per-layer brick counts not kept)
+  ExecCounters counters;  // summed over the groups and the layers between them
+                          // (per-layer brick counts not kept)
   std::vector<ExecCounters> group_counters;  // one per plan entry, in plan order
 };
 

@@ -1,6 +1,8 @@
 #include "kernels/detail/block_ops.h"
 
 #include <algorithm>
+#include <array>
+#include <vector>
 #include <limits>
 
 #include "core/error.h"
@@ -23,6 +25,88 @@ struct Strides {
 template <typename T>
 T* at(T* base, const Region& r, const Strides& s, int64_t c, int64_t z, int64_t y, int64_t x) {
   return base + (c - r.c0) * s.c + (z - r.lo[0]) * s.z + (y - r.lo[1]) * s.y + (x - r.lo[2]);
+}
+
+// Stride-1 conv over a zero-padded copy of the input: with the copy's row and plane strides
+// shared by an accumulator, every tap (a, b, c) becomes one shift of the whole flattened box,
+// so each (input channel, tap) is a single long loop instead of one short loop per output row.
+// Positions in the accumulator's margin columns are computed and discarded. Per output element
+// the taps are still added in the reference's order (input channel, kd, kh, kw); padding taps
+// add w·0, which leaves the sum unchanged.
+void conv_block_stride1(const Graph& g, const Layer& l, const LayerWeights& wts,
+                        const ConstBlock& in, const Block& out, const Region& what) {
+  const TensorShape& is = g.layer(l.inputs[0]).out;
+  const Window& win = l.window;
+  const int64_t cin_g = is.c / l.groups, cout_g = l.out_channels / l.groups;
+  const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
+  std::array<int64_t, 3> span{}, lo{};
+  for (size_t a = 0; a < 3; ++a) {
+    span[a] = what.extent(static_cast<int>(a)) + int64_t{win.dilation[a]} * (win.kernel[a] - 1);
+    lo[a] = what.lo[a] - win.pad[a];
+  }
+  const int64_t row = span[2], plane = span[1] * span[2], vol = span[0] * plane;
+  // Keep the padded copy and the accumulator cache-resident: split large boxes (whole-tensor
+  // layerwise calls) along their outermost non-trivial axis.
+  constexpr int64_t kMaxPaddedFloats = 32 * 1024;
+  const int split_axis = what.extent(0) > 1 ? 0 : what.extent(1) > 1 ? 1 : -1;
+  if (cin_g * vol > kMaxPaddedFloats && split_axis >= 0) {
+    const size_t ax = static_cast<size_t>(split_axis);
+    Region first = what, second = what;
+    first.hi[ax] = second.lo[ax] = what.lo[ax] + what.extent(split_axis) / 2;
+    conv_block_stride1(g, l, wts, in, out, first);
+    conv_block_stride1(g, l, wts, in, out, second);
+    return;
+  }
+  // Last accumulator position that holds an output element, plus one.
+  const int64_t len = (what.extent(0) - 1) * plane + (what.extent(1) - 1) * row + what.extent(2);
+  thread_local std::vector<float> padded, acc;
+  if (static_cast<int64_t>(padded.size()) < cin_g * vol) padded.resize(static_cast<size_t>(cin_g * vol));
+  if (static_cast<int64_t>(acc.size()) < len) acc.resize(static_cast<size_t>(len));
+  const Strides si(in.stored), so(out.stored);
+  // The part of the padded box inside the tensor (the rest stays zero).
+  Region inside;
+  inside.lo = lo;
+  for (size_t a = 0; a < 3; ++a) inside.hi[a] = lo[a] + span[a];
+  inside.c0 = 0;
+  inside.c1 = is.c;
+  inside = clip(inside, is);
+  int64_t loaded_group = -1;
+  for (int64_t co = what.c0; co < what.c1; ++co) {
+    const int64_t grp = co / cout_g;
+    if (grp != loaded_group) {
+      std::fill_n(padded.data(), cin_g * vol, 0.0f);
+      if (!inside.empty())
+        for (int64_t cl = 0; cl < cin_g; ++cl)
+          for (int64_t z = inside.lo[0]; z < inside.hi[0]; ++z)
+            for (int64_t y = inside.lo[1]; y < inside.hi[1]; ++y)
+              std::copy_n(at(in.data, in.stored, si, grp * cin_g + cl, z, y, inside.lo[2]),
+                          inside.extent(2),
+                          padded.data() + cl * vol + (z - lo[0]) * plane + (y - lo[1]) * row +
+                              (inside.lo[2] - lo[2]));
+      loaded_group = grp;
+    }
+    float* a = acc.data();
+    std::fill_n(a, len, 0.0f);
+    const float* wco = wts.weight.data() + co * cin_g * kd * kh * kw;
+    for (int64_t cl = 0; cl < cin_g; ++cl)
+      for (int z = 0; z < kd; ++z)
+        for (int y = 0; y < kh; ++y)
+          for (int x = 0; x < kw; ++x) {
+            const float wv = *wco++;
+            const float* p = padded.data() + cl * vol + int64_t{z} * win.dilation[0] * plane +
+                             int64_t{y} * win.dilation[1] * row + int64_t{x} * win.dilation[2];
+            for (int64_t q = 0; q < len; ++q) a[q] += wv * p[q];
+          }
+    const bool has_bias = !wts.bias.empty();
+    const float bias = has_bias ? wts.bias[static_cast<size_t>(co)] : 0.0f;
+    for (int64_t oz = 0; oz < what.extent(0); ++oz)
+      for (int64_t oy = 0; oy < what.extent(1); ++oy) {
+        const float* src = a + oz * plane + oy * row;
+        float* o = at(out.data, out.stored, so, co, what.lo[0] + oz, what.lo[1] + oy, what.lo[2]);
+        for (int64_t i = 0; i < what.extent(2); ++i)
+          o[i] = activate(has_bias ? src[i] + bias : src[i], l.activation, l.leaky_slope);
+      }
+  }
 }
 
 void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const ConstBlock& in,
@@ -229,7 +313,13 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
                            << " lacks " << need.str());
   }
   switch (l.op) {
-    case OpKind::kConv: conv_block(g, l, w, inputs[0], out, what); break;
+    case OpKind::kConv:
+      if (l.window.stride == std::array<int, 3>{1, 1, 1}) {
+        conv_block_stride1(g, l, w, inputs[0], out, what);
+      } else {
+        conv_block(g, l, w, inputs[0], out, what);
+      }
+      break;
     case OpKind::kBatchNorm:
       elementwise_block(inputs, out, what, [&](int64_t c, float a, float) {
         return a * w.weight[static_cast<size_t>(c)] + w.bias[static_cast<size_t>(c)];

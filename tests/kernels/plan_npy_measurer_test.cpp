@@ -26,6 +26,12 @@ Candidate cand(int first, int last, Strategy s, BrickShape b = {}) {
   return c;
 }
 
+void expect_close(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < b.numel(); ++i)
+    EXPECT_NEAR(a.data()[i], b.data()[i], 1e-5 * (1 + std::fabs(b.data()[i]))) << "at " << i;
+}
+
 // A small residual network: stem, two residual blocks (one downsampling), pool, classifier.
 Graph small_resnet() {
   GraphBuilder b("small_resnet", TensorShape{2, 3, 1, 19, 17, 2});
@@ -63,15 +69,17 @@ TEST(PlanExecutor, MixedPlanMatchesTheReferenceModel) {
       cand(9, 12, Strategy::kLayerwise),
   };
   const PlanResult r = execute_plan(g, plan, x, w, ExecOptions{3});
-  ASSERT_EQ(r.output.shape(), ref.shape());
-  for (int64_t i = 0; i < ref.numel(); ++i)
-    EXPECT_NEAR(r.output.data()[i], ref.data()[i], 1e-5 * (1 + std::fabs(ref.data()[i])));
+  expect_close(r.output, ref);
   ASSERT_EQ(r.group_counters.size(), plan.size());
   EXPECT_EQ(r.group_counters[0].bricks_per_layer.size(), 2u);
+  // The totals hold the groups and layer 8, run layerwise between them.
   EXPECT_EQ(r.counters.flops, r.group_counters[0].flops + r.group_counters[1].flops +
-                                  r.group_counters[2].flops + r.group_counters[3].flops);
-  // No plan: the reference, layer by layer.
-  EXPECT_EQ(execute_plan(g, {}, x, w).output.values(), ref.values());
+                                  r.group_counters[2].flops + r.group_counters[3].flops +
+                                  2 * g.layer(8).macs);
+  // No plan: every layer layerwise.
+  const PlanResult none = execute_plan(g, {}, x, w, ExecOptions{2});
+  expect_close(none.output, ref);
+  EXPECT_EQ(none.counters.flops, 2 * g.total_macs());
 }
 
 TEST(PlanExecutor, RejectsBadPlans) {
