@@ -204,6 +204,59 @@ def best_candidate(candidates, strategy, measured, brick_edge=None):
     return min(pool)[2] if pool else None
 
 
+def _why_missing(candidates, strategy, brick_edge=None):
+    """Why a strategy (of a brick edge) has no bar: the model's reason when every candidate
+    is infeasible, else that it was not measured / predicted."""
+    pool = [c for c in candidates if c.strategy == strategy
+            and (brick_edge is None or c.bh == brick_edge)]
+    if not pool:
+        return "not in the search space"
+    if all(c.prediction is not None and not c.prediction["feasible"] for c in pool):
+        return "infeasible: " + (pool[0].prediction["reason"] or "(model)")
+    return "no result"
+
+
+class RunGroups:
+    """The groups a run considered (run_groups), their candidates, and layerwise execution of
+    any layer range: the group's own layerwise candidate when the space has one, else one
+    single-layer layerwise candidate per layer (a library kernel per layer)."""
+
+    def __init__(self, conn, run):
+        self.conn, self.run = conn, run
+        self.rows = conn.execute("SELECT rg.*, w.description FROM run_groups rg JOIN workloads "
+                                 "w ON w.id = rg.workload_id WHERE rg.run_id = ? ORDER BY "
+                                 "rg.first_layer, rg.last_layer", (run.id,)).fetchall()
+        self.workload = {(r["first_layer"], r["last_layer"]): r["workload_id"]
+                         for r in self.rows}
+        self._candidates = {}
+
+    def description(self, first, last):
+        """The workload description of a group ('conv3x3x3 3->3 48x48x48 +relu | ...')."""
+        return next((r["description"] for r in self.rows
+                     if (r["first_layer"], r["last_layer"]) == (first, last)), "")
+
+    def candidates(self, first, last):
+        w = self.workload.get((first, last))
+        if w is None:
+            return []
+        if w not in self._candidates:
+            self._candidates[w] = workload_candidates(self.conn, w, self.run)
+        return self._candidates[w]
+
+    def layerwise(self, first, last, measured):
+        """[CandidateResult] running layers first..last layer by layer, or None."""
+        own = best_candidate(self.candidates(first, last), "layerwise", measured)
+        if own is not None:
+            return [own]
+        parts = []
+        for layer in range(first, last + 1):
+            c = best_candidate(self.candidates(layer, layer), "layerwise", measured)
+            if c is None:
+                return None
+            parts.append(c)
+        return parts
+
+
 # ---- time breakdowns ---------------------------------------------------------------------
 
 @dataclass
@@ -268,7 +321,10 @@ def sum_breakdowns(bars, source):
 
 
 def candidate_breakdown(c, measured, run):
+    """The bar of one candidate, or of a list of them run one after the other."""
     source = run.measured_source if measured else SOURCE_MODEL
+    if isinstance(c, list):
+        return sum_breakdowns((candidate_breakdown(x, measured, run) for x in c), source)
     return breakdown(c.prediction, c.time(measured), source)
 
 
@@ -294,11 +350,11 @@ class Fig7Model:
     notes: list = field(default_factory=list)
 
 
-def _plan_groups(conn, plan_id, run):
-    rows = conn.execute("SELECT pg.candidate_id, c.workload_id FROM plan_groups pg "
-                        "JOIN candidates c ON c.id = pg.candidate_id WHERE pg.plan_id = ? "
-                        "ORDER BY pg.idx", (plan_id,)).fetchall()
-    return [(r["candidate_id"], r["workload_id"]) for r in rows]
+def _plan_groups(conn, plan_id):
+    """[(candidate_id, first_layer, last_layer)] of a plan, in order."""
+    rows = conn.execute("SELECT candidate_id, first_layer, last_layer FROM plan_groups WHERE "
+                        "plan_id = ? ORDER BY idx", (plan_id,)).fetchall()
+    return [(r["candidate_id"], r["first_layer"], r["last_layer"]) for r in rows]
 
 
 def _fractions_of(predictions):
@@ -320,23 +376,22 @@ def fig7_model(conn, run):
     measured_plan = next((p for p in plans if p["measured_ms"] is not None
                           and p["layerwise_measured_ms"] is not None), None)
     if measured_plan is not None:
-        plan, measured = measured_plan, True
+        plan = measured_plan
         plan_ms, layerwise_ms = plan["measured_ms"], plan["layerwise_measured_ms"]
         source = run.measured_source
     else:
-        plan, measured = plans[0], False
+        plan = plans[0]
         plan_ms, layerwise_ms = plan["predicted_ms"], plan["layerwise_predicted_ms"]
         source = SOURCE_MODEL
         if plans[0]["measured_ms"] is not None:
             notes.append("plan measured but layerwise not: both shown as predicted")
-    groups = _plan_groups(conn, plan["id"], run)
-    plan_pred = _fractions_of(latest_prediction(conn, cid, run.gpu_spec) for cid, _ in groups)
+    groups = _plan_groups(conn, plan["id"])
+    plan_pred = _fractions_of(latest_prediction(conn, cid, run.gpu_spec) for cid, _, _ in groups)
+    rg = RunGroups(conn, run)
     layer_preds = []
-    for _, workload_id in groups:
-        row = conn.execute("SELECT id FROM candidates WHERE workload_id = ? AND "
-                           "strategy = 'layerwise' ORDER BY id LIMIT 1",
-                           (workload_id,)).fetchone()
-        layer_preds.append(latest_prediction(conn, row["id"], run.gpu_spec) if row else None)
+    for _, first, last in groups:
+        parts = rg.layerwise(first, last, False)
+        layer_preds += [c.prediction for c in parts] if parts else [None]
     if any(p is None for p in layer_preds):
         notes.append("layerwise split from a subset of the layers")
     layer_pred = _fractions_of(layer_preds)
@@ -392,27 +447,39 @@ class Subgraph:
     layer_names: str
     workload: str
     source: str
-    chosen: dict          # strategy -> CandidateResult (or None)
+    chosen: dict          # strategy -> CandidateResult, a list of them (layerwise), or None
     bars: dict            # strategy -> Breakdown in ms (or None)
     normalized: dict      # strategy -> Breakdown relative to layerwise (or None)
     bytes_source: str = SOURCE_MODEL
     transactions: dict = field(default_factory=dict)  # strategy -> (l1, l2, dram) bytes
     ratios: dict = field(default_factory=dict)        # fused strategy -> (l1, l2, dram)
+    missing: dict = field(default_factory=dict)       # fused strategy -> why it has no bar
 
 
-def _choose(candidates, strategies, brick_edge=None):
-    """Best candidate per strategy: measured when every strategy that has a candidate has a
-    measured one, else predicted for all (a comparison never mixes the two)."""
-    measured = {s: best_candidate(candidates, s, True, brick_edge) for s in strategies}
-    predicted = {s: best_candidate(candidates, s, False, brick_edge) for s in strategies}
-    wanted = [s for s in strategies if predicted[s] is not None or measured[s] is not None]
+def _choose(rg, first, last, brick_edge=None):
+    """Layerwise (a list of candidates) and the best padded and memoized candidate of the
+    group first..last: measured when everything that the model can draw has a measurement,
+    else predicted for all (a comparison never mixes the two). Returns (chosen, measured)."""
+    cands = rg.candidates(first, last)
+
+    def pick(measured):
+        out = {s: best_candidate(cands, s, measured, brick_edge) for s in FUSED}
+        out["layerwise"] = rg.layerwise(first, last, measured)
+        return out
+
+    predicted, measured = pick(False), pick(True)
+    wanted = [s for s in STRATEGIES if predicted[s] is not None]
     if wanted and all(measured[s] is not None for s in wanted):
         return measured, True
     return predicted, False
 
 
 def _transactions(c, gpu):
-    """(L1, L2, DRAM) bytes: GPU counters when `gpu` else the prediction."""
+    """(L1, L2, DRAM) bytes of a candidate (or a list run one after the other): GPU counters
+    when `gpu`, else the prediction; None when unknown."""
+    if isinstance(c, list):
+        parts = [_transactions(x, gpu) for x in c]
+        return None if any(p is None for p in parts) else tuple(map(sum, zip(*parts)))
     if gpu:
         return (c.counters[COUNTER_L1], c.counters[COUNTER_L2],
                 c.counters[COUNTER_DRAM_READ] + c.counters[COUNTER_DRAM_WRITE])
@@ -421,19 +488,19 @@ def _transactions(c, gpu):
 
 
 def _has_gpu_counters(c):
+    if isinstance(c, list):
+        return all(_has_gpu_counters(x) for x in c)
     return c is not None and all(k in c.counters for k in (
         COUNTER_L1, COUNTER_L2, COUNTER_DRAM_READ, COUNTER_DRAM_WRITE))
 
 
 def subgraph_data(conn, run):
     """The labelled groups of `run` (run_groups.label), in natural label order."""
-    rows = conn.execute("SELECT rg.*, w.description FROM run_groups rg JOIN workloads w ON "
-                        "w.id = rg.workload_id WHERE rg.run_id = ? AND rg.label != ''",
-                        (run.id,)).fetchall()
+    rg = RunGroups(conn, run)
     out = []
-    for r in sorted(rows, key=lambda r: natural_key(r["label"])):
-        cands = workload_candidates(conn, r["workload_id"], run)
-        chosen, measured = _choose(cands, STRATEGIES)
+    for r in sorted((r for r in rg.rows if r["label"]), key=lambda r: natural_key(r["label"])):
+        first, last = r["first_layer"], r["last_layer"]
+        chosen, measured = _choose(rg, first, last)
         bars = {s: candidate_breakdown(c, measured, run) if c else None
                 for s, c in chosen.items()}
         base = bars["layerwise"].total if bars["layerwise"] else None
@@ -451,6 +518,8 @@ def subgraph_data(conn, run):
             t = sg.transactions.get(s)
             if t and lw and all(x > 0 for x in lw):
                 sg.ratios[s] = tuple(a / b for a, b in zip(t, lw))
+        sg.missing = {s: _why_missing(rg.candidates(first, last), s) for s in FUSED
+                      if chosen[s] is None}
         out.append(sg)
     return out
 
@@ -463,6 +532,7 @@ class Partition:
     groups: list                                  # [(first, last)]
     bars: dict = field(default_factory=dict)      # fused strategy -> Breakdown (ms)
     chosen: dict = field(default_factory=dict)    # fused strategy -> [CandidateResult]
+    missing: dict = field(default_factory=dict)   # fused strategy -> why it has no bar
 
 
 @dataclass
@@ -472,6 +542,7 @@ class Fig10Data:
     layerwise: Breakdown
     partitions: list
     notes: list = field(default_factory=list)
+    first_layer: str = ""  # workload description of the chain's first layer (its shape)
 
 
 _PARTITION_LABEL = re.compile(r"(\d+(?:\s*\+\s*\d+)*)\s*#\s*(\d+)")
@@ -538,27 +609,17 @@ def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
     run = find_run(conn, experiment, target_prefix)
     if run is None:
         return None
-    groups = {(r["first_layer"], r["last_layer"]): r["workload_id"] for r in conn.execute(
-        "SELECT first_layer, last_layer, workload_id FROM run_groups WHERE run_id = ?",
-        (run.id,)).fetchall()}
-    cands = {}
-
-    def candidates_of(group):
-        if group not in cands:
-            w = groups.get(group)
-            cands[group] = workload_candidates(conn, w, run) if w is not None else []
-        return cands[group]
-
+    rg = RunGroups(conn, run)
     parts = [Partition(name, gs) for name, gs in partitions_of_run(conn, run)]
     if not parts:
         return Fig10Data(run, SOURCE_MODEL, None, [], ["no partitions found in the run"])
-    # Layerwise: the layer-by-layer time of the finest partition's groups.
+    # Layerwise: the finest partition's groups, layer by layer.
     finest = parts[0]
 
     def collect(measured):
-        lw = [best_candidate(candidates_of(g), "layerwise", measured) for g in finest.groups]
-        chosen = {(p.name, s): [best_candidate(candidates_of(g), s, measured)
-                                for g in p.groups] for p in parts for s in FUSED}
+        lw = [rg.layerwise(a, b, measured) for a, b in finest.groups]
+        chosen = {(p.name, s): [best_candidate(rg.candidates(a, b), s, measured)
+                                for a, b in p.groups] for p in parts for s in FUSED}
         return lw, chosen
 
     # Measured only when every bar that the model can draw has all its groups measured.
@@ -575,7 +636,7 @@ def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
     if all(c is not None for c in lw):
         layerwise = sum_breakdowns((candidate_breakdown(c, measured, run) for c in lw), source)
     else:
-        notes.append("no layerwise candidate for every group")
+        notes.append("no layerwise candidate for every layer")
     for p in parts:
         for s in FUSED:
             cs = chosen[(p.name, s)]
@@ -583,7 +644,11 @@ def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
                 p.chosen[s] = cs
                 p.bars[s] = sum_breakdowns((candidate_breakdown(c, measured, run) for c in cs),
                                            source)
-    return Fig10Data(run, source, layerwise, parts, notes)
+            else:
+                a, b = p.groups[[c is None for c in cs].index(True)]
+                p.missing[s] = f"layers {a}-{b}: " + _why_missing(rg.candidates(a, b), s)
+    first = finest.groups[0][0]
+    return Fig10Data(run, source, layerwise, parts, notes, rg.description(first, first))
 
 
 # ---- Fig 11: brick sizes ------------------------------------------------------------------
@@ -597,6 +662,9 @@ class Fig11Data:
     bricks: dict          # brick edge -> {strategy: Breakdown}
     chosen: dict          # brick edge -> {strategy: CandidateResult}
     notes: list = field(default_factory=list)
+    dims: int = 3         # spatial rank of the bricks
+    missing: dict = field(default_factory=dict)  # brick edge -> {strategy: why no bar}
+    first_layer: str = ""  # workload description of the group's first layer (its shape)
 
 
 def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
@@ -605,16 +673,16 @@ def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
     run = find_run(conn, experiment, target_prefix)
     if run is None:
         return None
-    row = conn.execute("SELECT * FROM run_groups WHERE run_id = ? ORDER BY "
-                       "last_layer - first_layer DESC, first_layer LIMIT 1",
-                       (run.id,)).fetchone()
-    if row is None:
+    rg = RunGroups(conn, run)
+    if not rg.rows:
         return Fig11Data(run, SOURCE_MODEL, None, None, {}, {}, ["the run has no groups"])
-    cands = workload_candidates(conn, row["workload_id"], run)
+    row = max(rg.rows, key=lambda r: (r["last_layer"] - r["first_layer"], -r["first_layer"]))
+    first, last = row["first_layer"], row["last_layer"]
+    cands = rg.candidates(first, last)
     edges = sorted({c.bh for c in cands if c.strategy in FUSED})
 
     def collect(measured):
-        lw = best_candidate(cands, "layerwise", measured)
+        lw = rg.layerwise(first, last, measured)
         chosen = {e: {s: best_candidate(cands, s, measured, e) for s in FUSED} for e in edges}
         return lw, chosen
 
@@ -629,8 +697,12 @@ def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
     bricks = {e: {s: candidate_breakdown(c, measured, run) for s, c in d.items() if c}
               for e, d in chosen.items()}
     layerwise = candidate_breakdown(lw, measured, run) if lw else None
-    group = (row["first_layer"], row["last_layer"], row["layer_names"])
-    return Fig11Data(run, source, group, layerwise, bricks, chosen)
+    dims = 3 if any(c.bd > 1 for c in cands if c.strategy in FUSED) else 2
+    return Fig11Data(run, source, (first, last, row["layer_names"]), layerwise, bricks, chosen,
+                     dims=dims,
+                     missing={e: {s: _why_missing(cands, s, e) for s in FUSED
+                                  if chosen[e][s] is None} for e in edges},
+                     first_layer=rg.description(first, last).split(" | ")[0])
 
 
 # ---- Fig 12: model vs measurement ---------------------------------------------------------

@@ -89,27 +89,53 @@ def _mc_pair(ax, x, width, memory, compute):
     return max(top_m, top_c)
 
 
-def _breakdown_legend(ax, extra=(), loc="upper center"):
+def _y_limit(ax, tops, floor, cap, headroom=1.1):
+    """Sets the y range to fit the bars (with headroom for the legend) but at most `cap`;
+    a bar cut by the cap gets its value written at the top."""
+    top = max([floor] + [t for _, t in tops])
+    limit = min(top * headroom, cap)
+    ax.set_ylim(0, limit)
+    for x, t in tops:
+        if t > limit:
+            ax.text(x, limit * 0.97, f"{t:.2f}", ha="center", va="top", fontsize=6,
+                    rotation=90, color="black",
+                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"))
+
+
+def _missing_tag(ax, x, why):
+    """In place of a bar that does not exist: why (e.g. infeasible under the model)."""
+    ax.text(x, 0.02, why[:70], rotation=90, ha="center", va="bottom", fontsize=5.5,
+            color="#555555", transform=ax.get_xaxis_transform())
+
+
+def _side_legend(ax, handles):
+    """A legend outside the axes, on the right (the figures keep a margin for it)."""
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), ncol=1,
+              fontsize=7, frameon=False, borderaxespad=0.0)
+
+
+def _breakdown_legend(ax, extra=()):
     handles = [Patch(facecolor=COLORS[k], edgecolor="black", label=LABELS[k])
                for k in MEMORY_KEYS + COMPUTE_KEYS]
-    handles += list(extra)
-    ax.legend(handles=handles, loc=loc, ncol=min(len(handles), 6), fontsize=7,
-              frameon=True, bbox_to_anchor=(0.5, 1.0))
+    _side_legend(ax, handles + list(extra))
 
 
 def _sources_text(sources):
     return ", ".join(sorted(set(sources))) if sources else "no data"
 
 
-def _finish(fig, outdir, name, title, subtitle, bottom=0.1):
+FORMATS = ["png", "pdf"]  # set by --formats
+
+
+def _finish(fig, outdir, name, title, subtitle, bottom=0.1, right=0.83):
     fig.suptitle(title, fontsize=12, fontweight="bold", y=0.995)
     fig.text(0.5, 0.955, subtitle, ha="center", va="top", fontsize=7.5, color="#222222",
              wrap=True)
     # Fixed margins instead of tight_layout: as readable here and several times faster.
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=bottom, top=0.87, hspace=0.42,
+    fig.subplots_adjust(left=0.08, right=right, bottom=bottom, top=0.87, hspace=0.42,
                         wspace=0.25)
     paths = []
-    for ext in ("png", "pdf"):
+    for ext in FORMATS:
         path = os.path.join(outdir, f"{name}.{ext}")
         fig.savefig(path, dpi=130)
         paths.append(path)
@@ -133,11 +159,11 @@ def _runs_subtitle(runs, sources, note=SPLIT_NOTE):
 # ---- Fig 7 -----------------------------------------------------------------------------------
 
 def draw_fig7(data, outdir):
-    fig, (ax, axp) = plt.subplots(2, 1, figsize=(12, 8.5), sharey=True)
+    fig, (ax, axp) = plt.subplots(2, 1, figsize=(12, 8.5))
     frameworks = sorted({f for m in data.values() if m for f in m.baselines})
     slots = ["layerwise", "plan"] + frameworks
     width = 0.8 / max(len(slots), 4)
-    runs, sources, ticks, ticklabels = [], [], [], []
+    runs, sources, ticks, ticklabels, tops = [], [], [], [], []
     for i, name in enumerate(data):
         m = data[name]
         label = ref.FIG7.get(name, {}).get("label", name)
@@ -173,6 +199,7 @@ def draw_fig7(data, outdir):
                             markersize=4, zorder=5)
             else:
                 continue
+            tops.append((x, top))
             _source_tag(ax, x, source)
     ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
     ax.set_xticks(ticks, ticklabels, fontsize=8)
@@ -190,8 +217,8 @@ def draw_fig7(data, outdir):
                 for f in frameworks]
     handles.append(plt.Line2D([], [], marker="D", color="black", linestyle="",
                               label=f"paper's value ({ref.GPU})"))
-    ax.legend(handles=handles, fontsize=7, ncol=4, loc="upper center")
-    ax.set_ylim(0, 1.35)
+    _side_legend(ax, handles)
+    _y_limit(ax, tops, 1.05, 3.0)
     notes = [f"{n}: {t}" for n, m in data.items() if m for t in m.notes]
     if not runs:
         _no_data(ax, "no run of the seven model experiments in this database")
@@ -217,14 +244,14 @@ def draw_fig7(data, outdir):
                 axp.bar(x, paper[slot], pw, color=pcolors[slot], edgecolor="black",
                         linewidth=0.5)
     axp.axhline(1.0, color="red", linestyle="--", linewidth=1)
+    axp.set_ylim(0, 1.35)
     axp.set_xticks(range(len(data)), [ref.FIG7.get(n, {}).get("label", n) for n in data],
                    fontsize=8)
     axp.set_ylabel("Normalized execution time\n(cuDNN = 1)")
     axp.set_title(PAPER_TITLE, fontsize=9, loc="left")
-    axp.legend(handles=[Patch(facecolor=pcolors[s], edgecolor="black", label=lab) for s, lab in
-                        (("cudnn", "cuDNN"), ("brickdl", "BrickDL"),
-                         ("torchscript", "TorchScript"), ("xla", "TensorFlow XLA"))],
-               fontsize=7, ncol=4, loc="upper center")
+    _side_legend(axp, [Patch(facecolor=pcolors[s], edgecolor="black", label=lab) for s, lab in
+                       (("cudnn", "cuDNN"), ("brickdl", "BrickDL"),
+                        ("torchscript", "TorchScript"), ("xla", "TensorFlow XLA"))])
     subtitle = _runs_subtitle(runs, sources)
     if notes:
         subtitle += "\nnotes: " + "; ".join(notes)
@@ -255,7 +282,7 @@ def _paper_subgraph_index(label):
 def draw_fig8(run, subgraphs, outdir):
     fig, (ax, axp) = plt.subplots(2, 1, figsize=(13, 9))
     width, step = 0.3, 1.0
-    centers, xs, letters, labels, sources = [], [], [], [], []
+    centers, xs, letters, labels, sources, tops = [], [], [], [], [], []
     for i, sg in enumerate(subgraphs):
         base = i * 3.5 * step
         centers.append(base + step)
@@ -267,8 +294,9 @@ def draw_fig8(run, subgraphs, outdir):
             letters.append(STRATEGY_LETTER[s])
             b = sg.normalized.get(s)
             if b is None:
+                _missing_tag(ax, x, sg.missing.get(s, "no layerwise time for every layer"))
                 continue
-            top = _mc_pair(ax, x, width, b.memory_side, b.compute_side)
+            tops.append((x, _mc_pair(ax, x, width, b.memory_side, b.compute_side)))
             _source_tag(ax, x, b.source)
             k = _paper_subgraph_index(sg.label)
             if k is not None:
@@ -278,7 +306,7 @@ def draw_fig8(run, subgraphs, outdir):
     if subgraphs:
         _subgraph_axis_labels(ax, centers, xs, letters, labels)
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
-        ax.set_ylim(0, 1.45)
+        _y_limit(ax, tops, 1.15, 3.0)
     else:
         _no_data(ax, f"no labelled subgraphs: no run of experiment '{fd.FIG8_EXPERIMENT}' in "
                      "this database")
@@ -362,9 +390,13 @@ def draw_fig9(run, subgraphs, outdir):
     handles.append(plt.Line2D([], [], color="black", linestyle="--", label="layerwise"))
     handles.append(plt.Line2D([], [], marker="D", color="black", linestyle="",
                               label=f"paper's value ({ref.GPU})"))
-    ax.legend(handles=handles, fontsize=7, ncol=5, loc="upper center")
-    top = max([1.6] + [v for r in rows for t in r.values() for v in t])
-    ax.set_ylim(0, top * 1.15)
+    _side_legend(ax, handles)
+    values = [v for r in rows for t in r.values() for v in t if v > 0]
+    if values and max(values) > 3:  # the ratios span decades: a log axis shows them all
+        ax.set_yscale("log")
+        ax.set_ylim(min(values + [0.5]) / 1.5, max(values) * 1.5)
+    else:
+        ax.set_ylim(0, max(values + [1.4]) * 1.1)
 
     paper_rows = [{s: p[s] for s in fd.FUSED} for p in ref.FIG9]
     centers, xs, letters = panel(axp, paper_rows, None)
@@ -407,17 +439,21 @@ def _absolute_panel(ax, baseline, groups, baseline_label):
             if s not in bars:
                 continue
             parts = bars[s]
+            if isinstance(parts, str):  # no bar: say why
+                _missing_tag(ax, x, parts)
+                continue
             t = _mc_pair(ax, x, width, parts[0], parts[1])
             if len(parts) > 2:
                 _source_tag(ax, x, parts[2])
             top = max(top, t)
     ax.set_xticks(xs, letters, fontsize=7)
+    ax.set_xlim(min(xs) - 0.8, max(xs) + 0.8)
     for c, (label, _) in zip(centers, groups):
         ax.text(c, -0.16, label, ha="center", va="top", transform=ax.get_xaxis_transform(),
                 fontsize=9, fontweight="bold")
     for c in centers:
         ax.axvline(c - 1.1, color="#bbbbbb", linewidth=0.8)
-    ax.set_ylim(0, top * 1.3 if top > 0 else 1)
+    ax.set_ylim(0, top * 1.1 if top > 0 else 1)
 
 
 def _parts(b):
@@ -434,12 +470,14 @@ def draw_fig10(data, outdir):
         _no_data(ax, f"no run of experiment '{fd.FIG10_EXPERIMENT}' with partitions in this "
                      "database")
     else:
-        groups = [(" + ".join(p.name.split("+")), {s: _parts(b) for s, b in p.bars.items()})
+        groups = [(" + ".join(p.name.split("+")),
+                   {**p.missing, **{s: _parts(b) for s, b in p.bars.items()}})
                   for p in data.partitions]
         _absolute_panel(ax, _parts(data.layerwise) if data.layerwise else None, groups,
                         "layerwise")
     ax.set_ylabel("Total execution time (ms)")
-    ax.set_title("ours", fontsize=9, loc="left")
+    ax.set_title("ours" + (f" (each layer: {data.first_layer})" if data and data.first_layer
+                           else ""), fontsize=9, loc="left")
     _breakdown_legend(ax)
     _absolute_panel(axp, _paper_parts(ref.FIG10_CUDNN),
                     [(" + ".join(n.split("+")), {s: _paper_parts(ref.FIG10[n][s])
@@ -463,14 +501,14 @@ def draw_fig11(data, outdir):
     else:
         groups = []
         for e, bars in sorted(data.bricks.items()):
-            anyc = next(c for c in data.chosen[e].values() if c)
-            shape = anyc.brick.split("/")[0]
-            groups.append((f"{shape} brick", {s: _parts(b) for s, b in bars.items()}))
+            parts = {s: _parts(b) for s, b in bars.items()}
+            parts.update({s: why for s, why in data.missing.get(e, {}).items()})
+            groups.append(("x".join([str(e)] * data.dims) + " brick", parts))
         _absolute_panel(ax, _parts(data.layerwise) if data.layerwise else None, groups,
                         "layerwise")
     ax.set_ylabel("Total execution time (ms)")
-    ax.set_title("ours" + (f" (group: {data.group[2]})" if data and data.group else ""),
-                 fontsize=9, loc="left")
+    ax.set_title("ours" + (f" (group: {data.group[2]}; each layer: {data.first_layer})"
+                           if data and data.group else ""), fontsize=9, loc="left")
     _breakdown_legend(ax)
     _absolute_panel(axp, _paper_parts(ref.FIG11_CUDNN),
                     [(f"{e}x{e}x{e} brick", {s: _paper_parts(ref.FIG11[e][s])
@@ -573,7 +611,8 @@ def draw_fig12(points, outdir):
                  "and a prediction for its run's GPU spec;\nrelative error = |predicted - "
                  "measured| / measured; no paper counterpart (beyond the paper)")
     return _finish(fig, outdir, FIGURES["fig12"],
-                   "Fig 12 (beyond the paper) - model vs measurement", runs_note, bottom=0.33)
+                   "Fig 12 (beyond the paper) - model vs measurement", runs_note, bottom=0.33,
+                   right=0.98)
 
 
 # ---- driver ---------------------------------------------------------------------------------
@@ -646,7 +685,13 @@ def main(argv=None):
                              "'gpu:' or 'cpu:' (default: the latest run of each experiment)")
     parser.add_argument("--only", default=None,
                         help="comma-separated subset of " + ",".join(FIGURES))
+    parser.add_argument("--formats", default="png,pdf",
+                        help="comma-separated output formats (default: png,pdf; any that "
+                             "matplotlib writes, e.g. svg)")
     args = parser.parse_args(argv)
+    FORMATS[:] = [s.strip() for s in args.formats.split(",") if s.strip()]
+    if not FORMATS:
+        parser.error("--formats needs at least one format")
     only = None
     if args.only:
         only = [s.strip() for s in args.only.split(",") if s.strip()]

@@ -131,6 +131,8 @@ def _fig7(b, t_model, t_gpu):
     b.prediction(p12, time=3, dram=1.5, compute=1)
     l3 = b.candidate(w3, "layerwise")
     b.prediction(l3, time=2, dram=1, compute=0.5)
+    b.group(run, w12, 1, 2)
+    b.group(run, w3, 3, 3)
     b.plan(run, "predicted", 5, 6, [(p12, 1, 2), (l3, 3, 3)])
     b.plan(run, "measured", 5, 6, [(p12, 1, 2), (l3, 3, 3)], measured=4, layerwise_measured=8)
     # Baselines: one comparable (same GPU name), one of another GPU, one of another batch.
@@ -161,32 +163,41 @@ def _fig8(b, t_cpu):
     b.measurement(p8, t_cpu, run, 18)
     b.measurement(p16, t_cpu, run, 1)  # infeasible under the model: never chosen
     b.measurement(m8, t_cpu, old_run, 15)  # measured before the resume only: reused
-    # "subgraph 10": memoized not measured (only a wrong result): all predicted.
+    # "subgraph 10": memoized not measured (only a wrong result): all predicted. Its group
+    # has no layerwise candidate of its own: layerwise is layers 4, 5 and 6 one by one.
     w = b.workload(3)
     b.group(run, w, 4, 6, "subgraph 10")
-    lw = b.candidate(w, "layerwise")
-    b.prediction(lw, time=4, dram=2, compute=1, l1=10, l2=10, dram_bytes=10)
+    for layer, (ms, measured) in zip((4, 5, 6), ((1, 10), (1, 10), (2, 20))):
+        wl = b.workload(1)
+        b.group(run, wl, layer, layer)
+        c = b.candidate(wl, "layerwise")
+        b.prediction(c, time=ms, dram=ms / 2, compute=ms / 4, l1=ms * 2.5, l2=ms * 2.5,
+                     dram_bytes=ms * 2.5)
+        b.measurement(c, t_cpu, run, measured)
     p = b.candidate(w, "padded", 8)
     b.prediction(p, time=3, dram=1, compute=1, l1=12, l2=11, dram_bytes=9)
     m = b.candidate(w, "memoized", 8)
     b.prediction(m, time=5, dram=2, compute=2, l1=11, l2=10.5, dram_bytes=8)
-    b.measurement(lw, t_cpu, run, 40)
     b.measurement(p, t_cpu, run, 30)
     b.measurement(m, t_cpu, run, None, status="wrong_result")
     # An unlabelled group is not a subgraph.
-    w = b.workload(1)
-    b.group(run, w, 7, 7)
+    w = b.workload(2)
+    b.group(run, w, 7, 8)
 
 
 def _fig10(b, t_cpu):
     run = b.run("micro_graphsize", "micro_graphsize", t_cpu, batch=1)
     labels = {(1, 2): "2+2+2 #1", (3, 4): "2+2+2 #2", (5, 6): "2+2+2 #3, 4+2 #2",
               (1, 4): "4+2 #1", (1, 6): "6 #1"}
+    # Layerwise: one single-layer group per layer, 2 ms each (DRAM 1, compute 0.5).
+    for layer in range(1, 7):
+        w = b.workload(1)
+        b.group(run, w, layer, layer)
+        b.prediction(b.candidate(w, "layerwise"), time=2, dram=1, compute=0.5)
     for (first, last), label in labels.items():
         n = last - first + 1
         w = b.workload(n)
         b.group(run, w, first, last, label)
-        b.prediction(b.candidate(w, "layerwise"), time=2 * n, dram=n, compute=0.5 * n)
         if n == 6:
             b.prediction(b.candidate(w, "padded", 8), time=13, dram=7, compute=3)
             b.prediction(b.candidate(w, "memoized", 8), time=14, dram=6, compute=3, ac=1,

@@ -1,4 +1,5 @@
 """Data extraction of the figure scripts, checked on the synthetic database by hand."""
+import math
 import os
 import sqlite3
 import sys
@@ -105,7 +106,13 @@ class FigDataTest(unittest.TestCase):
         self.assertEqual(sg.source, fd.SOURCE_MODEL)
         self.assertAlmostEqual(sg.normalized["padded"].total, 0.75)
         self.assertAlmostEqual(sg.normalized["memoized"].total, 1.25)
+        # Layerwise of layers 4-6 one by one: 1 + 1 + 2 ms, DRAM half, compute a quarter.
+        self.assertEqual([c.prediction["time_ms"] for c in sg.chosen["layerwise"]], [1, 1, 2])
         self.assertBar(sg.normalized["layerwise"], 1.0, 0.5, 0.25)
+        # Bytes 2.5 per predicted ms: 10 over the three layers.
+        self.assertEqual(sg.transactions["layerwise"], (10, 10, 10))
+        for got, want in zip(sg.ratios["memoized"], (1.1, 1.05, 0.8)):
+            self.assertAlmostEqual(got, want)
 
     def test_fig9_ratios_from_predictions_on_a_cpu_run(self):
         run = fd.find_run(self.conn, fd.FIG8_EXPERIMENT)
@@ -166,9 +173,9 @@ class FigDataTest(unittest.TestCase):
         points = fd.fig12_data(self.conn)
         cpu = [p for p in points if p.target == synthetic_db.CPU_TARGET]
         gpu = [p for p in points if p.target == synthetic_db.GPU_TARGET]
-        self.assertEqual(len(points), 13)
+        self.assertEqual(len(points), 15)
         self.assertEqual(sorted((p.predicted_ms, p.measured_ms) for p in cpu),
-                         [(3, 30), (4, 40), (8, 18), (9, 15), (10, 20)])
+                         [(1, 10), (1, 10), (2, 20), (3, 30), (8, 18), (9, 15), (10, 20)])
         self.assertEqual(len(gpu), 8)
         lw = [p for p in gpu if p.strategy == "layerwise"][0]
         self.assertEqual((lw.bytes_kind, lw.predicted_bytes, lw.measured_bytes),
@@ -180,11 +187,13 @@ class FigDataTest(unittest.TestCase):
     def test_fig12_statistics(self):
         points = fd.fig12_data(self.conn, target_prefix="cpu:")
         s = fd.accuracy_stats([p.predicted_ms for p in points], [p.measured_ms for p in points])
-        # Errors 0.5, 10/18, 0.4, 0.9, 0.9; ranks (5,3,4,2,1) vs (3,2,1,5,4): sum d^2 = 32.
-        self.assertEqual(s["n"], 5)
-        self.assertAlmostEqual(s["median_rel_error"], 10 / 18)
+        # Pairs (10,20) (8,18) (9,15) (1,10) (1,10) (2,20) (3,30): errors 0.5, 10/18, 0.4 and
+        # four times 0.9. Tie-averaged ranks (7,5.5) (5,4) (6,3) (1.5,1.5) (1.5,1.5) (3,5.5)
+        # (4,7), both means 4: sxy = 13.5, sxx = 27.5, syy = 27.
+        self.assertEqual(s["n"], 7)
+        self.assertAlmostEqual(s["median_rel_error"], 0.9)
         self.assertAlmostEqual(s["worst_rel_error"], 0.9)
-        self.assertAlmostEqual(s["spearman"], 1 - 6 * 32 / (5 * 24))
+        self.assertAlmostEqual(s["spearman"], 13.5 / math.sqrt(27.5 * 27))
         gpu = fd.fig12_data(self.conn, target_prefix="gpu:")
         s = fd.accuracy_stats([p.predicted_ms for p in gpu], [p.measured_ms for p in gpu])
         self.assertEqual((s["n"], s["median_rel_error"], s["worst_rel_error"], s["spearman"]),
