@@ -100,17 +100,18 @@ class NetDefsTest(unittest.TestCase):
                 continue
             r = subprocess.run([tune, path, "--describe"], capture_output=True, text=True,
                                timeout=120)
-            m = re.search(r"(\d+) params, (\d+) MACs", r.stdout)
+            m = re.search(r"([\d,]+) params, ([\d,]+) MACs", r.stdout)
             if r.returncode != 0 or not m:
                 self.skipTest(f"brickdl-tune --describe gave no totals line (rc {r.returncode})")
             batch = common.read_experiment(path).get("batch", 1)
             net = netdefs.build(model)
-            self.assertEqual(int(m.group(1)), net.total_params(), model)
+            params, zoo_macs = (int(g.replace(",", "")) for g in m.groups())
+            self.assertEqual(params, net.total_params(), model)
             macs = net.total_macs()
             if model == "deepcam":
                 # The zoo runs each of the 4 transposed convs as upsample + conv: 4x the MACs.
                 macs += 3 * sum(l.macs for l in net.layers if l.op == "conv_transpose")
-            self.assertEqual(int(m.group(2)), batch * macs, model)
+            self.assertEqual(zoo_macs, batch * macs, model)
 
 
 class ExperimentFileTest(unittest.TestCase):
