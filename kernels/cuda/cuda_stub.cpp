@@ -23,3 +23,24 @@ int64_t NvrtcCompiler::hits() const { return 0; }
 int64_t NvrtcCompiler::misses() const { return 0; }
 
 }  // namespace brickdl::cuda
+
+// ---- CudaMeasurer -------------------------------------------------------------------------
+#include "kernels/cuda/cuda_measurer.h"
+
+namespace brickdl::cuda {
+
+std::string cuda_unavailable_reason() {
+  return "brickdl was built without CUDA (BRICKDL_ENABLE_CUDA)";
+}
+bool cuda_device_available() { return false; }
+DeviceInfo query_device(int) { throw CudaError(cuda_unavailable_reason()); }
+std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions&) {
+  throw CudaError(cuda_unavailable_reason());
+}
+std::vector<float> run_on_device(const Graph&, const Candidate&, DeviceRunner,
+                                 const std::vector<const kernels::Tensor*>&,
+                                 const kernels::ModelWeights&) {
+  throw CudaError(cuda_unavailable_reason());
+}
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,85 @@
+#pragma once
+// CudaMeasurer: the Measurer of the CUDA backend (CUDA-free interface; cuda_measurer.cu).
+//
+//   candidate ──plan_kernels──► source ──NvrtcCompiler (cache)──► cubin ──cuModuleLoadData──┐
+//   seeded inputs / weights (kernels/weights.h, as the CPU backend) ──► device buffers ─────┤
+//                                                                                          ▼
+//   reference: cuDNN layerwise, strict FP32, exact algorithms (else the CPU reference ops)
+//   1 validation run  ──► compare (|out−ref| <= atol + rtol·|ref|), memo counters, error flag
+//   warm-up runs; repetitions: [L2 flush] event ─ kernels ─ event ──► samples (+ CUPTI
+//   activity: summed kernel durations); counter pass: CUPTI range profiler, one user range
+//   per run, replayed as many passes as the metrics need ──► MeasureResult::counters
+//
+// Strategy `layerwise` is the baseline: its timed samples are cuDNN with strict FP32 (one call
+// per layer; our generated kernels are FP32 FFMA too), and the counters add the variants
+// "variant.cudnn_tf32_ms" (TF32 tensor cores allowed), "variant.cudnn_fp32_ms" and
+// "variant.own_layerwise_ms" (our single-layer kernels, validated), medians over the same
+// repetitions. Without cuDNN, `layerwise` times our own single-layer kernels.
+//
+// Failures are statuses: unsupported (no template / too much shared memory / cuDNN lacks an
+// op for the baseline), compile_error (with the NVRTC log), launch_error (the CUDA error; the
+// device is reset so tuning can go on), timeout (a memoized wait exceeded its limit, or the
+// run exceeded MeasureOptions::timeout_s), wrong_result.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/measurer.h"
+#include "kernels/tensor.h"
+#include "kernels/weights.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/nvrtc_compiler.h"
+
+namespace brickdl::cuda {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc = 0;  // compute capability major·10 + minor (90 for sm_90)
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t smem_optin_bytes = 0;  // dynamic shared memory per block, opt-in maximum
+  int64_t global_mem_bytes = 0;
+  int clock_khz = 0;             // SM clock (for the memoized wait limit in clock ticks)
+  int driver_version = 0;        // 13000 for 13.0
+  int runtime_version = 0;
+  std::string cudnn_version = "none";  // "9.19.0"
+  // "gpu:<name>/sm<cc>/drv<driver>/cuda<runtime>/cudnn<cudnn>", spaces in the name as '-'.
+  std::string fingerprint() const;
+};
+
+// True when brickdl was built with CUDA, a driver is loaded and a device is visible.
+bool cuda_device_available();
+// Why cuda_device_available() is false ("" when it is true).
+std::string cuda_unavailable_reason();
+// Throws CudaError when there is no such device.
+DeviceInfo query_device(int ordinal = 0);
+
+struct CudaMeasurerOptions {
+  int device = 0;
+  std::string cache_dir = default_cache_dir();  // NVRTC cubins ("" = memory only)
+  bool use_cudnn = true;   // reference and layerwise baseline (when built with cuDNN)
+  bool use_cupti = true;   // kernel records and counters (when built with CUPTI)
+  std::vector<std::string> metrics;  // range-profiler metrics; empty = the profiler's defaults
+  CodegenOptions codegen;  // max_smem_bytes is lowered to the device's opt-in maximum
+  // Test seam: edits each plan after generation, before compilation (device tests use it to
+  // plant a wrong, broken or endless kernel and check the status the measurer reports).
+  std::function<void(KernelPlan&)> edit_plan;
+};
+
+// Throws CudaError when no device is available (check cuda_device_available() first).
+std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions& options = {});
+
+// What run_on_device() runs.
+enum class DeviceRunner { kGenerated, kCudnnStrictFp32, kCudnnTf32 };
+
+// One run of `candidate` on device 0 with host data in and out (tests, benchmarks): inputs[k]
+// is the tensor of its k-th external input (KernelPlan::input_ids), `weights` cover the group.
+// Returns the last layer's NCDHW output. Throws Unsupported, CompileError, CudaError.
+std::vector<float> run_on_device(const Graph& graph, const Candidate& candidate,
+                                 DeviceRunner runner,
+                                 const std::vector<const kernels::Tensor*>& inputs,
+                                 const kernels::ModelWeights& weights);
+
+}  // namespace brickdl::cuda

@@ -1,0 +1,269 @@
+// GPU tests of the CUDA backend. Each one calls GTEST_SKIP() without a usable device (reported
+// skipped, never passed). scripts/gpu-check.sh runs them on a machine with a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/graph_builder.h"
+#include "kernels/cuda/cuda_measurer.h"
+#include "kernels/cuda/cudnn_layerwise.h"
+#include "kernels/cuda/cupti_profiler.h"
+#include "kernels/merged_executor.h"
+#include "kernels/weights.h"
+
+namespace brickdl::cuda {
+namespace {
+
+#define BRICKDL_REQUIRE_GPU()                                                   \
+  do {                                                                          \
+    if (!cuda_device_available()) GTEST_SKIP() << cuda_unavailable_reason();    \
+  } while (0)
+
+constexpr uint64_t kSeed = 11;
+
+struct Data {
+  std::vector<kernels::Tensor> inputs;
+  std::vector<const kernels::Tensor*> ptrs;
+  kernels::ModelWeights weights;
+};
+
+Data make_data(const Graph& g, const Group& grp) {
+  Data d;
+  for (int id : kernels::group_external_inputs(g, grp))
+    d.inputs.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
+  for (const auto& t : d.inputs) d.ptrs.push_back(&t);
+  d.weights = kernels::make_weights(g, kSeed, grp.first, grp.last);
+  return d;
+}
+
+std::vector<float> cpu_reference(const Graph& g, const Group& grp, const Data& d) {
+  Candidate lw;
+  lw.group = grp;
+  lw.strategy = Strategy::kLayerwise;
+  return kernels::execute_group(g, lw, d.ptrs, d.weights).output.values();
+}
+
+// Max of |a − b| / (atol + rtol·|b|): <= 1 means every element is within tolerance.
+double worst(const std::vector<float>& a, const std::vector<float>& b, double rtol, double atol) {
+  EXPECT_EQ(a.size(), b.size());
+  double w = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = std::fabs(double{a[i]} - b[i]);
+    w = std::max(w, std::isfinite(d) ? d / (atol + rtol * std::fabs(double{b[i]})) : 1e30);
+  }
+  return w;
+}
+
+Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
+  Candidate c;
+  c.group = g;
+  c.strategy = s;
+  c.brick = b;
+  c.threads = threads;
+  return c;
+}
+
+Graph bottleneck(int batch, int64_t image) {
+  GraphBuilder b("bottleneck", TensorShape{batch, 64, 1, image, image, 2});
+  const int x = b.input();
+  int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
+  y = b.batch_norm(b.conv2d(y, 64, 1, 1, 0, 1, 1, false, "conv3"));
+  b.relu(b.add(y, x, "add"));
+  return fuse_for_inference(b.build());
+}
+
+Graph chain3d(int64_t image) {
+  GraphBuilder b("chain3d", TensorShape{1, 3, image, image, image, 3});
+  int x = b.input();
+  for (int i = 1; i <= 3; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1, 1, 1, true, "c" + std::to_string(i)));
+  return fuse_for_inference(b.build());
+}
+
+TEST(Device, GeneratedKernelsMatchTheCpuReference) {
+  BRICKDL_REQUIRE_GPU();
+  std::vector<std::pair<Graph, std::vector<Candidate>>> cases;
+  const Graph bn = bottleneck(2, 20);
+  cases.push_back({bn,
+                   {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
+                    make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
+                    make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}});
+  const Graph c3 = chain3d(18);
+  cases.push_back({c3,
+                   {make({1, 3}, Strategy::kPadded, {4, 4, 4, 0}),
+                    make({1, 3}, Strategy::kMemoized, {8, 8, 8, 0}, 256),
+                    make({2, 3}, Strategy::kMemoized, {3, 5, 7, 0}, 96)}});
+  // Random 2-D chains with stride, dilation and ragged bricks.
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int t = 0; t < 4; ++t) {
+    GraphBuilder b("random", TensorShape{pick(1, 3), pick(1, 8), 1, pick(9, 30), pick(9, 30), 2});
+    int x = b.input();
+    for (int l = 0; l < 3; ++l) {
+      const int k = pick(0, 1) * 2 + 1, s = pick(0, 3) == 0 ? 2 : 1, dil = pick(1, 2);
+      x = b.relu(b.conv2d(x, pick(2, 12), k, s, dil * (k - 1) / 2, dil, 1, true));
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const BrickShape brick{1, pick(2, 9), pick(2, 9), pick(0, 1) ? 0 : 4};
+    cases.push_back({g,
+                     {make({1, 3}, Strategy::kPadded, brick, 32 * pick(1, 8)),
+                      make({1, 3}, Strategy::kMemoized, brick, 32 * pick(1, 8))}});
+  }
+  for (const auto& [g, cands] : cases) {
+    for (const Candidate& c : cands) {
+      SCOPED_TRACE(g.name() + " " + c.config_str());
+      const Data d = make_data(g, c.group);
+      const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+      EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 1e-4, 1e-5), 1.0);
+    }
+  }
+}
+
+TEST(Device, CudnnBaselineMatchesTheCpuReference) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported()) GTEST_SKIP() << "built without cuDNN";
+  GraphBuilder p("pools", TensorShape{2, 8, 1, 17, 17, 2});
+  int x = p.relu(p.conv2d(p.input(), 8, 3, 1, 1, 1, 2, true, "grouped"));
+  x = p.max_pool(x, 3, 2, 1, false, "max");
+  x = p.leaky_relu(p.conv2d(x, 8, 3, 1, 2, 2, 1, true, "dilated"), 0.1f, "leaky");
+  p.avg_pool(x, 2, 2, 0, false, "avg");
+  const Graph pools = fuse_for_inference(p.build());
+  for (const Graph& g : {bottleneck(2, 14), chain3d(10), pools}) {
+    const Group grp{1, g.size() - 1};
+    const Data d = make_data(g, grp);
+    const auto ref = cpu_reference(g, grp, d);
+    const Candidate c = make(grp, Strategy::kLayerwise, {1, 8, 8, 0});
+    SCOPED_TRACE(g.name());
+    EXPECT_LE(worst(run_on_device(g, c, DeviceRunner::kCudnnStrictFp32, d.ptrs, d.weights), ref,
+                    1e-4, 1e-5),
+              1.0);
+    // TF32 keeps 10 mantissa bits: a looser, still meaningful bound.
+    EXPECT_LE(worst(run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights), ref, 2e-2,
+                    2e-2),
+              1.0);
+  }
+}
+
+TEST(Device, MeasurerTimesValidatesAndCountsMemoClaims) {
+  BRICKDL_REQUIRE_GPU();
+  const Graph g = chain3d(24);
+  const Candidate c = make({1, 3}, Strategy::kMemoized, {8, 8, 8, 0}, 128);
+  auto m = make_cuda_measurer();
+  EXPECT_EQ(m->backend(), "cuda");
+  EXPECT_EQ(m->target().rfind("gpu:", 0), 0u) << m->target();
+  EXPECT_NE(m->target().find("/sm"), std::string::npos) << m->target();
+  MeasureOptions o;
+  o.repetitions = 5;
+  o.collect_counters = false;
+  const MeasureResult r = m->measure(g, c, o);
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_EQ(r.samples_ms.size(), 5u);
+  EXPECT_GT(r.median_ms, 0);
+  EXPECT_LE(r.min_ms, r.median_ms);
+  EXPECT_LE(r.max_rel_error, 1e-4);
+  // 24^3 in 8^3 bricks: 27 bricks per layer; both intermediate layers entirely needed.
+  EXPECT_EQ(r.counters.at("memo_claims"), 2 * 27);
+  EXPECT_EQ(r.counters.at("bricks_computed"), 3 * 27);
+  EXPECT_EQ(r.counters.at("memo_lookups"),
+            r.counters.at("memo_claims") + r.counters.at("memo_hits") +
+                r.counters.at("memo_conflicts"));
+}
+
+TEST(Device, CuptiCountersArePresentAndPlausible) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CuptiProfiler::is_supported()) GTEST_SKIP() << "built without CUPTI";
+  const Graph g = bottleneck(4, 56);
+  auto m = make_cuda_measurer();
+  MeasureOptions o;
+  o.repetitions = 3;
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+    const Candidate c = make({1, 4}, s, {1, 8, 8, 0}, 256);
+    SCOPED_TRACE(c.config_str());
+    const MeasureResult r = m->measure(g, c, o);
+    ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+    if (!r.counters.count("dram__bytes_read.sum"))
+      GTEST_SKIP() << "the profiler gave no counters (restricted to administrators?)";
+    const double in_bytes = 4.0 * 64 * 56 * 56 * 4, out_bytes = in_bytes;
+    // Cold runs (L2 flushed): the input comes from DRAM, the output goes there, and no
+    // intermediate should (L2 holds memoized bricks; padded keeps them on chip).
+    EXPECT_GE(r.counters.at("dram__bytes_read.sum"), 0.9 * in_bytes);
+    EXPECT_LE(r.counters.at("dram__bytes_read.sum"), 3.0 * (in_bytes + out_bytes));
+    EXPECT_GE(r.counters.at("dram__bytes_write.sum"), 0.5 * out_bytes);
+    EXPECT_GE(r.counters.at("lts__t_bytes.sum"), r.counters.at("dram__bytes_read.sum"));
+    EXPECT_GT(r.counters.at("sm__cycles_elapsed.avg"), 0);
+    EXPECT_GT(r.counters.at("gpu__time_duration.sum"), 0);
+    // Thread-level FFMAs: at least one per useful MAC, at most the tile waste on top.
+    const Data d = make_data(g, c.group);
+    const auto cpu = kernels::execute_group(g, c, d.ptrs, d.weights);
+    ASSERT_TRUE(cpu.supported);
+    const double macs = static_cast<double>(cpu.counters.flops) / 2;
+    EXPECT_GE(r.counters.at("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"), macs);
+    EXPECT_LE(r.counters.at("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"), 1.6 * macs);
+    if (s == Strategy::kMemoized) {
+      // A claim is a CAS and a publish an exchange: two global atomics per computed brick.
+      EXPECT_GE(r.counters.at("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"),
+                2 * r.counters.at("memo_claims"));
+    }
+  }
+}
+
+TEST(Device, MeasurerStatusesForFailingCandidates) {
+  BRICKDL_REQUIRE_GPU();
+  const Graph g = chain3d(16);
+  const Candidate good = make({1, 3}, Strategy::kPadded, {4, 4, 4, 0});
+  MeasureOptions o;
+  o.repetitions = 2;
+  o.collect_counters = false;
+
+  CudaMeasurerOptions wrong;
+  wrong.edit_plan = [](KernelPlan& p) {
+    const std::string from = "g.layers[2].act = 1;", to = "g.layers[2].act = 2;";
+    const auto at = p.source.find(from);
+    ASSERT_NE(at, std::string::npos);
+    p.source.replace(at, from.size(), to);
+  };
+  {
+    const MeasureResult r = make_cuda_measurer(wrong)->measure(g, good, o);
+    EXPECT_EQ(r.status, MeasureStatus::kWrongResult) << r.error;
+    EXPECT_NE(r.error.find("differ from the reference"), std::string::npos) << r.error;
+    EXPECT_TRUE(r.samples_ms.empty());
+  }
+  CudaMeasurerOptions broken;
+  broken.edit_plan = [](KernelPlan& p) { p.source += "\n#error planted_compile_error\n"; };
+  {
+    const MeasureResult r = make_cuda_measurer(broken)->measure(g, good, o);
+    EXPECT_EQ(r.status, MeasureStatus::kCompileError);
+    EXPECT_NE(r.error.find("planted_compile_error"), std::string::npos) << r.error;
+  }
+  CudaMeasurerOptions endless;  // runs ~2 s while the measurer allows 0.3 s
+  endless.edit_plan = [](KernelPlan& p) {
+    p.source =
+        "#include \"kernels.cuh\"\n"
+        "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n"
+        "  const long long t0 = clock64();\n"
+        "  while (clock64() - t0 < 4000000000ll) {}\n"
+        "  if (a.out && threadIdx.x == 0 && blockIdx.x == 0) a.out[0] = 0.f;\n"
+        "}\n";
+  };
+  auto m = make_cuda_measurer(endless);
+  {
+    MeasureOptions quick = o;
+    quick.timeout_s = 0.3;
+    const MeasureResult r = m->measure(g, good, quick);
+    EXPECT_EQ(r.status, MeasureStatus::kTimeout) << r.error;
+  }
+  // Unsupported, then a good candidate on a measurer that just recovered from failures.
+  GraphBuilder cb("cat", TensorShape{1, 3, 1, 8, 8, 2});
+  cb.concat({cb.conv2d(cb.input(), 4, 3, 1, 1), cb.input()});
+  const Graph cat = fuse_for_inference(cb.build());
+  auto ok = make_cuda_measurer();
+  EXPECT_EQ(ok->measure(cat, make({1, 2}, Strategy::kPadded, {1, 4, 4, 0}), o).status,
+            MeasureStatus::kUnsupported);
+  const MeasureResult r = ok->measure(g, good, o);
+  EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+}
+
+}  // namespace
+}  // namespace brickdl::cuda
