@@ -73,6 +73,8 @@ int run(const Args& a, search::InterruptHandler& interrupt) {
     return 0;
   }
 
+  // Bad input fails here, before a measurer or the database is set up.
+  search::check_experiment(exp);
   search::TuneContext ctx;
   ctx.log = search::Logger(&std::cerr, a.quiet);
   const std::unique_ptr<search::Predictor> predictor = search::make_model_predictor(exp.gpu);

@@ -350,6 +350,24 @@ bool Run::execute() {
 
 }  // namespace
 
+namespace {
+SearcherOptions searcher_options(const ExperimentConfig& exp, const SearchSpace& space,
+                                 uint64_t seed) {
+  SearcherOptions so;
+  so.name = space.partitions().empty() ? exp.search.searcher : "partitions";
+  so.top_k = exp.measurement.top_k;
+  so.random_samples = exp.search.random_samples;
+  so.seed = seed;
+  return so;
+}
+}  // namespace
+
+void check_experiment(const ExperimentConfig& exp) {
+  const SearchSpace space =
+      SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file);
+  make_searcher(searcher_options(exp, space, exp.seed));
+}
+
 TuneResult tune(TuneContext& ctx) {
   BRICKDL_CHECK(ctx.predictor != nullptr && ctx.db != nullptr, "tune() needs a predictor and a db");
   const auto t0 = Clock::now();
@@ -358,11 +376,7 @@ TuneResult tune(TuneContext& ctx) {
   // Everything that can be wrong with the input is checked before the run row exists.
   const Graph fused = fuse_for_inference(exp.graph);
   const SearchSpace space = SearchSpace::build(fused, exp.search, exp.file);
-  SearcherOptions so;
-  so.name = space.partitions().empty() ? exp.search.searcher : "partitions";
-  so.top_k = exp.measurement.top_k;
-  so.random_samples = exp.search.random_samples;
-  so.seed = ctx.seed;
+  const SearcherOptions so = searcher_options(exp, space, ctx.seed);
   std::unique_ptr<Searcher> searcher = make_searcher(so);
   if (so.name != exp.search.searcher)
     ctx.log.info("search.partitions given: evaluating exactly those partitions");

@@ -28,6 +28,10 @@ struct TuneResult {
   TuneReport report;
 };
 
+// Checks what tune() would reject before starting a run (the search space and the searcher),
+// so that a tool can fail on bad input before it creates anything. Throws UserError.
+void check_experiment(const ExperimentConfig& experiment);
+
 // Throws UserError for bad input found before the run starts (search space, searcher name);
 // a failure after the run row exists marks the run aborted and rethrows.
 TuneResult tune(TuneContext& context);

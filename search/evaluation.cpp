@@ -4,6 +4,33 @@
 
 namespace brickdl::search {
 
+std::string reason_class(const std::string& reason) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto is_word = [&](char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+  };
+  std::string out;
+  size_t i = 0;
+  while (i < reason.size()) {
+    const bool starts = is_digit(reason[i]) && (i == 0 || !is_word(reason[i - 1]));
+    if (!starts) {
+      out += reason[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < reason.size() && (is_digit(reason[j]) || reason[j] == '.')) ++j;
+    while (j > i && reason[j - 1] == '.') --j;  // a sentence's full stop is not the number's
+    if (j < reason.size() && is_word(reason[j])) {  // "40GB", "3x3": part of a word
+      while (j < reason.size() && is_word(reason[j])) ++j;
+      out.append(reason, i, j - i);
+    } else {
+      out += 'N';
+    }
+    i = j;
+  }
+  return out;
+}
+
 CostMatrix Evaluation::predicted_costs() const {
   CostMatrix m(groups.size());
   for (size_t g = 0; g < groups.size(); ++g)
@@ -63,7 +90,7 @@ Evaluation evaluate(const SearchSpace& space, const Predictor& predictor,
       // Pointers into ge.candidates stay valid: no vector is resized after this point.
       if (!ce.prediction.feasible)
         ++ev.infeasible[ce.prediction.reason.empty() ? std::string("infeasible (no reason given)")
-                                                     : ce.prediction.reason];
+                                                     : reason_class(ce.prediction.reason)];
       ++done;
     }
     if (progress && (g % 16 == 15 || g + 1 == space.groups().size())) progress(done, total);

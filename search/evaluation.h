@@ -32,7 +32,9 @@ struct GroupEval {
 
 struct Evaluation {
   std::vector<GroupEval> groups;
-  std::map<std::string, int64_t> infeasible;  // candidates the model rejected, by reason
+  // Candidates the model rejected, by reason_class() of the reason (the database keeps each
+  // reason exactly).
+  std::map<std::string, int64_t> infeasible;
   int64_t model_calls = 0;                    // distinct (workload, configuration) pairs
 
   CandidateEval& at(CandidateRef r) {
@@ -47,6 +49,11 @@ struct Evaluation {
   CostMatrix measured_costs() const;
   int64_t feasible_count() const;
 };
+
+// A reason with its numbers replaced by "N" ("needs 256 KiB ...; A100-40GB allows 163 KiB" →
+// "needs N KiB ...; A100-40GB allows N KiB"), so that counts group by kind. Numbers glued to
+// letters (names such as A100-40GB) are kept.
+std::string reason_class(const std::string& reason);
 
 // Predicts every candidate of `space`, once per distinct (workload signature, configuration)
 // pair. `progress(done, total)` is called now and then.

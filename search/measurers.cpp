@@ -2,14 +2,25 @@
 
 #include "core/error.h"
 #include "kernels/cpu_measurer.h"
+#include "kernels/cuda/cuda_measurer.h"
 
 namespace brickdl::search {
 
 std::vector<std::string> backend_names() { return {"none", "cpu", "cuda", "auto"}; }
 
-std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig&, std::string* why_not) {
-  if (why_not) *why_not = "this brickdl has no CUDA measurer built in";
-  return nullptr;
+std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, std::string* why_not) {
+  if (!cuda::cuda_device_available()) {
+    if (why_not) *why_not = cuda::cuda_unavailable_reason();
+    return nullptr;
+  }
+  cuda::CudaMeasurerOptions options;
+  options.metrics = config.counters;  // empty: the profiler's defaults
+  try {
+    return cuda::make_cuda_measurer(options);
+  } catch (const std::exception& e) {
+    if (why_not) *why_not = e.what();
+    return nullptr;
+  }
 }
 
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,

@@ -275,6 +275,39 @@ TEST(Searchers, PartitionsEvaluatesEachPartitionPerStrategy) {
   }
 }
 
+TEST(Evaluation, ReasonClassesGroupByKind) {
+  EXPECT_EQ(reason_class("one memoized brick needs 256 KiB of shared memory per block; "
+                         "A100-40GB allows 163 KiB"),
+            "one memoized brick needs N KiB of shared memory per block; A100-40GB allows N KiB");
+  EXPECT_EQ(reason_class("brick 4x4x4 exceeds 1.5 MB."), "brick 4x4x4 exceeds N MB.");
+  EXPECT_EQ(reason_class("12 threads"), "N threads");
+}
+
+TEST(Evaluation, PredictsEachWorkloadConfigurationOnce) {
+  // Two identical blocks: the second block's groups reuse the first block's predictions.
+  GraphBuilder b("blocks", TensorShape{1, 8, 1, 16, 16, 2});
+  int x = b.input();
+  for (int i = 0; i < 2; ++i) x = b.relu(b.add(b.conv2d(b.relu(b.conv2d(x, 8, 3, 1, 1)), 8, 3,
+                                                        1, 1), x));
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4, 8};
+  cfg.max_group_len = 3;
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  const FakePredictor model(1);
+  const Evaluation ev = evaluate(sp, model);
+  EXPECT_EQ(ev.model_calls, model.calls);
+  EXPECT_LT(ev.model_calls, sp.num_candidates());
+  const int a = sp.find(Group{1, 3}), c = sp.find(Group{4, 6});
+  ASSERT_GE(a, 0);
+  ASSERT_GE(c, 0);
+  for (size_t i = 0; i < sp.group(a).candidates.size(); ++i)
+    EXPECT_EQ(ev.groups[a].candidates[i].prediction.time_ms,
+              ev.groups[c].candidates[i].prediction.time_ms);
+  int64_t infeasible = 0;
+  for (const auto& [r, n] : ev.infeasible) infeasible += n;
+  EXPECT_EQ(infeasible + ev.feasible_count(), sp.num_candidates());
+}
+
 TEST(Searchers, UnknownNameSuggests) {
   SearcherOptions o;
   o.name = "dpp";

@@ -1,0 +1,205 @@
+// End to end: brickdl-tune on a small 3-D chain with the CPU backend, killed with SIGKILL
+// mid-run and re-run: no result is lost and none is duplicated. Then Ctrl-C (SIGINT) ends a
+// run as 'aborted' with exit status 130, and bad input exits with 2.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class TuneE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("brickdl_tune_e2e_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "tune.db").string();
+    // Three 3x3x3 convs (+relu) on 20^3 with 4 channels; measure_all measures every feasible
+    // candidate of every group, so the expected set is known from the predictions table.
+    std::ofstream(dir_ / "chain.yaml") << "name: chain\n"
+                                          "model: {zoo: conv_chain, depth: 3, channels: 4, "
+                                          "kernel: 3, image: 20, dims: 3}\n"
+                                          "batch: 1\n"
+                                          "target: {gpu: A100-40GB}\n"
+                                          "search:\n"
+                                          "  brick_sizes: [4, 8]\n"
+                                          "  max_group_len: 3\n"
+                                          "  searcher: measure_all\n"
+                                          "measurement:\n"
+                                          "  backend: cpu\n"
+                                          "  warmup: 1\n"
+                                          "  repetitions: 3\n"
+                                          "  cpu_threads: 1\n"
+                                          "database: " << db_ << "\n"
+                                          "output: " << (dir_ / "out").string() << "\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  pid_t spawn(std::vector<std::string> args, const std::string& log) {
+    args.insert(args.begin(), BRICKDL_TUNE_BIN);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / (log + ".out")).c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / (log + ".err")).c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+  }
+
+  int wait_status(pid_t pid) {
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    return status;
+  }
+
+  int run_to_end(const std::vector<std::string>& args, const std::string& log) {
+    const int status = wait_status(spawn(args, log));
+    EXPECT_TRUE(WIFEXITED(status)) << read(log + ".err");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string read(const std::string& name) {
+    std::ifstream f(dir_ / name);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+
+  // First column of every row of `sql` (read-only; -1 rows when the database is not there).
+  std::vector<int64_t> column(const std::string& sql) {
+    std::vector<int64_t> out;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(db_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      sqlite3_close(db);
+      return out;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+  }
+  int64_t scalar(const std::string& sql) {
+    const auto v = column(sql);
+    return v.empty() ? -1 : v[0];
+  }
+
+  // Waits until the running tuner has committed at least `n` measurements in run `run_id`.
+  bool wait_for_measurements(pid_t pid, int64_t run_id, int64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (scalar("SELECT COUNT(*) FROM measurements WHERE run_id = " + std::to_string(run_id)) >=
+          n)
+        return true;
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) return false;  // ended before we got there
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
+  const std::string yaml = (dir_ / "chain.yaml").string();
+  const pid_t first = spawn({yaml, "--quiet"}, "run1");
+  ASSERT_TRUE(wait_for_measurements(first, 1, 1)) << read("run1.err");
+  ASSERT_EQ(kill(first, SIGKILL), 0);
+  const int st = wait_status(first);
+  ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+
+  const int64_t after_kill = scalar("SELECT COUNT(*) FROM measurements");
+  EXPECT_GE(after_kill, 1);
+  EXPECT_EQ(scalar("SELECT status = 'running' FROM runs WHERE id = 1"), 1);  // never ended
+
+  ASSERT_EQ(run_to_end({yaml, "--quiet"}, "run2"), 0) << read("run2.err");
+  EXPECT_EQ(scalar("SELECT status = 'complete' FROM runs WHERE id = 2"), 1);
+
+  // Every feasible candidate of the groups of run 2 (measure_all), measured exactly once on
+  // the CPU target, the killed run's results included.
+  const std::vector<int64_t> expected = column(
+      "SELECT DISTINCT c.id FROM candidates c JOIN run_groups g ON g.workload_id = c.workload_id "
+      "JOIN predictions p ON p.candidate_id = c.id WHERE g.run_id = 2 AND p.feasible = 1 "
+      "ORDER BY c.id");
+  const std::vector<int64_t> measured =
+      column("SELECT candidate_id FROM measurements m JOIN targets t ON t.id = m.target_id "
+             "WHERE t.backend = 'cpu' ORDER BY candidate_id");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(measured, expected);  // equal lists: nothing missing, nothing twice
+  EXPECT_LT(after_kill, static_cast<int64_t>(expected.size())) << "the kill was not mid-run";
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 2"),
+            static_cast<int64_t>(expected.size()) - after_kill);
+  EXPECT_NE(read("run2.out").find(std::to_string(after_kill) + " from the database"),
+            std::string::npos)
+      << read("run2.out");
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "plan.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "report.txt"));
+  // Every measured result has its samples.
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements m WHERE m.status = 'ok' AND "
+                   "(SELECT COUNT(*) FROM samples s WHERE s.measurement_id = m.id) != 3"),
+            0);
+
+  // A third run has nothing left to measure.
+  ASSERT_EQ(run_to_end({yaml, "--quiet"}, "run3"), 0) << read("run3.err");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 3"), 0);
+}
+
+TEST_F(TuneE2E, InterruptMarksTheRunAbortedAndExits130) {
+  const std::string yaml = (dir_ / "chain.yaml").string();
+  const pid_t pid = spawn({yaml, "--quiet"}, "int");
+  ASSERT_TRUE(wait_for_measurements(pid, 1, 1)) << read("int.err");
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  const int st = wait_status(pid);
+  ASSERT_TRUE(WIFEXITED(st)) << read("int.err");
+  EXPECT_EQ(WEXITSTATUS(st), 130) << read("int.err");
+  EXPECT_EQ(scalar("SELECT status = 'aborted' FROM runs WHERE id = 1"), 1);
+  EXPECT_EQ(scalar("SELECT ended_at IS NOT NULL FROM runs WHERE id = 1"), 1);
+  EXPECT_GE(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1"), 1);
+}
+
+TEST_F(TuneE2E, BadInputExitsWith2) {
+  EXPECT_EQ(run_to_end({(dir_ / "missing.yaml").string()}, "bad1"), 2);
+  EXPECT_NE(read("bad1.err").find("missing.yaml"), std::string::npos) << read("bad1.err");
+  EXPECT_EQ(run_to_end({(dir_ / "chain.yaml").string(), "--searcher", "dpp"}, "bad2"), 2);
+  EXPECT_NE(read("bad2.err").find("did you mean 'dp'"), std::string::npos) << read("bad2.err");
+  EXPECT_EQ(run_to_end({(dir_ / "chain.yaml").string(), "--backend", "gpu"}, "bad3"), 2);
+  EXPECT_FALSE(fs::exists(db_)) << "bad input must not create the database";
+}
+
+TEST_F(TuneE2E, ModelOnlyPrintsThePlanTable) {
+  ASSERT_EQ(run_to_end({(dir_ / "chain.yaml").string(), "--backend", "none"}, "none"), 0)
+      << read("none.err");
+  const std::string out = read("none.out");
+  EXPECT_NE(out.find("plan dp (model)"), std::string::npos) << out;
+  EXPECT_NE(out.find("end to end (model)"), std::string::npos) << out;
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements"), 0);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM plans"), 1);
+}
+
+}  // namespace
