@@ -12,7 +12,7 @@
 #
 # Environment: BRICKDL_REPRODUCE_MODE=gpu|cpu forces the mode; BRICKDL_BUILD_DIR (default
 # build/) is where brickdl-tune is built (scripts/build.sh runs when it is missing);
-# BRICKDL_MICRO_SIZE (default 48) and BRICKDL_MICRO_REPS (default 3) set the reduced
+# BRICKDL_MICRO_SIZE (default 64) and BRICKDL_MICRO_REPS (default 3) set the reduced
 # microbenchmarks' cube edge and repetitions.
 # Outputs: OUTDIR/brickdl.db, OUTDIR/figures/*.png|pdf|json, OUTDIR/runs/<experiment>/ (plan
 # and report of each tuning run), OUTDIR/reproduce.log (the command log).
@@ -49,9 +49,14 @@ fi
 models=(resnet50 drn_c_26 resnet3d_34 darknet53 vgg16_bn deepcam inception_v4)
 start_all=$SECONDS
 
+# The database records each experiment's path as given: relative to the checkout, so that
+# a database made here names no absolute path of this machine.
+cd "$root"
+
 # tune NAME EXPERIMENT_FILE [brickdl-tune flags...]: one tuning run into the shared database.
 tune_one() {
-  local name=$1 file=$2
+  local name=$1 file
+  file=$(realpath --relative-to="$root" "$2")
   shift 2
   local t0=$SECONDS
   echo "reproduce.sh: [$mode] $name ($*)"
@@ -66,7 +71,7 @@ tune_one() {
 }
 
 failures=()
-micro_size=${BRICKDL_MICRO_SIZE:-48}
+micro_size=${BRICKDL_MICRO_SIZE:-64}
 micro_reps=${BRICKDL_MICRO_REPS:-3}
 reduce="/usr/bin/python3 $root/results/reduce_experiment.py"
 command -v /usr/bin/python3 >/dev/null 2>&1 || reduce="python3 $root/results/reduce_experiment.py"
