@@ -3,7 +3,6 @@ shared by pytorch_eager.py and torch_compile.py. Import only after torch was fou
 import time
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 import common
