@@ -57,27 +57,33 @@ struct Options {
 std::string file_stem(const std::string& name) {
   std::string s = name;
   for (char& ch : s)
-    if (ch == '/' || ch == '\\' || ch == ':' || ch == ' ') ch = '_';
-  if (s.empty() || s[0] == '.') s = "_" + s;
+    if (ch == '/' || ch == '\\' || ch == ':' || ch == ' ')
+      ch = '_';
+  if (s.empty() || s[0] == '.')
+    s = "_" + s;
   return s;
 }
 
 std::vector<int64_t> param_shape(const Graph& g, const Layer& l, bool weight) {
   const int64_t outs = l.op == OpKind::kBatchNorm ? l.out.c : l.out_channels;
-  if (!weight || l.op == OpKind::kBatchNorm) return {outs};
+  if (!weight || l.op == OpKind::kBatchNorm)
+    return {outs};
   if (l.op == OpKind::kLinear) {
     const TensorShape& in = g.layer(l.inputs[0]).out;
     return {outs, in.c * in.spatial()};
   }
   const TensorShape& in = g.layer(l.inputs[0]).out;
   std::vector<int64_t> s = {outs, in.c / l.groups};
-  if (in.spatial_rank == 3) s.push_back(l.window.kernel[0]);
+  if (in.spatial_rank == 3)
+    s.push_back(l.window.kernel[0]);
   s.push_back(l.window.kernel[1]);
   s.push_back(l.window.kernel[2]);
   return s;
 }
 
-nlohmann::json shape_json(const TensorShape& s) { return npy_shape(s); }
+nlohmann::json shape_json(const TensorShape& s) {
+  return npy_shape(s);
+}
 
 int run(const Options& o) {
   ZooOptions zo;
@@ -106,7 +112,8 @@ int run(const Options& o) {
   manifest["input"] = {{"file", "input.npy"},
                        {"shape", shape_json(graph.input_shape())},
                        {"source", o.input_file.empty() ? "random uniform [-1, 1)" : o.input_file}};
-  manifest["output"] = {{"file", "output.npy"}, {"shape", shape_json(graph.layer(graph.output()).out)}};
+  manifest["output"] = {{"file", "output.npy"},
+                        {"shape", shape_json(graph.layer(graph.output()).out)}};
   manifest["plan"] = plan_to_json(plan);
   manifest["wall_ms"] = ms;
   manifest["counters"] = result.counters.to_map();
@@ -118,7 +125,8 @@ int run(const Options& o) {
     const Tensor ref = run_graph(graph, input, weights);
     double diff = 0, scale = 0;
     for (int64_t i = 0; i < ref.numel(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::fabs(result.output.data()[i] - ref.data()[i])));
+      diff =
+          std::max(diff, static_cast<double>(std::fabs(result.output.data()[i] - ref.data()[i])));
       scale = std::max(scale, static_cast<double>(std::fabs(ref.data()[i])));
     }
     const double rel = scale > 0 ? diff / scale : diff;
@@ -136,19 +144,24 @@ int run(const Options& o) {
                         {"op", op_name(l.op)},
                         {"inputs", l.inputs},
                         {"shape", shape_json(l.out)}};
-    if (l.activation != Activation::kNone) j["activation"] = activation_name(l.activation);
+    if (l.activation != Activation::kNone)
+      j["activation"] = activation_name(l.activation);
     if (l.activation == Activation::kLeakyRelu || l.op == OpKind::kLeakyRelu)
       j["leaky_slope"] = l.leaky_slope;
-    if (!l.fused_from.empty()) j["fused_from"] = l.fused_from;
+    if (!l.fused_from.empty())
+      j["fused_from"] = l.fused_from;
     if (l.op == OpKind::kConv || l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool) {
       j["kernel"] = l.window.kernel;
       j["stride"] = l.window.stride;
       j["padding"] = l.window.pad;
       j["dilation"] = l.window.dilation;
     }
-    if (l.op == OpKind::kConv) j["groups"] = l.groups;
-    if (l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool) j["ceil_mode"] = l.ceil_mode;
-    if (l.op == OpKind::kAvgPool) j["count_include_pad"] = l.count_include_pad;
+    if (l.op == OpKind::kConv)
+      j["groups"] = l.groups;
+    if (l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool)
+      j["ceil_mode"] = l.ceil_mode;
+    if (l.op == OpKind::kAvgPool)
+      j["count_include_pad"] = l.count_include_pad;
     if (l.op == OpKind::kUpsample) {
       j["scale"] = l.upsample_scale;
       j["mode"] = l.bilinear ? "bilinear" : "nearest";
@@ -169,14 +182,15 @@ int run(const Options& o) {
   }
   manifest["layers"] = std::move(layers);
   std::ofstream mf(fs::path(o.out_dir) / "manifest.json");
-  if (!mf) throw UserError(o.out_dir + ": cannot write manifest.json");
+  if (!mf)
+    throw UserError(o.out_dir + ": cannot write manifest.json");
   mf << manifest.dump(2) << "\n";
   std::cout << "brickdl-run: " << graph.name() << " (" << graph.size() - 1 << " fused layers, "
             << plan.size() << " plan groups) in " << ms << " ms; wrote " << o.out_dir << "\n";
   return 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"brickdl-run: execute a model or a plan on the CPU and write inputs, weights and "
@@ -194,7 +208,8 @@ int main(int argc, char** argv) {
                  "plan JSON: [{first, last, strategy, brick: [d,h,w], cb}, ...] or brickdl-tune's "
                  "plan.json; layers outside its groups run layer by layer")
       ->check(CLI::ExistingFile);
-  app.add_option("--threads", o.threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--check", o.check, "also run the layer-by-layer reference and report the error");
   app.add_option("--out", o.out_dir, "output folder")->required();
   app.footer(

@@ -63,14 +63,20 @@ void run(benchmark::State& state, Strategy s) {
   state.counters["conflicts"] = static_cast<double>(counters.memo_conflicts);
 }
 
-void BM_Layerwise(benchmark::State& state) { run(state, Strategy::kLayerwise); }
-void BM_Padded(benchmark::State& state) { run(state, Strategy::kPadded); }
-void BM_Memoized(benchmark::State& state) { run(state, Strategy::kMemoized); }
+void BM_Layerwise(benchmark::State& state) {
+  run(state, Strategy::kLayerwise);
+}
+void BM_Padded(benchmark::State& state) {
+  run(state, Strategy::kPadded);
+}
+void BM_Memoized(benchmark::State& state) {
+  run(state, Strategy::kMemoized);
+}
 
 BENCHMARK(BM_Layerwise)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Padded)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Memoized)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-}  // namespace
+} // namespace
 
 BENCHMARK_MAIN();

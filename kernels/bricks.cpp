@@ -8,8 +8,10 @@
 namespace brickdl::kernels {
 
 namespace {
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-}  // namespace
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+} // namespace
 
 BrickLayout::BrickLayout(const TensorShape& shape, const BrickShape& brick) : shape_(shape) {
   BRICKDL_CHECK(brick.d >= 1 && brick.h >= 1 && brick.w >= 1 && brick.cb >= 0,
@@ -45,8 +47,8 @@ BrickCoord BrickLayout::brick_of(int64_t n, int64_t c, int64_t z, int64_t y, int
 
 int64_t BrickLayout::offset(int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) const {
   const BrickCoord b = brick_of(n, c, z, y, x);
-  const int64_t local = (((c % cb_) * ext_[0] + z % ext_[0]) * ext_[1] + y % ext_[1]) * ext_[2] +
-                        x % ext_[2];
+  const int64_t local =
+      (((c % cb_) * ext_[0] + z % ext_[0]) * ext_[1] + y % ext_[1]) * ext_[2] + x % ext_[2];
   return index(b) * brick_elems() + local;
 }
 
@@ -67,9 +69,11 @@ int64_t BrickLayout::neighbour(int64_t i, int dc, int dz, int dy, int dx) const 
   b.pos[0] += dz;
   b.pos[1] += dy;
   b.pos[2] += dx;
-  if (b.cblock < 0 || b.cblock >= nc_) return -1;
+  if (b.cblock < 0 || b.cblock >= nc_)
+    return -1;
   for (size_t a = 0; a < 3; ++a)
-    if (b.pos[a] < 0 || b.pos[a] >= nb_[a]) return -1;
+    if (b.pos[a] < 0 || b.pos[a] >= nb_[a])
+      return -1;
   return index(b);
 }
 
@@ -82,7 +86,8 @@ std::vector<int64_t> BrickLayout::bricks_touching(int64_t n, const Region& r) co
 void BrickLayout::bricks_touching(int64_t n, const Region& r0, std::vector<int64_t>* out) const {
   out->clear();
   const Region r = clip(r0, shape_);
-  if (r.empty()) return;
+  if (r.empty())
+    return;
   for (int64_t cbk = r.c0 / cb_; cbk <= (r.c1 - 1) / cb_; ++cbk)
     for (int64_t z = r.lo[0] / ext_[0]; z <= (r.hi[0] - 1) / ext_[0]; ++z)
       for (int64_t y = r.lo[1] / ext_[1]; y <= (r.hi[1] - 1) / ext_[1]; ++y)
@@ -92,9 +97,11 @@ void BrickLayout::bricks_touching(int64_t n, const Region& r0, std::vector<int64
 
 int64_t BrickLayout::count_touching(const Region& r0) const {
   const Region r = clip(r0, shape_);
-  if (r.empty()) return 0;
+  if (r.empty())
+    return 0;
   int64_t count = (r.c1 - 1) / cb_ - r.c0 / cb_ + 1;
-  for (size_t a = 0; a < 3; ++a) count *= (r.hi[a] - 1) / ext_[a] - r.lo[a] / ext_[a] + 1;
+  for (size_t a = 0; a < 3; ++a)
+    count *= (r.hi[a] - 1) / ext_[a] - r.lo[a] / ext_[a] + 1;
   return count;
 }
 
@@ -127,13 +134,15 @@ Tensor from_bricks(const std::vector<float>& bricked, const BrickLayout& layout)
 
 void gather_region(const float* bricked, const BrickLayout& layout, int64_t n, const Region& r,
                    float* out) {
-  if (r.empty()) return;
+  if (r.empty())
+    return;
   const int64_t ex = r.extent(2);
   const int64_t plane = r.extent(1) * ex;
   const int64_t vol = r.extent(0) * plane;
   std::fill(out, out + r.channels() * vol, 0.0f);
   const Region in = clip(r, layout.shape());
-  if (in.empty()) return;
+  if (in.empty())
+    return;
   const int64_t bw = layout.extent(2);
   // Copy row segments: a row of the region crosses ceil-many bricks along w; each piece is a
   // contiguous run inside one brick.
@@ -150,4 +159,4 @@ void gather_region(const float* bricked, const BrickLayout& layout, int64_t n, c
       }
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -22,23 +22,23 @@ namespace brickdl::kernels {
 
 struct BrickCoord {
   int64_t n = 0, cblock = 0;
-  std::array<int64_t, 3> pos{0, 0, 0};  // brick coordinates along d, h, w
+  std::array<int64_t, 3> pos{0, 0, 0}; // brick coordinates along d, h, w
   bool operator==(const BrickCoord& o) const = default;
 };
 
 class BrickLayout {
- public:
+public:
   BrickLayout() = default;
   BrickLayout(const TensorShape& shape, const BrickShape& brick);
 
   const TensorShape& shape() const { return shape_; }
   int64_t channel_block() const { return cb_; }
-  int64_t extent(int axis) const { return ext_[static_cast<size_t>(axis)]; }  // brick extent
+  int64_t extent(int axis) const { return ext_[static_cast<size_t>(axis)]; } // brick extent
   int64_t channel_blocks() const { return nc_; }
   int64_t bricks_along(int axis) const { return nb_[static_cast<size_t>(axis)]; }
   int64_t bricks_per_image() const { return nc_ * nb_[0] * nb_[1] * nb_[2]; }
   int64_t num_bricks() const { return shape_.n * bricks_per_image(); }
-  int64_t brick_elems() const { return cb_ * ext_[0] * ext_[1] * ext_[2]; }  // storage per brick
+  int64_t brick_elems() const { return cb_ * ext_[0] * ext_[1] * ext_[2]; } // storage per brick
   int64_t storage_elems() const { return num_bricks() * brick_elems(); }
 
   int64_t index(const BrickCoord& b) const;
@@ -58,11 +58,11 @@ class BrickLayout {
 
   // Bricks of image n whose (clipped) region intersects `r`, in index order.
   std::vector<int64_t> bricks_touching(int64_t n, const Region& r) const;
-  void bricks_touching(int64_t n, const Region& r, std::vector<int64_t>* out) const;  // reuses *out
+  void bricks_touching(int64_t n, const Region& r, std::vector<int64_t>* out) const; // reuses *out
   // Their number, without listing them.
   int64_t count_touching(const Region& r) const;
 
- private:
+private:
   TensorShape shape_;
   int64_t cb_ = 1, nc_ = 1;
   std::array<int64_t, 3> ext_{1, 1, 1};
@@ -79,4 +79,4 @@ Tensor from_bricks(const std::vector<float>& bricked, const BrickLayout& layout)
 void gather_region(const float* bricked, const BrickLayout& layout, int64_t n, const Region& r,
                    float* out);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -40,19 +40,22 @@ Tensor reference_group(const Graph& g, const Group& grp, const std::vector<int>&
   return std::move(out.back());
 }
 
-}  // namespace
+} // namespace
 
 std::string cpu_model_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
+    if (line.rfind("model name", 0) != 0)
+      continue;
     const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
+    if (colon == std::string::npos)
+      continue;
     std::string name = line.substr(colon + 1);
     const size_t b = name.find_first_not_of(" \t");
     const size_t e = name.find_last_not_of(" \t\r");
-    if (b != std::string::npos) return name.substr(b, e - b + 1);
+    if (b != std::string::npos)
+      return name.substr(b, e - b + 1);
   }
   return "unknown";
 }
@@ -61,7 +64,9 @@ CpuMeasurer::CpuMeasurer(int threads)
     : threads_(threads > 0 ? threads
                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
-std::string CpuMeasurer::target() const { return "cpu:" + cpu_model_name(); }
+std::string CpuMeasurer::target() const {
+  return "cpu:" + cpu_model_name();
+}
 
 MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidate,
                                    const MeasureOptions& options) {
@@ -78,7 +83,8 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   for (int id : ext_ids)
     ext.push_back(random_tensor(graph.layer(id).out, options.seed, static_cast<uint64_t>(id)));
   std::vector<const Tensor*> inputs;
-  for (const Tensor& t : ext) inputs.push_back(&t);
+  for (const Tensor& t : ext)
+    inputs.push_back(&t);
   const ModelWeights weights = make_weights(graph, options.seed, grp.first, grp.last);
   const ExecOptions exec{threads_};
 
@@ -91,7 +97,8 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     res.error = run.reason;
     return res;
   }
-  if (options.collect_counters) res.counters = run.counters.to_map();
+  if (options.collect_counters)
+    res.counters = run.counters.to_map();
 
   // Validation.
   double max_diff = 0, max_ref = 0;
@@ -101,7 +108,8 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     const double diff = std::fabs(a - b);
     max_ref = std::max(max_ref, std::fabs(b));
     max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    if (!(diff <= options.atol + options.rtol * std::fabs(b)) && bad++ == 0) first_bad = i;
+    if (!(diff <= options.atol + options.rtol * std::fabs(b)) && bad++ == 0)
+      first_bad = i;
   }
   res.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
   if (bad > 0) {
@@ -125,7 +133,8 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   const double budget_ms = options.timeout_s * 1e3;
   for (int i = 0; i < options.warmup; ++i) {
     execute_group(graph, candidate, inputs, weights, exec);
-    if (ms_since(budget_start) > budget_ms) break;
+    if (ms_since(budget_start) > budget_ms)
+      break;
   }
   for (int i = 0; i < options.repetitions; ++i) {
     const auto t = Clock::now();
@@ -143,4 +152,4 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   return res;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -19,21 +19,21 @@
 namespace brickdl::kernels {
 
 class CpuMeasurer : public Measurer {
- public:
+public:
   // threads: worker threads of the executor (0 = hardware concurrency).
   explicit CpuMeasurer(int threads = 0);
-  std::string target() const override;  // "cpu:<model name from /proc/cpuinfo>"
+  std::string target() const override; // "cpu:<model name from /proc/cpuinfo>"
   std::string backend() const override { return "cpu"; }
   // `graph` is the graph the candidate's group indexes (the fused graph the search partitions).
   MeasureResult measure(const Graph& graph, const Candidate& candidate,
                         const MeasureOptions& options) override;
   int threads() const { return threads_; }
 
- private:
+private:
   int threads_;
 };
 
 // The processor's model name ("model name" of /proc/cpuinfo), "unknown" if unavailable.
 std::string cpu_model_name();
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

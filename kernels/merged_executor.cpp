@@ -24,7 +24,7 @@ using detail::ConstBlock;
 // Where one input tensor of a group layer comes from.
 struct Source {
   bool external = false;
-  int index = 0;  // external: index into the group's inputs; else: layer index in the group
+  int index = 0; // external: index into the group's inputs; else: layer index in the group
   bool operator==(const Source& o) const = default;
 };
 
@@ -40,12 +40,12 @@ struct GroupInfo {
   Group group;
   int size = 0;
   std::vector<const Layer*> layers;
-  std::vector<std::vector<Source>> slot_source;         // [layer][slot]
-  std::vector<std::vector<SourceSlots>> sources;        // [layer] distinct sources
-  std::vector<std::vector<size_t>> slot_to_source;       // [layer][slot] index into sources
-  std::vector<std::vector<std::pair<int, int>>> consumers;  // [layer] (consumer layer, slot)
+  std::vector<std::vector<Source>> slot_source;            // [layer][slot]
+  std::vector<std::vector<SourceSlots>> sources;           // [layer] distinct sources
+  std::vector<std::vector<size_t>> slot_to_source;         // [layer][slot] index into sources
+  std::vector<std::vector<std::pair<int, int>>> consumers; // [layer] (consumer layer, slot)
   std::vector<int> external_ids;
-  std::vector<std::vector<std::pair<int, int>>> external_readers;  // [external] (layer, slot)
+  std::vector<std::vector<std::pair<int, int>>> external_readers; // [external] (layer, slot)
   int64_t elem_bytes = 4;
 
   GroupInfo(const Graph& g, const Group& grp) : graph(&g), group(grp), size(grp.size()) {
@@ -94,13 +94,15 @@ struct GroupInfo {
   // What layer i needs of `src` (the hull over the slots reading it) to produce `out`.
   Region need(int i, const SourceSlots& src, const Region& out) const {
     Region r;
-    for (int s : src.slots) r = hull(r, input_need(*graph, layer(i), s, out));
+    for (int s : src.slots)
+      r = hull(r, input_need(*graph, layer(i), s, out));
     return r;
   }
 };
 
 int64_t block_flops(const Graph& g, const Layer& l, const Region& r) {
-  if (l.op != OpKind::kConv || r.empty()) return 0;
+  if (l.op != OpKind::kConv || r.empty())
+    return 0;
   const int64_t cin_g = g.layer(l.inputs[0]).out.c / l.groups;
   const Window& w = l.window;
   return 2 * r.volume() * cin_g * w.kernel[0] * w.kernel[1] * w.kernel[2];
@@ -117,12 +119,14 @@ ConstBlock image_block(const Tensor& t, int64_t n) {
 
 // A growable scratch buffer that keeps its memory between uses.
 float* scratch(std::vector<float>& buf, int64_t elems) {
-  if (static_cast<int64_t>(buf.size()) < elems) buf.resize(static_cast<size_t>(elems));
+  if (static_cast<int64_t>(buf.size()) < elems)
+    buf.resize(static_cast<size_t>(elems));
   return buf.data();
 }
 
 int resolve_threads(int threads) {
-  if (threads > 0) return threads;
+  if (threads > 0)
+    return threads;
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -132,13 +136,15 @@ int resolve_threads(int threads) {
 // in parallel over (image, output channel, slab of the outermost non-trivial spatial axis).
 Tensor run_whole_layer(const Graph& g, const Layer& l, const std::vector<const Tensor*>& in,
                        const LayerWeights& w, int threads) {
-  if (!detail::is_block_op(l.op)) return run_layer(l, in, w);
+  if (!detail::is_block_op(l.op))
+    return run_layer(l, in, w);
   Tensor y(l.out);
   const int axis = l.out.d > 1 ? 0 : l.out.h > 1 ? 1 : 2;
   const int64_t extent = l.out.dim(axis);
   const int64_t per_channel = l.out.n * l.out.c;
   // Enough slabs for every worker to have several units, none thinner than one plane.
-  const int64_t slabs = std::min<int64_t>(extent, std::max<int64_t>(1, 4 * threads / per_channel + 1));
+  const int64_t slabs =
+      std::min<int64_t>(extent, std::max<int64_t>(1, 4 * threads / per_channel + 1));
   const int64_t slab = (extent + slabs - 1) / slabs;
   const int64_t units = per_channel * slabs;
   detail::parallel_for(units, threads, [&](int64_t u, int) {
@@ -148,9 +154,11 @@ Tensor run_whole_layer(const Graph& g, const Layer& l, const std::vector<const T
     what.c1 = c + 1;
     what.lo[static_cast<size_t>(axis)] = s * slab;
     what.hi[static_cast<size_t>(axis)] = std::min(extent, (s + 1) * slab);
-    if (what.empty()) return;
+    if (what.empty())
+      return;
     std::vector<ConstBlock> blocks;
-    for (const Tensor* t : in) blocks.push_back(image_block(*t, n));
+    for (const Tensor* t : in)
+      blocks.push_back(image_block(*t, n));
     detail::compute_block(g, l, w, blocks, Block{y.image(n), Region::whole(l.out)}, what);
   });
   return y;
@@ -179,9 +187,11 @@ GroupResult run_layerwise(const GroupInfo& info, const std::vector<const Tensor*
     (i == info.last() ? k.bytes_stored_output : k.bytes_stored_intermediate) += out_bytes;
     // An intermediate is dead once its last in-group reader ran.
     for (const Source& s : info.slot_source[static_cast<size_t>(i)]) {
-      if (s.external) continue;
+      if (s.external)
+        continue;
       const auto& readers = info.consumers[static_cast<size_t>(s.index)];
-      if (!readers.empty() && readers.back().first == i) outs[static_cast<size_t>(s.index)] = Tensor();
+      if (!readers.empty() && readers.back().first == i)
+        outs[static_cast<size_t>(s.index)] = Tensor();
     }
   }
   res.output = std::move(outs.back());
@@ -199,7 +209,8 @@ GroupResult run_padded(const GroupInfo& info, const BrickShape& brick,
   GroupResult res;
   res.output = Tensor(info.shape(info.last()), std::numeric_limits<float>::quiet_NaN());
   std::vector<ExecCounters> counters(static_cast<size_t>(threads));
-  for (auto& c : counters) c.bricks_per_layer.assign(static_cast<size_t>(L), 0);
+  for (auto& c : counters)
+    c.bricks_per_layer.assign(static_cast<size_t>(L), 0);
   // Per worker, reused across units: one buffer and one region per group layer.
   struct Scratch {
     std::vector<std::vector<float>> buffers;
@@ -238,7 +249,8 @@ GroupResult run_padded(const GroupInfo& info, const BrickShape& brick,
     }
     for (int i = 0; i < L; ++i) {
       const Region& what = region[static_cast<size_t>(i)];
-      if (what.empty()) continue;
+      if (what.empty())
+        continue;
       const Layer& l = info.layer(i);
       in.clear();
       for (const Source& s : info.slot_source[static_cast<size_t>(i)]) {
@@ -256,10 +268,12 @@ GroupResult run_padded(const GroupInfo& info, const BrickShape& brick,
       k.flops += block_flops(g, l, what);
       k.bricks_per_layer[static_cast<size_t>(i)] += 1;
       k.bytes_loaded_weight += weight_share(l, what.channels()) * info.elem_bytes;
-      if (i == L - 1) k.bytes_stored_output += what.volume() * info.elem_bytes;
+      if (i == L - 1)
+        k.bytes_stored_output += what.volume() * info.elem_bytes;
     }
   });
-  for (const auto& c : counters) res.counters.add(c);
+  for (const auto& c : counters)
+    res.counters.add(c);
   return res;
 }
 
@@ -270,13 +284,14 @@ constexpr uint8_t kEmpty = 0, kClaimed = 1, kDone = 2;
 // One intermediate layer's bricked store with a state flag per brick.
 struct BrickStore {
   BrickLayout layout;
-  std::unique_ptr<float[]> data;  // uninitialised: only computed bricks are ever read
+  std::unique_ptr<float[]> data; // uninitialised: only computed bricks are ever read
   std::unique_ptr<std::atomic<uint8_t>[]> state;
 
   BrickStore(const TensorShape& shape, const BrickShape& brick) : layout(shape, brick) {
     data.reset(new float[static_cast<size_t>(layout.storage_elems())]);
     state.reset(new std::atomic<uint8_t>[static_cast<size_t>(layout.num_bricks())]);
-    for (int64_t i = 0; i < layout.num_bricks(); ++i) state[i].store(kEmpty, std::memory_order_relaxed);
+    for (int64_t i = 0; i < layout.num_bricks(); ++i)
+      state[i].store(kEmpty, std::memory_order_relaxed);
   }
   float* brick(int64_t i) { return data.get() + i * layout.brick_elems(); }
 };
@@ -288,12 +303,13 @@ struct BrickStore {
 // A conflict does not wait at once: the worker first claims or checks every other brick it
 // needs (doing useful work meanwhile) and waits for the conflicting ones last.
 class MemoRun {
- public:
+public:
   MemoRun(const GroupInfo& info, const BrickShape& brick, const std::vector<const Tensor*>& inputs,
           const ModelWeights& weights, int threads)
       : info_(info), inputs_(inputs), weights_(weights), last_(info.shape(info.last()), brick),
         workers_(static_cast<size_t>(threads)) {
-    for (int i = 0; i < info.last(); ++i) stores_.push_back(std::make_unique<BrickStore>(info.shape(i), brick));
+    for (int i = 0; i < info.last(); ++i)
+      stores_.push_back(std::make_unique<BrickStore>(info.shape(i), brick));
     for (auto& w : workers_) {
       w.counters.bricks_per_layer.assign(static_cast<size_t>(info.size), 0);
       w.levels.resize(static_cast<size_t>(info.size));
@@ -313,24 +329,25 @@ class MemoRun {
                              throw;
                            }
                          });
-    for (const auto& w : workers_) res.counters.add(w.counters);
+    for (const auto& w : workers_)
+      res.counters.add(w.counters);
     return res;
   }
 
- private:
+private:
   // Scratch of one worker for computing a brick of one layer; reused, so the hot path does
   // not allocate. compute(i) recurses only into layers < i, so each layer's level is in use
   // by at most one brick at a time.
   struct Level {
-    std::vector<Region> needs;                // per distinct source
-    std::vector<std::vector<float>> buffers;  // gathered intermediate regions, per source
-    std::vector<ConstBlock> blocks;           // per source
-    std::vector<ConstBlock> inputs;           // per input slot
-    std::vector<int64_t> bricks, deferred;    // producer bricks being ensured
+    std::vector<Region> needs;               // per distinct source
+    std::vector<std::vector<float>> buffers; // gathered intermediate regions, per source
+    std::vector<ConstBlock> blocks;          // per source
+    std::vector<ConstBlock> inputs;          // per input slot
+    std::vector<int64_t> bricks, deferred;   // producer bricks being ensured
   };
   struct Worker {
     ExecCounters counters;
-    std::vector<Level> levels;  // [layer]
+    std::vector<Level> levels; // [layer]
   };
 
   const BrickLayout& layout(int i) const {
@@ -347,9 +364,8 @@ class MemoRun {
     deferred.clear();
     for (int64_t b : bricks) {
       uint8_t s = st.state[b].load(std::memory_order_acquire);
-      if (s == kEmpty &&
-          st.state[b].compare_exchange_strong(s, kClaimed, std::memory_order_acq_rel,
-                                              std::memory_order_acquire)) {
+      if (s == kEmpty && st.state[b].compare_exchange_strong(s, kClaimed, std::memory_order_acq_rel,
+                                                             std::memory_order_acquire)) {
         k.memo_claims += 1;
         compute(p, b, w);
         st.state[b].store(kDone, std::memory_order_release);
@@ -364,7 +380,8 @@ class MemoRun {
       for (int spins = 0; st.state[b].load(std::memory_order_acquire) != kDone; ++spins) {
         if (abort_.load(std::memory_order_relaxed))
           throw InternalError("memoized execution aborted by another worker's failure");
-        if (spins > 64) std::this_thread::yield();
+        if (spins > 64)
+          std::this_thread::yield();
       }
     }
   }
@@ -382,14 +399,16 @@ class MemoRun {
     lv.needs.resize(sources.size());
     for (size_t s = 0; s < sources.size(); ++s) {
       lv.needs[s] = info_.need(i, sources[s], what);
-      if (sources[s].source.external || lv.needs[s].empty()) continue;
+      if (sources[s].source.external || lv.needs[s].empty())
+        continue;
       const int p = sources[s].source.index;
       layout(p).bricks_touching(bc.n, lv.needs[s], &lv.bricks);
       ensure(p, lv.bricks, lv.deferred, w);
     }
     ExecCounters& k = w.counters;
     lv.blocks.resize(sources.size());
-    if (lv.buffers.size() < sources.size()) lv.buffers.resize(sources.size());
+    if (lv.buffers.size() < sources.size())
+      lv.buffers.resize(sources.size());
     for (size_t s = 0; s < sources.size(); ++s) {
       const Source& src = sources[s].source;
       const Region& need = lv.needs[s];
@@ -406,11 +425,12 @@ class MemoRun {
       }
     }
     lv.inputs.clear();
-    for (size_t s : info_.slot_to_source[static_cast<size_t>(i)]) lv.inputs.push_back(lv.blocks[s]);
+    for (size_t s : info_.slot_to_source[static_cast<size_t>(i)])
+      lv.inputs.push_back(lv.blocks[s]);
     const bool is_last = i == info_.last();
-    const Block out = is_last ? Block{output_->image(bc.n), Region::whole(l.out)}
-                              : Block{stores_[static_cast<size_t>(i)]->brick(b),
-                                      layout(i).storage_region(bc)};
+    const Block out =
+        is_last ? Block{output_->image(bc.n), Region::whole(l.out)}
+                : Block{stores_[static_cast<size_t>(i)]->brick(b), layout(i).storage_region(bc)};
     detail::compute_block(g, l, weights_.at(l.id), lv.inputs, out, what);
     k.flops += block_flops(g, l, what);
     k.bricks_per_layer[static_cast<size_t>(i)] += 1;
@@ -429,13 +449,14 @@ class MemoRun {
   std::atomic<bool> abort_{false};
 };
 
-}  // namespace
+} // namespace
 
 // ---- counters -----------------------------------------------------------------------------
 
 int64_t ExecCounters::bricks_computed() const {
   int64_t s = 0;
-  for (int64_t b : bricks_per_layer) s += b;
+  for (int64_t b : bricks_per_layer)
+    s += b;
   return s;
 }
 
@@ -444,7 +465,8 @@ void ExecCounters::add(const ExecCounters& o) {
   useful_flops += o.useful_flops;
   if (bricks_per_layer.size() < o.bricks_per_layer.size())
     bricks_per_layer.resize(o.bricks_per_layer.size(), 0);
-  for (size_t i = 0; i < o.bricks_per_layer.size(); ++i) bricks_per_layer[i] += o.bricks_per_layer[i];
+  for (size_t i = 0; i < o.bricks_per_layer.size(); ++i)
+    bricks_per_layer[i] += o.bricks_per_layer[i];
   memo_claims += o.memo_claims;
   memo_hits += o.memo_hits;
   memo_conflicts += o.memo_conflicts;
@@ -484,7 +506,8 @@ std::vector<int> group_external_inputs(const Graph& g, const Group& grp) {
   std::vector<int> ids;
   for (int id = grp.first; id <= grp.last; ++id)
     for (int p : g.layer(id).inputs)
-      if (!grp.contains(p) && std::find(ids.begin(), ids.end(), p) == ids.end()) ids.push_back(p);
+      if (!grp.contains(p) && std::find(ids.begin(), ids.end(), p) == ids.end())
+        ids.push_back(p);
   return ids;
 }
 
@@ -498,7 +521,8 @@ std::string unsupported_reason(const Graph& g, const Candidate& c) {
       if (!grp.contains(consumer))
         return "layer '" + g.layer(id).name + "' is read by '" + g.layer(consumer).name +
                "' outside the group: only the last layer's output may leave a group";
-  if (c.strategy == Strategy::kLayerwise) return "";
+  if (c.strategy == Strategy::kLayerwise)
+    return "";
   if (c.brick.d < 1 || c.brick.h < 1 || c.brick.w < 1 || c.brick.cb < 0)
     return "brick " + c.brick.str() + " has an extent < 1 or a negative channel block";
   for (int id = grp.first; id <= grp.last; ++id) {
@@ -528,15 +552,15 @@ GroupResult execute_group(const Graph& graph, const Candidate& candidate,
                            << graph.layer(info.external_ids[k]).name);
   const int threads = resolve_threads(options.threads);
   switch (candidate.strategy) {
-    case Strategy::kLayerwise: res = run_layerwise(info, inputs, weights, threads); break;
-    case Strategy::kPadded: res = run_padded(info, candidate.brick, inputs, weights, threads); break;
-    case Strategy::kMemoized:
-      res = MemoRun(info, candidate.brick, inputs, weights, threads).run();
-      break;
+  case Strategy::kLayerwise: res = run_layerwise(info, inputs, weights, threads); break;
+  case Strategy::kPadded: res = run_padded(info, candidate.brick, inputs, weights, threads); break;
+  case Strategy::kMemoized:
+    res = MemoRun(info, candidate.brick, inputs, weights, threads).run();
+    break;
   }
   for (int id = candidate.group.first; id <= candidate.group.last; ++id)
     res.counters.useful_flops += 2 * graph.layer(id).macs;
   return res;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

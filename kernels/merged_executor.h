@@ -5,10 +5,10 @@
 //                                              │                                + ExecCounters
 //               ┌──────────────────────────────┼─────────────────────────────┐
 //           layerwise                        padded                       memoized
-//     reference op per layer,      one unit per brick of the      a bricked store per
-//     whole tensors                last layer's output: every     intermediate layer, one
-//                                  earlier layer recomputed over  atomic state flag per brick
-//                                  the unit's region (all         (EMPTY → CLAIMED → DONE);
+//     one layer at a time over     one unit per brick of the      a bricked store per
+//     whole tensors (block         last layer's output: every     intermediate layer, one
+//     kernels; reference ops for   earlier layer recomputed over  atomic state flag per brick
+//     gap / flatten / linear)      the unit's region (all         (EMPTY → CLAIMED → DONE);
 //                                  channels) in unit-local        each needed brick computed
 //                                  buffers                        once, recursively, by
 //                                                                 whichever worker claims it
@@ -58,7 +58,7 @@ namespace brickdl::kernels {
 struct ExecCounters {
   int64_t flops = 0;
   int64_t useful_flops = 0;
-  std::vector<int64_t> bricks_per_layer;  // index = layer id − group.first
+  std::vector<int64_t> bricks_per_layer; // index = layer id − group.first
   int64_t memo_claims = 0, memo_hits = 0, memo_conflicts = 0, memo_lookups = 0;
   int64_t bytes_loaded_input = 0, bytes_loaded_weight = 0, bytes_loaded_intermediate = 0;
   int64_t bytes_stored_intermediate = 0, bytes_stored_output = 0;
@@ -78,13 +78,13 @@ struct ExecCounters {
 };
 
 struct ExecOptions {
-  int threads = 1;  // worker threads for padded / memoized; 0 = hardware concurrency
+  int threads = 1; // worker threads for padded / memoized; 0 = hardware concurrency
 };
 
 struct GroupResult {
   bool supported = true;
-  std::string reason;  // why not, when !supported
-  Tensor output;       // the last layer's output
+  std::string reason; // why not, when !supported
+  Tensor output;      // the last layer's output
   ExecCounters counters;
 };
 
@@ -104,4 +104,4 @@ GroupResult execute_group(const Graph& graph, const Candidate& candidate,
                           const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
                           const ExecOptions& options = {});
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

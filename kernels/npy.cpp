@@ -18,7 +18,8 @@ constexpr char kMagic[] = "\x93NUMPY";
 // Python's repr of a shape tuple: "()", "(7,)", "(2, 3)".
 std::string shape_tuple(const std::vector<int64_t>& shape) {
   std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
@@ -26,35 +27,44 @@ std::string shape_tuple(const std::vector<int64_t>& shape) {
 std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
   const std::string quoted = "'" + key + "'";
   const size_t k = header.find(quoted);
-  if (k == std::string::npos) throw UserError(path + ": .npy header has no '" + key + "' key");
+  if (k == std::string::npos)
+    throw UserError(path + ": .npy header has no '" + key + "' key");
   size_t v = header.find(':', k + quoted.size());
-  if (v == std::string::npos) throw UserError(path + ": malformed .npy header");
+  if (v == std::string::npos)
+    throw UserError(path + ": malformed .npy header");
   ++v;
-  while (v < header.size() && header[v] == ' ') ++v;
+  while (v < header.size() && header[v] == ' ')
+    ++v;
   size_t e = v;
   if (header[v] == '(') {
     e = header.find(')', v);
-    if (e == std::string::npos) throw UserError(path + ": malformed .npy shape");
+    if (e == std::string::npos)
+      throw UserError(path + ": malformed .npy shape");
     return header.substr(v, e - v + 1);
   }
-  while (e < header.size() && header[e] != ',' && header[e] != '}') ++e;
+  while (e < header.size() && header[e] != ',' && header[e] != '}')
+    ++e;
   std::string s = header.substr(v, e - v);
-  while (!s.empty() && s.back() == ' ') s.pop_back();
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
   return s;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<int64_t> npy_shape(const TensorShape& s) {
-  if (s.spatial_rank == 0) return {s.n, s.c};
-  if (s.spatial_rank == 3) return {s.n, s.c, s.d, s.h, s.w};
+  if (s.spatial_rank == 0)
+    return {s.n, s.c};
+  if (s.spatial_rank == 3)
+    return {s.n, s.c, s.d, s.h, s.w};
   return {s.n, s.c, s.h, s.w};
 }
 
 void write_npy(const std::string& path, const std::vector<int64_t>& shape,
                const std::vector<float>& data) {
   int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  for (int64_t d : shape)
+    count *= d;
   BRICKDL_CHECK(count == static_cast<int64_t>(data.size()),
                 "shape of " << count << " elements for " << data.size() << " values");
   std::string header =
@@ -65,7 +75,8 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape,
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
   std::ofstream f(path, std::ios::binary);
-  if (!f) throw UserError(path + ": cannot open for writing");
+  if (!f)
+    throw UserError(path + ": cannot open for writing");
   f.write(kMagic, 6);
   const char version[2] = {1, 0};
   f.write(version, 2);
@@ -74,7 +85,8 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape,
   f.write(header.data(), static_cast<std::streamsize>(header.size()));
   f.write(reinterpret_cast<const char*>(data.data()),
           static_cast<std::streamsize>(data.size() * sizeof(float)));
-  if (!f) throw UserError(path + ": write failed");
+  if (!f)
+    throw UserError(path + ": write failed");
 }
 
 void write_npy(const std::string& path, const Tensor& t) {
@@ -83,7 +95,8 @@ void write_npy(const std::string& path, const Tensor& t) {
 
 NpyArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw UserError(path + ": cannot open .npy file");
+  if (!f)
+    throw UserError(path + ": cannot open .npy file");
   char magic[6];
   unsigned char version[2];
   f.read(magic, 6);
@@ -102,7 +115,8 @@ NpyArray read_npy(const std::string& path) {
   }
   std::string header(header_len, '\0');
   f.read(header.data(), header_len);
-  if (!f) throw UserError(path + ": truncated .npy header");
+  if (!f)
+    throw UserError(path + ": truncated .npy header");
 
   const std::string descr = dict_value(header, "descr", path);
   if (dict_value(header, "fortran_order", path) != "False")
@@ -113,7 +127,8 @@ NpyArray read_npy(const std::string& path) {
   std::string item;
   int64_t count = 1;
   while (std::getline(ts, item, ',')) {
-    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    if (item.find_first_not_of(' ') == std::string::npos)
+      continue;
     const int64_t d = std::stoll(item);
     a.shape.push_back(d);
     count *= d;
@@ -126,7 +141,8 @@ NpyArray read_npy(const std::string& path) {
     f.read(reinterpret_cast<char*>(d.data()), static_cast<std::streamsize>(count * 8));
     a.data.assign(d.begin(), d.end());
   } else {
-    throw UserError(path + ": dtype " + descr + " is not supported; valid: '<f4' (float32), "
+    throw UserError(path + ": dtype " + descr +
+                    " is not supported; valid: '<f4' (float32), "
                     "'<f8' (float64)");
   }
   if (!f)
@@ -139,9 +155,11 @@ Tensor read_npy_tensor(const std::string& path, const TensorShape& shape) {
   const std::vector<int64_t> want = npy_shape(shape);
   if (a.shape != want) {
     std::string got;
-    for (size_t i = 0; i < a.shape.size(); ++i) got += (i ? "x" : "") + std::to_string(a.shape[i]);
+    for (size_t i = 0; i < a.shape.size(); ++i)
+      got += (i ? "x" : "") + std::to_string(a.shape[i]);
     std::string w;
-    for (size_t i = 0; i < want.size(); ++i) w += (i ? "x" : "") + std::to_string(want[i]);
+    for (size_t i = 0; i < want.size(); ++i)
+      w += (i ? "x" : "") + std::to_string(want[i]);
     throw UserError(path + ": array of shape " + (got.empty() ? "()" : got) + ", expected " + w);
   }
   Tensor t(shape);
@@ -149,4 +167,4 @@ Tensor read_npy_tensor(const std::string& path, const TensorShape& shape) {
   return t;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

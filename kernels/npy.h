@@ -27,4 +27,4 @@ Tensor read_npy_tensor(const std::string& path, const TensorShape& shape);
 // The .npy shape of a tensor shape (see write_npy).
 std::vector<int64_t> npy_shape(const TensorShape& shape);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

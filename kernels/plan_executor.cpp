@@ -23,7 +23,8 @@ void validate_plan(const Graph& g, const std::vector<Candidate>& plan) {
       owner[static_cast<size_t>(id)] = static_cast<int>(k);
     }
     const std::string why = unsupported_reason(g, c);
-    if (!why.empty()) throw UserError(where + ": " + why);
+    if (!why.empty())
+      throw UserError(where + ": " + why);
   }
 }
 
@@ -33,17 +34,18 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, con
   BRICKDL_CHECK(input.shape() == g.input_shape(),
                 "input " << input.shape().str() << " for graph input " << g.input_shape().str());
   std::vector<size_t> order(plan0.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return plan0[a].group.first < plan0[b].group.first;
-  });
+  for (size_t k = 0; k < order.size(); ++k)
+    order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return plan0[a].group.first < plan0[b].group.first; });
 
   PlanResult res;
   res.group_counters.resize(plan0.size());
   std::vector<Tensor> out(static_cast<size_t>(g.size()));
   std::vector<int> last_reader(static_cast<size_t>(g.size()), -1);
   for (const Layer& l : g.layers())
-    for (int p : l.inputs) last_reader[static_cast<size_t>(p)] = l.id;
+    for (int p : l.inputs)
+      last_reader[static_cast<size_t>(p)] = l.id;
   const auto release_inputs = [&](int first, int last) {
     for (int id = first; id <= last; ++id)
       for (int p : g.layer(id).inputs)
@@ -57,7 +59,8 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, con
     if (next < order.size() && plan0[order[next]].group.first == id) {
       const Candidate& c = plan0[order[next]];
       std::vector<const Tensor*> in;
-      for (int p : group_external_inputs(g, c.group)) in.push_back(&out[static_cast<size_t>(p)]);
+      for (int p : group_external_inputs(g, c.group))
+        in.push_back(&out[static_cast<size_t>(p)]);
       GroupResult r = execute_group(g, c, in, weights, options);
       BRICKDL_CHECK(r.supported, "plan group: " << r.reason);
       out[static_cast<size_t>(c.group.last)] = std::move(r.output);
@@ -76,7 +79,8 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, con
     single.group = Group{id, id};
     single.strategy = Strategy::kLayerwise;
     std::vector<const Tensor*> in;
-    for (int p : group_external_inputs(g, single.group)) in.push_back(&out[static_cast<size_t>(p)]);
+    for (int p : group_external_inputs(g, single.group))
+      in.push_back(&out[static_cast<size_t>(p)]);
     GroupResult r = execute_group(g, single, in, weights, options);
     BRICKDL_CHECK(r.supported, "layer " << g.layer(id).name << ": " << r.reason);
     out[static_cast<size_t>(id)] = std::move(r.output);
@@ -89,4 +93,4 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, con
   return res;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -13,10 +13,10 @@
 namespace brickdl::kernels {
 
 struct PlanResult {
-  Tensor output;             // the graph's output (last layer)
-  ExecCounters counters;  // summed over the groups and the layers between them
-                          // (per-layer brick counts not kept)
-  std::vector<ExecCounters> group_counters;  // one per plan entry, in plan order
+  Tensor output;                            // the graph's output (last layer)
+  ExecCounters counters;                    // summed over the groups and the layers between them
+                                            // (per-layer brick counts not kept)
+  std::vector<ExecCounters> group_counters; // one per plan entry, in plan order
 };
 
 // Throws UserError when the plan's groups overlap, are out of range, or cannot run
@@ -24,8 +24,7 @@ struct PlanResult {
 void validate_plan(const Graph& graph, const std::vector<Candidate>& plan);
 
 // `graph` is the graph the plan partitions (usually fused); `input` is the output of layer 0.
-PlanResult execute_plan(const Graph& graph, const std::vector<Candidate>& plan,
-                        const Tensor& input, const ModelWeights& weights,
-                        const ExecOptions& options = {});
+PlanResult execute_plan(const Graph& graph, const std::vector<Candidate>& plan, const Tensor& input,
+                        const ModelWeights& weights, const ExecOptions& options = {});
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

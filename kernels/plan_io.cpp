@@ -27,16 +27,19 @@ int layer_ref(const json& v, const std::string& file, const std::string& key, co
     id = g.find(v.get<std::string>());
     if (id < 0) {
       std::vector<std::string> names;
-      for (const Layer& l : g.layers()) names.push_back(l.name);
-      fail(file, key, "no layer named '" + v.get<std::string>() + "' in the fused graph" +
-                          did_you_mean(v.get<std::string>(), names));
+      for (const Layer& l : g.layers())
+        names.push_back(l.name);
+      fail(file, key,
+           "no layer named '" + v.get<std::string>() + "' in the fused graph" +
+               did_you_mean(v.get<std::string>(), names));
     }
   } else {
     fail(file, key, "expected a layer id (integer) or a layer name (string)");
   }
   if (id < 1 || id >= g.size())
-    fail(file, key, "layer " + std::to_string(id) + " is not in 1.." + std::to_string(g.size() - 1) +
-                        " (layer ids of the fused graph; 0 is the input)");
+    fail(file, key,
+         "layer " + std::to_string(id) + " is not in 1.." + std::to_string(g.size() - 1) +
+             " (layer ids of the fused graph; 0 is the input)");
   return id;
 }
 
@@ -48,27 +51,32 @@ int positive(const json& v, const std::string& file, const std::string& key, int
 
 Candidate parse_entry(const json& e, const std::string& file, const std::string& at,
                       const Graph& g) {
-  if (!e.is_object()) fail(file, at, "expected an object {first, last, strategy, brick, cb}");
-  static const std::vector<std::string> kKeys = {"first", "last", "first_layer", "last_layer",
-                                                 "strategy", "brick", "cb", "threads"};
+  if (!e.is_object())
+    fail(file, at, "expected an object {first, last, strategy, brick, cb}");
+  static const std::vector<std::string> kKeys = {"first",    "last",  "first_layer", "last_layer",
+                                                 "strategy", "brick", "cb",          "threads"};
   for (const auto& [k, v] : e.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() &&
         // Report fields of brickdl-tune's plan.json are ignored.
         k != "layers" && k != "workload" && k.find("_ms") == std::string::npos &&
         k.find("dram") == std::string::npos)
-      fail(file, at + "." + k, "unknown key" + did_you_mean(k, kKeys) + "; valid: " + join_names(kKeys));
+      fail(file, at + "." + k,
+           "unknown key" + did_you_mean(k, kKeys) + "; valid: " + join_names(kKeys));
   }
   Candidate c;
   const auto get = [&](const char* a, const char* b) -> const json* {
-    if (e.contains(a)) return &e.at(a);
-    if (e.contains(b)) return &e.at(b);
+    if (e.contains(a))
+      return &e.at(a);
+    if (e.contains(b))
+      return &e.at(b);
     fail(file, at + "." + a, std::string("missing key '") + a + "'");
   };
   c.group.first = layer_ref(*get("first", "first_layer"), file, at + ".first", g);
   c.group.last = layer_ref(*get("last", "last_layer"), file, at + ".last", g);
   if (c.group.last < c.group.first)
-    fail(file, at + ".last", "last (" + std::to_string(c.group.last) + ") comes before first (" +
-                                 std::to_string(c.group.first) + ")");
+    fail(file, at + ".last",
+         "last (" + std::to_string(c.group.last) + ") comes before first (" +
+             std::to_string(c.group.first) + ")");
   if (!e.contains("strategy") || !e.at("strategy").is_string() ||
       !parse_strategy(e.at("strategy").get<std::string>(), &c.strategy))
     fail(file, at + ".strategy", "expected one of: layerwise, padded, memoized");
@@ -90,25 +98,30 @@ Candidate parse_entry(const json& e, const std::string& file, const std::string&
       }
     } else if (b.is_object()) {
       c.brick.d = b.contains("d") ? positive(b.at("d"), file, bk + ".d", 1) : 1;
-      if (!b.contains("h") || !b.contains("w")) fail(file, bk, "expected keys h and w (and d)");
+      if (!b.contains("h") || !b.contains("w"))
+        fail(file, bk, "expected keys h and w (and d)");
       c.brick.h = positive(b.at("h"), file, bk + ".h", 1);
       c.brick.w = positive(b.at("w"), file, bk + ".w", 1);
-      if (b.contains("cb")) c.brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
+      if (b.contains("cb"))
+        c.brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
     } else {
       fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb}");
     }
   } else if (c.strategy != Strategy::kLayerwise) {
-    fail(file, at + ".brick", std::string("missing key 'brick' for strategy ") +
-                                  strategy_name(c.strategy) + " (e.g. " +
-                                  (three_d ? "[8, 8, 8]" : "[8, 8]") + ")");
+    fail(file, at + ".brick",
+         std::string("missing key 'brick' for strategy ") + strategy_name(c.strategy) + " (e.g. " +
+             (three_d ? "[8, 8, 8]" : "[8, 8]") + ")");
   }
-  if (!three_d && c.brick.d != 1) fail(file, at + ".brick", "a 2-D group's brick has depth 1");
-  if (e.contains("cb")) c.brick.cb = positive(e.at("cb"), file, at + ".cb", 0);
-  if (e.contains("threads")) c.threads = positive(e.at("threads"), file, at + ".threads", 1);
+  if (!three_d && c.brick.d != 1)
+    fail(file, at + ".brick", "a 2-D group's brick has depth 1");
+  if (e.contains("cb"))
+    c.brick.cb = positive(e.at("cb"), file, at + ".cb", 0);
+  if (e.contains("threads"))
+    c.threads = positive(e.at("threads"), file, at + ".threads", 1);
   return c;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<Candidate> parse_plan_json(const std::string& text, const std::string& file,
                                        const Graph& g) {
@@ -133,11 +146,13 @@ std::vector<Candidate> parse_plan_json(const std::string& text, const std::strin
   const json* list = &doc;
   std::string prefix;
   if (doc.is_object()) {
-    if (!doc.contains("groups")) fail(file, "groups", "expected a list of groups, or {\"groups\": [...]}");
+    if (!doc.contains("groups"))
+      fail(file, "groups", "expected a list of groups, or {\"groups\": [...]}");
     list = &doc.at("groups");
     prefix = "groups";
   }
-  if (!list->is_array()) fail(file, prefix, "expected a list of groups");
+  if (!list->is_array())
+    fail(file, prefix, "expected a list of groups");
   std::vector<Candidate> plan;
   for (size_t i = 0; i < list->size(); ++i)
     plan.push_back(parse_entry((*list)[i], file, prefix + "[" + std::to_string(i) + "]", g));
@@ -146,7 +161,8 @@ std::vector<Candidate> parse_plan_json(const std::string& text, const std::strin
 
 std::vector<Candidate> load_plan_json(const std::string& path, const Graph& fused) {
   std::ifstream f(path);
-  if (!f) throw UserError(path + ": cannot open the plan file");
+  if (!f)
+    throw UserError(path + ": cannot open the plan file");
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_plan_json(ss.str(), path, fused);
@@ -155,8 +171,8 @@ std::vector<Candidate> load_plan_json(const std::string& path, const Graph& fuse
 nlohmann::json plan_to_json(const std::vector<Candidate>& plan) {
   json list = json::array();
   for (const Candidate& c : plan) {
-    json e = {{"first", c.group.first}, {"last", c.group.last},
-              {"strategy", strategy_name(c.strategy)}};
+    json e = {
+        {"first", c.group.first}, {"last", c.group.last}, {"strategy", strategy_name(c.strategy)}};
     if (c.strategy != Strategy::kLayerwise) {
       e["brick"] = {c.brick.d, c.brick.h, c.brick.w};
       e["cb"] = c.brick.cb;
@@ -166,4 +182,4 @@ nlohmann::json plan_to_json(const std::vector<Candidate>& plan) {
   return list;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -25,4 +25,4 @@ std::vector<Candidate> load_plan_json(const std::string& path, const Graph& fuse
 // The first form above.
 nlohmann::json plan_to_json(const std::vector<Candidate>& plan);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -22,7 +22,9 @@ TensorShape windowed_shape(const TensorShape& in, const Window& w, bool ceil_mod
   return out;
 }
 
-bool inside(int64_t i, int64_t extent) { return i >= 0 && i < extent; }
+bool inside(int64_t i, int64_t extent) {
+  return i >= 0 && i < extent;
+}
 
 template <typename Acc>
 Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
@@ -47,21 +49,25 @@ Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::v
               const int64_t ci = g * cin_g + cl;
               for (int a = 0; a < kd; ++a) {
                 const int64_t iz = oz * win.stride[0] - win.pad[0] + a * win.dilation[0];
-                if (!inside(iz, is.d)) continue;
+                if (!inside(iz, is.d))
+                  continue;
                 for (int b = 0; b < kh; ++b) {
                   const int64_t iy = oy * win.stride[1] - win.pad[1] + b * win.dilation[1];
-                  if (!inside(iy, is.h)) continue;
+                  if (!inside(iy, is.h))
+                    continue;
                   for (int c = 0; c < kw; ++c) {
                     const int64_t ix = ox * win.stride[2] - win.pad[2] + c * win.dilation[2];
-                    if (!inside(ix, is.w)) continue;
-                    const float wv =
-                        weight[static_cast<size_t>((((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
+                    if (!inside(ix, is.w))
+                      continue;
+                    const float wv = weight[static_cast<size_t>(
+                        (((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
                     acc += static_cast<Acc>(wv) * static_cast<Acc>(x.at(n, ci, iz, iy, ix));
                   }
                 }
               }
             }
-            if (!bias.empty()) acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
+            if (!bias.empty())
+              acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
             y.at(n, co, oz, oy, ox) = activate(static_cast<float>(acc), ep.activation, ep.slope);
           }
     }
@@ -78,25 +84,26 @@ Tensor avg_pool_impl(const Tensor& x, const Window& win, bool ceil_mode, bool co
       for (int64_t oz = 0; oz < os.d; ++oz)
         for (int64_t oy = 0; oy < os.h; ++oy)
           for (int64_t ox = 0; ox < os.w; ++ox) {
-            const auto sz = detail::avg_pool_span(oz, win.kernel[0], win.stride[0], win.pad[0], is.d);
-            const auto sy = detail::avg_pool_span(oy, win.kernel[1], win.stride[1], win.pad[1], is.h);
-            const auto sx = detail::avg_pool_span(ox, win.kernel[2], win.stride[2], win.pad[2], is.w);
+            const auto sz =
+                detail::avg_pool_span(oz, win.kernel[0], win.stride[0], win.pad[0], is.d);
+            const auto sy =
+                detail::avg_pool_span(oy, win.kernel[1], win.stride[1], win.pad[1], is.h);
+            const auto sx =
+                detail::avg_pool_span(ox, win.kernel[2], win.stride[2], win.pad[2], is.w);
             Acc sum = 0;
             for (int64_t iz = sz.start; iz < sz.end; ++iz)
               for (int64_t iy = sy.start; iy < sy.end; ++iy)
                 for (int64_t ix = sx.start; ix < sx.end; ++ix)
                   sum += static_cast<Acc>(x.at(n, c, iz, iy, ix));
             const int64_t count =
-                count_include_pad
-                    ? sz.padded_extent * sy.padded_extent * sx.padded_extent
-                    : (sz.end - sz.start) * (sy.end - sy.start) * (sx.end - sx.start);
+                count_include_pad ? sz.padded_extent * sy.padded_extent * sx.padded_extent
+                                  : (sz.end - sz.start) * (sy.end - sy.start) * (sx.end - sx.start);
             y.at(n, c, oz, oy, ox) = static_cast<float>(sum / static_cast<Acc>(count));
           }
   return y;
 }
 
-template <typename Acc>
-Tensor global_avg_pool_impl(const Tensor& x) {
+template <typename Acc> Tensor global_avg_pool_impl(const Tensor& x) {
   TensorShape os = x.shape();
   os.d = os.h = os.w = 1;
   Tensor y(os);
@@ -105,15 +112,16 @@ Tensor global_avg_pool_impl(const Tensor& x) {
     for (int64_t c = 0; c < os.c; ++c) {
       Acc sum = 0;
       const float* p = x.data() + (n * os.c + c) * sp;
-      for (int64_t i = 0; i < sp; ++i) sum += static_cast<Acc>(p[i]);
+      for (int64_t i = 0; i < sp; ++i)
+        sum += static_cast<Acc>(p[i]);
       y.at(n, c, 0, 0, 0) = static_cast<float>(sum / static_cast<Acc>(sp));
     }
   return y;
 }
 
 template <typename Acc>
-Tensor linear_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
-                   int64_t out_features, Epilogue ep) {
+Tensor linear_impl(const Tensor& x, const std::vector<float>& weight,
+                   const std::vector<float>& bias, int64_t out_features, Epilogue ep) {
   const int64_t in = x.shape().c * x.shape().spatial();
   BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == out_features * in, "linear weight size");
   Tensor y(TensorShape{x.shape().n, out_features, 1, 1, 1, 0});
@@ -123,13 +131,14 @@ Tensor linear_impl(const Tensor& x, const std::vector<float>& weight, const std:
       for (int64_t i = 0; i < in; ++i)
         acc += static_cast<Acc>(weight[static_cast<size_t>(o * in + i)]) *
                static_cast<Acc>(x.data()[n * in + i]);
-      if (!bias.empty()) acc += static_cast<Acc>(bias[static_cast<size_t>(o)]);
+      if (!bias.empty())
+        acc += static_cast<Acc>(bias[static_cast<size_t>(o)]);
       y.at(n, o, 0, 0, 0) = activate(static_cast<float>(acc), ep.activation, ep.slope);
     }
   return y;
 }
 
-}  // namespace
+} // namespace
 
 Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
             int64_t out_channels, const Window& window, int groups, Epilogue epilogue,
@@ -144,7 +153,8 @@ Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector
 Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
                   const std::vector<float>& shift) {
   const TensorShape& s = x.shape();
-  BRICKDL_CHECK(static_cast<int64_t>(scale.size()) == s.c && static_cast<int64_t>(shift.size()) == s.c,
+  BRICKDL_CHECK(static_cast<int64_t>(scale.size()) == s.c &&
+                    static_cast<int64_t>(shift.size()) == s.c,
                 "batch_norm parameters");
   Tensor y(s);
   const int64_t sp = s.spatial();
@@ -159,7 +169,8 @@ Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
 
 Tensor relu(const Tensor& x) {
   Tensor y(x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = activate(x.data()[i], Activation::kRelu, 0);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    y.data()[i] = activate(x.data()[i], Activation::kRelu, 0);
   return y;
 }
 
@@ -182,7 +193,8 @@ Tensor concat(const std::vector<const Tensor*>& xs) {
   BRICKDL_CHECK(!xs.empty(), "concat of nothing");
   TensorShape os = xs[0]->shape();
   os.c = 0;
-  for (const Tensor* t : xs) os.c += t->shape().c;
+  for (const Tensor* t : xs)
+    os.c += t->shape().c;
   Tensor y(os);
   for (int64_t n = 0; n < os.n; ++n) {
     int64_t c_out = 0;
@@ -192,7 +204,8 @@ Tensor concat(const std::vector<const Tensor*>& xs) {
       for (int64_t c = 0; c < s.c; ++c, ++c_out)
         for (int64_t z = 0; z < s.d; ++z)
           for (int64_t yy = 0; yy < s.h; ++yy)
-            for (int64_t x = 0; x < s.w; ++x) y.at(n, c_out, z, yy, x) = t->at(n, c, z, yy, x);
+            for (int64_t x = 0; x < s.w; ++x)
+              y.at(n, c_out, z, yy, x) = t->at(n, c, z, yy, x);
     }
   }
   return y;
@@ -210,13 +223,16 @@ Tensor max_pool(const Tensor& x, const Window& win, bool ceil_mode) {
             float m = -std::numeric_limits<float>::infinity();
             for (int a = 0; a < win.kernel[0]; ++a) {
               const int64_t iz = oz * win.stride[0] - win.pad[0] + a * win.dilation[0];
-              if (!inside(iz, is.d)) continue;
+              if (!inside(iz, is.d))
+                continue;
               for (int b = 0; b < win.kernel[1]; ++b) {
                 const int64_t iy = oy * win.stride[1] - win.pad[1] + b * win.dilation[1];
-                if (!inside(iy, is.h)) continue;
+                if (!inside(iy, is.h))
+                  continue;
                 for (int c2 = 0; c2 < win.kernel[2]; ++c2) {
                   const int64_t ix = ox * win.stride[2] - win.pad[2] + c2 * win.dilation[2];
-                  if (!inside(ix, is.w)) continue;
+                  if (!inside(ix, is.w))
+                    continue;
                   m = std::max(m, x.at(n, c, iz, iy, ix));
                 }
               }
@@ -229,9 +245,8 @@ Tensor max_pool(const Tensor& x, const Window& win, bool ceil_mode) {
 Tensor avg_pool(const Tensor& x, const Window& window, bool ceil_mode, bool count_include_pad,
                 Accumulation acc) {
   BRICKDL_CHECK(window.dilation == (std::array<int, 3>{1, 1, 1}), "avg_pool has no dilation");
-  return acc == Accumulation::kF64
-             ? avg_pool_impl<double>(x, window, ceil_mode, count_include_pad)
-             : avg_pool_impl<float>(x, window, ceil_mode, count_include_pad);
+  return acc == Accumulation::kF64 ? avg_pool_impl<double>(x, window, ceil_mode, count_include_pad)
+                                   : avg_pool_impl<float>(x, window, ceil_mode, count_include_pad);
 }
 
 Tensor global_avg_pool(const Tensor& x, Accumulation acc) {
@@ -287,32 +302,28 @@ Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vect
 
 Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const LayerWeights& w,
                  Accumulation acc) {
-  BRICKDL_CHECK(in.size() == l.inputs.size(), "layer " << l.name << " got " << in.size()
-                                                        << " inputs, wants " << l.inputs.size());
+  BRICKDL_CHECK(in.size() == l.inputs.size(),
+                "layer " << l.name << " got " << in.size() << " inputs, wants " << l.inputs.size());
   const Epilogue ep{l.activation, l.leaky_slope};
   Tensor y;
   switch (l.op) {
-    case OpKind::kInput:
-      BRICKDL_CHECK(false, "the input layer is not run");
-      break;
-    case OpKind::kConv:
-      y = conv(*in[0], w.weight, w.bias, l.out_channels, l.window, l.groups, ep, acc);
-      break;
-    case OpKind::kBatchNorm: y = batch_norm(*in[0], w.weight, w.bias); break;
-    case OpKind::kRelu: y = relu(*in[0]); break;
-    case OpKind::kLeakyRelu: y = leaky_relu(*in[0], l.leaky_slope); break;
-    case OpKind::kAdd: y = add(*in[0], *in[1], ep); break;
-    case OpKind::kConcat: y = concat(in); break;
-    case OpKind::kMaxPool: y = max_pool(*in[0], l.window, l.ceil_mode); break;
-    case OpKind::kAvgPool:
-      y = avg_pool(*in[0], l.window, l.ceil_mode, l.count_include_pad, acc);
-      break;
-    case OpKind::kGlobalAvgPool: y = global_avg_pool(*in[0], acc); break;
-    case OpKind::kUpsample: y = upsample(*in[0], l.upsample_scale, l.bilinear); break;
-    case OpKind::kFlatten: y = flatten(*in[0]); break;
-    case OpKind::kLinear:
-      y = linear(*in[0], w.weight, w.bias, l.out_channels, ep, acc);
-      break;
+  case OpKind::kInput: BRICKDL_CHECK(false, "the input layer is not run"); break;
+  case OpKind::kConv:
+    y = conv(*in[0], w.weight, w.bias, l.out_channels, l.window, l.groups, ep, acc);
+    break;
+  case OpKind::kBatchNorm: y = batch_norm(*in[0], w.weight, w.bias); break;
+  case OpKind::kRelu: y = relu(*in[0]); break;
+  case OpKind::kLeakyRelu: y = leaky_relu(*in[0], l.leaky_slope); break;
+  case OpKind::kAdd: y = add(*in[0], *in[1], ep); break;
+  case OpKind::kConcat: y = concat(in); break;
+  case OpKind::kMaxPool: y = max_pool(*in[0], l.window, l.ceil_mode); break;
+  case OpKind::kAvgPool:
+    y = avg_pool(*in[0], l.window, l.ceil_mode, l.count_include_pad, acc);
+    break;
+  case OpKind::kGlobalAvgPool: y = global_avg_pool(*in[0], acc); break;
+  case OpKind::kUpsample: y = upsample(*in[0], l.upsample_scale, l.bilinear); break;
+  case OpKind::kFlatten: y = flatten(*in[0]); break;
+  case OpKind::kLinear: y = linear(*in[0], w.weight, w.bias, l.out_channels, ep, acc); break;
   }
   BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
                                              << ", the graph says " << l.out.str());
@@ -326,17 +337,20 @@ Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weight
   std::vector<Tensor> out(static_cast<size_t>(g.size()));
   std::vector<int> last_reader(static_cast<size_t>(g.size()), -1);
   for (const Layer& l : g.layers())
-    for (int p : l.inputs) last_reader[static_cast<size_t>(p)] = l.id;
+    for (int p : l.inputs)
+      last_reader[static_cast<size_t>(p)] = l.id;
   out[0] = input;
   for (int id = 1; id < g.size(); ++id) {
     const Layer& l = g.layer(id);
     std::vector<const Tensor*> in;
-    for (int p : l.inputs) in.push_back(&out[static_cast<size_t>(p)]);
+    for (int p : l.inputs)
+      in.push_back(&out[static_cast<size_t>(p)]);
     out[static_cast<size_t>(id)] = run_layer(l, in, weights.at(id), acc);
     for (int p : l.inputs)
-      if (last_reader[static_cast<size_t>(p)] == id && p != g.output()) out[static_cast<size_t>(p)] = Tensor();
+      if (last_reader[static_cast<size_t>(p)] == id && p != g.output())
+        out[static_cast<size_t>(p)] = Tensor();
   }
   return std::move(out.back());
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

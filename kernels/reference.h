@@ -20,7 +20,7 @@ enum class Accumulation { kF32, kF64 };
 
 struct Epilogue {
   Activation activation = Activation::kNone;
-  float slope = 0.1f;  // leaky relu
+  float slope = 0.1f; // leaky relu
 };
 
 // weight [Cout][Cin/groups][kd][kh][kw]; bias [Cout] or empty.
@@ -33,7 +33,7 @@ Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
 Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, float slope);
 Tensor add(const Tensor& a, const Tensor& b, Epilogue epilogue = {});
-Tensor concat(const std::vector<const Tensor*>& xs);  // along channels
+Tensor concat(const std::vector<const Tensor*>& xs); // along channels
 Tensor max_pool(const Tensor& x, const Window& window, bool ceil_mode);
 Tensor avg_pool(const Tensor& x, const Window& window, bool ceil_mode, bool count_include_pad,
                 Accumulation acc = Accumulation::kF32);
@@ -55,4 +55,4 @@ Tensor run_layer(const Layer& layer, const std::vector<const Tensor*>& inputs,
 Tensor run_graph(const Graph& graph, const Tensor& input, const ModelWeights& weights,
                  Accumulation acc = Accumulation::kF32);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -9,21 +9,27 @@ namespace brickdl::kernels {
 namespace {
 
 // Floor division for possibly negative numerators (positive divisor).
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 // Scale of an upsample along `axis`: 2-D tensors are not scaled in depth.
 int64_t upsample_factor(const Layer& l, int axis) {
   return (axis == 0 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
 }
 
-}  // namespace
+} // namespace
 
 bool Region::contains(const Region& o) const {
-  if (o.empty()) return true;
-  if (empty()) return false;
-  if (o.c0 < c0 || o.c1 > c1) return false;
+  if (o.empty())
+    return true;
+  if (empty())
+    return false;
+  if (o.c0 < c0 || o.c1 > c1)
+    return false;
   for (size_t a = 0; a < 3; ++a)
-    if (o.lo[a] < lo[a] || o.hi[a] > hi[a]) return false;
+    if (o.lo[a] < lo[a] || o.hi[a] > hi[a])
+      return false;
   return true;
 }
 
@@ -44,8 +50,10 @@ Region Region::whole(const TensorShape& shape) {
 }
 
 Region hull(const Region& a, const Region& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
+  if (a.empty())
+    return b;
+  if (b.empty())
+    return a;
   Region r;
   r.c0 = std::min(a.c0, b.c0);
   r.c1 = std::max(a.c1, b.c1);
@@ -67,59 +75,60 @@ Region intersect(const Region& a, const Region& b) {
   return r;
 }
 
-Region clip(const Region& r, const TensorShape& shape) { return intersect(r, Region::whole(shape)); }
+Region clip(const Region& r, const TensorShape& shape) {
+  return intersect(r, Region::whole(shape));
+}
 
 Region input_need(const Graph& graph, const Layer& l, int slot, const Region& out) {
   BRICKDL_CHECK(slot >= 0 && slot < static_cast<int>(l.inputs.size()),
                 "layer " << l.name << " has no input " << slot);
   const TensorShape& in = graph.layer(l.inputs[static_cast<size_t>(slot)]).out;
-  if (out.empty()) return Region{};
+  if (out.empty())
+    return Region{};
   Region r = out;
   switch (l.op) {
-    case OpKind::kConv:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool: {
-      const Window& w = l.window;
-      for (size_t a = 0; a < 3; ++a) {
-        r.lo[a] = out.lo[a] * w.stride[a] - w.pad[a];
-        r.hi[a] = (out.hi[a] - 1) * w.stride[a] - w.pad[a] +
-                  int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
-      }
-      if (l.op == OpKind::kConv) {
-        const int64_t cout_g = l.out_channels / l.groups;
-        const int64_t cin_g = in.c / l.groups;
-        r.c0 = (out.c0 / cout_g) * cin_g;
-        r.c1 = ((out.c1 - 1) / cout_g + 1) * cin_g;
-      }
-      break;
+  case OpKind::kConv:
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool: {
+    const Window& w = l.window;
+    for (size_t a = 0; a < 3; ++a) {
+      r.lo[a] = out.lo[a] * w.stride[a] - w.pad[a];
+      r.hi[a] =
+          (out.hi[a] - 1) * w.stride[a] - w.pad[a] + int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
     }
-    case OpKind::kBatchNorm:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-    case OpKind::kAdd:
-      break;
-    case OpKind::kConcat: {
-      int64_t offset = 0;
-      for (int i = 0; i < slot; ++i) offset += graph.layer(l.inputs[static_cast<size_t>(i)]).out.c;
-      r.c0 = std::max<int64_t>(out.c0 - offset, 0);
-      r.c1 = std::min<int64_t>(out.c1 - offset, in.c);
-      break;
+    if (l.op == OpKind::kConv) {
+      const int64_t cout_g = l.out_channels / l.groups;
+      const int64_t cin_g = in.c / l.groups;
+      r.c0 = (out.c0 / cout_g) * cin_g;
+      r.c1 = ((out.c1 - 1) / cout_g + 1) * cin_g;
     }
-    case OpKind::kUpsample:
-      for (size_t a = 0; a < 3; ++a) {
-        const int64_t f = upsample_factor(l, static_cast<int>(a));
-        r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
-        r.hi[a] = floor_div(out.hi[a] - 1, f) + 1 + (l.bilinear ? 1 : 0);
-      }
-      break;
-    case OpKind::kGlobalAvgPool:
-    case OpKind::kFlatten:
-    case OpKind::kLinear:
-      return Region::whole(in);
-    case OpKind::kInput:
-      BRICKDL_CHECK(false, "the input layer reads nothing");
+    break;
+  }
+  case OpKind::kBatchNorm:
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+  case OpKind::kAdd: break;
+  case OpKind::kConcat: {
+    int64_t offset = 0;
+    for (int i = 0; i < slot; ++i)
+      offset += graph.layer(l.inputs[static_cast<size_t>(i)]).out.c;
+    r.c0 = std::max<int64_t>(out.c0 - offset, 0);
+    r.c1 = std::min<int64_t>(out.c1 - offset, in.c);
+    break;
+  }
+  case OpKind::kUpsample:
+    for (size_t a = 0; a < 3; ++a) {
+      const int64_t f = upsample_factor(l, static_cast<int>(a));
+      r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
+      r.hi[a] = floor_div(out.hi[a] - 1, f) + 1 + (l.bilinear ? 1 : 0);
+    }
+    break;
+  case OpKind::kGlobalAvgPool:
+  case OpKind::kFlatten:
+  case OpKind::kLinear: return Region::whole(in);
+  case OpKind::kInput: BRICKDL_CHECK(false, "the input layer reads nothing");
   }
   return clip(r, in);
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

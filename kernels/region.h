@@ -26,15 +26,15 @@ struct Region {
   std::array<int64_t, 3> lo{0, 0, 0};
   std::array<int64_t, 3> hi{0, 0, 0};
 
-  bool empty() const {
-    return c1 <= c0 || hi[0] <= lo[0] || hi[1] <= lo[1] || hi[2] <= lo[2];
-  }
+  bool empty() const { return c1 <= c0 || hi[0] <= lo[0] || hi[1] <= lo[1] || hi[2] <= lo[2]; }
   int64_t channels() const { return c1 - c0; }
-  int64_t extent(int axis) const { return hi[static_cast<size_t>(axis)] - lo[static_cast<size_t>(axis)]; }
+  int64_t extent(int axis) const {
+    return hi[static_cast<size_t>(axis)] - lo[static_cast<size_t>(axis)];
+  }
   int64_t box_volume() const { return empty() ? 0 : extent(0) * extent(1) * extent(2); }
   int64_t volume() const { return box_volume() * (empty() ? 0 : channels()); }
-  bool contains(const Region& o) const;  // an empty region is contained in any region
-  std::string str() const;               // "c[0,3) d[0,4) h[2,9) w[2,9)"
+  bool contains(const Region& o) const; // an empty region is contained in any region
+  std::string str() const;              // "c[0,3) d[0,4) h[2,9) w[2,9)"
   bool operator==(const Region& o) const = default;
 
   // All channels and positions of one image of `shape`.
@@ -51,4 +51,4 @@ Region clip(const Region& r, const TensorShape& shape);
 // clipped to that input. Empty when it reads nothing of it (a concat slice outside `out`).
 Region input_need(const Graph& graph, const Layer& layer, int slot, const Region& out);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

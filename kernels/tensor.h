@@ -10,7 +10,7 @@
 namespace brickdl::kernels {
 
 class Tensor {
- public:
+public:
   Tensor() = default;
   explicit Tensor(const TensorShape& shape, float fill = 0.0f)
       : shape_(shape), data_(static_cast<size_t>(shape.numel()), fill) {}
@@ -38,9 +38,9 @@ class Tensor {
     return data_[static_cast<size_t>(index(n, c, z, y, x))];
   }
 
- private:
+private:
   TensorShape shape_;
   std::vector<float> data_;
 };
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

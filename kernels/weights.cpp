@@ -12,7 +12,7 @@ namespace {
 // splitmix64: tiny, fast, and the same on every platform and standard library, so the
 // .npy files brickdl-run writes do not depend on the C++ library that built it.
 class Rng {
- public:
+public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t next() {
     state_ += 0x9e3779b97f4a7c15ULL;
@@ -24,7 +24,7 @@ class Rng {
     return lo + (hi - lo) * u;
   }
 
- private:
+private:
   uint64_t state_;
 };
 
@@ -38,7 +38,8 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 void fill_uniform(Rng& rng, std::vector<float>& v, float bound) {
-  for (float& x : v) x = rng.uniform(-bound, bound);
+  for (float& x : v)
+    x = rng.uniform(-bound, bound);
 }
 
 // Random batch-norm statistics folded to y = x·scale + shift.
@@ -58,7 +59,7 @@ void batch_norm_scale_shift(Rng& rng, int64_t channels, std::vector<float>* scal
   }
 }
 
-}  // namespace
+} // namespace
 
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -105,36 +106,33 @@ LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed) {
   LayerWeights w;
   Rng rng(mix64(seed ^ mix64(fnv1a(l.name))));
   switch (l.op) {
-    case OpKind::kConv:
-    case OpKind::kLinear: {
-      const TensorShape& in = graph.layer(l.inputs.at(0)).out;
-      const int64_t fan_in =
-          l.op == OpKind::kConv
-              ? (in.c / l.groups) * l.window.kernel[0] * l.window.kernel[1] * l.window.kernel[2]
-              : in.c * in.spatial();
-      w.weight.resize(static_cast<size_t>(l.out_channels * fan_in));
-      fill_uniform(rng, w.weight, static_cast<float>(std::sqrt(6.0 / static_cast<double>(fan_in))));
-      if (l.bn_folded) {
-        std::vector<float> scale, shift;
-        batch_norm_scale_shift(rng, l.out_channels, &scale, &shift);
-        w = fold_batch_norm(w, scale, shift);
-      } else if (l.bias) {
-        w.bias.resize(static_cast<size_t>(l.out_channels));
-        fill_uniform(rng, w.bias, static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in))));
-      }
-      break;
+  case OpKind::kConv:
+  case OpKind::kLinear: {
+    const TensorShape& in = graph.layer(l.inputs.at(0)).out;
+    const int64_t fan_in = l.op == OpKind::kConv ? (in.c / l.groups) * l.window.kernel[0] *
+                                                       l.window.kernel[1] * l.window.kernel[2]
+                                                 : in.c * in.spatial();
+    w.weight.resize(static_cast<size_t>(l.out_channels * fan_in));
+    fill_uniform(rng, w.weight, static_cast<float>(std::sqrt(6.0 / static_cast<double>(fan_in))));
+    if (l.bn_folded) {
+      std::vector<float> scale, shift;
+      batch_norm_scale_shift(rng, l.out_channels, &scale, &shift);
+      w = fold_batch_norm(w, scale, shift);
+    } else if (l.bias) {
+      w.bias.resize(static_cast<size_t>(l.out_channels));
+      fill_uniform(rng, w.bias, static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in))));
     }
-    case OpKind::kBatchNorm:
-      batch_norm_scale_shift(rng, l.out.c, &w.weight, &w.bias);
-      break;
-    default:
-      break;
+    break;
+  }
+  case OpKind::kBatchNorm: batch_norm_scale_shift(rng, l.out.c, &w.weight, &w.bias); break;
+  default: break;
   }
   return w;
 }
 
 ModelWeights make_weights(const Graph& graph, uint64_t seed, int first, int last) {
-  if (last < 0) last = graph.size() - 1;
+  if (last < 0)
+    last = graph.size() - 1;
   std::vector<LayerWeights> layers(static_cast<size_t>(graph.size()));
   for (int id = std::max(first, 0); id <= last; ++id)
     layers[static_cast<size_t>(id)] = make_layer_weights(graph, id, seed);
@@ -144,8 +142,9 @@ ModelWeights make_weights(const Graph& graph, uint64_t seed, int first, int last
 Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream) {
   Tensor t(shape);
   Rng rng(mix64(seed ^ mix64(stream + 0x5851f42d4c957f2dULL)));
-  for (float& x : t.values()) x = rng.uniform(-1.0f, 1.0f);
+  for (float& x : t.values())
+    x = rng.uniform(-1.0f, 1.0f);
   return t;
 }
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -31,14 +31,14 @@ struct LayerWeights {
 
 // Parameters per layer id; layers without parameters (or not generated) have empty entries.
 class ModelWeights {
- public:
+public:
   ModelWeights() = default;
   explicit ModelWeights(std::vector<LayerWeights> layers) : layers_(std::move(layers)) {}
   const LayerWeights& at(int id) const;
   LayerWeights& at(int id);
   int size() const { return static_cast<int>(layers_.size()); }
 
- private:
+private:
   std::vector<LayerWeights> layers_;
 };
 
@@ -61,4 +61,4 @@ Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream = 
 // Deterministic 64-bit mix (splitmix64 finaliser); used to key random streams.
 uint64_t mix64(uint64_t x);
 
-}  // namespace brickdl::kernels
+} // namespace brickdl::kernels

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <vector>
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/detail/op_math.h"
@@ -12,8 +12,12 @@ namespace brickdl::kernels::detail {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
 // Element addressing of a block.
 struct Strides {
@@ -60,13 +64,16 @@ void conv_block_stride1(const Graph& g, const Layer& l, const LayerWeights& wts,
   // Last accumulator position that holds an output element, plus one.
   const int64_t len = (what.extent(0) - 1) * plane + (what.extent(1) - 1) * row + what.extent(2);
   thread_local std::vector<float> padded, acc;
-  if (static_cast<int64_t>(padded.size()) < cin_g * vol) padded.resize(static_cast<size_t>(cin_g * vol));
-  if (static_cast<int64_t>(acc.size()) < len) acc.resize(static_cast<size_t>(len));
+  if (static_cast<int64_t>(padded.size()) < cin_g * vol)
+    padded.resize(static_cast<size_t>(cin_g * vol));
+  if (static_cast<int64_t>(acc.size()) < len)
+    acc.resize(static_cast<size_t>(len));
   const Strides si(in.stored), so(out.stored);
   // The part of the padded box inside the tensor (the rest stays zero).
   Region inside;
   inside.lo = lo;
-  for (size_t a = 0; a < 3; ++a) inside.hi[a] = lo[a] + span[a];
+  for (size_t a = 0; a < 3; ++a)
+    inside.hi[a] = lo[a] + span[a];
   inside.c0 = 0;
   inside.c1 = is.c;
   inside = clip(inside, is);
@@ -95,7 +102,8 @@ void conv_block_stride1(const Graph& g, const Layer& l, const LayerWeights& wts,
             const float wv = *wco++;
             const float* p = padded.data() + cl * vol + int64_t{z} * win.dilation[0] * plane +
                              int64_t{y} * win.dilation[1] * row + int64_t{x} * win.dilation[2];
-            for (int64_t q = 0; q < len; ++q) a[q] += wv * p[q];
+            for (int64_t q = 0; q < len; ++q)
+              a[q] += wv * p[q];
           }
     const bool has_bias = !wts.bias.empty();
     const float bias = has_bias ? wts.bias[static_cast<size_t>(co)] : 0.0f;
@@ -128,26 +136,31 @@ void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const C
       for (int a = 0; a < kd; ++a)
         for (int b = 0; b < kh; ++b)
           for (int c = 0; c < kw; ++c) {
-            const float wv = wts.weight[static_cast<size_t>(
-                (((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
+            const float wv =
+                wts.weight[static_cast<size_t>((((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
             // Output columns whose tap falls inside the input (the rest read zero padding).
             const int64_t off = int64_t{c} * win.dilation[2] - win.pad[2];
             const int64_t x0 = std::max(what.lo[2], ceil_div(-off, sx));
             const int64_t x1 = std::min(what.hi[2], floor_div(is.w - 1 - off, sx) + 1);
-            if (x0 >= x1) continue;
+            if (x0 >= x1)
+              continue;
             for (int64_t oz = what.lo[0]; oz < what.hi[0]; ++oz) {
               const int64_t iz = oz * win.stride[0] - win.pad[0] + int64_t{a} * win.dilation[0];
-              if (iz < 0 || iz >= is.d) continue;
+              if (iz < 0 || iz >= is.d)
+                continue;
               for (int64_t oy = what.lo[1]; oy < what.hi[1]; ++oy) {
                 const int64_t iy = oy * win.stride[1] - win.pad[1] + int64_t{b} * win.dilation[1];
-                if (iy < 0 || iy >= is.h) continue;
+                if (iy < 0 || iy >= is.h)
+                  continue;
                 float* o = at(out.data, out.stored, so, co, oz, oy, x0);
                 const float* ip = at(in.data, in.stored, si, ci, iz, iy, x0 * sx + off);
                 const int64_t count = x1 - x0;
                 if (sx == 1) {
-                  for (int64_t i = 0; i < count; ++i) o[i] += wv * ip[i];
+                  for (int64_t i = 0; i < count; ++i)
+                    o[i] += wv * ip[i];
                 } else {
-                  for (int64_t i = 0; i < count; ++i) o[i] += wv * ip[i * sx];
+                  for (int64_t i = 0; i < count; ++i)
+                    o[i] += wv * ip[i * sx];
                 }
               }
             }
@@ -167,8 +180,7 @@ void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const C
 
 // Elementwise ops over the same coordinates of one or two inputs.
 template <typename F>
-void elementwise_block(std::span<const ConstBlock> in, const Block& out, const Region& what,
-                       F f) {
+void elementwise_block(std::span<const ConstBlock> in, const Block& out, const Region& what, F f) {
   const Strides so(out.stored), s0(in[0].stored);
   const Strides s1(in.size() > 1 ? in[1].stored : in[0].stored);
   const int64_t nx = what.extent(2);
@@ -178,7 +190,8 @@ void elementwise_block(std::span<const ConstBlock> in, const Block& out, const R
         float* o = at(out.data, out.stored, so, c, z, y, what.lo[2]);
         const float* a = at(in[0].data, in[0].stored, s0, c, z, y, what.lo[2]);
         const float* b = in.size() > 1 ? at(in[1].data, in[1].stored, s1, c, z, y, what.lo[2]) : a;
-        for (int64_t i = 0; i < nx; ++i) o[i] = f(c, a[i], b[i]);
+        for (int64_t i = 0; i < nx; ++i)
+          o[i] = f(c, a[i], b[i]);
       }
 }
 
@@ -214,13 +227,16 @@ void max_pool_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
           float m = -std::numeric_limits<float>::infinity();
           for (int a = 0; a < win.kernel[0]; ++a) {
             const int64_t iz = oz * win.stride[0] - win.pad[0] + int64_t{a} * win.dilation[0];
-            if (iz < 0 || iz >= is.d) continue;
+            if (iz < 0 || iz >= is.d)
+              continue;
             for (int b = 0; b < win.kernel[1]; ++b) {
               const int64_t iy = oy * win.stride[1] - win.pad[1] + int64_t{b} * win.dilation[1];
-              if (iy < 0 || iy >= is.h) continue;
+              if (iy < 0 || iy >= is.h)
+                continue;
               for (int k = 0; k < win.kernel[2]; ++k) {
                 const int64_t ix = ox * win.stride[2] - win.pad[2] + int64_t{k} * win.dilation[2];
-                if (ix < 0 || ix >= is.w) continue;
+                if (ix < 0 || ix >= is.w)
+                  continue;
                 m = std::max(m, *at(in.data, in.stored, si, c, iz, iy, ix));
               }
             }
@@ -274,35 +290,36 @@ void upsample_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
             return tx.w0 * *at(in.data, in.stored, si, c, iz, iy, tx.i0) +
                    tx.w1 * *at(in.data, in.stored, si, c, iz, iy, tx.i1);
           };
-          const auto plane = [&](int64_t iz) { return ty.w0 * row(iz, ty.i0) + ty.w1 * row(iz, ty.i1); };
+          const auto plane = [&](int64_t iz) {
+            return ty.w0 * row(iz, ty.i0) + ty.w1 * row(iz, ty.i1);
+          };
           *o = tz.w0 * plane(tz.i0) + tz.w1 * plane(tz.i1);
         }
 }
 
-}  // namespace
+} // namespace
 
 bool is_block_op(OpKind op) {
   switch (op) {
-    case OpKind::kConv:
-    case OpKind::kBatchNorm:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-    case OpKind::kAdd:
-    case OpKind::kConcat:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kUpsample:
-      return true;
-    default:
-      return false;
+  case OpKind::kConv:
+  case OpKind::kBatchNorm:
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+  case OpKind::kAdd:
+  case OpKind::kConcat:
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool:
+  case OpKind::kUpsample: return true;
+  default: return false;
   }
 }
 
 void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
                    std::span<const ConstBlock> inputs, const Block& out, const Region& what) {
-  if (what.empty()) return;
-  BRICKDL_CHECK(is_block_op(l.op), "layer " << l.name << " (" << op_name(l.op)
-                                            << ") has no block kernel");
+  if (what.empty())
+    return;
+  BRICKDL_CHECK(is_block_op(l.op),
+                "layer " << l.name << " (" << op_name(l.op) << ") has no block kernel");
   BRICKDL_CHECK(inputs.size() == l.inputs.size(), "layer " << l.name << ": inputs");
   BRICKDL_CHECK(out.stored.contains(what), "layer " << l.name << ": output block "
                                                     << out.stored.str() << " lacks " << what.str());
@@ -313,38 +330,38 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
                            << " lacks " << need.str());
   }
   switch (l.op) {
-    case OpKind::kConv:
-      if (l.window.stride == std::array<int, 3>{1, 1, 1}) {
-        conv_block_stride1(g, l, w, inputs[0], out, what);
-      } else {
-        conv_block(g, l, w, inputs[0], out, what);
-      }
-      break;
-    case OpKind::kBatchNorm:
-      elementwise_block(inputs, out, what, [&](int64_t c, float a, float) {
-        return a * w.weight[static_cast<size_t>(c)] + w.bias[static_cast<size_t>(c)];
-      });
-      break;
-    case OpKind::kRelu:
-      elementwise_block(inputs, out, what,
-                        [](int64_t, float a, float) { return activate(a, Activation::kRelu, 0); });
-      break;
-    case OpKind::kLeakyRelu:
-      elementwise_block(inputs, out, what, [&](int64_t, float a, float) {
-        return activate(a, Activation::kLeakyRelu, l.leaky_slope);
-      });
-      break;
-    case OpKind::kAdd:
-      elementwise_block(inputs, out, what, [&](int64_t, float a, float b) {
-        return activate(a + b, l.activation, l.leaky_slope);
-      });
-      break;
-    case OpKind::kConcat: concat_block(g, l, inputs, out, what); break;
-    case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;
-    case OpKind::kAvgPool: avg_pool_block(g, l, inputs[0], out, what); break;
-    case OpKind::kUpsample: upsample_block(g, l, inputs[0], out, what); break;
-    default: break;
+  case OpKind::kConv:
+    if (l.window.stride == std::array<int, 3>{1, 1, 1}) {
+      conv_block_stride1(g, l, w, inputs[0], out, what);
+    } else {
+      conv_block(g, l, w, inputs[0], out, what);
+    }
+    break;
+  case OpKind::kBatchNorm:
+    elementwise_block(inputs, out, what, [&](int64_t c, float a, float) {
+      return a * w.weight[static_cast<size_t>(c)] + w.bias[static_cast<size_t>(c)];
+    });
+    break;
+  case OpKind::kRelu:
+    elementwise_block(inputs, out, what,
+                      [](int64_t, float a, float) { return activate(a, Activation::kRelu, 0); });
+    break;
+  case OpKind::kLeakyRelu:
+    elementwise_block(inputs, out, what, [&](int64_t, float a, float) {
+      return activate(a, Activation::kLeakyRelu, l.leaky_slope);
+    });
+    break;
+  case OpKind::kAdd:
+    elementwise_block(inputs, out, what, [&](int64_t, float a, float b) {
+      return activate(a + b, l.activation, l.leaky_slope);
+    });
+    break;
+  case OpKind::kConcat: concat_block(g, l, inputs, out, what); break;
+  case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;
+  case OpKind::kAvgPool: avg_pool_block(g, l, inputs[0], out, what); break;
+  case OpKind::kUpsample: upsample_block(g, l, inputs[0], out, what); break;
+  default: break;
   }
 }
 
-}  // namespace brickdl::kernels::detail
+} // namespace brickdl::kernels::detail

@@ -32,4 +32,4 @@ void compute_block(const Graph& graph, const Layer& layer, const LayerWeights& w
 // Whether compute_block handles `op`.
 bool is_block_op(OpKind op);
 
-}  // namespace brickdl::kernels::detail
+} // namespace brickdl::kernels::detail

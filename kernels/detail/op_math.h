@@ -10,9 +10,9 @@ namespace brickdl::kernels::detail {
 
 inline float activate(float v, Activation a, float slope) {
   switch (a) {
-    case Activation::kNone: return v;
-    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
-    case Activation::kLeakyRelu: return v > 0.0f ? v : v * slope;
+  case Activation::kNone: return v;
+  case Activation::kRelu: return v > 0.0f ? v : 0.0f;
+  case Activation::kLeakyRelu: return v > 0.0f ? v : v * slope;
   }
   return v;
 }
@@ -33,7 +33,8 @@ inline LinearTap linear_tap(int64_t dst, int64_t scale, int64_t in_extent) {
   }
   const float ratio = 1.0f / static_cast<float>(scale);
   float src = ratio * (static_cast<float>(dst) + 0.5f) - 0.5f;
-  if (src < 0.0f) src = 0.0f;
+  if (src < 0.0f)
+    src = 0.0f;
   t.i0 = static_cast<int64_t>(src);
   t.i1 = t.i0 < in_extent - 1 ? t.i0 + 1 : t.i0;
   t.w1 = src - static_cast<float>(t.i0);
@@ -54,7 +55,7 @@ inline int64_t upsample_factor(const Layer& l, int axis) {
 // and the extent PyTorch divides by when count_include_pad is true (the window clipped to the
 // padded input, which can be shorter than the kernel in ceil mode).
 struct PoolSpan {
-  int64_t start = 0, end = 0;  // clipped to [0, in_extent)
+  int64_t start = 0, end = 0; // clipped to [0, in_extent)
   int64_t padded_extent = 0;
 };
 
@@ -68,4 +69,4 @@ inline PoolSpan avg_pool_span(int64_t o, int kernel, int stride, int pad, int64_
   return s;
 }
 
-}  // namespace brickdl::kernels::detail
+} // namespace brickdl::kernels::detail

@@ -11,10 +11,10 @@
 
 namespace brickdl::kernels::detail {
 
-template <typename F>
-void parallel_for(int64_t count, int threads, F&& fn) {
+template <typename F> void parallel_for(int64_t count, int threads, F&& fn) {
   if (threads <= 1 || count <= 1) {
-    for (int64_t i = 0; i < count; ++i) fn(i, 0);
+    for (int64_t i = 0; i < count; ++i)
+      fn(i, 0);
     return;
   }
   std::atomic<int64_t> next{0};
@@ -29,16 +29,20 @@ void parallel_for(int64_t count, int threads, F&& fn) {
         fn(i, t);
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
+      if (!error)
+        error = std::current_exception();
       failed.store(true, std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads - 1));
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work, t);
   work(0);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+  for (auto& th : pool)
+    th.join();
+  if (error)
+    std::rethrow_exception(error);
 }
 
-}  // namespace brickdl::kernels::detail
+} // namespace brickdl::kernels::detail

@@ -36,7 +36,8 @@ TEST(BrickLayout, CountsForSizesThatDoNotDivide) {
 TEST(BrickLayout, IndexCoordRoundTripAndOffsetsAreABijection) {
   const TensorShape s{2, 3, 5, 6, 7, 3};
   const BrickLayout l(s, BrickShape{2, 4, 3, 2});
-  for (int64_t i = 0; i < l.num_bricks(); ++i) EXPECT_EQ(l.index(l.coord(i)), i);
+  for (int64_t i = 0; i < l.num_bricks(); ++i)
+    EXPECT_EQ(l.index(l.coord(i)), i);
   std::set<int64_t> seen;
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t c = 0; c < s.c; ++c)
@@ -80,12 +81,12 @@ TEST(BrickLayout, RoundTripOddSizesEveryBrickSize) {
 }
 
 TEST(BrickLayout, NeighboursAndBorders) {
-  const BrickLayout l({1, 4, 1, 10, 10, 2}, BrickShape{1, 4, 4, 2});  // 2 x 3 x 3 bricks
+  const BrickLayout l({1, 4, 1, 10, 10, 2}, BrickShape{1, 4, 4, 2}); // 2 x 3 x 3 bricks
   const int64_t centre = l.index(BrickCoord{0, 0, {0, 1, 1}});
   EXPECT_EQ(l.neighbour(centre, 0, 0, 1, 0), l.index(BrickCoord{0, 0, {0, 2, 1}}));
   EXPECT_EQ(l.neighbour(centre, 0, 0, -1, -1), l.index(BrickCoord{0, 0, {0, 0, 0}}));
   EXPECT_EQ(l.neighbour(centre, 1, 0, 0, 1), l.index(BrickCoord{0, 1, {0, 1, 2}}));
-  EXPECT_EQ(l.neighbour(centre, 0, 1, 0, 0), -1);  // no depth neighbour in 2-D
+  EXPECT_EQ(l.neighbour(centre, 0, 1, 0, 0), -1); // no depth neighbour in 2-D
   const int64_t corner = l.index(BrickCoord{0, 1, {0, 2, 2}});
   EXPECT_EQ(l.neighbour(corner, 0, 0, 1, 0), -1);
   EXPECT_EQ(l.neighbour(corner, 0, 0, 0, 1), -1);
@@ -113,7 +114,8 @@ TEST(BrickLayout, GatherWithZeroHalo) {
       for (int64_t y = r.lo[1]; y < r.hi[1]; ++y)
         for (int64_t x = r.lo[2]; x < r.hi[2]; ++x, ++k) {
           const bool inside = c < s.c && z >= 0 && z < s.d && y >= 0 && y < s.h && x < s.w;
-          EXPECT_EQ(out[k], inside ? t.at(1, c, z, y, x) : 0.0f) << c << " " << z << " " << y << " " << x;
+          EXPECT_EQ(out[k], inside ? t.at(1, c, z, y, x) : 0.0f)
+              << c << " " << z << " " << y << " " << x;
         }
 }
 
@@ -133,7 +135,8 @@ TEST(BrickLayout, BricksTouchingMatchesBruteForce) {
     std::vector<int64_t> brute;
     for (int64_t i = 0; i < l.num_bricks(); ++i) {
       const BrickCoord b = l.coord(i);
-      if (b.n == 1 && !intersect(l.region(b), r).empty()) brute.push_back(i);
+      if (b.n == 1 && !intersect(l.region(b), r).empty())
+        brute.push_back(i);
     }
     EXPECT_EQ(l.bricks_touching(1, r), brute) << r.str();
     EXPECT_EQ(l.count_touching(r), static_cast<int64_t>(brute.size())) << r.str();
@@ -142,8 +145,8 @@ TEST(BrickLayout, BricksTouchingMatchesBruteForce) {
 
 TEST(Region, InputNeedFollowsTheReceptiveFieldRule) {
   GraphBuilder b("t", TensorShape{1, 4, 1, 20, 20, 2});
-  const int c = b.conv2d(b.input(), 6, 3, 2, 1);            // k3 s2 p1
-  const int d = b.conv2d(b.input(), 4, 3, 1, 2, 2, 2);      // k3 s1 p2 dil 2, 2 groups
+  const int c = b.conv2d(b.input(), 6, 3, 2, 1);       // k3 s2 p1
+  const int d = b.conv2d(b.input(), 4, 3, 1, 2, 2, 2); // k3 s1 p2 dil 2, 2 groups
   const int u = b.upsample(b.input(), 3, false);
   const int ub = b.upsample(b.input(), 2, true);
   const int cat = b.concat({c, c});
@@ -152,13 +155,13 @@ TEST(Region, InputNeedFollowsTheReceptiveFieldRule) {
   out.c0 = 0;
   out.c1 = 1;
   out.lo = {0, 2, 0};
-  out.hi = {1, 4, 10};  // rows [2, 3], columns [0, 9]
+  out.hi = {1, 4, 10}; // rows [2, 3], columns [0, 9]
   // Rows: [2·2−1, 3·2−1+2] = [3, 7]; columns: [−1, 19] clipped to [0, 19]; all 4 channels.
   EXPECT_EQ(input_need(g, g.layer(c), 0, out).str(), "c[0,4) d[0,1) h[3,8) w[0,20)");
   // 2 groups of 2 channels: output channel 0 reads input channels 0-1; dilation 2, pad 2:
   // rows [2−2, 3−2+4] = [0, 5], columns [−2, 11] -> [0, 11].
   EXPECT_EQ(input_need(g, g.layer(d), 0, out).str(), "c[0,2) d[0,1) h[0,6) w[0,12)");
-  out.c1 = 3;  // output channels 0..2 span both groups
+  out.c1 = 3; // output channels 0..2 span both groups
   EXPECT_EQ(input_need(g, g.layer(d), 0, out).str(), "c[0,4) d[0,1) h[0,6) w[0,12)");
   // Nearest by 3: rows [floor(2/3), floor(3/3)] = [0, 1], columns [0, 3].
   EXPECT_EQ(input_need(g, g.layer(u), 0, out).str(), "c[0,3) d[0,1) h[0,2) w[0,4)");
@@ -191,9 +194,9 @@ TEST(Region, HullIntersectContains) {
   EXPECT_EQ(intersect(a, b).str(), "c[1,2) d[0,1) h[2,3) w[1,2)");
   EXPECT_TRUE(hull(a, b).contains(a));
   EXPECT_FALSE(a.contains(b));
-  EXPECT_EQ(hull(Region{}, a), a);  // empty operands are ignored
+  EXPECT_EQ(hull(Region{}, a), a); // empty operands are ignored
   EXPECT_EQ(a.volume(), 2 * 1 * 2 * 2);
 }
 
-}  // namespace
-}  // namespace brickdl::kernels
+} // namespace
+} // namespace brickdl::kernels

@@ -15,7 +15,7 @@ namespace {
 
 struct Compared {
   int candidates = 0;
-  int skipped = 0;  // the model calls the candidate infeasible (so predicts no counts)
+  int skipped = 0; // the model calls the candidate infeasible (so predicts no counts)
 };
 
 void expect_agreement(const Graph& g, const Candidate& c, const model::CostModel& m,
@@ -28,10 +28,12 @@ void expect_agreement(const Graph& g, const Candidate& c, const model::CostModel
   ++n->candidates;
   std::vector<Tensor> ext;
   std::vector<const Tensor*> in;
-  for (int id : group_external_inputs(g, c.group)) ext.push_back(random_tensor(g.layer(id).out, 1, id));
-  for (const Tensor& t : ext) in.push_back(&t);
-  const GroupResult r = execute_group(g, c, in, make_weights(g, 1, c.group.first, c.group.last),
-                                      ExecOptions{2});
+  for (int id : group_external_inputs(g, c.group))
+    ext.push_back(random_tensor(g.layer(id).out, 1, id));
+  for (const Tensor& t : ext)
+    in.push_back(&t);
+  const GroupResult r =
+      execute_group(g, c, in, make_weights(g, 1, c.group.first, c.group.last), ExecOptions{2});
   ASSERT_TRUE(r.supported) << what << ": " << r.reason;
   const ExecCounters& k = r.counters;
   EXPECT_EQ(k.flops, p.flops) << what;
@@ -68,9 +70,13 @@ void check(int dims, int cases, uint32_t seed) {
   EXPECT_GE(n.candidates, 3 * cases * 9 / 10) << n.skipped << " skipped";
 }
 
-TEST(ModelAgreement, Random2dCandidates) { check(2, 50, 77); }
+TEST(ModelAgreement, Random2dCandidates) {
+  check(2, 50, 77);
+}
 
-TEST(ModelAgreement, Random3dCandidates) { check(3, 30, 78); }
+TEST(ModelAgreement, Random3dCandidates) {
+  check(3, 30, 78);
+}
 
-}  // namespace
-}  // namespace brickdl::kernels
+} // namespace
+} // namespace brickdl::kernels

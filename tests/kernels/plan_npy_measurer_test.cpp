@@ -87,27 +87,28 @@ TEST(PlanExecutor, RejectsBadPlans) {
   const ModelWeights w = make_weights(g, 5);
   const Tensor x = random_tensor(g.input_shape(), 6);
   EXPECT_THROW(validate_plan(g, {cand(1, 3, Strategy::kPadded), cand(3, 4, Strategy::kPadded)}),
-               UserError);  // overlap
-  EXPECT_THROW(validate_plan(g, {cand(0, 2, Strategy::kPadded)}), UserError);   // the input
-  EXPECT_THROW(validate_plan(g, {cand(5, 13, Strategy::kPadded)}), UserError);  // past the end
+               UserError);                                                     // overlap
+  EXPECT_THROW(validate_plan(g, {cand(0, 2, Strategy::kPadded)}), UserError);  // the input
+  EXPECT_THROW(validate_plan(g, {cand(5, 13, Strategy::kPadded)}), UserError); // past the end
   // Layer 3's output is read by the add (5) outside [3, 4].
   EXPECT_THROW(validate_plan(g, {cand(1, 3, Strategy::kPadded)}), UserError);
-  EXPECT_THROW(validate_plan(g, {cand(9, 12, Strategy::kMemoized)}), UserError);  // gap/linear
+  EXPECT_THROW(validate_plan(g, {cand(9, 12, Strategy::kMemoized)}), UserError); // gap/linear
   EXPECT_NO_THROW(validate_plan(g, {cand(9, 12, Strategy::kLayerwise)}));
 }
 
 class TempDir {
- public:
+public:
   TempDir() {
     path_ = fs::temp_directory_path() /
-            ("brickdl_kernels_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            ("brickdl_kernels_test_" +
+             std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
 
- private:
+private:
   fs::path path_;
 };
 
@@ -125,7 +126,8 @@ TEST(Npy, RoundTripAndHeaderLayout) {
   ASSERT_GT(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
   EXPECT_EQ(bytes[6], 1);
-  const size_t header_len = static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
+  const size_t header_len =
+      static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
   EXPECT_EQ((10 + header_len) % 64, 0u);
   EXPECT_EQ(bytes.size(), 10 + header_len + t.numel() * 4);
   const std::string header = bytes.substr(10, header_len);
@@ -179,7 +181,8 @@ TEST(Npy, ReadsFloat64AndRejectsBadFiles) {
 TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
   GraphBuilder b("m", TensorShape{1, 3, 12, 12, 12, 3});
   int x = b.input();
-  for (int i = 0; i < 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  for (int i = 0; i < 3; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1));
   const Graph g = fuse_for_inference(b.build());
   CpuMeasurer m(2);
   EXPECT_EQ(m.backend(), "cpu");
@@ -203,12 +206,14 @@ TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
   }
   // The candidate's own counters, not another strategy's: memoized computes each of the
   // 27 bricks of the two intermediate layers once.
-  const MeasureResult memo = m.measure(g, cand(1, 3, Strategy::kMemoized, BrickShape{4, 4, 4, 0}), o);
+  const MeasureResult memo =
+      m.measure(g, cand(1, 3, Strategy::kMemoized, BrickShape{4, 4, 4, 0}), o);
   EXPECT_EQ(memo.counters.at("memo_claims"), 54);
   // A tolerance that nothing meets marks the result wrong, with the error in the message.
   MeasureOptions strict = o;
   strict.atol = -1;
-  const MeasureResult wrong = m.measure(g, cand(1, 3, Strategy::kPadded, BrickShape{4, 4, 4, 0}), strict);
+  const MeasureResult wrong =
+      m.measure(g, cand(1, 3, Strategy::kPadded, BrickShape{4, 4, 4, 0}), strict);
   EXPECT_EQ(wrong.status, MeasureStatus::kWrongResult);
   EXPECT_NE(wrong.error.find("differ from the reference"), std::string::npos) << wrong.error;
   EXPECT_TRUE(wrong.samples_ms.empty());
@@ -225,5 +230,5 @@ TEST(CpuMeasurer, UnsupportedCandidatesAreResultsNotExceptions) {
   EXPECT_TRUE(r.samples_ms.empty());
 }
 
-}  // namespace
-}  // namespace brickdl::kernels
+} // namespace
+} // namespace brickdl::kernels

@@ -19,7 +19,8 @@ Tensor make(const TensorShape& s, std::vector<float> v) {
 
 Tensor iota(const TensorShape& s) {
   Tensor t(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(i);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data()[i] = static_cast<float>(i);
   return t;
 }
 
@@ -111,7 +112,8 @@ TEST(Reference, MaxPoolCeilModeAndPadding) {
   // Padding never wins, even over negative values: -x, 3x3 stride 2 pad 1 -> 3x3 out;
   // y00 = max(-0,-1,-5,-6) = 0, y11 = max over rows 1..3, cols 1..3 = -6.
   Tensor neg = x;
-  for (float& v : neg.values()) v = -v;
+  for (float& v : neg.values())
+    v = -v;
   const Tensor z = max_pool(neg, win2d(3, 2, 1), false);
   EXPECT_EQ(z.values()[0], 0.0f);
   EXPECT_EQ(z.values()[4], -6.0f);
@@ -205,5 +207,5 @@ TEST(Reference, RunGraphChainsLayersAndChecksShapes) {
   EXPECT_EQ(static_cast<int64_t>(w.at(c).weight.size()), g.layer(c).params);
 }
 
-}  // namespace
-}  // namespace brickdl::kernels
+} // namespace
+} // namespace brickdl::kernels

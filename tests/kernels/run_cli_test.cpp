@@ -1,0 +1,120 @@
+// brickdl-run end to end: files written, plans accepted, bad flags rejected with exit 2.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/zoo.h"
+#include "kernels/npy.h"
+#include "kernels/reference.h"
+#include "kernels/weights.h"
+
+namespace brickdl::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kRun = std::string(BRICKDL_BINARY_DIR) + "/apps/brickdl-run";
+
+class RunCli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("brickdl_run_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Exit status of brickdl-run with `args`; stderr goes to err.txt in the test folder.
+  int run(const std::string& args) {
+    const std::string cmd = kRun + " " + args + " > " + (dir_ / "out.txt").string() + " 2> " +
+                            (dir_ / "err.txt").string();
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream f(dir_ / name);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(RunCli, WritesInputsWeightsOutputsThatReproduceTheModel) {
+  // A 3-D chain: 3 x (3x3x3 conv + relu), 3 channels, 7x8x9, run as a plan of two groups.
+  std::ofstream(path("plan.json"))
+      << R"([{"first": 1, "last": 2, "strategy": "memoized", "brick": [4, 4, 4], "cb": 0},
+             {"first": "conv3", "last": "conv3", "strategy": "padded", "brick": [2, 3, 4]}])";
+  ASSERT_EQ(run("--model conv_chain --input-size 7,8,9 --seed 5 --plan " + path("plan.json") +
+                " --out " + path("run") + " --check"),
+            0)
+      << read("err.txt");
+  const nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
+  EXPECT_EQ(m.at("plan").size(), 2u);
+  EXPECT_LE(m.at("check").at("max_rel_error").get<double>(), 1e-5);
+  // Rebuild the model from the files alone: input, per-layer weight and bias, reference ops.
+  ZooOptions zo;
+  zo.input_size = {7, 8, 9};
+  const Graph g = fuse_for_inference(build_zoo_model("conv_chain", zo));
+  Tensor x = read_npy_tensor(path("run/input.npy"), g.input_shape());
+  for (int id = 1; id < g.size(); ++id) {
+    const nlohmann::json& l = m.at("layers").at(static_cast<size_t>(id));
+    ASSERT_EQ(l.at("name"), g.layer(id).name);
+    const NpyArray w = read_npy(path("run/" + l.at("weight").get<std::string>()));
+    EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 3, 3, 3, 3})); // (Cout, Cin, kd, kh, kw)
+    std::vector<float> bias;
+    if (l.contains("bias"))
+      bias = read_npy(path("run/" + l.at("bias").get<std::string>())).data;
+    x = conv(x, w.data, bias, 3, g.layer(id).window, 1, {Activation::kRelu});
+  }
+  const NpyArray y = read_npy(path("run/output.npy"));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 3, 7, 8, 9}));
+  ASSERT_EQ(y.data.size(), x.values().size());
+  for (size_t i = 0; i < y.data.size(); ++i)
+    EXPECT_NEAR(y.data[i], x.values()[i], 1e-5);
+  // The same seed writes the same input; a given input is used as is.
+  ASSERT_EQ(run("--model conv_chain --input-size 7,8,9 --input " + path("run/input.npy") +
+                " --seed 9 --out " + path("again")),
+            0)
+      << read("err.txt");
+  EXPECT_EQ(read_npy(path("again/input.npy")).data, read_npy(path("run/input.npy")).data);
+}
+
+TEST_F(RunCli, BadFlagsExitWithTwoAndSayWhy) {
+  EXPECT_EQ(run("--out " + path("x")), 2); // no --model
+  EXPECT_NE(read("err.txt").find("--model"), std::string::npos) << read("err.txt");
+  EXPECT_EQ(run("--model resnet5O --out " + path("x")), 2);
+  EXPECT_NE(read("err.txt").find("did you mean 'resnet50'"), std::string::npos) << read("err.txt");
+  EXPECT_EQ(run("--model conv_chain --batch 0 --out " + path("x")), 2);
+  EXPECT_EQ(run("--model conv_chain --input-size 8,8,8 --bogus 1 --out " + path("x")), 2);
+  std::ofstream(path("bad.json")) << R"([{"first": 1, "last": 2, "strategy": "padd"}])";
+  EXPECT_EQ(run("--model conv_chain --input-size 8,8,8 --plan " + path("bad.json") + " --out " +
+                path("x")),
+            2);
+  EXPECT_NE(read("err.txt").find("[0].strategy"), std::string::npos) << read("err.txt");
+  std::ofstream(path("overlap.json")) << R"([{"first": 1, "last": 2, "strategy": "layerwise"},
+             {"first": 2, "last": 3, "strategy": "layerwise"}])";
+  EXPECT_EQ(run("--model conv_chain --input-size 8,8,8 --plan " + path("overlap.json") + " --out " +
+                path("x")),
+            2);
+  EXPECT_NE(read("err.txt").find("already in plan entry 0"), std::string::npos) << read("err.txt");
+  write_npy(path("wrong.npy"), random_tensor(TensorShape{1, 3, 4, 4, 4, 3}, 1));
+  EXPECT_EQ(run("--model conv_chain --input-size 8,8,8 --input " + path("wrong.npy") + " --out " +
+                path("x")),
+            2);
+  EXPECT_NE(read("err.txt").find("1x3x8x8x8"), std::string::npos) << read("err.txt");
+}
+
+} // namespace
+} // namespace brickdl::kernels
