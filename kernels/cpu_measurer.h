@@ -12,9 +12,11 @@
 // element fails |out − ref| <= atol + rtol·|ref| (NaN fails); max_rel_error is the norm-wise
 // error max|out − ref| / max|ref|. Candidates the executor cannot run are kUnsupported; a run
 // longer than timeout_s ends the measurement with kTimeout (the samples so far are kept).
+// flush_l2 has no CPU counterpart and is ignored. Worker threads are the constructor's.
 #include <string>
 
 #include "core/measurer.h"
+#include "kernels/tensor.h"
 
 namespace brickdl::kernels {
 
@@ -31,6 +33,10 @@ public:
 
 private:
   int threads_;
+  // The reference output of the group measured last: the tuner measures several candidates
+  // of one group in a row, and the plain reference loops are the slowest part of a measurement.
+  std::string reference_key_;
+  Tensor reference_;
 };
 
 // The processor's model name ("model name" of /proc/cpuinfo), "unknown" if unavailable.

@@ -129,7 +129,15 @@ NpyArray read_npy(const std::string& path) {
   while (std::getline(ts, item, ',')) {
     if (item.find_first_not_of(' ') == std::string::npos)
       continue;
-    const int64_t d = std::stoll(item);
+    size_t used = 0;
+    int64_t d = -1;
+    try {
+      d = std::stoll(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (d < 0 ||
+        item.find_first_not_of(' ', item.find_first_not_of(' ') + used) != std::string::npos)
+      throw UserError(path + ": malformed .npy shape " + tuple);
     a.shape.push_back(d);
     count *= d;
   }

@@ -219,6 +219,28 @@ TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
   EXPECT_TRUE(wrong.samples_ms.empty());
 }
 
+TEST(CpuMeasurer, ReferenceIsNotReusedAcrossDifferentGroups) {
+  // Same graph name, layer names, shapes and parameter counts; only the dilation (and padding)
+  // differ. A reference cached by a too-coarse key would mark the second result wrong.
+  const auto chain = [](int dilation) {
+    GraphBuilder b("same_name", TensorShape{1, 2, 8, 8, 8, 3});
+    b.conv3d(b.conv3d(b.input(), 2, 3, 1, dilation, dilation), 2, 3, 1, 1);
+    return b.build();
+  };
+  const Graph a = chain(1), b = chain(2);
+  ASSERT_EQ(a.layer(1).out, b.layer(1).out);
+  ASSERT_EQ(a.layer(1).params, b.layer(1).params);
+  CpuMeasurer m(2);
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repetitions = 1;
+  for (const Graph* g : {&a, &b, &a}) {
+    const MeasureResult r =
+        m.measure(*g, cand(1, 2, Strategy::kMemoized, BrickShape{3, 3, 3, 0}), o);
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  }
+}
+
 TEST(CpuMeasurer, UnsupportedCandidatesAreResultsNotExceptions) {
   GraphBuilder b("u", TensorShape{1, 3, 1, 8, 8, 2});
   b.linear(b.flatten(b.global_avg_pool(b.conv2d(b.input(), 4, 3, 1, 1))), 2);
