@@ -579,7 +579,11 @@ std::string cuda_unavailable_reason() {
   const cudaError_t rc = cudaGetDeviceCount(&n);
   if (rc != cudaSuccess) {
     cudaGetLastError();  // clear it
-    return std::string("no usable CUDA driver or device (") + cudaGetErrorString(rc) + ")";
+    if (rc == cudaErrorInsufficientDriver)
+      return "no NVIDIA GPU driver found (libcuda missing or older than CUDA " +
+             std::to_string(CUDART_VERSION / 1000) + ")";
+    if (rc == cudaErrorNoDevice) return "no CUDA device";
+    return std::string("no usable CUDA device (") + cudaGetErrorString(rc) + ")";
   }
   if (n == 0) return "no CUDA device";
   return "";
