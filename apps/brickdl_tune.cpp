@@ -59,12 +59,18 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
 
 int run(const Args& a, search::InterruptHandler& interrupt) {
   ExperimentConfig exp = load_experiment(a.experiment);
-  if (a.backend) exp.measurement.backend = *a.backend;
-  if (a.db) exp.database = *a.db;
-  if (a.out) exp.output_dir = *a.out;
-  if (a.searcher) exp.search.searcher = *a.searcher;
-  if (a.top_k) exp.measurement.top_k = *a.top_k;
-  if (a.max_group_len) exp.search.max_group_len = *a.max_group_len;
+  if (a.backend)
+    exp.measurement.backend = *a.backend;
+  if (a.db)
+    exp.database = *a.db;
+  if (a.out)
+    exp.output_dir = *a.out;
+  if (a.searcher)
+    exp.search.searcher = *a.searcher;
+  if (a.top_k)
+    exp.measurement.top_k = *a.top_k;
+  if (a.max_group_len)
+    exp.search.max_group_len = *a.max_group_len;
 
   if (a.describe) {
     describe_experiment(exp, std::cout);
@@ -114,7 +120,7 @@ int run(const Args& a, search::InterruptHandler& interrupt) {
   return 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   // First, before any thread exists (see search/interrupt.h).

@@ -9,7 +9,8 @@ namespace brickdl::search {
 
 CostMatrix make_cost_matrix(const SearchSpace& space, double value) {
   CostMatrix m(space.groups().size());
-  for (size_t g = 0; g < m.size(); ++g) m[g].assign(space.groups()[g].candidates.size(), value);
+  for (size_t g = 0; g < m.size(); ++g)
+    m[g].assign(space.groups()[g].candidates.size(), value);
   return m;
 }
 
@@ -37,7 +38,8 @@ std::vector<int> ranked_candidates(const CostMatrix& cost, int g) {
   const auto& row = cost.at(static_cast<size_t>(g));
   std::vector<int> idx;
   for (size_t i = 0; i < row.size(); ++i)
-    if (row[i] < kExcluded) idx.push_back(static_cast<int>(i));
+    if (row[i] < kExcluded)
+      idx.push_back(static_cast<int>(i));
   std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
     return row[static_cast<size_t>(a)] < row[static_cast<size_t>(b)];
   });
@@ -53,9 +55,11 @@ CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicte
   for (size_t g = 0; g < measured.size(); ++g)
     for (size_t i = 0; i < measured[g].size(); ++i) {
       const double m = measured[g][i], p = predicted[g][i];
-      if (std::isnan(m) || m == kExcluded) continue;
+      if (std::isnan(m) || m == kExcluded)
+        continue;
       ++out.measured_ok;
-      if (p > 0 && p < kExcluded && m > 0) ratios.push_back(m / p);
+      if (p > 0 && p < kExcluded && m > 0)
+        ratios.push_back(m / p);
     }
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
@@ -79,4 +83,4 @@ CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicte
   return out;
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

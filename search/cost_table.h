@@ -33,8 +33,8 @@ std::vector<int> ranked_candidates(const CostMatrix& cost, int g);
 
 struct CombinedCosts {
   CostMatrix cost;
-  double scale = 1;      // applied to predictions without a measurement
-  int measured_ok = 0;   // candidates with a usable measurement
+  double scale = 1;    // applied to predictions without a measurement
+  int measured_ok = 0; // candidates with a usable measurement
 };
 
 // Measured where available; a failed measurement excludes the candidate, except the layerwise
@@ -42,4 +42,4 @@ struct CombinedCosts {
 CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicted,
                             const CostMatrix& measured);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -26,7 +26,8 @@ double seconds_since(Clock::time_point t) {
 
 nlohmann::json experiment_json(const ExperimentConfig& e) {
   nlohmann::json strategies = nlohmann::json::array();
-  for (Strategy s : e.search.strategies) strategies.push_back(strategy_name(s));
+  for (Strategy s : e.search.strategies)
+    strategies.push_back(strategy_name(s));
   return {
       {"name", e.name},
       {"model", e.model},
@@ -75,29 +76,15 @@ PredictionRow prediction_row(const model::Prediction& p, const model::LowerBound
   return r;
 }
 
-// The id (in `fused`) of the layer an unfused layer name ended up in, or -1.
-int fused_layer(const Graph& fused, const std::string& name) {
-  for (const Layer& l : fused.layers()) {
-    if (l.name == name) return l.id;
-    for (const auto& f : l.fused_from)
-      if (f == name) return l.id;
-  }
-  return -1;
-}
-
 // Labels of groups: the experiment's named subgraphs and partition groups ("3+3 #2").
-std::vector<std::string> group_labels(const SearchSpace& space, const ExperimentConfig& e) {
+std::vector<std::string> group_labels(const SearchSpace& space) {
   std::vector<std::string> labels(space.groups().size());
   auto add = [&](int g, const std::string& l) {
     auto& s = labels[static_cast<size_t>(g)];
     s += (s.empty() ? "" : ", ") + l;
   };
-  for (const auto& sg : e.search.subgraphs) {
-    const int first = fused_layer(space.graph(), sg.first);
-    const int last = fused_layer(space.graph(), sg.last);
-    const int g = first > 0 && last >= first ? space.find(Group{first, last}) : -1;
-    if (g >= 0) add(g, sg.name);
-  }
+  for (size_t i = 0; i < space.subgraphs().size(); ++i)
+    add(space.subgraphs()[i], space.subgraph_names()[i]);
   for (size_t p = 0; p < space.partitions().size(); ++p)
     for (size_t i = 0; i < space.partitions()[p].size(); ++i)
       add(space.partitions()[p][i], fmt::format("{} #{}", space.partition_labels()[p], i + 1));
@@ -108,8 +95,8 @@ std::vector<std::string> group_labels(const SearchSpace& space, const Experiment
 std::optional<StoredMeasurement> find_on_other_targets(TuningDb& db, int64_t candidate_id,
                                                        int64_t own, std::string* fingerprint) {
   sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(), "SELECT id, fingerprint FROM targets WHERE id != ?", -1,
-                         &st, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db.handle(), "SELECT id, fingerprint FROM targets WHERE id != ?", -1, &st,
+                         nullptr) != SQLITE_OK)
     throw UserError(db.path() + ": cannot list targets: " + sqlite3_errmsg(db.handle()));
   sqlite3_bind_int64(st, 1, own);
   std::vector<std::pair<int64_t, std::string>> targets;
@@ -131,14 +118,15 @@ std::optional<StoredMeasurement> find_on_other_targets(TuningDb& db, int64_t can
 // The database writer: the first callback, so a result is committed before anything else
 // reacts to it.
 class DbWriter final : public MeasureCallback {
- public:
+public:
   DbWriter(TuningDb& db, int64_t target_id, int64_t run_id)
       : db_(db), target_id_(target_id), run_id_(run_id) {}
   void on_result(const MeasureEvent& e) override {
-    if (!e.resumed) db_.put_measurement(e.candidate_id, target_id_, run_id_, *e.result);
+    if (!e.resumed)
+      db_.put_measurement(e.candidate_id, target_id_, run_id_, *e.result);
   }
 
- private:
+private:
   TuningDb& db_;
   int64_t target_id_, run_id_;
 };
@@ -156,23 +144,22 @@ PlanRow plan_row(int64_t run_id, const std::string& kind, const Plan& plan,
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
     row.groups.push_back(PlanGroupRow{ev.at(CandidateRef{s.group, s.candidate}).candidate_id,
-                                      summary.groups[i].group.first,
-                                      summary.groups[i].group.last});
+                                      summary.groups[i].group.first, summary.groups[i].group.last});
   }
   return row;
 }
 
 // Runs the whole pipeline once the run row exists.
 class Run {
- public:
+public:
   Run(TuneContext& ctx, const SearchSpace& space, Searcher& searcher, int64_t run_id,
       int64_t target_id, TuneReport& report)
       : ctx_(ctx), exp_(ctx.experiment), space_(space), searcher_(searcher), run_id_(run_id),
         target_id_(target_id), report_(report) {}
 
-  bool execute();  // false when a stop request ended it
+  bool execute(); // false when a stop request ended it
 
- private:
+private:
   bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
   void store_space();
   void measure();
@@ -189,7 +176,7 @@ class Run {
 };
 
 void Run::store_space() {
-  const std::vector<std::string> labels = group_labels(space_, exp_);
+  const std::vector<std::string> labels = group_labels(space_);
   TuningDb& db = *ctx_.db;
   db.in_transaction([&] {
     std::unordered_map<std::string, int64_t> workloads;
@@ -213,8 +200,7 @@ void Run::store_space() {
         refs_by_id_[ce.candidate_id].push_back(
             CandidateRef{static_cast<int>(g), static_cast<int>(i)});
         if (predicted.emplace(ce.candidate_id, true).second)
-          db.put_prediction(ce.candidate_id, ctx_.predictor->gpu_name(),
-                            ctx_.predictor->version(),
+          db.put_prediction(ce.candidate_id, ctx_.predictor->gpu_name(), ctx_.predictor->version(),
                             prediction_row(ce.prediction, ge.lower_bound));
       }
     }
@@ -236,13 +222,15 @@ void Run::measure() {
   DbWriter writer(*ctx_.db, target_id_, run_id_);
   std::vector<MeasureCallback*> callbacks{&writer};
   callbacks.insert(callbacks.end(), ctx_.callbacks.begin(), ctx_.callbacks.end());
-  for (auto* cb : callbacks) cb->on_phase_begin("measure");
+  for (auto* cb : callbacks)
+    cb->on_phase_begin("measure");
 
   const auto t0 = Clock::now();
   int done = 0, fresh = 0;
   while (!stop_requested()) {
     const std::vector<CandidateRef> batch = searcher_.propose(1);
-    if (batch.empty()) break;
+    if (batch.empty())
+      break;
     const CandidateRef ref = batch[0];
     CandidateEval& ce = ev_.at(ref);
     const Candidate& cand = space_.candidate(ref);
@@ -253,7 +241,8 @@ void Run::measure() {
 
     std::optional<StoredMeasurement> prior;
     std::string measured_on = report_.target;
-    if (!ctx_.options.fresh) prior = ctx_.db->find_measurement(ce.candidate_id, target_id_);
+    if (!ctx_.options.fresh)
+      prior = ctx_.db->find_measurement(ce.candidate_id, target_id_);
     if (!prior && ctx_.options.use_other_targets)
       prior = find_on_other_targets(*ctx_.db, ce.candidate_id, target_id_, &measured_on);
 
@@ -274,7 +263,8 @@ void Run::measure() {
     }
     ++done;
     (resumed ? report_.resumed : report_.measured) += 1;
-    if (result.status != MeasureStatus::kOk) ++report_.failed;
+    if (result.status != MeasureStatus::kOk)
+      ++report_.failed;
 
     // The result belongs to the workload: every group with the same signature shares it.
     std::vector<MeasuredCandidate> outcome;
@@ -298,10 +288,12 @@ void Run::measure() {
     ev.queued = done + searcher_.queued();
     ev.elapsed_s = seconds_since(t0);
     ev.budget_s = exp_.measurement.budget_s;
-    for (auto* cb : callbacks) cb->on_result(ev);
+    for (auto* cb : callbacks)
+      cb->on_result(ev);
     searcher_.notify(outcome);
   }
-  for (auto* cb : callbacks) cb->on_phase_end();
+  for (auto* cb : callbacks)
+    cb->on_phase_end();
 }
 
 bool Run::execute() {
@@ -311,7 +303,8 @@ bool Run::execute() {
   report_.candidates = space_.num_candidates();
   report_.feasible = ev_.feasible_count();
   report_.pruned = space_.pruned();
-  for (const auto& [reason, n] : ev_.infeasible) report_.pruned[reason] += n;
+  for (const auto& [reason, n] : ev_.infeasible)
+    report_.pruned[reason] += n;
   ctx_.log.info(fmt::format("model: {} groups, {} candidates, {} feasible ({} model calls, "
                             "{:.2f} s)",
                             report_.groups, report_.candidates, report_.feasible, ev_.model_calls,
@@ -325,7 +318,8 @@ bool Run::execute() {
     throw UserError(fmt::format("experiment '{}': no plan: {}", exp_.name, model_plan.note));
   report_.predicted = summarize(model_plan, space_, ev_);
   ctx_.db->put_plan(plan_row(run_id_, "predicted", model_plan, report_.predicted, ev_));
-  if (stop_requested()) return false;
+  if (stop_requested())
+    return false;
 
   if (ctx_.measurer) {
     measure();
@@ -348,7 +342,7 @@ bool Run::execute() {
   return !stop_requested();
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 SearcherOptions searcher_options(const ExperimentConfig& exp, const SearchSpace& space,
@@ -360,11 +354,10 @@ SearcherOptions searcher_options(const ExperimentConfig& exp, const SearchSpace&
   so.seed = seed;
   return so;
 }
-}  // namespace
+} // namespace
 
 void check_experiment(const ExperimentConfig& exp) {
-  const SearchSpace space =
-      SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file);
+  const SearchSpace space = SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file);
   make_searcher(searcher_options(exp, space, exp.seed));
 }
 
@@ -407,7 +400,8 @@ TuneResult tune(TuneContext& ctx) {
   info.backend = rep.backend;
   info.git_revision = BRICKDL_GIT_REVISION;
   out.run_id = rep.run_id = db.begin_run(info);
-  if (ctx.on_run_started) ctx.on_run_started(out.run_id);
+  if (ctx.on_run_started)
+    ctx.on_run_started(out.run_id);
 
   try {
     Run run(ctx, space, *searcher, out.run_id, target_id, rep);
@@ -420,7 +414,8 @@ TuneResult tune(TuneContext& ctx) {
     }
     throw;
   }
-  if (out.aborted && rep.stopped_by.empty()) rep.stopped_by = "a stop request";
+  if (out.aborted && rep.stopped_by.empty())
+    rep.stopped_by = "a stop request";
   rep.status = out.aborted ? "aborted" : "complete";
   db.end_run(out.run_id, rep.status);
   rep.seconds = seconds_since(t0);
@@ -430,13 +425,15 @@ TuneResult tune(TuneContext& ctx) {
 void write_outputs(const TuneResult& result, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw UserError("cannot create the output folder '" + dir + "': " + ec.message());
+  if (ec)
+    throw UserError("cannot create the output folder '" + dir + "': " + ec.message());
   auto write = [&](const std::string& name, const std::string& text) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     std::ofstream f(path);
     f << text;
     f.close();
-    if (!f) throw UserError("cannot write '" + path + "'");
+    if (!f)
+      throw UserError("cannot write '" + path + "'");
   };
   write("plan.json", report_json(result.report).dump(2) + "\n");
   std::ostringstream os;
@@ -444,4 +441,4 @@ void write_outputs(const TuneResult& result, const std::string& dir) {
   write("report.txt", os.str());
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

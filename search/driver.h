@@ -39,4 +39,4 @@ TuneResult tune(TuneContext& context);
 // Writes plan.json and report.txt into `dir` (created when missing). Throws UserError.
 void write_outputs(const TuneResult& result, const std::string& dir);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -18,10 +18,13 @@ std::string reason_class(const std::string& reason) {
       continue;
     }
     size_t j = i;
-    while (j < reason.size() && (is_digit(reason[j]) || reason[j] == '.')) ++j;
-    while (j > i && reason[j - 1] == '.') --j;  // a sentence's full stop is not the number's
-    if (j < reason.size() && is_word(reason[j])) {  // "40GB", "3x3": part of a word
-      while (j < reason.size() && is_word(reason[j])) ++j;
+    while (j < reason.size() && (is_digit(reason[j]) || reason[j] == '.'))
+      ++j;
+    while (j > i && reason[j - 1] == '.')
+      --j;                                         // a sentence's full stop is not the number's
+    if (j < reason.size() && is_word(reason[j])) { // "40GB", "3x3": part of a word
+      while (j < reason.size() && is_word(reason[j]))
+        ++j;
       out.append(reason, i, j - i);
     } else {
       out += 'N';
@@ -57,7 +60,8 @@ CostMatrix Evaluation::measured_costs() const {
 int64_t Evaluation::feasible_count() const {
   int64_t n = 0;
   for (const auto& g : groups)
-    for (const auto& c : g.candidates) n += c.prediction.feasible ? 1 : 0;
+    for (const auto& c : g.candidates)
+      n += c.prediction.feasible ? 1 : 0;
   return n;
 }
 
@@ -74,7 +78,8 @@ Evaluation evaluate(const SearchSpace& space, const Predictor& predictor,
     const GroupEntry& e = space.groups()[g];
     GroupEval& ge = ev.groups[g];
     auto [bit, fresh_bound] = bound_by_workload.try_emplace(e.signature);
-    if (fresh_bound) bit->second = predictor.lower_bound(space.graph(), e.group);
+    if (fresh_bound)
+      bit->second = predictor.lower_bound(space.graph(), e.group);
     ge.lower_bound = bit->second;
     ge.candidates.resize(e.candidates.size());
     for (size_t i = 0; i < e.candidates.size(); ++i) {
@@ -93,9 +98,10 @@ Evaluation evaluate(const SearchSpace& space, const Predictor& predictor,
                                                      : reason_class(ce.prediction.reason)];
       ++done;
     }
-    if (progress && (g % 16 == 15 || g + 1 == space.groups().size())) progress(done, total);
+    if (progress && (g % 16 == 15 || g + 1 == space.groups().size()))
+      progress(done, total);
   }
   return ev;
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

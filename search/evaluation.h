@@ -19,14 +19,14 @@ namespace brickdl::search {
 struct CandidateEval {
   model::Prediction prediction;
   int64_t candidate_id = 0;                 // database row (0 when not stored)
-  std::optional<MeasureResult> measurement;  // measured in this run or resumed
-  bool resumed = false;                      // taken from the database, not measured now
-  std::string measured_on;                   // target fingerprint of the measurement
+  std::optional<MeasureResult> measurement; // measured in this run or resumed
+  bool resumed = false;                     // taken from the database, not measured now
+  std::string measured_on;                  // target fingerprint of the measurement
 };
 
 struct GroupEval {
   model::LowerBound lower_bound;
-  int64_t workload_id = 0;  // database row (0 when not stored)
+  int64_t workload_id = 0; // database row (0 when not stored)
   std::vector<CandidateEval> candidates;
 };
 
@@ -35,7 +35,7 @@ struct Evaluation {
   // Candidates the model rejected, by reason_class() of the reason (the database keeps each
   // reason exactly).
   std::map<std::string, int64_t> infeasible;
-  int64_t model_calls = 0;                    // distinct (workload, configuration) pairs
+  int64_t model_calls = 0; // distinct (workload, configuration) pairs
 
   CandidateEval& at(CandidateRef r) {
     return groups.at(static_cast<size_t>(r.group)).candidates.at(static_cast<size_t>(r.index));
@@ -60,4 +60,4 @@ std::string reason_class(const std::string& reason);
 Evaluation evaluate(const SearchSpace& space, const Predictor& predictor,
                     const std::function<void(int64_t, int64_t)>& progress = {});
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -17,7 +17,7 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGTERM);
   return set;
 }
-}  // namespace
+} // namespace
 
 InterruptHandler::InterruptHandler(double grace_s, std::function<void()> on_force)
     : grace_s_(grace_s), on_force_(std::move(on_force)) {
@@ -62,26 +62,29 @@ void InterruptHandler::watch() {
   const sigset_t set = stop_signals();
   std::chrono::steady_clock::time_point first{};
   while (!shutdown_) {
-    timespec tick{0, 100'000'000};  // 100 ms: how quickly shutdown and the grace are noticed
+    timespec tick{0, 100'000'000}; // 100 ms: how quickly shutdown and the grace are noticed
     siginfo_t info;
     const int sig = sigtimedwait(&set, &info, &tick);
     if (sig > 0) {
-      if (requested_) force();  // a second signal
+      if (requested_)
+        force(); // a second signal
       requested_ = true;
       first = std::chrono::steady_clock::now();
       std::fputs("\ninterrupted: stopping after the candidate in flight (again to exit now)\n",
                  stderr);
     }
-    if (requested_ && std::chrono::duration<double>(std::chrono::steady_clock::now() - first)
-                              .count() > grace_s_) {
+    if (requested_ &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count() >
+            grace_s_) {
       bool armed;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         armed = armed_;
       }
-      if (armed) force();
+      if (armed)
+        force();
     }
   }
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -16,7 +16,7 @@
 namespace brickdl::search {
 
 class InterruptHandler {
- public:
+public:
   explicit InterruptHandler(double grace_s = 3.0, std::function<void()> on_force = {});
   ~InterruptHandler();
   InterruptHandler(const InterruptHandler&) = delete;
@@ -30,7 +30,7 @@ class InterruptHandler {
 
   static constexpr int kExitInterrupted = 130;
 
- private:
+private:
   void watch();
   void force();
 
@@ -43,4 +43,4 @@ class InterruptHandler {
   std::thread watcher_;
 };
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -6,30 +6,38 @@
 
 namespace brickdl::search {
 
-std::vector<std::string> backend_names() { return {"none", "cpu", "cuda", "auto"}; }
+std::vector<std::string> backend_names() {
+  return {"none", "cpu", "cuda", "auto"};
+}
 
-std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, std::string* why_not) {
+std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config,
+                                             std::string* why_not) {
   if (!cuda::cuda_device_available()) {
-    if (why_not) *why_not = cuda::cuda_unavailable_reason();
+    if (why_not)
+      *why_not = cuda::cuda_unavailable_reason();
     return nullptr;
   }
   cuda::CudaMeasurerOptions options;
-  options.metrics = config.counters;  // empty: the profiler's defaults
+  options.metrics = config.counters; // empty: the profiler's defaults
   try {
     return cuda::make_cuda_measurer(options);
   } catch (const std::exception& e) {
-    if (why_not) *why_not = e.what();
+    if (why_not)
+      *why_not = e.what();
     return nullptr;
   }
 }
 
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log) {
-  if (backend == "none") return nullptr;
-  if (backend == "cpu") return std::make_unique<kernels::CpuMeasurer>(config.cpu_threads);
+  if (backend == "none")
+    return nullptr;
+  if (backend == "cpu")
+    return std::make_unique<kernels::CpuMeasurer>(config.cpu_threads);
   if (backend == "cuda" || backend == "auto") {
     std::string why_not;
-    if (auto m = make_cuda_measurer(config, &why_not)) return m;
+    if (auto m = make_cuda_measurer(config, &why_not))
+      return m;
     if (backend == "cuda")
       throw UserError("backend 'cuda' is not available: " + why_not +
                       "; use backend 'cpu', 'auto' (cuda when available, else cpu) or 'none'");
@@ -40,4 +48,4 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
                   "; valid: " + join_names(backend_names()));
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

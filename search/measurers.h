@@ -21,6 +21,6 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
 // nullptr and `*why_not` says what is missing. (The CUDA backend plugs in here.)
 std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, std::string* why_not);
 
-std::vector<std::string> backend_names();  // none, cpu, cuda, auto
+std::vector<std::string> backend_names(); // none, cpu, cuda, auto
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

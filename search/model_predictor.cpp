@@ -5,7 +5,7 @@ namespace brickdl::search {
 namespace {
 
 class ModelPredictor final : public Predictor {
- public:
+public:
   explicit ModelPredictor(const GpuSpec& gpu) : model_(gpu) {}
   model::Prediction predict(const Graph& graph, const Candidate& candidate) const override {
     return model_.predict(graph, candidate);
@@ -16,14 +16,14 @@ class ModelPredictor final : public Predictor {
   std::string version() const override { return model::CostModel::version(); }
   std::string gpu_name() const override { return model_.gpu().name; }
 
- private:
+private:
   model::CostModel model_;
 };
 
-}  // namespace
+} // namespace
 
 std::unique_ptr<Predictor> make_model_predictor(const GpuSpec& gpu) {
   return std::make_unique<ModelPredictor>(gpu);
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -7,10 +7,13 @@ namespace brickdl::search {
 bool plan_tiles_graph(const SearchSpace& space, const Plan& plan) {
   int next = 1;
   for (const PlanStep& s : plan.steps) {
-    if (s.group < 0 || s.group >= static_cast<int>(space.groups().size())) return false;
+    if (s.group < 0 || s.group >= static_cast<int>(space.groups().size()))
+      return false;
     const GroupEntry& g = space.group(s.group);
-    if (g.group.first != next) return false;
-    if (s.candidate < 0 || s.candidate >= static_cast<int>(g.candidates.size())) return false;
+    if (g.group.first != next)
+      return false;
+    if (s.candidate < 0 || s.candidate >= static_cast<int>(g.candidates.size()))
+      return false;
     next = g.group.last + 1;
   }
   return next == space.num_layers();
@@ -23,7 +26,8 @@ Plan recost(const Plan& plan, const CostMatrix& cost) {
     s.cost_ms = cost.at(static_cast<size_t>(s.group)).at(static_cast<size_t>(s.candidate));
     p.cost_ms += s.cost_ms;
   }
-  if (p.steps.empty()) p.cost_ms = kExcluded;
+  if (p.steps.empty())
+    p.cost_ms = kExcluded;
   return p;
 }
 
@@ -38,22 +42,27 @@ Plan layerwise_plan(const SearchSpace& space, const CostMatrix& cost) {
 }
 
 bool plan_before(const SearchSpace& space, const Plan& a, const Plan& b) {
-  if (a.cost_ms != b.cost_ms) return a.cost_ms < b.cost_ms;
+  if (a.cost_ms != b.cost_ms)
+    return a.cost_ms < b.cost_ms;
   // Prefix totals, summed left to right as the planners sum them.
   auto prefixes = [](const Plan& p) {
     std::vector<double> s(p.steps.size() + 1, 0.0);
-    for (size_t i = 0; i < p.steps.size(); ++i) s[i + 1] = s[i] + p.steps[i].cost_ms;
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      s[i + 1] = s[i] + p.steps[i].cost_ms;
     return s;
   };
   const std::vector<double> pa = prefixes(a), pb = prefixes(b);
   size_t ia = a.steps.size(), ib = b.steps.size();
   while (ia > 0 && ib > 0) {
-    if (pa[ia] != pb[ib]) return pa[ia] < pb[ib];
+    if (pa[ia] != pb[ib])
+      return pa[ia] < pb[ib];
     const PlanStep& sa = a.steps[ia - 1];
     const PlanStep& sb = b.steps[ib - 1];
     const int fa = space.group(sa.group).group.first, fb = space.group(sb.group).group.first;
-    if (fa != fb) return fa < fb;
-    if (sa.candidate != sb.candidate) return sa.candidate < sb.candidate;
+    if (fa != fb)
+      return fa < fb;
+    if (sa.candidate != sb.candidate)
+      return sa.candidate < sb.candidate;
     --ia;
     --ib;
   }
@@ -95,7 +104,8 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
         lw_all = false;
       }
     }
-    if (lw_all) r.layerwise_measured_ms = lw_measured;
+    if (lw_all)
+      r.layerwise_measured_ms = lw_measured;
     all_layerwise_measured = all_layerwise_measured && lw_all;
     s.predicted_ms += r.predicted_ms;
     s.layerwise_predicted_ms += r.layerwise_predicted_ms;
@@ -105,12 +115,14 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
   }
   if (all_measured) {
     double t = 0;
-    for (const auto& r : s.groups) t += *r.measured_ms;
+    for (const auto& r : s.groups)
+      t += *r.measured_ms;
     s.measured_ms = t;
   }
   if (all_layerwise_measured && !s.groups.empty()) {
     double t = 0;
-    for (const auto& r : s.groups) t += *r.layerwise_measured_ms;
+    for (const auto& r : s.groups)
+      t += *r.layerwise_measured_ms;
     s.layerwise_measured_ms = t;
   }
   return s;
@@ -120,7 +132,7 @@ namespace {
 nlohmann::json opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
-}  // namespace
+} // namespace
 
 nlohmann::json to_json(const PlanSummary& s) {
   nlohmann::json groups = nlohmann::json::array();
@@ -157,4 +169,4 @@ nlohmann::json to_json(const PlanSummary& s) {
   };
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

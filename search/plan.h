@@ -16,17 +16,17 @@
 namespace brickdl::search {
 
 struct PlanStep {
-  int group = -1;      // index into SearchSpace::groups()
-  int candidate = -1;  // index into that group's candidates
-  double cost_ms = 0;  // under the matrix the plan was made with
+  int group = -1;     // index into SearchSpace::groups()
+  int candidate = -1; // index into that group's candidates
+  double cost_ms = 0; // under the matrix the plan was made with
   bool operator==(const PlanStep&) const = default;
 };
 
 struct Plan {
-  std::string label;            // "dp", "layerwise", "3+3 memoized", ...
-  std::vector<PlanStep> steps;  // in topological order; tile layers 1..n-1 exactly once
-  double cost_ms = kExcluded;   // left-to-right sum of the steps' costs
-  std::string note;             // why there is no usable plan, when cost_ms is kExcluded
+  std::string label;           // "dp", "layerwise", "3+3 memoized", ...
+  std::vector<PlanStep> steps; // in topological order; tile layers 1..n-1 exactly once
+  double cost_ms = kExcluded;  // left-to-right sum of the steps' costs
+  std::string note;            // why there is no usable plan, when cost_ms is kExcluded
 
   bool valid() const { return !steps.empty() && cost_ms < kExcluded; }
 };
@@ -43,7 +43,8 @@ Plan layerwise_plan(const SearchSpace& space, const CostMatrix& cost);
 
 // The order all planners agree on (so that equal-cost plans resolve the same way): lower total
 // first; then the plan whose last group starts earlier; then the same comparison on the
-// plans without their last group (the dynamic program's choice). `a` and `b` must be costed under the same matrix.
+// plans without their last group (the dynamic program's choice). `a` and `b` must be costed under
+// the same matrix.
 bool plan_before(const SearchSpace& space, const Plan& a, const Plan& b);
 
 // One row of a plan as reported.
@@ -55,17 +56,17 @@ struct PlanGroupSummary {
   double predicted_ms = 0;
   std::optional<double> measured_ms;
   bool measurement_resumed = false;
-  double layerwise_predicted_ms = 0;             // the group's layers, each as a library kernel
-  std::optional<double> layerwise_measured_ms;   // when every one of them was measured
-  double dram_bytes = 0;                         // predicted
-  double dram_lower_bound = 0;                   // compulsory traffic of the group
+  double layerwise_predicted_ms = 0;           // the group's layers, each as a library kernel
+  std::optional<double> layerwise_measured_ms; // when every one of them was measured
+  double dram_bytes = 0;                       // predicted
+  double dram_lower_bound = 0;                 // compulsory traffic of the group
 };
 
 struct PlanSummary {
   std::string label;
   std::vector<PlanGroupSummary> groups;
   double predicted_ms = 0;
-  std::optional<double> measured_ms;  // when every group's candidate was measured
+  std::optional<double> measured_ms; // when every group's candidate was measured
   double layerwise_predicted_ms = 0;
   std::optional<double> layerwise_measured_ms;
   double dram_bytes = 0, dram_lower_bound = 0;
@@ -76,4 +77,4 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
 
 nlohmann::json to_json(const PlanSummary& summary);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

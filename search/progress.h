@@ -24,7 +24,7 @@ std::string progress_line(const std::string& label, int64_t done, int64_t total,
 bool stderr_is_terminal();
 
 class ProgressBar {
- public:
+public:
   ProgressBar(std::ostream& out, bool enabled) : out_(out), enabled_(enabled) {}
   ~ProgressBar() { finish(); }
   bool enabled() const { return enabled_; }
@@ -34,7 +34,7 @@ class ProgressBar {
   // Ends the line, if one was drawn.
   void finish();
 
- private:
+private:
   std::ostream& out_;
   bool enabled_;
   bool drawn_ = false;
@@ -44,16 +44,16 @@ class ProgressBar {
 // Draws the measuring phase: handled / queued candidates, resumed and failed counts, and an
 // ETA from the mean time of the fresh measurements (bounded by what the budget leaves).
 class ProgressCallback final : public MeasureCallback {
- public:
+public:
   explicit ProgressCallback(ProgressBar& bar) : bar_(bar) {}
   void on_result(const MeasureEvent& e) override;
   void on_phase_end() override { bar_.finish(); }
 
- private:
+private:
   ProgressBar& bar_;
   int failed_ = 0;
   double fresh_time_s_ = 0;
   double last_elapsed_s_ = 0;
 };
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -8,26 +8,34 @@ namespace brickdl::search {
 
 namespace {
 
-std::string ms(const std::optional<double>& v) { return v ? fmt::format("{:.4f}", *v) : "-"; }
+std::string ms(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4f}", *v) : "-";
+}
 
-std::string mb(double bytes) { return fmt::format("{:.2f}", bytes / 1e6); }
+std::string mb(double bytes) {
+  return fmt::format("{:.2f}", bytes / 1e6);
+}
 
 // Layerwise time over plan time: measured when both were measured, else predicted with '*'.
 std::string speedup(double pred, double lw_pred, const std::optional<double>& meas,
                     const std::optional<double>& lw_meas) {
-  if (meas && lw_meas && *meas > 0) return fmt::format("{:.2f}", *lw_meas / *meas);
-  if (pred > 0) return fmt::format("{:.2f}*", lw_pred / pred);
+  if (meas && lw_meas && *meas > 0)
+    return fmt::format("{:.2f}", *lw_meas / *meas);
+  if (pred > 0)
+    return fmt::format("{:.2f}*", lw_pred / pred);
   return "-";
 }
 
 std::string brick_str(const Candidate& c) {
-  if (c.strategy == Strategy::kLayerwise) return "-";
+  if (c.strategy == Strategy::kLayerwise)
+    return "-";
   return c.brick.str();
 }
 
 void print_plan(const PlanSummary& p, std::ostream& os) {
   size_t name_w = 6;
-  for (const auto& r : p.groups) name_w = std::max(name_w, r.layer_names.size());
+  for (const auto& r : p.groups)
+    name_w = std::max(name_w, r.layer_names.size());
   name_w = std::min<size_t>(name_w, 40);
   auto name = [&](const std::string& s) {
     return s.size() <= name_w ? s : s.substr(0, name_w - 2) + "..";
@@ -44,8 +52,8 @@ void print_plan(const PlanSummary& p, std::ostream& os) {
               "{:>3}  {:<{}}  {:<9}  {:<11}  {:>9.4f}  {:>9}  {:>9.4f}  {:>9}  {:>7}  {:>9}  "
               "{:>9}  {:>6.2f}",
               ++i, name(r.layer_names), name_w, strategy_name(r.candidate.strategy),
-              brick_str(r.candidate), r.predicted_ms, ms(r.measured_ms),
-              r.layerwise_predicted_ms, ms(r.layerwise_measured_ms),
+              brick_str(r.candidate), r.predicted_ms, ms(r.measured_ms), r.layerwise_predicted_ms,
+              ms(r.layerwise_measured_ms),
               speedup(r.predicted_ms, r.layerwise_predicted_ms, r.measured_ms,
                       r.layerwise_measured_ms),
               mb(r.dram_bytes), mb(r.dram_lower_bound),
@@ -80,7 +88,7 @@ void print_end_to_end(const PlanSummary& p, const std::string& target, std::ostr
   }
 }
 
-}  // namespace
+} // namespace
 
 void print_report(const TuneReport& r, std::ostream& os) {
   os << fmt::format("experiment {}: {} batch {} {}; model {} for {}; searcher {}\n", r.experiment,
@@ -88,17 +96,20 @@ void print_report(const TuneReport& r, std::ostream& os) {
   os << fmt::format("run {} ({}) in {:.1f} s; target {}\n", r.run_id, r.status, r.seconds,
                     r.target);
   int64_t pruned = 0;
-  for (const auto& [reason, n] : r.pruned) pruned += n;
+  for (const auto& [reason, n] : r.pruned)
+    pruned += n;
   os << fmt::format("space: {} groups, {} candidates ({} feasible), {} pruned\n", r.groups,
                     r.candidates, r.feasible, pruned);
   std::vector<std::pair<std::string, int64_t>> reasons(r.pruned.begin(), r.pruned.end());
   std::stable_sort(reasons.begin(), reasons.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [reason, n] : reasons) os << fmt::format("  {:>8}  {}\n", n, reason);
+  for (const auto& [reason, n] : reasons)
+    os << fmt::format("  {:>8}  {}\n", n, reason);
   if (r.backend != "none") {
     os << fmt::format("measured: {} now, {} from the database, {} failed", r.measured, r.resumed,
                       r.failed);
-    if (!r.stopped_by.empty()) os << "; stopped by " << r.stopped_by;
+    if (!r.stopped_by.empty())
+      os << "; stopped by " << r.stopped_by;
     os << fmt::format("; unmeasured predictions scaled by {:.4g}\n", r.scale);
   }
   os << '\n';
@@ -112,16 +123,16 @@ void print_report(const TuneReport& r, std::ostream& os) {
     os << fmt::format("the model's own plan: {:.4f} ms predicted in {} groups\n",
                       r.predicted.predicted_ms, r.predicted.groups.size());
   if (!r.alternatives.empty()) {
-    os << "\npartitions:\n";
-    os << fmt::format("  {:<24}  {:>10}  {:>10}  {:>8}  {:>8}\n", "partition", "pred ms",
-                      "meas ms", "vs lw", "vs lw m");
+    os << "\npartitions (speedup: layerwise / partition, predicted and measured):\n";
+    os << fmt::format("  {:<24}  {:>10}  {:>10}  {:>8}  {:>8}\n", "partition", "pred ms", "meas ms",
+                      "speedup", "meas spd");
     for (const auto& a : r.alternatives) {
       if (a.groups.empty()) {
         os << fmt::format("  {:<24}  {:>10}\n", a.label, "infeasible");
         continue;
       }
-      os << fmt::format("  {:<24}  {:>10.4f}  {:>10}  {:>8.3f}  {:>8}\n", a.label,
-                        a.predicted_ms, ms(a.measured_ms),
+      os << fmt::format("  {:<24}  {:>10.4f}  {:>10}  {:>8.3f}  {:>8}\n", a.label, a.predicted_ms,
+                        ms(a.measured_ms),
                         a.predicted_ms > 0 ? a.layerwise_predicted_ms / a.predicted_ms : 0.0,
                         a.measured_ms && a.layerwise_measured_ms && *a.measured_ms > 0
                             ? fmt::format("{:.3f}", *a.layerwise_measured_ms / *a.measured_ms)
@@ -134,9 +145,11 @@ void print_report(const TuneReport& r, std::ostream& os) {
 
 nlohmann::json report_json(const TuneReport& r) {
   nlohmann::json alts = nlohmann::json::array();
-  for (const auto& a : r.alternatives) alts.push_back(to_json(a));
+  for (const auto& a : r.alternatives)
+    alts.push_back(to_json(a));
   nlohmann::json pruned = nlohmann::json::object();
-  for (const auto& [reason, n] : r.pruned) pruned[reason] = n;
+  for (const auto& [reason, n] : r.pruned)
+    pruned[reason] = n;
   return {
       {"experiment", r.experiment},
       {"model", r.model},
@@ -149,14 +162,21 @@ nlohmann::json report_json(const TuneReport& r) {
       {"searcher", r.searcher},
       {"run_id", r.run_id},
       {"status", r.status},
-      {"space", {{"groups", r.groups}, {"candidates", r.candidates}, {"feasible", r.feasible},
-                 {"pruned", pruned}}},
-      {"measurements", {{"measured", r.measured}, {"resumed", r.resumed}, {"failed", r.failed},
-                        {"stopped_by", r.stopped_by}, {"prediction_scale", r.scale}}},
+      {"space",
+       {{"groups", r.groups},
+        {"candidates", r.candidates},
+        {"feasible", r.feasible},
+        {"pruned", pruned}}},
+      {"measurements",
+       {{"measured", r.measured},
+        {"resumed", r.resumed},
+        {"failed", r.failed},
+        {"stopped_by", r.stopped_by},
+        {"prediction_scale", r.scale}}},
       {"plan", to_json(r.replanned ? *r.replanned : r.predicted)},
       {"model_plan", to_json(r.predicted)},
       {"alternatives", alts},
   };
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

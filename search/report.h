@@ -3,9 +3,10 @@
 // the model kept and why the rest went, how much was measured and what stopped it), the plan
 // table and the end-to-end totals; the same as JSON for plan.json.
 //
-//  #  layers               strategy   brick  pred ms  meas ms  lw pred  lw meas  speedup  DRAM MB  bound MB  xbound
-//  1  conv1                layerwise  -        0.153        -    0.153        -    1.00*    13.25     13.25    1.00
-//  2  layer1.0.conv1 ..    memoized   8x8      0.402        -    0.470        -    1.17*    27.10     25.69    1.05
+// One row per group of the plan (columns abridged here):
+//
+//   #  layers            strategy  brick  pred ms  meas ms  lw pred  lw meas  speedup  xbound
+//   4  l1.0.conv2 .. add padded    4x4     0.3121        -   0.3897        -    1.25*    1.00
 //
 // speedup = the group's layers run layerwise / the chosen candidate: measured when both were
 // measured, else predicted (marked *). DRAM MB is predicted; bound MB the compulsory traffic.
@@ -25,27 +26,27 @@ struct TuneReport {
   std::string experiment, model, precision;
   int batch = 1;
   std::string gpu_spec, model_version;
-  std::string target, backend;  // the measurer's target and backend ("none": model only)
+  std::string target, backend; // the measurer's target and backend ("none": model only)
   std::string searcher;
   int64_t run_id = 0;
-  std::string status;  // complete | aborted
+  std::string status; // complete | aborted
 
   int64_t groups = 0, candidates = 0, feasible = 0;
-  std::map<std::string, int64_t> pruned;  // structural and model, by reason
+  std::map<std::string, int64_t> pruned; // structural and model, by reason
 
-  int measured = 0;  // measured in this run
-  int resumed = 0;   // taken from the database
-  int failed = 0;    // of both, not ok
-  std::string stopped_by;  // why measuring ended early ("" when it did not)
-  double scale = 1;        // measured / predicted ratio applied to unmeasured candidates
+  int measured = 0;       // measured in this run
+  int resumed = 0;        // taken from the database
+  int failed = 0;         // of both, not ok
+  std::string stopped_by; // why measuring ended early ("" when it did not)
+  double scale = 1;       // measured / predicted ratio applied to unmeasured candidates
 
-  PlanSummary predicted;  // the model's plan
+  PlanSummary predicted;                 // the model's plan
   std::optional<PlanSummary> replanned;  // with measurements (a measuring backend)
-  std::vector<PlanSummary> alternatives;  // partitions mode: each partition × strategy
-  double seconds = 0;     // wall time of the run
+  std::vector<PlanSummary> alternatives; // partitions mode: each partition × strategy
+  double seconds = 0;                    // wall time of the run
 };
 
 void print_report(const TuneReport& report, std::ostream& os);
 nlohmann::json report_json(const TuneReport& report);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

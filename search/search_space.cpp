@@ -27,12 +27,14 @@ struct GroupExtent {
 GroupExtent group_extent(const Graph& g, const Group& grp) {
   GroupExtent e;
   auto take = [&](const TensorShape& s) {
-    for (int a = 3 - s.spatial_rank; a < 3; ++a) e.spatial = std::max(e.spatial, s.dim(a));
+    for (int a = 3 - s.spatial_rank; a < 3; ++a)
+      e.spatial = std::max(e.spatial, s.dim(a));
     e.channels = std::max(e.channels, s.c);
   };
   for (int id = grp.first; id <= grp.last; ++id) {
     take(g.layer(id).out);
-    for (int in : g.layer(id).inputs) take(g.layer(in).out);
+    for (int in : g.layer(id).inputs)
+      take(g.layer(in).out);
   }
   return e;
 }
@@ -75,32 +77,40 @@ std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t c
   return out;
 }
 
-template <typename T>
-std::vector<T> sorted_unique(std::vector<T> v) {
+template <typename T> std::vector<T> sorted_unique(std::vector<T> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return v;
 }
 
-}  // namespace
+} // namespace
+
+int fused_layer_id(const Graph& fused, const std::string& name) {
+  for (const Layer& l : fused.layers()) {
+    if (l.name == name) return l.id;
+    for (const auto& f : l.fused_from)
+      if (f == name) return l.id;
+  }
+  return -1;
+}
 
 bool is_valid_group(const Graph& graph, const Group& group) {
-  if (group.first < 1 || group.last >= graph.size() || group.first > group.last) return false;
+  if (group.first < 1 || group.last >= graph.size() || group.first > group.last)
+    return false;
   for (int id = group.first; id < group.last; ++id)
     for (int c : graph.consumers(id))
-      if (c > group.last) return false;
+      if (c > group.last)
+        return false;
   return true;
 }
 
 bool is_mergeable_layer(const Layer& layer) {
   switch (layer.op) {
-    case OpKind::kInput:
-    case OpKind::kGlobalAvgPool:
-    case OpKind::kFlatten:
-    case OpKind::kLinear:
-      return false;
-    default:
-      return layer.out.spatial_rank >= 2;
+  case OpKind::kInput:
+  case OpKind::kGlobalAvgPool:
+  case OpKind::kFlatten:
+  case OpKind::kLinear: return false;
+  default: return layer.out.spatial_rank >= 2;
   }
 }
 
@@ -118,7 +128,8 @@ const Candidate& SearchSpace::candidate(CandidateRef r) const {
 
 int64_t SearchSpace::num_candidates() const {
   int64_t n = 0;
-  for (const auto& g : groups_) n += static_cast<int64_t>(g.candidates.size());
+  for (const auto& g : groups_)
+    n += static_cast<int64_t>(g.candidates.size());
   return n;
 }
 
@@ -131,9 +142,11 @@ const std::vector<int>& SearchSpace::groups_starting_at(int layer) const {
 }
 
 int SearchSpace::find(const Group& g) const {
-  if (g.last < 1 || g.last >= num_layers()) return -1;
+  if (g.last < 1 || g.last >= num_layers())
+    return -1;
   for (int i : groups_ending_at(g.last))
-    if (groups_[static_cast<size_t>(i)].group == g) return i;
+    if (groups_[static_cast<size_t>(i)].group == g)
+      return i;
   return -1;
 }
 
@@ -158,8 +171,8 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
   }
   const std::vector<int> sizes = sorted_unique(config.brick_sizes);
   const std::vector<int> threads = sorted_unique(config.threads);
-  const int64_t per_brick = static_cast<int64_t>(merged_strategies_.size()) *
-                            static_cast<int64_t>(threads.size());
+  const int64_t per_brick =
+      static_cast<int64_t>(merged_strategies_.size()) * static_cast<int64_t>(threads.size());
   if (!e.mergeable) {
     pruned_[kReasonNotSpatial] += per_brick * static_cast<int64_t>(sizes.size()) *
                                   static_cast<int64_t>(config.channel_blocks.size());
@@ -170,8 +183,8 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
     const std::vector<int> blocks =
         useful_channel_blocks(sorted_unique(config.channel_blocks), ext.channels, &pruned_blocks);
     if (pruned_sizes > 0)
-      pruned_[kReasonBrickCovers] += pruned_sizes * per_brick *
-                                     static_cast<int64_t>(blocks.size() + pruned_blocks);
+      pruned_[kReasonBrickCovers] +=
+          pruned_sizes * per_brick * static_cast<int64_t>(blocks.size() + pruned_blocks);
     if (pruned_blocks > 0)
       pruned_[kReasonChannelsCover] +=
           pruned_blocks * per_brick * static_cast<int64_t>(bricks.size());
@@ -202,16 +215,21 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
   };
   if (config.max_group_len < 1)
     bad("search.max_group_len", fmt::format("must be >= 1, got {}", config.max_group_len));
-  if (config.brick_sizes.empty()) bad("search.brick_sizes", "must list at least one size");
+  if (config.brick_sizes.empty())
+    bad("search.brick_sizes", "must list at least one size");
   for (int s : config.brick_sizes)
-    if (s < 1) bad("search.brick_sizes", fmt::format("sizes must be >= 1, got {}", s));
+    if (s < 1)
+      bad("search.brick_sizes", fmt::format("sizes must be >= 1, got {}", s));
   if (config.channel_blocks.empty())
     bad("search.channel_blocks", "must list at least one block (0 = all channels)");
   for (int cb : config.channel_blocks)
-    if (cb < 0) bad("search.channel_blocks", fmt::format("blocks must be >= 0, got {}", cb));
-  if (config.threads.empty()) bad("search.threads", "must list at least one thread count");
+    if (cb < 0)
+      bad("search.channel_blocks", fmt::format("blocks must be >= 0, got {}", cb));
+  if (config.threads.empty())
+    bad("search.threads", "must list at least one thread count");
   for (int t : config.threads)
-    if (t < 1) bad("search.threads", fmt::format("thread counts must be >= 1, got {}", t));
+    if (t < 1)
+      bad("search.threads", fmt::format("thread counts must be >= 1, got {}", t));
   BRICKDL_CHECK(fused.size() >= 2, "graph '" << fused.name() << "' has no layer besides its input");
 
   SearchSpace sp;
@@ -232,7 +250,8 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
     const auto& lens = config.partitions[p];
     int64_t sum = 0;
     for (int len : lens) {
-      if (len < 1) bad(key, fmt::format("group lengths must be >= 1, got {}", len));
+      if (len < 1)
+        bad(key, fmt::format("group lengths must be >= 1, got {}", len));
       sum += len;
     }
     if (sum != n - 1)
@@ -252,21 +271,43 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
     }
   }
 
+  // Named subgraphs: each must be a group of the fused graph.
+  std::vector<Group> named;
+  for (size_t i = 0; i < config.subgraphs.size(); ++i) {
+    const auto& sg = config.subgraphs[i];
+    const std::string key = fmt::format("search.subgraphs[{}]", i);
+    const Group g{fused_layer_id(fused, sg.first), fused_layer_id(fused, sg.last)};
+    if (g.first < 1 || g.last < g.first)
+      bad(key, fmt::format("subgraph '{}': layers '{}' .. '{}' are not a range of the fused "
+                           "graph '{}' (brickdl-tune --describe lists its layers)",
+                           sg.name, sg.first, sg.last, fused.name()));
+    if (!is_valid_group(fused, g))
+      bad(key, fmt::format("subgraph '{}': layers '{}' .. '{}' have an output read outside them "
+                           "before their last layer; a group may be read only through its "
+                           "last layer",
+                           sg.name, sg.first, sg.last));
+    named.push_back(g);
+    extra.push_back(g);
+  }
+
   for (int last = 1; last < n; ++last) {
     for (int first = std::max(1, last - config.max_group_len + 1); first <= last; ++first) {
       const Group g{first, last};
-      if (!is_valid_group(fused, g)) continue;
+      if (!is_valid_group(fused, g))
+        continue;
       bool mergeable = true;
       for (int id = first; id <= last; ++id)
         mergeable = mergeable && is_mergeable_layer(fused.layer(id));
       const bool in_partition = std::find(extra.begin(), extra.end(), g) != extra.end();
-      if (!mergeable && g.size() > 1 && !in_partition) continue;  // nothing to run it with
+      if (!mergeable && g.size() > 1 && !in_partition)
+        continue; // nothing to run it with
       sp.add_group(g, config);
     }
   }
   // Partition groups beyond max_group_len.
   for (const Group& g : extra)
-    if (sp.find(g) < 0) sp.add_group(g, config);
+    if (sp.find(g) < 0)
+      sp.add_group(g, config);
   for (auto& v : sp.ending_at_)
     std::sort(v.begin(), v.end(), [&](int a, int b) {
       return sp.groups_[static_cast<size_t>(a)].group.first <
@@ -278,6 +319,10 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
              sp.groups_[static_cast<size_t>(b)].group.last;
     });
 
+  for (size_t i = 0; i < named.size(); ++i) {
+    sp.subgraphs_.push_back(sp.find(named[i]));
+    sp.subgraph_names_.push_back(config.subgraphs[i].name);
+  }
   size_t at = 0;
   for (const auto& lens : config.partitions) {
     std::vector<int> idx;
@@ -292,4 +337,4 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
   return sp;
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

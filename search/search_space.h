@@ -36,25 +36,26 @@ struct CandidateRef {
 
 struct GroupEntry {
   Group group;
-  std::string signature;    // workload key (search/workload.h)
-  std::string description;  // human-readable
-  std::string layer_names;  // "a .. b"
-  bool mergeable = true;    // false: some layer has no spatial extent; layerwise only
-  int layerwise = -1;       // index of the layerwise candidate (singletons), else -1
-  std::vector<Candidate> candidates;  // layerwise first, then bricks × cb × strategy × threads
+  std::string signature;             // workload key (search/workload.h)
+  std::string description;           // human-readable
+  std::string layer_names;           // "a .. b"
+  bool mergeable = true;             // false: some layer has no spatial extent; layerwise only
+  int layerwise = -1;                // index of the layerwise candidate (singletons), else -1
+  std::vector<Candidate> candidates; // layerwise first, then bricks × cb × strategy × threads
 };
 
 class SearchSpace {
- public:
+public:
   // Enumerates the groups and candidates of `fused` (a fuse_for_inference() result).
   // `source` (the experiment file) is named in errors. Throws UserError for a bad config
   // (max_group_len < 1, empty brick list, partitions that do not tile the graph or cut it
-  // where a group would have two outputs).
+  // where a group would have two outputs, subgraphs that are no valid group). Partition and
+  // subgraph groups are in the space whatever their length.
   static SearchSpace build(const Graph& fused, const SearchSpaceConfig& config,
                            const std::string& source = "");
 
   const Graph& graph() const { return graph_; }
-  int num_layers() const { return graph_.size(); }  // including the input layer 0
+  int num_layers() const { return graph_.size(); } // including the input layer 0
   const std::vector<GroupEntry>& groups() const { return groups_; }
   const GroupEntry& group(int i) const { return groups_.at(static_cast<size_t>(i)); }
   const Candidate& candidate(CandidateRef r) const;
@@ -63,8 +64,8 @@ class SearchSpace {
   // Group indices ending (starting) at a layer, in order of increasing `first` (`last`).
   const std::vector<int>& groups_ending_at(int layer) const;
   const std::vector<int>& groups_starting_at(int layer) const;
-  int find(const Group& g) const;      // index, or -1
-  int singleton(int layer) const;      // the group [layer, layer]
+  int find(const Group& g) const; // index, or -1
+  int singleton(int layer) const; // the group [layer, layer]
 
   // Candidates left out before the model ran, by reason.
   const std::map<std::string, int64_t>& pruned() const { return pruned_; }
@@ -73,10 +74,15 @@ class SearchSpace {
   const std::vector<std::vector<int>>& partitions() const { return partitions_; }
   const std::vector<std::string>& partition_labels() const { return partition_labels_; }
 
+  // Named subgraphs (config.subgraphs) as group indices, and their names. They are groups
+  // studied on their own (Figs 8-9): the searchers measure them besides the plan's groups.
+  const std::vector<int>& subgraphs() const { return subgraphs_; }
+  const std::vector<std::string>& subgraph_names() const { return subgraph_names_; }
+
   // The merged strategies of the config (padded / memoized), in config order.
   const std::vector<Strategy>& merged_strategies() const { return merged_strategies_; }
 
- private:
+private:
   int add_group(const Group& g, const SearchSpaceConfig& config);
 
   Graph graph_;
@@ -85,8 +91,14 @@ class SearchSpace {
   std::map<std::string, int64_t> pruned_;
   std::vector<std::vector<int>> partitions_;
   std::vector<std::string> partition_labels_;
+  std::vector<int> subgraphs_;
+  std::vector<std::string> subgraph_names_;
   std::vector<Strategy> merged_strategies_;
 };
+
+// The id in `fused` of the layer that an unfused layer name became (itself, or the layer it
+// was folded into by fuse_for_inference), or -1.
+int fused_layer_id(const Graph& fused, const std::string& name);
 
 // True when only the last layer's output of [first, last] is read outside it.
 bool is_valid_group(const Graph& graph, const Group& group);
@@ -99,4 +111,4 @@ bool is_mergeable_layer(const Layer& layer);
 // and fixed, so the database holds one row per layer workload).
 Candidate layerwise_candidate(const Group& group);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

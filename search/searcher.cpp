@@ -1,5 +1,6 @@
 #include "search/searcher.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -24,13 +25,15 @@ std::vector<CandidateRef> Searcher::propose(int n) {
   std::vector<CandidateRef> out;
   while (static_cast<int>(out.size()) < n) {
     // Skip what became known while queued (a shared workload measured through another group).
-    while (queue_pos_ < queue_.size() && notified_.count(queue_[queue_pos_])) ++queue_pos_;
+    while (queue_pos_ < queue_.size() && notified_.count(queue_[queue_pos_]))
+      ++queue_pos_;
     if (queue_pos_ < queue_.size()) {
       out.push_back(queue_[queue_pos_++]);
       continue;
     }
     // A new round plans with every result so far: not while some are still to come.
-    if (!out.empty() || converged_ || rounds_ >= max_rounds()) break;
+    if (!out.empty() || converged_ || rounds_ >= max_rounds())
+      break;
     next_round();
   }
   pending_.insert(out.begin(), out.end());
@@ -47,8 +50,9 @@ void Searcher::next_round() {
     return;
   }
   for (const CandidateRef& r : round_wishes(p))
-    if (seen_.insert(r).second) queue_.push_back(r);
-  converged_ = queue_.empty();  // nothing new: the plan is measured
+    if (seen_.insert(r).second)
+      queue_.push_back(r);
+  converged_ = queue_.empty(); // nothing new: the plan is measured
 }
 
 void Searcher::notify(const std::vector<MeasuredCandidate>& results) {
@@ -66,11 +70,11 @@ CombinedCosts Searcher::current_costs() const {
   return combine_costs(*space_, predicted_, measured_);
 }
 
-std::vector<CandidateRef> Searcher::baselines(const Plan& plan) const {
+std::vector<CandidateRef> Searcher::baselines(const std::vector<int>& groups) const {
   std::vector<CandidateRef> out;
-  for (const PlanStep& s : plan.steps) {
-    const Group& g = space().group(s.group).group;
-    for (int layer = g.first; layer <= g.last; ++layer) {
+  for (int g : groups) {
+    const Group& grp = space().group(g).group;
+    for (int layer = grp.first; layer <= grp.last; ++layer) {
       const int sg = space().singleton(layer);
       out.push_back(CandidateRef{sg, space().group(sg).layerwise});
     }
@@ -78,14 +82,23 @@ std::vector<CandidateRef> Searcher::baselines(const Plan& plan) const {
   return out;
 }
 
+std::vector<int> Searcher::studied_groups(const Plan& plan) const {
+  std::vector<int> groups;
+  for (const PlanStep& s : plan.steps) groups.push_back(s.group);
+  for (int g : space().subgraphs())
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  return groups;
+}
+
 std::vector<CandidateRef> Searcher::round_wishes(const Plan& plan) const {
-  std::vector<CandidateRef> out = baselines(plan);
+  const std::vector<int> groups = studied_groups(plan);
+  std::vector<CandidateRef> out = baselines(groups);
   std::vector<std::vector<int>> ranked;
-  for (const PlanStep& s : plan.steps) ranked.push_back(ranked_candidates(predicted_, s.group));
+  for (int g : groups) ranked.push_back(ranked_candidates(predicted_, g));
   for (int r = 0; r < options_.top_k; ++r)
-    for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (size_t i = 0; i < groups.size(); ++i)
       if (r < static_cast<int>(ranked[i].size()))
-        out.push_back(CandidateRef{plan.steps[i].group, ranked[i][static_cast<size_t>(r)]});
+        out.push_back(CandidateRef{groups[i], ranked[i][static_cast<size_t>(r)]});
   return out;
 }
 
@@ -102,11 +115,12 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
   };
   return f;
 }
-}  // namespace
+} // namespace
 
 std::vector<std::string> searcher_names() {
   std::vector<std::string> v;
-  for (const auto& [name, f] : factories()) v.push_back(name);
+  for (const auto& [name, f] : factories())
+    v.push_back(name);
   return v;
 }
 
@@ -114,10 +128,11 @@ std::unique_ptr<Searcher> make_searcher(const SearcherOptions& options) {
   if (options.top_k < 1)
     throw UserError("top-k must be >= 1, got " + std::to_string(options.top_k));
   for (const auto& [name, f] : factories())
-    if (name == options.name) return f(options);
+    if (name == options.name)
+      return f(options);
   throw UserError("unknown searcher '" + options.name + "'" +
                   did_you_mean(options.name, searcher_names()) +
                   "; valid: " + join_names(searcher_names()));
 }
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

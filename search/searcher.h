@@ -17,11 +17,13 @@
 //               per partition; alternatives() lists them all (Fig 10).
 //
 // Measuring (propose()): the layerwise baselines of the plan's layers first, then the top_k
-// best-predicted candidates of each group of the plan, rank by rank. dp, exhaustive, random
-// and partitions do one such round from the predicted plan. topk re-plans with the measured
+// best-predicted candidates of each group of the plan, rank by rank; named subgraphs
+// (search.subgraphs) are measured as if they were groups of the plan. dp, exhaustive,
+// random and partitions do one such round from the predicted plan. topk re-plans with the measured
 // times after each round and measures the new plan's unmeasured groups the same way, until a
 // round finds nothing new or max_rounds. measure_all measures every feasible candidate,
-// baselines first, then rank by rank over all groups.
+// baselines first, then rank by rank over all groups (only over the named subgraphs, when
+// the experiment names some).
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -35,20 +37,20 @@
 namespace brickdl::search {
 
 struct SearcherOptions {
-  std::string name = "dp";  // dp | exhaustive | random | topk | measure_all | partitions
-  int top_k = 3;            // candidates measured per group of the plan
+  std::string name = "dp"; // dp | exhaustive | random | topk | measure_all | partitions
+  int top_k = 3;           // candidates measured per group of the plan
   int random_samples = 1000;
   uint64_t seed = 1;
-  int max_rounds = 4;       // topk: measure / re-plan rounds
+  int max_rounds = 4; // topk: measure / re-plan rounds
 };
 
 struct MeasuredCandidate {
   CandidateRef ref;
-  double ms = kExcluded;  // median time; kExcluded: failed; kNotMeasured: skipped (budget)
+  double ms = kExcluded; // median time; kExcluded: failed; kNotMeasured: skipped (budget)
 };
 
 class Searcher {
- public:
+public:
   explicit Searcher(SearcherOptions options) : options_(std::move(options)) {}
   virtual ~Searcher() = default;
   const SearcherOptions& options() const { return options_; }
@@ -72,33 +74,36 @@ class Searcher {
 
   // The predicted cost combined with everything notified so far (search/cost_table.h).
   CombinedCosts current_costs() const;
-  int rounds() const { return rounds_; }  // measuring rounds planned so far
+  int rounds() const { return rounds_; } // measuring rounds planned so far
   // Candidates of the current round not proposed yet (for progress displays).
   int queued() const { return static_cast<int>(queue_.size() - queue_pos_); }
 
- protected:
+protected:
   // The candidates a measuring round wants, in priority order (duplicates and candidates
-  // seen before are dropped by the caller). Default: baselines of `plan`'s layers, then the
-  // top_k predicted candidates of its groups, rank by rank.
+  // seen before are dropped by the caller). Default: baselines of the layers of
+  // studied_groups(plan), then the top_k predicted candidates of those groups, rank by rank.
   virtual std::vector<CandidateRef> round_wishes(const Plan& plan) const;
   virtual int max_rounds() const { return 1; }
 
   const SearchSpace& space() const { return *space_; }
   const CostMatrix& predicted() const { return predicted_; }
-  std::vector<CandidateRef> baselines(const Plan& plan) const;
+  // The layerwise candidates of every layer of `groups`.
+  std::vector<CandidateRef> baselines(const std::vector<int>& groups) const;
+  // The plan's groups, then the space's named subgraphs not among them.
+  std::vector<int> studied_groups(const Plan& plan) const;
 
- private:
+private:
   SearcherOptions options_;
   const SearchSpace* space_ = nullptr;
   CostMatrix predicted_;
   CostMatrix measured_;
   void next_round();
 
-  std::set<CandidateRef> seen_;      // queued or notified
-  std::set<CandidateRef> notified_;  // results known
+  std::set<CandidateRef> seen_;     // queued or notified
+  std::set<CandidateRef> notified_; // results known
   std::vector<CandidateRef> queue_;
   size_t queue_pos_ = 0;
-  std::set<CandidateRef> pending_;  // proposed, not notified yet
+  std::set<CandidateRef> pending_; // proposed, not notified yet
   int rounds_ = 0;
   bool converged_ = false;
 };
@@ -116,4 +121,4 @@ Plan random_plan(const SearchSpace& space, const CostMatrix& cost, int samples, 
 // Number of ways to tile the graph with the space's groups (saturates at INT64_MAX).
 int64_t count_partitions(const SearchSpace& space);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

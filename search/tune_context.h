@@ -26,18 +26,20 @@ namespace brickdl::search {
 
 // Informational lines of a run, on one stream (stderr in the tools); quiet drops them.
 class Logger {
- public:
+public:
   explicit Logger(std::ostream* out = nullptr, bool quiet = false) : out_(out), quiet_(quiet) {}
   void info(const std::string& line) const {
-    if (out_ && !quiet_) *out_ << line << '\n' << std::flush;
+    if (out_ && !quiet_)
+      *out_ << line << '\n' << std::flush;
   }
   // Warnings are shown even when quiet.
   void warn(const std::string& line) const {
-    if (out_) *out_ << "warning: " << line << '\n' << std::flush;
+    if (out_)
+      *out_ << "warning: " << line << '\n' << std::flush;
   }
   bool quiet() const { return quiet_; }
 
- private:
+private:
   std::ostream* out_;
   bool quiet_;
 };
@@ -48,19 +50,19 @@ struct MeasureEvent {
   const Candidate* candidate = nullptr;
   const GroupEntry* group = nullptr;
   const MeasureResult* result = nullptr;
-  bool resumed = false;     // taken from the database instead of measured now
+  bool resumed = false; // taken from the database instead of measured now
   int64_t candidate_id = 0;
-  int done = 0;             // candidates handled so far in this run (this one included)
-  int fresh = 0;            // of which measured now
-  int queued = 0;           // done + what the searcher has proposed and not yet handled
-  double elapsed_s = 0;     // since the measuring phase began
-  double budget_s = 0;      // 0 = none
+  int done = 0;         // candidates handled so far in this run (this one included)
+  int fresh = 0;        // of which measured now
+  int queued = 0;       // done + what the searcher has proposed and not yet handled
+  double elapsed_s = 0; // since the measuring phase began
+  double budget_s = 0;  // 0 = none
 };
 
 // Reacts to each result as it arrives (STYLE: writing, progress and refits are callbacks, not
 // code in the search loop). Called on the driver's thread, in order.
 class MeasureCallback {
- public:
+public:
   virtual ~MeasureCallback() = default;
   virtual void on_phase_begin(const std::string& /*phase*/) {}
   virtual void on_result(const MeasureEvent& event) = 0;
@@ -68,23 +70,23 @@ class MeasureCallback {
 };
 
 struct TuneOptions {
-  bool fresh = false;              // re-measure candidates already in the database
-  bool use_other_targets = false;  // resume from measurements of other targets too
+  bool fresh = false;             // re-measure candidates already in the database
+  bool use_other_targets = false; // resume from measurements of other targets too
 };
 
 struct TuneContext {
-  ExperimentConfig experiment;        // with command-line overrides applied
-  const Predictor* predictor = nullptr;  // required
-  Measurer* measurer = nullptr;       // nullptr: model only (backend none)
-  TuningDb* db = nullptr;             // required: every prediction and result goes there
+  ExperimentConfig experiment;          // with command-line overrides applied
+  const Predictor* predictor = nullptr; // required
+  Measurer* measurer = nullptr;         // nullptr: model only (backend none)
+  TuningDb* db = nullptr;               // required: every prediction and result goes there
   uint64_t seed = 1;
   Logger log;
   TuneOptions options;
-  std::vector<MeasureCallback*> callbacks;  // besides the database writer, which is built in
+  std::vector<MeasureCallback*> callbacks; // besides the database writer, which is built in
   // Checked between candidates: when set, the run ends as `aborted` with what it has.
   const std::atomic<bool>* stop_requested = nullptr;
   // Called once the run row exists (the interrupt handler needs its id).
   std::function<void(int64_t run_id)> on_run_started;
 };
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -27,4 +27,4 @@ std::string workload_description(const Graph& graph, const Group& group);
 // "layer1.0.conv1 .. layer1.0.conv3", or the single layer's name.
 std::string group_layer_names(const Graph& graph, const Group& group);
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -8,7 +8,7 @@ namespace brickdl::search::detail {
 
 // Plans with dp_plan(); the base of topk and measure_all.
 class DpSearcher : public Searcher {
- public:
+public:
   using Searcher::Searcher;
   Plan plan(const CostMatrix& cost) const override { return dp_plan(space(), cost); }
 };
@@ -20,4 +20,4 @@ std::unique_ptr<Searcher> make_topk_searcher(const SearcherOptions& options);
 std::unique_ptr<Searcher> make_measure_all_searcher(const SearcherOptions& options);
 std::unique_ptr<Searcher> make_partitions_searcher(const SearcherOptions& options);
 
-}  // namespace brickdl::search::detail
+} // namespace brickdl::search::detail

@@ -17,9 +17,11 @@ Plan dp_plan(const SearchSpace& space, const CostMatrix& cost) {
     // among equal costs, the tie-break plan_before() states.
     for (int g : space.groups_ending_at(i)) {
       const double before = best[static_cast<size_t>(space.group(g).group.first - 1)];
-      if (!(before < kExcluded)) continue;
+      if (!(before < kExcluded))
+        continue;
       const int c = best_candidate(cost, g);
-      if (c < 0) continue;
+      if (c < 0)
+        continue;
       const double step = cost[static_cast<size_t>(g)][static_cast<size_t>(c)];
       const double v = before + step;
       if (v < best[static_cast<size_t>(i)]) {
@@ -44,6 +46,6 @@ namespace detail {
 std::unique_ptr<Searcher> make_dp_searcher(const SearcherOptions& o) {
   return std::make_unique<DpSearcher>(o);
 }
-}  // namespace detail
+} // namespace detail
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

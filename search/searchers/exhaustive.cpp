@@ -27,7 +27,7 @@ namespace {
 struct Enumerator {
   const SearchSpace& space;
   const CostMatrix& cost;
-  std::vector<int> best_of;  // best candidate per group, -1 when none is usable
+  std::vector<int> best_of; // best candidate per group, -1 when none is usable
   Plan current;
   Plan best;
 
@@ -35,15 +35,17 @@ struct Enumerator {
     if (next_layer == space.num_layers()) {
       Plan p = current;
       p.cost_ms = 0;
-      for (const PlanStep& s : p.steps) p.cost_ms += s.cost_ms;  // left to right, as dp sums
-      if (!best.valid() || plan_before(space, p, best)) best = std::move(p);
+      for (const PlanStep& s : p.steps)
+        p.cost_ms += s.cost_ms; // left to right, as dp sums
+      if (!best.valid() || plan_before(space, p, best))
+        best = std::move(p);
       return;
     }
     for (int g : space.groups_starting_at(next_layer)) {
       const int c = best_of[static_cast<size_t>(g)];
-      if (c < 0) continue;
-      current.steps.push_back(
-          PlanStep{g, c, cost[static_cast<size_t>(g)][static_cast<size_t>(c)]});
+      if (c < 0)
+        continue;
+      current.steps.push_back(PlanStep{g, c, cost[static_cast<size_t>(g)][static_cast<size_t>(c)]});
       extend(space.group(g).group.last + 1);
       current.steps.pop_back();
     }
@@ -51,12 +53,12 @@ struct Enumerator {
 };
 
 class ExhaustiveSearcher final : public Searcher {
- public:
+public:
   using Searcher::Searcher;
   Plan plan(const CostMatrix& cost) const override { return exhaustive_plan(space(), cost); }
 };
 
-}  // namespace
+} // namespace
 
 Plan exhaustive_plan(const SearchSpace& space, const CostMatrix& cost, int64_t max_partitions) {
   const int64_t n = count_partitions(space);
@@ -71,7 +73,8 @@ Plan exhaustive_plan(const SearchSpace& space, const CostMatrix& cost, int64_t m
     e.best_of.push_back(best_candidate(cost, static_cast<int>(g)));
   e.extend(1);
   e.best.label = "exhaustive";
-  if (!e.best.valid()) e.best.note = "no usable candidate covers every layer";
+  if (!e.best.valid())
+    e.best.note = "no usable candidate covers every layer";
   return e.best;
 }
 
@@ -79,6 +82,6 @@ namespace detail {
 std::unique_ptr<Searcher> make_exhaustive_searcher(const SearcherOptions& o) {
   return std::make_unique<ExhaustiveSearcher>(o);
 }
-}  // namespace detail
+} // namespace detail
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

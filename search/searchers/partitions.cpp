@@ -11,14 +11,16 @@ namespace brickdl::search {
 namespace {
 
 class PartitionsSearcher final : public Searcher {
- public:
+public:
   using Searcher::Searcher;
 
   Plan plan(const CostMatrix& cost) const override {
     Plan best;
     for (const Plan& p : alternatives(cost))
-      if (p.valid() && (!best.valid() || p.cost_ms < best.cost_ms)) best = p;
-    if (!best.valid()) best.note = "no partition has a usable candidate for every group";
+      if (p.valid() && (!best.valid() || p.cost_ms < best.cost_ms))
+        best = p;
+    if (!best.valid())
+      best.note = "no partition has a usable candidate for every group";
     return best;
   }
 
@@ -50,19 +52,23 @@ class PartitionsSearcher final : public Searcher {
     return out;
   }
 
- protected:
+protected:
   // Baselines, then rank by rank the best candidates of each partition group under the
   // partition's strategy.
   std::vector<CandidateRef> round_wishes(const Plan&) const override {
     const SearchSpace& sp = space();
-    std::vector<CandidateRef> out = baselines(layerwise_plan(sp, predicted()));
+    std::vector<int> singletons;
+    for (const PlanStep& st : layerwise_plan(sp, predicted()).steps)
+      singletons.push_back(st.group);
+    std::vector<CandidateRef> out = baselines(singletons);
     for (int r = 0; r < options().top_k; ++r)
       for (const auto& part : sp.partitions())
         for (Strategy s : sp.merged_strategies())
           for (int g : part) {
             int seen = 0;
             for (int c : ranked_candidates(predicted(), g)) {
-              if (sp.group(g).candidates[static_cast<size_t>(c)].strategy != s) continue;
+              if (sp.group(g).candidates[static_cast<size_t>(c)].strategy != s)
+                continue;
               if (seen++ == r) {
                 out.push_back(CandidateRef{g, c});
                 break;
@@ -73,12 +79,12 @@ class PartitionsSearcher final : public Searcher {
   }
 };
 
-}  // namespace
+} // namespace
 
 namespace detail {
 std::unique_ptr<Searcher> make_partitions_searcher(const SearcherOptions& o) {
   return std::make_unique<PartitionsSearcher>(o);
 }
-}  // namespace detail
+} // namespace detail
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

@@ -10,19 +10,19 @@ namespace brickdl::search {
 namespace {
 
 class TopkSearcher final : public detail::DpSearcher {
- public:
+public:
   using DpSearcher::DpSearcher;
 
- protected:
+protected:
   int max_rounds() const override { return std::max(1, options().max_rounds); }
 };
 
-}  // namespace
+} // namespace
 
 namespace detail {
 std::unique_ptr<Searcher> make_topk_searcher(const SearcherOptions& o) {
   return std::make_unique<TopkSearcher>(o);
 }
-}  // namespace detail
+} // namespace detail
 
-}  // namespace brickdl::search
+} // namespace brickdl::search

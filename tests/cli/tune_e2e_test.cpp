@@ -1,8 +1,8 @@
 // End to end: brickdl-tune on a small 3-D chain with the CPU backend, killed with SIGKILL
 // mid-run and re-run: no result is lost and none is duplicated. Then Ctrl-C (SIGINT) ends a
 // run as 'aborted' with exit status 130, and bad input exits with 2.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
@@ -25,10 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 
 class TuneE2E : public ::testing::Test {
- protected:
+protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("brickdl_tune_e2e_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("brickdl_tune_e2e_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_ = (dir_ / "tune.db").string();
@@ -48,15 +49,19 @@ class TuneE2E : public ::testing::Test {
                                           "  warmup: 1\n"
                                           "  repetitions: 3\n"
                                           "  cpu_threads: 1\n"
-                                          "database: " << db_ << "\n"
-                                          "output: " << (dir_ / "out").string() << "\n";
+                                          "database: "
+                                       << db_
+                                       << "\n"
+                                          "output: "
+                                       << (dir_ / "out").string() << "\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   pid_t spawn(std::vector<std::string> args, const std::string& log) {
     args.insert(args.begin(), BRICKDL_TUNE_BIN);
     std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
+    for (auto& a : args)
+      argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -98,7 +103,8 @@ class TuneE2E : public ::testing::Test {
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
-      while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_int64(st, 0));
+      while (sqlite3_step(st) == SQLITE_ROW)
+        out.push_back(sqlite3_column_int64(st, 0));
     sqlite3_finalize(st);
     sqlite3_close(db);
     return out;
@@ -112,11 +118,11 @@ class TuneE2E : public ::testing::Test {
   bool wait_for_measurements(pid_t pid, int64_t run_id, int64_t n) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (scalar("SELECT COUNT(*) FROM measurements WHERE run_id = " + std::to_string(run_id)) >=
-          n)
+      if (scalar("SELECT COUNT(*) FROM measurements WHERE run_id = " + std::to_string(run_id)) >= n)
         return true;
       int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) return false;  // ended before we got there
+      if (waitpid(pid, &status, WNOHANG) == pid)
+        return false; // ended before we got there
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return false;
@@ -136,7 +142,7 @@ TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
 
   const int64_t after_kill = scalar("SELECT COUNT(*) FROM measurements");
   EXPECT_GE(after_kill, 1);
-  EXPECT_EQ(scalar("SELECT status = 'running' FROM runs WHERE id = 1"), 1);  // never ended
+  EXPECT_EQ(scalar("SELECT status = 'running' FROM runs WHERE id = 1"), 1); // never ended
 
   ASSERT_EQ(run_to_end({yaml, "--quiet"}, "run2"), 0) << read("run2.err");
   EXPECT_EQ(scalar("SELECT status = 'complete' FROM runs WHERE id = 2"), 1);
@@ -151,7 +157,7 @@ TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
       column("SELECT candidate_id FROM measurements m JOIN targets t ON t.id = m.target_id "
              "WHERE t.backend = 'cpu' ORDER BY candidate_id");
   ASSERT_FALSE(expected.empty());
-  EXPECT_EQ(measured, expected);  // equal lists: nothing missing, nothing twice
+  EXPECT_EQ(measured, expected); // equal lists: nothing missing, nothing twice
   EXPECT_LT(after_kill, static_cast<int64_t>(expected.size())) << "the kill was not mid-run";
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 2"),
             static_cast<int64_t>(expected.size()) - after_kill);
@@ -202,4 +208,4 @@ TEST_F(TuneE2E, ModelOnlyPrintsThePlanTable) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM plans"), 1);
 }
 
-}  // namespace
+} // namespace

@@ -26,7 +26,7 @@ using testing::FakePredictor;
 // A measurer that runs nothing: time = 10 × a hash-derived value, memoized candidates of
 // groups longer than 2 fail to "compile". Counts its calls.
 class FakeMeasurer final : public Measurer {
- public:
+public:
   explicit FakeMeasurer(std::string target = "cpu:fake") : target_(std::move(target)) {}
   std::string target() const override { return target_; }
   std::string backend() const override { return "cpu"; }
@@ -39,8 +39,8 @@ class FakeMeasurer final : public Measurer {
       r.error = "fake: too long";
       return r;
     }
-    const double t = 1.0 + static_cast<double>(std::hash<std::string>{}(measured.back()) % 1000) /
-                               100.0;
+    const double t =
+        1.0 + static_cast<double>(std::hash<std::string>{}(measured.back()) % 1000) / 100.0;
     r.samples_ms = {t, t * 1.1, t * 0.9};
     r.summarize();
     r.counters["flops"] = 42;
@@ -49,7 +49,7 @@ class FakeMeasurer final : public Measurer {
   int calls = 0;
   std::vector<std::string> measured;
 
- private:
+private:
   std::string target_;
 };
 
@@ -78,7 +78,7 @@ ExperimentConfig experiment(const Graph& g) {
 }
 
 class DriverTest : public ::testing::Test {
- protected:
+protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("brickdl_driver_test_" + std::to_string(getpid()) + "_" +
@@ -109,7 +109,8 @@ class DriverTest : public ::testing::Test {
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
     int64_t n = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    if (sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return n;
@@ -144,7 +145,8 @@ TEST_F(DriverTest, ModelOnlyStoresPredictionsAndThePlan) {
   // Infeasible candidates are counted with their reason.
   int64_t infeasible = 0;
   for (const auto& [reason, n] : r.report.pruned)
-    if (reason == "fake: too much shared memory") infeasible = n;
+    if (reason == "fake: too much shared memory")
+      infeasible = n;
   EXPECT_EQ(infeasible, r.report.candidates - r.report.feasible);
   EXPECT_GT(infeasible, 0);
 }
@@ -161,7 +163,7 @@ TEST_F(DriverTest, MeasuresResumesAndKeepsTargetsApart) {
   EXPECT_EQ(std::set<std::string>(m.measured.begin(), m.measured.end()).size(), m.measured.size());
   EXPECT_EQ(count("SELECT COUNT(*) FROM measurements"), m.calls);
   EXPECT_EQ(count("SELECT COUNT(*) FROM samples"), 3 * count("SELECT COUNT(*) FROM measurements "
-                                                              "WHERE status = 'ok'"));
+                                                             "WHERE status = 'ok'"));
   EXPECT_EQ(count("SELECT COUNT(*) FROM plans WHERE kind = 'measured'"), 1);
   EXPECT_GT(count("SELECT COUNT(*) FROM measurements WHERE status = 'compile_error'"), 0);
   // The layerwise baseline of every layer was measured, so measured totals exist.
@@ -205,7 +207,7 @@ TEST_F(DriverTest, BudgetStopsMeasuringAndResumeContinues) {
   EXPECT_NE(r.report.stopped_by.find("max_measurements = 3"), std::string::npos)
       << r.report.stopped_by;
   EXPECT_EQ(r.report.status, "complete");
-  ASSERT_TRUE(r.report.replanned.has_value());  // re-planned with what it has
+  ASSERT_TRUE(r.report.replanned.has_value()); // re-planned with what it has
   // The next run takes those 3 from the database and measures 3 more.
   FakeMeasurer m2;
   const TuneResult r2 = run(e, &m2);
@@ -218,13 +220,14 @@ TEST_F(DriverTest, BudgetStopsMeasuringAndResumeContinues) {
 
 // Stops after two results, as Ctrl-C would.
 class StopAfter final : public MeasureCallback {
- public:
+public:
   StopAfter(std::atomic<bool>* flag, int n) : flag_(flag), n_(n) {}
   void on_result(const MeasureEvent& e) override {
-    if (e.done >= n_) *flag_ = true;
+    if (e.done >= n_)
+      *flag_ = true;
   }
 
- private:
+private:
   std::atomic<bool>* flag_;
   int n_;
 };
@@ -244,7 +247,7 @@ TEST_F(DriverTest, StopRequestAbortsAndKeepsResults) {
 
 TEST_F(DriverTest, ProgressEventsCountUp) {
   class Recorder final : public MeasureCallback {
-   public:
+  public:
     void on_result(const MeasureEvent& e) override {
       done.push_back(e.done);
       EXPECT_GE(e.queued, e.done);
@@ -255,7 +258,8 @@ TEST_F(DriverTest, ProgressEventsCountUp) {
   FakeMeasurer m;
   run(experiment(two_block_graph()), &m, {}, {&rec});
   ASSERT_EQ(static_cast<int>(rec.done.size()), m.calls);
-  for (size_t i = 0; i < rec.done.size(); ++i) EXPECT_EQ(rec.done[i], static_cast<int>(i) + 1);
+  for (size_t i = 0; i < rec.done.size(); ++i)
+    EXPECT_EQ(rec.done[i], static_cast<int>(i) + 1);
 }
 
 TEST_F(DriverTest, WritesPlanJsonAndReport) {
@@ -270,7 +274,8 @@ TEST_F(DriverTest, WritesPlanJsonAndReport) {
   const auto& groups = j["plan"]["groups"];
   ASSERT_EQ(groups.size(), r.report.replanned->groups.size());
   int covered = 0;
-  for (const auto& g : groups) covered += g["last_layer"].get<int>() - g["first_layer"].get<int>() + 1;
+  for (const auto& g : groups)
+    covered += g["last_layer"].get<int>() - g["first_layer"].get<int>() + 1;
   EXPECT_EQ(covered, fuse_for_inference(two_block_graph()).size() - 1);
   std::ifstream t(out / "report.txt");
   const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
@@ -288,5 +293,5 @@ TEST(Progress, LineAndDurations) {
   EXPECT_EQ(progress_line("measure", 20, 20, "", 60, 0, 4), "measure [####] 20/20  1:00 elapsed");
 }
 
-}  // namespace
-}  // namespace brickdl::search
+} // namespace
+} // namespace brickdl::search

@@ -31,20 +31,21 @@ SearchSpaceConfig small_config() {
 TEST(SearchSpace, GroupsHaveOneOutput) {
   const Graph g = residual_graph();
   ASSERT_EQ(g.size(), 6);
-  EXPECT_TRUE(is_valid_group(g, Group{2, 4}));   // c1 comes from outside: allowed
+  EXPECT_TRUE(is_valid_group(g, Group{2, 4})); // c1 comes from outside: allowed
   EXPECT_TRUE(is_valid_group(g, Group{1, 4}));
-  EXPECT_FALSE(is_valid_group(g, Group{1, 3}));  // c1 is read by add, outside
+  EXPECT_FALSE(is_valid_group(g, Group{1, 3})); // c1 is read by add, outside
   EXPECT_FALSE(is_valid_group(g, Group{1, 2}));
   EXPECT_TRUE(is_valid_group(g, Group{1, 1}));
-  EXPECT_FALSE(is_valid_group(g, Group{0, 1}));  // the input is never in a group
+  EXPECT_FALSE(is_valid_group(g, Group{0, 1})); // the input is never in a group
 
   const SearchSpace sp = SearchSpace::build(g, small_config());
   std::vector<Group> groups;
-  for (const auto& e : sp.groups()) groups.push_back(e.group);
+  for (const auto& e : sp.groups())
+    groups.push_back(e.group);
   // Ending at 1: [1,1]; 2: [2,2]; 3: [2,3] [3,3]; 4: [1,4] [2,4] [3,4] [4,4];
   // 5: [2,5] [3,5] [4,5] [5,5] ([1,5] is 5 layers, over max_group_len 4).
-  const std::vector<Group> want = {{1, 1}, {2, 2}, {2, 3}, {3, 3}, {1, 4}, {2, 4}, {3, 4},
-                                   {4, 4}, {2, 5}, {3, 5}, {4, 5}, {5, 5}};
+  const std::vector<Group> want = {{1, 1}, {2, 2}, {2, 3}, {3, 3}, {1, 4}, {2, 4},
+                                   {3, 4}, {4, 4}, {2, 5}, {3, 5}, {4, 5}, {5, 5}};
   EXPECT_EQ(groups, want);
   EXPECT_EQ(sp.find(Group{1, 3}), -1);
   EXPECT_EQ(sp.group(sp.singleton(3)).group, (Group{3, 3}));
@@ -62,9 +63,10 @@ TEST(SearchSpace, CandidatesPerGroup) {
   EXPECT_EQ(single.candidates[4].strategy, Strategy::kMemoized);
   EXPECT_EQ(single.candidates[4].brick, (BrickShape{1, 8, 8, 0}));
   const GroupEntry& multi = sp.group(sp.find(Group{2, 4}));
-  EXPECT_EQ(multi.layerwise, -1);  // layerwise lives on singletons only
+  EXPECT_EQ(multi.layerwise, -1); // layerwise lives on singletons only
   EXPECT_EQ(multi.candidates.size(), 4u);
-  for (const auto& c : multi.candidates) EXPECT_EQ(c.group, (Group{2, 4}));
+  for (const auto& c : multi.candidates)
+    EXPECT_EQ(c.group, (Group{2, 4}));
   EXPECT_EQ(sp.num_candidates(), 5 * 5 + 7 * 4);
   EXPECT_TRUE(sp.pruned().empty());
 }
@@ -75,13 +77,14 @@ TEST(SearchSpace, PrunesBricksAndChannelBlocksThatRepeatWork) {
   b.conv2d(b.input(), 16, 3, 1, 1);
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {32, 4, 8, 16};
-  cfg.channel_blocks = {0, 8, 16, 32};  // 16 and 32 cover all 16 channels, as 0 does
+  cfg.channel_blocks = {0, 8, 16, 32}; // 16 and 32 cover all 16 channels, as 0 does
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
   const GroupEntry& e = sp.group(sp.singleton(1));
   // Kept: bricks {4, 8} × blocks {0, 8} × {padded, memoized} + layerwise.
   EXPECT_EQ(e.candidates.size(), 2u * 2u * 2u + 1u);
   int64_t pruned = 0;
-  for (const auto& [reason, n] : sp.pruned()) pruned += n;
+  for (const auto& [reason, n] : sp.pruned())
+    pruned += n;
   EXPECT_EQ(pruned, 4 * 4 * 2 - 2 * 2 * 2);
   // Bricks 16, 32 × all 4 blocks × 2 strategies; then blocks 16, 32 × kept bricks × 2.
   ASSERT_EQ(sp.pruned().size(), 2u);
@@ -126,7 +129,8 @@ TEST(SearchSpace, NonSpatialLayersAreLayerwiseOnly) {
 TEST(SearchSpace, ExplicitPartitions) {
   GraphBuilder b("chain", TensorShape{1, 3, 8, 8, 8, 3});
   int x = b.input();
-  for (int i = 0; i < 6; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  for (int i = 0; i < 6; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1));
   const Graph g = fuse_for_inference(b.build());
   ASSERT_EQ(g.size(), 7);
   SearchSpaceConfig cfg;
@@ -136,8 +140,8 @@ TEST(SearchSpace, ExplicitPartitions) {
   ASSERT_EQ(sp.partitions().size(), 3u);
   EXPECT_EQ(sp.partition_labels()[1], "3+3");
   EXPECT_EQ(sp.group(sp.partitions()[1][1]).group, (Group{4, 6}));
-  EXPECT_EQ(sp.group(sp.partitions()[2][0]).group, (Group{1, 6}));  // beyond max_group_len
-  EXPECT_EQ(sp.groups_starting_at(1).size(), 4u);  // [1,1] [1,2], and [1,3] [1,6] from partitions
+  EXPECT_EQ(sp.group(sp.partitions()[2][0]).group, (Group{1, 6})); // beyond max_group_len
+  EXPECT_EQ(sp.groups_starting_at(1).size(), 4u); // [1,1] [1,2], and [1,3] [1,6] from partitions
   EXPECT_GE(sp.find(Group{1, 3}), 0);
 
   cfg.partitions = {{2, 2}};
@@ -157,10 +161,34 @@ TEST(SearchSpace, PartitionThatCutsAResidualIsRejected) {
   const int c2 = b.conv2d(c1, 8, 3, 1, 1, 1, 1, false, "c2");
   b.add(c2, c1, "add");
   SearchSpaceConfig cfg;
-  cfg.partitions = {{2, 1}};  // [c1, c2] leaves c1 read by add
+  cfg.partitions = {{2, 1}}; // [c1, c2] leaves c1 read by add
   EXPECT_THROW(SearchSpace::build(fuse_for_inference(b.build()), cfg), UserError);
   cfg.partitions = {{1, 2}};
   EXPECT_NO_THROW(SearchSpace::build(fuse_for_inference(b.build()), cfg));
+}
+
+TEST(SearchSpace, NamedSubgraphs) {
+  const Graph g = residual_graph();
+  SearchSpaceConfig cfg = small_config();
+  cfg.max_group_len = 1;
+  // "relu1" (the relu after c2) was folded into c2 by fuse_for_inference: it names c2's layer.
+  cfg.subgraphs = {{"tail", "c2", "add"}, {"pair", "relu1", "c3"}};
+  const SearchSpace sp = SearchSpace::build(g, cfg);
+  ASSERT_EQ(sp.subgraphs().size(), 2u);
+  EXPECT_EQ(sp.group(sp.subgraphs()[0]).group, (Group{2, 4}));  // longer than max_group_len
+  EXPECT_EQ(sp.group(sp.subgraphs()[1]).group, (Group{2, 3}));
+  EXPECT_EQ(sp.subgraph_names()[1], "pair");
+  EXPECT_EQ(fused_layer_id(g, "relu1"), 2);
+  EXPECT_EQ(fused_layer_id(g, "nope"), -1);
+
+  cfg.subgraphs = {{"cut", "c1", "c3"}};  // c1 is read by add, outside
+  try {
+    SearchSpace::build(g, cfg, "fig8.yaml");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("search.subgraphs[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'cut'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SearchSpace, BadConfig) {
@@ -191,7 +219,7 @@ Graph two_blocks(int64_t channels_second, const std::string& prefix) {
 
 TEST(Workload, RepeatedBlocksShareASignature) {
   const Graph g = two_blocks(16, "layer");
-  ASSERT_EQ(g.size(), 7);  // input, (conv, conv, add) × 2
+  ASSERT_EQ(g.size(), 7); // input, (conv, conv, add) × 2
   const std::string first = workload_signature(g, Group{1, 3});
   EXPECT_EQ(first, workload_signature(g, Group{4, 6}));
   // Names do not matter; shapes do.
@@ -209,7 +237,8 @@ TEST(Workload, SignatureDistinguishesBatchAndEpilogue) {
   auto one = [](int batch, bool relu) {
     GraphBuilder b("one", TensorShape{batch, 4, 1, 8, 8, 2});
     const int c = b.conv2d(b.input(), 4, 3, 1, 1);
-    if (relu) b.relu(c);
+    if (relu)
+      b.relu(c);
     return fuse_for_inference(b.build());
   };
   const std::string base = workload_signature(one(1, true), Group{1, 1});
@@ -219,5 +248,5 @@ TEST(Workload, SignatureDistinguishesBatchAndEpilogue) {
   EXPECT_NE(base.find("relu"), std::string::npos) << base;
 }
 
-}  // namespace
-}  // namespace brickdl::search
+} // namespace
+} // namespace brickdl::search

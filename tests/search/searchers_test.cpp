@@ -38,7 +38,7 @@ std::string plan_str(const SearchSpace& sp, const Plan& p) {
 TEST(Planners, DpEqualsExhaustiveOnRandomGraphs) {
   int graphs = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    for (int levels : {0, 3}) {  // spread costs, and integer costs with many ties
+    for (int levels : {0, 3}) { // spread costs, and integer costs with many ties
       const bool three_d = seed % 5 == 0;
       const Graph g = random_graph(seed, 4 + static_cast<int>(seed % 5), three_d);
       const SearchSpace sp = SearchSpace::build(g, config(1 + static_cast<int>(seed % 4)));
@@ -77,13 +77,15 @@ TEST(Planners, HandCheckedChain) {
   // [2,3] costs 1.2 → best is [1,1] layerwise + [2,3] = 2.2.
   GraphBuilder b("chain", TensorShape{1, 4, 1, 16, 16, 2});
   int x = b.input();
-  for (int i = 0; i < 3; ++i) x = b.conv2d(x, 4, 3, 1, 1);
+  for (int i = 0; i < 3; ++i)
+    x = b.conv2d(x, 4, 3, 1, 1);
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {8};
   cfg.strategies = {Strategy::kPadded};
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
   CostMatrix cost = make_cost_matrix(sp, kExcluded);
-  for (int l = 1; l <= 3; ++l) cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
+  for (int l = 1; l <= 3; ++l)
+    cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
   cost[static_cast<size_t>(sp.find(Group{1, 3}))][0] = 2.5;
   cost[static_cast<size_t>(sp.find(Group{2, 3}))][0] = 1.2;
   const Plan p = dp_plan(sp, cost);
@@ -91,18 +93,19 @@ TEST(Planners, HandCheckedChain) {
   ASSERT_EQ(p.steps.size(), 2u);
   EXPECT_EQ(sp.group(p.steps[1].group).group, (Group{2, 3}));
   EXPECT_DOUBLE_EQ(layerwise_plan(sp, cost).cost_ms, 3.0);
-  EXPECT_EQ(count_partitions(sp), 4);  // 1+1+1, 1+2, 2+1, 3
+  EXPECT_EQ(count_partitions(sp), 4); // 1+1+1, 1+2, 2+1, 3
   // Equal totals: the plan whose last group starts earlier wins ([1,3] over [1,1]+[2,3]).
   cost[static_cast<size_t>(sp.find(Group{1, 3}))][0] = 2.2;
   EXPECT_EQ(sp.group(dp_plan(sp, cost).steps.back().group).group, (Group{1, 3}));
   EXPECT_EQ(dp_plan(sp, cost).steps, exhaustive_plan(sp, cost).steps);
   // Nothing usable for layer 2: no plan.
-  for (int g : sp.groups_ending_at(2)) cost[static_cast<size_t>(g)].assign(1, kExcluded);
-  for (int g : sp.groups_starting_at(2)) cost[static_cast<size_t>(g)].assign(
-      sp.group(g).candidates.size(), kExcluded);
+  for (int g : sp.groups_ending_at(2))
+    cost[static_cast<size_t>(g)].assign(1, kExcluded);
+  for (int g : sp.groups_starting_at(2))
+    cost[static_cast<size_t>(g)].assign(sp.group(g).candidates.size(), kExcluded);
   for (const auto& e : sp.groups())
-    if (e.group.contains(2)) cost[static_cast<size_t>(sp.find(e.group))].assign(
-        e.candidates.size(), kExcluded);
+    if (e.group.contains(2))
+      cost[static_cast<size_t>(sp.find(e.group))].assign(e.candidates.size(), kExcluded);
   EXPECT_FALSE(dp_plan(sp, cost).valid());
   EXPECT_FALSE(dp_plan(sp, cost).note.empty());
 }
@@ -110,7 +113,8 @@ TEST(Planners, HandCheckedChain) {
 TEST(Planners, ExhaustiveRefusesHugeGraphs) {
   GraphBuilder b("long", TensorShape{1, 4, 1, 8, 8, 2});
   int x = b.input();
-  for (int i = 0; i < 40; ++i) x = b.conv2d(x, 4, 1);
+  for (int i = 0; i < 40; ++i)
+    x = b.conv2d(x, 4, 1);
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {8};
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
@@ -136,12 +140,12 @@ TEST(CostTable, CombineScalesUnmeasuredPredictions) {
   pred[g22] = {4.0, 8.0};
   meas[g11][0] = 20.0;      // ratio 10
   meas[g22][0] = 120.0;     // ratio 30
-  meas[g22][1] = kExcluded;  // failed
+  meas[g22][1] = kExcluded; // failed
   const CombinedCosts c = combine_costs(sp, pred, meas);
-  EXPECT_DOUBLE_EQ(c.scale, 20.0);  // median of {10, 30}
+  EXPECT_DOUBLE_EQ(c.scale, 20.0); // median of {10, 30}
   EXPECT_EQ(c.measured_ok, 2);
   EXPECT_DOUBLE_EQ(c.cost[g11][0], 20.0);
-  EXPECT_DOUBLE_EQ(c.cost[g11][1], 20.0);  // 1.0 predicted × 20
+  EXPECT_DOUBLE_EQ(c.cost[g11][1], 20.0); // 1.0 predicted × 20
   EXPECT_DOUBLE_EQ(c.cost[g12][0], 60.0);
   EXPECT_EQ(c.cost[g22][1], kExcluded);
   // A failed layerwise baseline falls back to its scaled prediction.
@@ -153,15 +157,17 @@ TEST(CostTable, CombineScalesUnmeasuredPredictions) {
 TEST(Searchers, DpProposesBaselinesThenTopK) {
   GraphBuilder b("chain", TensorShape{1, 4, 1, 16, 16, 2});
   int x = b.input();
-  for (int i = 0; i < 3; ++i) x = b.conv2d(x, 4, 3, 1, 1);
+  for (int i = 0; i < 3; ++i)
+    x = b.conv2d(x, 4, 3, 1, 1);
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {4, 8};
   cfg.strategies = {Strategy::kPadded, Strategy::kMemoized};
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
   CostMatrix cost = make_cost_matrix(sp, 10.0);
-  for (int l = 1; l <= 3; ++l) cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
+  for (int l = 1; l <= 3; ++l)
+    cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
   const int g13 = sp.find(Group{1, 3});
-  cost[static_cast<size_t>(g13)] = {0.4, 0.3, 0.2, 0.1};  // best: the last, then backwards
+  cost[static_cast<size_t>(g13)] = {0.4, 0.3, 0.2, 0.1}; // best: the last, then backwards
 
   SearcherOptions o;
   o.name = "dp";
@@ -172,12 +178,13 @@ TEST(Searchers, DpProposesBaselinesThenTopK) {
   for (auto batch = s->propose(2); !batch.empty(); batch = s->propose(2)) {
     EXPECT_LE(batch.size(), 2u);
     std::vector<MeasuredCandidate> r;
-    for (const auto& c : batch) r.push_back(MeasuredCandidate{c, 1.0});
+    for (const auto& c : batch)
+      r.push_back(MeasuredCandidate{c, 1.0});
     s->notify(r);
     all.insert(all.end(), batch.begin(), batch.end());
   }
-  const std::vector<CandidateRef> want = {{sp.singleton(1), 0}, {sp.singleton(2), 0},
-                                          {sp.singleton(3), 0}, {g13, 3}, {g13, 2}};
+  const std::vector<CandidateRef> want = {
+      {sp.singleton(1), 0}, {sp.singleton(2), 0}, {sp.singleton(3), 0}, {g13, 3}, {g13, 2}};
   EXPECT_EQ(all, want);
   EXPECT_EQ(s->rounds(), 1);
 }
@@ -185,16 +192,18 @@ TEST(Searchers, DpProposesBaselinesThenTopK) {
 TEST(Searchers, TopkReplansWithMeasurements) {
   GraphBuilder b("chain", TensorShape{1, 4, 1, 16, 16, 2});
   int x = b.input();
-  for (int i = 0; i < 3; ++i) x = b.conv2d(x, 4, 3, 1, 1);
+  for (int i = 0; i < 3; ++i)
+    x = b.conv2d(x, 4, 3, 1, 1);
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {8};
   cfg.strategies = {Strategy::kPadded};
   cfg.max_group_len = 3;
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
   CostMatrix pred = make_cost_matrix(sp, 5.0);
-  for (int l = 1; l <= 3; ++l) pred[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
+  for (int l = 1; l <= 3; ++l)
+    pred[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
   const int g13 = sp.find(Group{1, 3}), g23 = sp.find(Group{2, 3});
-  pred[static_cast<size_t>(g13)][0] = 0.5;  // predicted winner
+  pred[static_cast<size_t>(g13)][0] = 0.5; // predicted winner
   pred[static_cast<size_t>(g23)][0] = 0.8;
 
   SearcherOptions o;
@@ -208,7 +217,8 @@ TEST(Searchers, TopkReplansWithMeasurements) {
     round1.push_back(c[0]);
     const double ms = c[0].group == g13 ? 50.0 : 1.0;
     s->notify({MeasuredCandidate{c[0], ms}});
-    if (round1.size() == 4) break;
+    if (round1.size() == 4)
+      break;
   }
   ASSERT_EQ(round1.size(), 4u);
   EXPECT_EQ(round1[3], (CandidateRef{g13, 0}));
@@ -217,10 +227,10 @@ TEST(Searchers, TopkReplansWithMeasurements) {
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0], (CandidateRef{g23, 0}));
   s->notify({MeasuredCandidate{next[0], 1.5}});
-  EXPECT_TRUE(s->propose(1).empty());  // the new plan is measured: converged
+  EXPECT_TRUE(s->propose(1).empty()); // the new plan is measured: converged
   EXPECT_EQ(s->rounds(), 3);
   const Plan final_plan = s->plan(s->current_costs().cost);
-  EXPECT_DOUBLE_EQ(final_plan.cost_ms, 2.5);  // [1,1] 1 ms + [2,3] 1.5 ms
+  EXPECT_DOUBLE_EQ(final_plan.cost_ms, 2.5); // [1,1] 1 ms + [2,3] 1.5 ms
 }
 
 TEST(Searchers, MeasureAllProposesEveryFeasibleCandidateOnce) {
@@ -246,10 +256,53 @@ TEST(Searchers, MeasureAllProposesEveryFeasibleCandidateOnce) {
   EXPECT_EQ(static_cast<int64_t>(n), ev.feasible_count());
 }
 
+TEST(Searchers, SubgraphsAreMeasuredLikePlanGroups) {
+  GraphBuilder b("chain", TensorShape{1, 4, 1, 16, 16, 2});
+  int x = b.input();
+  for (int i = 0; i < 5; ++i) x = b.conv2d(x, 4, 3, 1, 1, 1, 1, false, "c" + std::to_string(i));
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4, 8};
+  cfg.subgraphs = {{"mid", "c1", "c3"}};
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  const int mid = sp.find(Group{2, 4});
+  const Evaluation ev = evaluate(sp, FakePredictor(2, 0, 0));  // all feasible
+  // measure_all with a named subgraph: the subgraph's candidates and its layers' baselines.
+  SearcherOptions o;
+  o.name = "measure_all";
+  auto s = make_searcher(o);
+  s->init(sp, ev.predicted_costs());
+  std::set<CandidateRef> got;
+  for (auto c = s->propose(1); !c.empty(); c = s->propose(1)) {
+    got.insert(c[0]);
+    s->notify({MeasuredCandidate{c[0], 1.0}});
+  }
+  std::set<CandidateRef> want;
+  for (int l = 2; l <= 4; ++l) want.insert(CandidateRef{sp.singleton(l), 0});
+  for (size_t i = 0; i < sp.group(mid).candidates.size(); ++i)
+    want.insert(CandidateRef{mid, static_cast<int>(i)});
+  EXPECT_EQ(got, want);
+  // dp: the subgraph's top-k besides the plan's, also when the plan (layerwise here) does not
+  // use the subgraph.
+  CostMatrix cost = make_cost_matrix(sp, 5.0);
+  for (int l = 1; l <= 5; ++l) cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
+  o.name = "dp";
+  o.top_k = 1;
+  auto d = make_searcher(o);
+  d->init(sp, cost);
+  ASSERT_EQ(d->plan(cost).steps.size(), 5u);
+  bool mid_proposed = false;
+  for (auto c = d->propose(1); !c.empty(); c = d->propose(1)) {
+    mid_proposed = mid_proposed || c[0].group == mid;
+    d->notify({MeasuredCandidate{c[0], 1.0}});
+  }
+  EXPECT_TRUE(mid_proposed);
+}
+
 TEST(Searchers, PartitionsEvaluatesEachPartitionPerStrategy) {
   GraphBuilder b("chain6", TensorShape{1, 3, 8, 8, 8, 3});
   int x = b.input();
-  for (int i = 0; i < 6; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  for (int i = 0; i < 6; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1));
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {4, 8};
   cfg.partitions = {{2, 2, 2}, {3, 3}, {6}};
@@ -267,9 +320,10 @@ TEST(Searchers, PartitionsEvaluatesEachPartitionPerStrategy) {
   const Plan best = s->plan(cost);
   for (const Plan& a : alts) {
     EXPECT_GE(a.cost_ms, best.cost_ms) << a.label;
-    if (a.label == "layerwise") continue;
-    const Strategy want = a.label.find("padded") != std::string::npos ? Strategy::kPadded
-                                                                       : Strategy::kMemoized;
+    if (a.label == "layerwise")
+      continue;
+    const Strategy want =
+        a.label.find("padded") != std::string::npos ? Strategy::kPadded : Strategy::kMemoized;
     for (const PlanStep& st : a.steps)
       EXPECT_EQ(sp.candidate(CandidateRef{st.group, st.candidate}).strategy, want) << a.label;
   }
@@ -287,8 +341,8 @@ TEST(Evaluation, PredictsEachWorkloadConfigurationOnce) {
   // Two identical blocks: the second block's groups reuse the first block's predictions.
   GraphBuilder b("blocks", TensorShape{1, 8, 1, 16, 16, 2});
   int x = b.input();
-  for (int i = 0; i < 2; ++i) x = b.relu(b.add(b.conv2d(b.relu(b.conv2d(x, 8, 3, 1, 1)), 8, 3,
-                                                        1, 1), x));
+  for (int i = 0; i < 2; ++i)
+    x = b.relu(b.add(b.conv2d(b.relu(b.conv2d(x, 8, 3, 1, 1)), 8, 3, 1, 1), x));
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {4, 8};
   cfg.max_group_len = 3;
@@ -304,7 +358,8 @@ TEST(Evaluation, PredictsEachWorkloadConfigurationOnce) {
     EXPECT_EQ(ev.groups[a].candidates[i].prediction.time_ms,
               ev.groups[c].candidates[i].prediction.time_ms);
   int64_t infeasible = 0;
-  for (const auto& [r, n] : ev.infeasible) infeasible += n;
+  for (const auto& [r, n] : ev.infeasible)
+    infeasible += n;
   EXPECT_EQ(infeasible + ev.feasible_count(), sp.num_candidates());
 }
 
@@ -319,5 +374,5 @@ TEST(Searchers, UnknownNameSuggests) {
   }
 }
 
-}  // namespace
-}  // namespace brickdl::search
+} // namespace
+} // namespace brickdl::search

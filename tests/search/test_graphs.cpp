@@ -22,4 +22,4 @@ model::Prediction FakePredictor::predict(const Graph& g, const Candidate& c) con
   return p;
 }
 
-}  // namespace brickdl::search::testing
+} // namespace brickdl::search::testing

@@ -27,27 +27,28 @@ inline Graph random_graph(uint64_t seed, int blocks, bool three_d = false) {
   int64_t ch = 4;
   for (int i = 0; i < blocks; ++i) {
     switch (pick(4)) {
-      case 0:  // conv (+relu)
-        ch = 4 * (1 + pick(3));
-        x = conv(x, ch, pick(2) ? 3 : 1);
-        if (pick(2)) x = b.relu(x);
-        break;
-      case 1: {  // residual block
-        const int skip = x;
-        const int y = b.relu(conv(x, ch, 3));
-        x = b.relu(b.add(conv(y, ch, pick(2) ? 3 : 1), skip));
-        break;
+    case 0: // conv (+relu)
+      ch = 4 * (1 + pick(3));
+      x = conv(x, ch, pick(2) ? 3 : 1);
+      if (pick(2))
+        x = b.relu(x);
+      break;
+    case 1: { // residual block
+      const int skip = x;
+      const int y = b.relu(conv(x, ch, 3));
+      x = b.relu(b.add(conv(y, ch, pick(2) ? 3 : 1), skip));
+      break;
+    }
+    case 2: // pool
+      if (b.shape(x).w >= 8) {
+        x = b.max_pool(x, 2, 2);
+      } else {
+        x = conv(x, ch, 1);
       }
-      case 2:  // pool
-        if (b.shape(x).w >= 8) {
-          x = b.max_pool(x, 2, 2);
-        } else {
-          x = conv(x, ch, 1);
-        }
-        break;
-      default:  // 1x1 conv + relu
-        x = b.relu(conv(x, ch, 1));
-        break;
+      break;
+    default: // 1x1 conv + relu
+      x = b.relu(conv(x, ch, 1));
+      break;
     }
   }
   return fuse_for_inference(b.build());
@@ -58,14 +59,15 @@ inline Graph random_graph(uint64_t seed, int blocks, bool three_d = false) {
 // 1..levels (many ties); otherwise costs are spread over [0.1, 10). One merged candidate in
 // `infeasible_every` is infeasible.
 class FakePredictor final : public Predictor {
- public:
+public:
   FakePredictor(uint64_t salt = 0, int levels = 0, int infeasible_every = 7)
       : salt_(salt), levels_(levels), infeasible_every_(infeasible_every) {}
 
   model::Prediction predict(const Graph& g, const Candidate& c) const override;
   model::LowerBound lower_bound(const Graph& g, const Group& grp) const override {
     model::LowerBound lb;
-    for (int id = grp.first; id <= grp.last; ++id) lb.dram_bytes += g.output_bytes(id);
+    for (int id = grp.first; id <= grp.last; ++id)
+      lb.dram_bytes += g.output_bytes(id);
     lb.time_ms = 0.01;
     return lb;
   }
@@ -73,10 +75,10 @@ class FakePredictor final : public Predictor {
   std::string gpu_name() const override { return "FakeGPU"; }
   mutable int64_t calls = 0;
 
- private:
+private:
   uint64_t salt_;
   int levels_;
   int infeasible_every_;
 };
 
-}  // namespace brickdl::search::testing
+} // namespace brickdl::search::testing
