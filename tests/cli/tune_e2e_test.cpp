@@ -189,6 +189,26 @@ TEST_F(TuneE2E, InterruptMarksTheRunAbortedAndExits130) {
   EXPECT_GE(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1"), 1);
 }
 
+TEST_F(TuneE2E, SecondInterruptExitsAtOnceAndMarksTheRunAborted) {
+  // Larger tensors and more repetitions: each candidate takes long enough that the second
+  // Ctrl-C lands while one is in flight, so the process cannot end at a candidate boundary.
+  std::string yaml = read("chain.yaml");
+  yaml.replace(yaml.find("image: 20"), 9, "image: 40");
+  yaml.replace(yaml.find("repetitions: 3"), 14, "repetitions: 20");
+  std::ofstream(dir_ / "slow.yaml") << yaml;
+  const pid_t pid = spawn({(dir_ / "slow.yaml").string(), "--quiet"}, "int2");
+  ASSERT_TRUE(wait_for_measurements(pid, 1, 1)) << read("int2.err");
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  const int st = wait_status(pid);
+  ASSERT_TRUE(WIFEXITED(st)) << read("int2.err");
+  EXPECT_EQ(WEXITSTATUS(st), 130) << read("int2.err");
+  EXPECT_NE(read("int2.err").find("exiting now"), std::string::npos) << read("int2.err");
+  EXPECT_EQ(scalar("SELECT status = 'aborted' FROM runs WHERE id = 1"), 1);
+  EXPECT_GE(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1"), 1);
+}
+
 TEST_F(TuneE2E, BadInputExitsWith2) {
   EXPECT_EQ(run_to_end({(dir_ / "missing.yaml").string()}, "bad1"), 2);
   EXPECT_NE(read("bad1.err").find("missing.yaml"), std::string::npos) << read("bad1.err");
