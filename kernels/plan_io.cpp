@@ -146,10 +146,18 @@ std::vector<Candidate> parse_plan_json(const std::string& text, const std::strin
   const json* list = &doc;
   std::string prefix;
   if (doc.is_object()) {
-    if (!doc.contains("groups"))
-      fail(file, "groups", "expected a list of groups, or {\"groups\": [...]}");
-    list = &doc.at("groups");
-    prefix = "groups";
+    // brickdl-tune's plan.json holds the chosen plan under "plan"; a bare plan object has
+    // "groups" at the top.
+    const json* obj = &doc;
+    if (doc.contains("plan") && doc.at("plan").is_object()) {
+      obj = &doc.at("plan");
+      prefix = "plan.";
+    }
+    if (!obj->contains("groups"))
+      fail(file, prefix + "groups",
+           "expected a list of groups, {\"groups\": [...]} or brickdl-tune's plan.json");
+    list = &obj->at("groups");
+    prefix += "groups";
   }
   if (!list->is_array())
     fail(file, prefix, "expected a list of groups");

@@ -5,8 +5,9 @@
 //   {"groups": [ {"first_layer": 1, "last_layer": 3, "strategy": "memoized",
 //                 "brick": {"d": 8, "h": 8, "w": 8, "cb": 0}, "threads": 256}, ... ]}
 //
-// The second is the plan.json that brickdl-tune writes. Layers are ids of the fused graph or
-// layer names; "brick" is [d, h, w] or [h, w] (2-D), and may be omitted for layerwise groups.
+// The second is the plan of brickdl-tune's plan.json, which is also read whole (its "plan" key
+// holds that object). Layers are ids of the fused graph or layer names; "brick" is [d, h, w]
+// or [h, w] (2-D), and may be omitted for layerwise groups.
 #include <string>
 #include <vector>
 

@@ -11,6 +11,7 @@
 #include "kernels/cpu_measurer.h"
 #include "kernels/npy.h"
 #include "kernels/plan_executor.h"
+#include "kernels/plan_io.h"
 #include "kernels/reference.h"
 
 namespace brickdl::kernels {
@@ -94,6 +95,55 @@ TEST(PlanExecutor, RejectsBadPlans) {
   EXPECT_THROW(validate_plan(g, {cand(1, 3, Strategy::kPadded)}), UserError);
   EXPECT_THROW(validate_plan(g, {cand(9, 12, Strategy::kMemoized)}), UserError); // gap/linear
   EXPECT_NO_THROW(validate_plan(g, {cand(9, 12, Strategy::kLayerwise)}));
+}
+
+TEST(PlanJson, ReadsBothFormsAndNamesBadKeys) {
+  const Graph g = small_resnet();
+  const std::vector<Candidate> a = parse_plan_json(
+      R"([{"first": 1, "last": "max_pool1", "strategy": "padded", "brick": [4, 4], "cb": 8},
+          {"first": 3, "last": 5, "strategy": "layerwise"}])",
+      "a.json", g);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].group, (Group{1, 2}));
+  EXPECT_EQ(a[0].strategy, Strategy::kPadded);
+  EXPECT_EQ(a[0].brick, (BrickShape{1, 4, 4, 8}));
+  EXPECT_EQ(a[1].strategy, Strategy::kLayerwise);
+  // brickdl-tune's plan.json: the plan under "plan", report fields ignored.
+  const std::vector<Candidate> b = parse_plan_json(
+      R"({"status": "complete", "plan": {"label": "dp", "groups": [
+          {"first_layer": 3, "last_layer": 5, "strategy": "memoized", "measured_ms": 1.5,
+           "layers": "b1.a .. add1", "brick": {"d": 1, "h": 3, "w": 5, "cb": 4},
+           "threads": 128}]}})",
+      "b.json", g);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].group, (Group{3, 5}));
+  EXPECT_EQ(b[0].brick, (BrickShape{1, 3, 5, 4}));
+  EXPECT_EQ(b[0].threads, 128);
+  // Round trip of the first form.
+  EXPECT_EQ(parse_plan_json(plan_to_json(a).dump(), "c.json", g), a);
+  const auto error_of = [&](const std::string& text) {
+    try {
+      parse_plan_json(text, "p.json", g);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(R"([{"first": 1, "last": 2, "strategy": "paded", "brick": [4, 4]}])")
+                .find("key '[0].strategy'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([{"first": 1, "last": 2, "strategy": "padded"}])").find("'brick'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([{"first": 1, "last": "b1.x", "strategy": "layerwise"}])")
+                .find("no layer named 'b1.x'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4, 4]}])")
+                .find("depth 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"([{"first": 1, "lsat": 2}])").find("did you mean 'last'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[{\"first\": 1,\n  \"last\": }]").find("p.json:2:"), std::string::npos)
+      << error_of("[{\"first\": 1,\n  \"last\": }]");
 }
 
 class TempDir {
