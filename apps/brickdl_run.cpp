@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("--model", o.model, "zoo model name (" + join_names(zoo_names()) + ")")
       ->required();
-  app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
+  app.add_option("--batch", o.batch, "batch size")->check(CLI::Range(1, 1 << 20));
   app.add_option("--input-size", o.input_size, "input extents: H,W or D,H,W")->delimiter(',');
   app.add_option("--input-channels", o.input_channels, "input channels (default: the model's)");
   app.add_option("--seed", o.seed, "seed of the random input and weights");
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
                  "plan.json; layers outside its groups run layer by layer")
       ->check(CLI::ExistingFile);
   app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   app.add_flag("--check", o.check, "also run the layer-by-layer reference and report the error");
   app.add_option("--out", o.out_dir, "output folder")->required();
   app.footer(

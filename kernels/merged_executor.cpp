@@ -127,31 +127,33 @@ float* scratch(std::vector<float>& buf, int64_t elems) {
 int resolve_threads(int threads) {
   if (threads > 0)
     return threads;
-  return std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // ---- layerwise ----------------------------------------------------------------------------
 
 // One layer over its whole output with the block kernels (the baseline's "library kernel"),
-// in parallel over (image, output channel, slab of the outermost non-trivial spatial axis).
+// in parallel over (image, block of output channels, slab of the outermost non-trivial
+// spatial axis). Units keep many output channels, so a conv reuses its staged input across
+// them; there are about four units per worker.
 Tensor run_whole_layer(const Graph& g, const Layer& l, const std::vector<const Tensor*>& in,
                        const LayerWeights& w, int threads) {
   if (!detail::is_block_op(l.op))
     return run_layer(l, in, w);
   Tensor y(l.out);
+  const int64_t want = 4 * int64_t{threads};
+  const int64_t cblock = std::max<int64_t>(1, l.out.c * l.out.n / want);
+  const int64_t cblocks = (l.out.c + cblock - 1) / cblock;
   const int axis = l.out.d > 1 ? 0 : l.out.h > 1 ? 1 : 2;
   const int64_t extent = l.out.dim(axis);
-  const int64_t per_channel = l.out.n * l.out.c;
-  // Enough slabs for every worker to have several units, none thinner than one plane.
   const int64_t slabs =
-      std::min<int64_t>(extent, std::max<int64_t>(1, 4 * threads / per_channel + 1));
+      std::min(extent, std::max<int64_t>(1, (want + l.out.n * cblocks - 1) / (l.out.n * cblocks)));
   const int64_t slab = (extent + slabs - 1) / slabs;
-  const int64_t units = per_channel * slabs;
-  detail::parallel_for(units, threads, [&](int64_t u, int) {
-    const int64_t n = u / (l.out.c * slabs), c = (u / slabs) % l.out.c, s = u % slabs;
+  detail::parallel_for(l.out.n * cblocks * slabs, threads, [&](int64_t u, int) {
+    const int64_t n = u / (cblocks * slabs), c = (u / slabs) % cblocks, s = u % slabs;
     Region what = Region::whole(l.out);
-    what.c0 = c;
-    what.c1 = c + 1;
+    what.c0 = c * cblock;
+    what.c1 = std::min(l.out.c, (c + 1) * cblock);
     what.lo[static_cast<size_t>(axis)] = s * slab;
     what.hi[static_cast<size_t>(axis)] = std::min(extent, (s + 1) * slab);
     if (what.empty())
