@@ -21,7 +21,8 @@ Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
   const detail::StrategyContext ctx{model.gpu(), coef, whole};
   std::vector<detail::KernelCost> kernels;
   b.total.bricks_per_layer.assign(static_cast<size_t>(g.layer_count), 0);
-  for (const Layer* l : g.layers) b.total.useful_flops += 2.0 * static_cast<double>(l->macs);
+  for (const Layer* l : g.layers)
+    b.total.useful_flops += 2.0 * static_cast<double>(l->macs);
   detail::predict_layerwise(g, ctx, b.total, &kernels);
   b.total.redundant_flops = b.total.flops - b.total.useful_flops;
 
@@ -42,4 +43,4 @@ Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
   return b;
 }
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

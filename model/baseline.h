@@ -18,21 +18,21 @@
 namespace brickdl::model {
 
 struct BaselineLayer {
-  int layer = 0;  // graph id
+  int layer = 0; // graph id
   double dram_bytes = 0;
   double l1_bytes = 0;
   double flops = 0;
-  double time_ms = 0;  // max(DRAM, L2, compute) + one launch
-  LowerBound bound;    // the layer alone as a group
+  double time_ms = 0; // max(DRAM, L2, compute) + one launch
+  LowerBound bound;   // the layer alone as a group
 };
 
 struct Baseline {
-  std::vector<BaselineLayer> layers;  // graph ids 1 .. size − 1
-  Prediction total;                   // the whole graph, layerwise
-  LowerBound layer_bounds;            // Σ of the per-layer bounds
-  LowerBound model_bound;             // the whole graph as one group: input, weights, output
+  std::vector<BaselineLayer> layers; // graph ids 1 .. size − 1
+  Prediction total;                  // the whole graph, layerwise
+  LowerBound layer_bounds;           // Σ of the per-layer bounds
+  LowerBound model_bound;            // the whole graph as one group: input, weights, output
 };
 
 Baseline layerwise_baseline(const CostModel& model, const Graph& fused);
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

@@ -15,7 +15,8 @@ namespace brickdl::model {
 namespace {
 
 double median(std::vector<double> v) {
-  if (v.empty()) return 0;
+  if (v.empty())
+    return 0;
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
@@ -28,19 +29,23 @@ std::vector<double> ranks(const std::vector<double>& v) {
   std::vector<double> r(v.size());
   for (size_t i = 0; i < order.size();) {
     size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    const double avg = 0.5 * static_cast<double>(i + j) + 1.0;  // ranks are 1-based
-    for (size_t k = i; k <= j; ++k) r[order[k]] = avg;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]])
+      ++j;
+    const double avg = 0.5 * static_cast<double>(i + j) + 1.0; // ranks are 1-based
+    for (size_t k = i; k <= j; ++k)
+      r[order[k]] = avg;
     i = j + 1;
   }
   return r;
 }
 
-}  // namespace
+} // namespace
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  BRICKDL_CHECK(a.size() == b.size(), "spearman of vectors of sizes " << a.size() << " and " << b.size());
-  if (a.size() < 2) return 0;
+  BRICKDL_CHECK(a.size() == b.size(),
+                "spearman of vectors of sizes " << a.size() << " and " << b.size());
+  if (a.size() < 2)
+    return 0;
   const std::vector<double> ra = ranks(a), rb = ranks(b);
   const double n = static_cast<double>(a.size());
   const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
@@ -51,7 +56,8 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     saa += (ra[i] - ma) * (ra[i] - ma);
     sbb += (rb[i] - mb) * (rb[i] - mb);
   }
-  if (saa == 0 || sbb == 0) return 0;
+  if (saa == 0 || sbb == 0)
+    return 0;
   return sab / std::sqrt(saa * sbb);
 }
 
@@ -79,9 +85,8 @@ Accuracy accuracy(const std::vector<MeasuredRow>& rows) {
 }
 
 std::string Accuracy::str() const {
-  std::string s = fmt::format(
-      "time (n={}): median error {:.1f} %, worst {:.1f} %, Spearman {:.3f}", rows,
-      100 * median_time_error, 100 * worst_time_error, spearman_time);
+  std::string s = fmt::format("time (n={}): median error {:.1f} %, worst {:.1f} %, Spearman {:.3f}",
+                              rows, 100 * median_time_error, 100 * worst_time_error, spearman_time);
   if (dram_rows > 0)
     s += fmt::format("; DRAM bytes (n={}): median error {:.1f} %, worst {:.1f} %", dram_rows,
                      100 * median_dram_error, 100 * worst_dram_error);
@@ -91,7 +96,8 @@ std::string Accuracy::str() const {
 Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, int max_iterations) {
   BRICKDL_CHECK(a.rows() == b.size(), "nnls: A has " << a.rows() << " rows, b " << b.size());
   const Eigen::Index n = a.cols();
-  if (max_iterations <= 0) max_iterations = static_cast<int>(3 * n + 10);
+  if (max_iterations <= 0)
+    max_iterations = static_cast<int>(3 * n + 10);
   Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
   std::vector<bool> passive(static_cast<size_t>(n), false);
   const double tol = 10 * std::numeric_limits<double>::epsilon() *
@@ -102,12 +108,15 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, int max
   const auto solve_passive = [&]() {
     std::vector<Eigen::Index> cols;
     for (Eigen::Index j = 0; j < n; ++j)
-      if (passive[static_cast<size_t>(j)]) cols.push_back(j);
+      if (passive[static_cast<size_t>(j)])
+        cols.push_back(j);
     Eigen::MatrixXd ap(a.rows(), static_cast<Eigen::Index>(cols.size()));
-    for (size_t k = 0; k < cols.size(); ++k) ap.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
+    for (size_t k = 0; k < cols.size(); ++k)
+      ap.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
     const Eigen::VectorXd sp = ap.colPivHouseholderQr().solve(b);
     Eigen::VectorXd s = Eigen::VectorXd::Zero(n);
-    for (size_t k = 0; k < cols.size(); ++k) s(cols[k]) = sp(static_cast<Eigen::Index>(k));
+    for (size_t k = 0; k < cols.size(); ++k)
+      s(cols[k]) = sp(static_cast<Eigen::Index>(k));
     return s;
   };
 
@@ -121,7 +130,8 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, int max
       if (!passive[static_cast<size_t>(j)] && !excluded[static_cast<size_t>(j)] && w(j) > tol &&
           (best < 0 || w(j) > w(best)))
         best = j;
-    if (best < 0) break;
+    if (best < 0)
+      break;
     passive[static_cast<size_t>(best)] = true;
     Eigen::VectorXd s = solve_passive();
     if (s(best) <= 0) {
@@ -134,8 +144,10 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, int max
     while (iterations++ < max_iterations) {
       bool feasible = true;
       for (Eigen::Index j = 0; j < n; ++j)
-        if (passive[static_cast<size_t>(j)] && s(j) <= 0) feasible = false;
-      if (feasible) break;
+        if (passive[static_cast<size_t>(j)] && s(j) <= 0)
+          feasible = false;
+      if (feasible)
+        break;
       double alpha = 1;
       for (Eigen::Index j = 0; j < n; ++j)
         if (passive[static_cast<size_t>(j)] && s(j) <= 0)
@@ -162,9 +174,8 @@ const char* time_component_name(int k) {
 }
 
 std::array<double, kTimeComponents> time_components(const Prediction& p) {
-  return {p.bound_dram_ms,         p.bound_l2_ms,          p.bound_compute_ms,
-          p.t_atomic_compulsory_ms, p.t_atomic_conflict_ms, p.t_launch_ms,
-          p.t_sync_ms};
+  return {p.bound_dram_ms,        p.bound_l2_ms, p.bound_compute_ms, p.t_atomic_compulsory_ms,
+          p.t_atomic_conflict_ms, p.t_launch_ms, p.t_sync_ms};
 }
 
 Calibration calibrate(const std::vector<MeasuredRow>& rows, const Coefficients& current,
@@ -177,7 +188,8 @@ Calibration calibrate(const std::vector<MeasuredRow>& rows, const Coefficients& 
 
   std::vector<const MeasuredRow*> used;
   for (const MeasuredRow& r : rows)
-    if (r.measured_ms > 0 && r.predicted.feasible) used.push_back(&r);
+    if (r.measured_ms > 0 && r.predicted.feasible)
+      used.push_back(&r);
   if (used.empty()) {
     cal.notes.push_back("no feasible row with a measured time: coefficients unchanged");
     cal.after = cal.before;
@@ -238,11 +250,12 @@ Calibration calibrate(const std::vector<MeasuredRow>& rows, const Coefficients& 
   for (MeasuredRow& row : fitted) {
     const auto comp = time_components(row.predicted);
     double t = 0;
-    for (int k = 0; k < kTimeComponents; ++k) t += m[static_cast<size_t>(k)] * comp[static_cast<size_t>(k)];
+    for (int k = 0; k < kTimeComponents; ++k)
+      t += m[static_cast<size_t>(k)] * comp[static_cast<size_t>(k)];
     row.predicted.time_ms = t;
   }
   cal.after = accuracy(fitted);
   return cal;
 }
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

@@ -28,18 +28,18 @@
 namespace brickdl::model {
 
 struct MeasuredRow {
-  Prediction predicted;              // under the coefficients being refined
+  Prediction predicted; // under the coefficients being refined
   double measured_ms = 0;
-  double measured_dram_bytes = -1;   // < 0: not measured (CPU backend, no counters)
+  double measured_dram_bytes = -1; // < 0: not measured (CPU backend, no counters)
 };
 
 struct Accuracy {
-  int rows = 0;       // rows with a measured time
-  int dram_rows = 0;  // rows with measured DRAM bytes
-  double median_time_error = 0, worst_time_error = 0;  // |pred − meas| / meas
+  int rows = 0;                                       // rows with a measured time
+  int dram_rows = 0;                                  // rows with measured DRAM bytes
+  double median_time_error = 0, worst_time_error = 0; // |pred − meas| / meas
   double median_dram_error = 0, worst_dram_error = 0;
-  double spearman_time = 0;  // rank correlation of predicted and measured time
-  std::string str() const;   // one line
+  double spearman_time = 0; // rank correlation of predicted and measured time
+  std::string str() const;  // one line
 };
 
 Accuracy accuracy(const std::vector<MeasuredRow>& rows);
@@ -55,7 +55,7 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, int max
 
 // The seven time components, in the order the multipliers use.
 inline constexpr int kTimeComponents = 7;
-const char* time_component_name(int k);  // "dram", "l2", "compute", "atomic", "conflict", ...
+const char* time_component_name(int k); // "dram", "l2", "compute", "atomic", "conflict", ...
 std::array<double, kTimeComponents> time_components(const Prediction& p);
 
 struct Calibration {
@@ -69,4 +69,4 @@ struct Calibration {
 Calibration calibrate(const std::vector<MeasuredRow>& rows, const Coefficients& current,
                       const GpuSpec& gpu);
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

@@ -8,7 +8,9 @@ namespace brickdl::model {
 
 CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(c) {}
 
-const char* CostModel::version() { return "brickdl-model/1 (cold-group L2)"; }
+const char* CostModel::version() {
+  return "brickdl-model/1 (cold-group L2)";
+}
 
 Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) const {
   thread_local detail::GroupGeometry geometry;
@@ -17,7 +19,8 @@ Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) co
 
   Prediction p;
   p.bricks_per_layer.assign(static_cast<size_t>(g.layer_count), 0);
-  for (const Layer* l : g.layers) p.useful_flops += 2.0 * static_cast<double>(l->macs);
+  for (const Layer* l : g.layers)
+    p.useful_flops += 2.0 * static_cast<double>(l->macs);
 
   if (!g.invalid_reason.empty()) {
     p.feasible = false;
@@ -27,25 +30,23 @@ Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) co
   const detail::ResolvedCoefficients coef = detail::resolve(gpu_, coef_);
   const detail::StrategyContext ctx{gpu_, coef, candidate};
   switch (candidate.strategy) {
-    case Strategy::kLayerwise:
-      detail::predict_layerwise(g, ctx, p);
-      break;
-    case Strategy::kPadded:
-    case Strategy::kMemoized:
-      if (!g.brick_reason.empty()) {
-        p.feasible = false;
-        p.reason = g.brick_reason;
-        return p;
-      }
-      if (candidate.strategy == Strategy::kPadded) {
-        detail::predict_padded(g, ctx, p);
-      } else {
-        detail::predict_memoized(g, ctx, p);
-      }
-      break;
+  case Strategy::kLayerwise: detail::predict_layerwise(g, ctx, p); break;
+  case Strategy::kPadded:
+  case Strategy::kMemoized:
+    if (!g.brick_reason.empty()) {
+      p.feasible = false;
+      p.reason = g.brick_reason;
+      return p;
+    }
+    if (candidate.strategy == Strategy::kPadded) {
+      detail::predict_padded(g, ctx, p);
+    } else {
+      detail::predict_memoized(g, ctx, p);
+    }
+    break;
   }
   p.redundant_flops = p.flops - p.useful_flops;
   return p;
 }
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

@@ -57,20 +57,20 @@ namespace brickdl::model {
 
 struct Prediction {
   bool feasible = true;
-  std::string reason;  // why infeasible
+  std::string reason; // why infeasible
 
   // Work.
-  double flops = 0;            // executed (useful + redundant)
-  double useful_flops = 0;     // the layers' own: 2 · MACs
-  double redundant_flops = 0;  // padded halo recomputation
-  std::vector<int64_t> bricks_per_layer;  // bricks computed, per layer of the group
+  double flops = 0;                      // executed (useful + redundant)
+  double useful_flops = 0;               // the layers' own: 2 · MACs
+  double redundant_flops = 0;            // padded halo recomputation
+  std::vector<int64_t> bricks_per_layer; // bricks computed, per layer of the group
   int64_t thread_blocks = 0;
 
   // Bytes the kernel(s) issue (L1/L2 level), by tensor kind.
-  double bytes_input = 0;         // external inputs of the group (incl. residual skips)
+  double bytes_input = 0; // external inputs of the group (incl. residual skips)
   double bytes_weight = 0;
-  double bytes_intermediate_load = 0;   // memoized: bricks re-read; layerwise: inputs of layers 2..L
-  double bytes_intermediate_store = 0;  // memoized: bricks stored; layerwise: outputs of 1..L-1
+  double bytes_intermediate_load = 0;  // memoized: bricks re-read; layerwise: inputs of layers 2..L
+  double bytes_intermediate_store = 0; // memoized: bricks stored; layerwise: outputs of 1..L-1
   double bytes_output = 0;
   double l1_bytes = 0;   // sum of the above
   double l2_bytes = 0;   // reaching L2 (after L1 hits)
@@ -85,7 +85,7 @@ struct Prediction {
   // On-chip footprint per thread block.
   double smem_bytes_per_block = 0;
   int registers_per_thread = 0;
-  int blocks_per_sm = 0;  // resident blocks per SM (occupancy); 0 for layerwise
+  int blocks_per_sm = 0; // resident blocks per SM (occupancy); 0 for layerwise
 
   // Time, milliseconds, and its components (the paper's split).
   double time_ms = 0;
@@ -96,8 +96,8 @@ struct Prediction {
   // L2 and compute times is charged to that term. time_ms = bound_dram_ms + bound_l2_ms +
   // bound_compute_ms + atomics + launch + sync. Calibration fits against these.
   double bound_dram_ms = 0, bound_l2_ms = 0, bound_compute_ms = 0;
-  int launches = 0;     // kernel launches
-  double barriers = 0;  // block-wide barriers, summed over thread blocks
+  int launches = 0;    // kernel launches
+  double barriers = 0; // block-wide barriers, summed over thread blocks
 };
 
 // Compulsory traffic and the FLOP floor of a group: each external input, weight and output
@@ -107,24 +107,24 @@ struct Prediction {
 struct LowerBound {
   double dram_bytes = 0;
   double flops = 0;
-  double time_ms = 0;  // max(dram_bytes / peak bandwidth, flops / peak FLOP rate)
+  double time_ms = 0; // max(dram_bytes / peak bandwidth, flops / peak FLOP rate)
 };
 
 // Fitted per target; the defaults reproduce the spec sheet.
 struct Coefficients {
-  double dram_efficiency = 0.85;    // achieved / peak DRAM bandwidth
+  double dram_efficiency = 0.85; // achieved / peak DRAM bandwidth
   double l2_efficiency = 0.7;
-  double compute_efficiency = 0.6;  // achieved / peak FP32
-  double atomic_ns = -1;            // < 0: take the spec's
-  double launch_us = -1;            // < 0: take the spec's
+  double compute_efficiency = 0.6; // achieved / peak FP32
+  double atomic_ns = -1;           // < 0: take the spec's
+  double launch_us = -1;           // < 0: take the spec's
   // Added by the model (see model/detail/memory.h for their role):
-  double conflict_wait_fraction = 0.5;  // of one brick's computation a conflicting lookup waits
-  double barrier_ns = 40;               // one block-wide barrier (__syncthreads + skew)
-  double l2_resident_fraction = 0.5;    // share of L2 a kernel's reused data can count on
+  double conflict_wait_fraction = 0.5; // of one brick's computation a conflicting lookup waits
+  double barrier_ns = 40;              // one block-wide barrier (__syncthreads + skew)
+  double l2_resident_fraction = 0.5;   // share of L2 a kernel's reused data can count on
 };
 
 class CostModel {
- public:
+public:
   explicit CostModel(GpuSpec gpu, Coefficients c = {});
   // `graph` is fused (fuse_for_inference). Cheap: no allocation on the hot path beyond
   // bricks_per_layer.
@@ -132,11 +132,11 @@ class CostModel {
   LowerBound lower_bound(const Graph& graph, const Group& group) const;
   const GpuSpec& gpu() const { return gpu_; }
   const Coefficients& coefficients() const { return coef_; }
-  static const char* version();  // stored with every prediction
+  static const char* version(); // stored with every prediction
 
- private:
+private:
   GpuSpec gpu_;
   Coefficients coef_;
 };
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

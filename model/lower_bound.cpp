@@ -22,32 +22,36 @@ using detail::kAxes;
 using detail::MapKind;
 
 struct Scratch {
-  std::vector<uint8_t> masks;         // all tensors × axes, flattened
-  std::vector<int64_t> offset;        // (T × 4) start in masks
-  std::vector<double> volume;         // per tensor: positions per image (< 0: not needed)
+  std::vector<uint8_t> masks;  // all tensors × axes, flattened
+  std::vector<int64_t> offset; // (T × 4) start in masks
+  std::vector<double> volume;  // per tensor: positions per image (< 0: not needed)
   std::array<std::vector<uint8_t>, 4> image;
 };
 
 // Marks in `out` the producer positions that the consumer positions in `in` read on one axis.
 void map_positions(const Layer& consumer, const Edge& edge, int axis, const uint8_t* in,
                    int64_t in_extent, std::vector<uint8_t>& out) {
-  const int64_t pe = axis == 0 ? edge.channel[0].extent : edge.axis[static_cast<size_t>(axis)].extent;
+  const int64_t pe =
+      axis == 0 ? edge.channel[0].extent : edge.axis[static_cast<size_t>(axis)].extent;
   out.assign(static_cast<size_t>(pe), 0);
   const auto mark = [&](int64_t x) {
-    if (x >= 0 && x < pe) out[static_cast<size_t>(x)] = 1;
+    if (x >= 0 && x < pe)
+      out[static_cast<size_t>(x)] = 1;
   };
   if (axis == 0) {
     for (int s = 0; s < edge.slots; ++s) {
       const AxisMap& m = edge.channel[static_cast<size_t>(s)];
       for (int64_t o = 0; o < in_extent; ++o) {
-        if (!in[o]) continue;
+        if (!in[o])
+          continue;
         switch (m.kind) {
-          case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
-          case MapKind::kConvGroups:
-            for (int64_t x = (o / m.a) * m.b; x < (o / m.a + 1) * m.b; ++x) mark(x);
-            break;
-          case MapKind::kShift: mark(o - m.a); break;
-          default: mark(o); break;
+        case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
+        case MapKind::kConvGroups:
+          for (int64_t x = (o / m.a) * m.b; x < (o / m.a + 1) * m.b; ++x)
+            mark(x);
+          break;
+        case MapKind::kShift: mark(o - m.a); break;
+        default: mark(o); break;
         }
       }
     }
@@ -56,23 +60,24 @@ void map_positions(const Layer& consumer, const Edge& edge, int axis, const uint
   const AxisMap& m = edge.axis[static_cast<size_t>(axis)];
   const size_t w = static_cast<size_t>(axis - 1);
   for (int64_t o = 0; o < in_extent; ++o) {
-    if (!in[o]) continue;
+    if (!in[o])
+      continue;
     switch (m.kind) {
-      case MapKind::kWindow:
-        for (int t = 0; t < consumer.window.kernel[w]; ++t)
-          mark(o * m.a - m.b + int64_t{consumer.window.dilation[w]} * t);
-        break;
-      case MapKind::kUpNearest:
-      case MapKind::kUpBilinear:
-        mark(o / m.a);  // one tap of either mode: a subset of what is read
-        break;
-      case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
-      default: mark(o); break;
+    case MapKind::kWindow:
+      for (int t = 0; t < consumer.window.kernel[w]; ++t)
+        mark(o * m.a - m.b + int64_t{consumer.window.dilation[w]} * t);
+      break;
+    case MapKind::kUpNearest:
+    case MapKind::kUpBilinear:
+      mark(o / m.a); // one tap of either mode: a subset of what is read
+      break;
+    case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
+    default: mark(o); break;
     }
   }
 }
 
-}  // namespace
+} // namespace
 
 LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const {
   thread_local GroupGeometry geometry;
@@ -94,17 +99,20 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
   s.masks.assign(static_cast<size_t>(total), 0);
   s.volume.assign(static_cast<size_t>(T), -1.0);
   const auto mask_of = [&](int t, int a) {
-    return &s.masks[static_cast<size_t>(s.offset[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)])];
+    return &s.masks[static_cast<size_t>(
+        s.offset[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)])];
   };
   const auto extent = [&](int t, int a) {
     return g.tensors[static_cast<size_t>(t)].extent[static_cast<size_t>(a)];
   };
-  for (int a = 0; a < kAxes; ++a) std::fill_n(mask_of(L - 1, a), extent(L - 1, a), 1);
+  for (int a = 0; a < kAxes; ++a)
+    std::fill_n(mask_of(L - 1, a), extent(L - 1, a), 1);
   s.volume[static_cast<size_t>(L - 1)] = static_cast<double>(extent(L - 1, 0) * extent(L - 1, 1) *
                                                              extent(L - 1, 2) * extent(L - 1, 3));
 
   for (int i = L - 1; i >= 0; --i) {
-    if (s.volume[static_cast<size_t>(i)] <= 0) continue;
+    if (s.volume[static_cast<size_t>(i)] <= 0)
+      continue;
     for (int e = g.edge_begin[static_cast<size_t>(i)]; e < g.edge_begin[static_cast<size_t>(i) + 1];
          ++e) {
       const Edge& edge = g.edges[static_cast<size_t>(e)];
@@ -134,7 +142,8 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
       const size_t i = static_cast<size_t>(t);
       lb.flops += n * v * g.flops_per_point[i];
       if (v > 0) {
-        const double needed = static_cast<double>(std::count(mask_of(t, 0), mask_of(t, 0) + extent(t, 0), 1));
+        const double needed =
+            static_cast<double>(std::count(mask_of(t, 0), mask_of(t, 0) + extent(t, 0), 1));
         lb.dram_bytes += g.params[i] * needed / static_cast<double>(extent(t, 0)) * dt;
       }
     } else {
@@ -148,4 +157,4 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
   return lb;
 }
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

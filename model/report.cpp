@@ -12,13 +12,16 @@ namespace brickdl::model {
 namespace {
 
 std::string clip_text(const std::string& s, size_t width) {
-  if (s.size() <= width) return s;
+  if (s.size() <= width)
+    return s;
   return s.substr(0, width - 1) + "~";
 }
 
-double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
 
-}  // namespace
+} // namespace
 
 void describe_model(const Graph& fused, const GpuSpec& gpu, std::ostream& os) {
   describe_model(fused, CostModel(gpu), os);
@@ -32,9 +35,9 @@ void describe_model(const Graph& fused, const CostModel& model, std::ostream& os
   os << "Layerwise baseline: one library kernel per layer, back to back (L2 kept between "
         "kernels).\nLower bound: the layer's inputs, weights and output moved once at "
         "peak DRAM bandwidth, its FLOPs at peak rate.\n";
-  os << fmt::format("{:>4}  {:<18} {:<26} {:<18} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}\n",
-                    "id", "layer", "op", "output", "DRAM MB", "time us", "LB MB", "LB us",
-                    "DRAM/LB", "time/LB");
+  os << fmt::format("{:>4}  {:<18} {:<26} {:<18} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}\n", "id",
+                    "layer", "op", "output", "DRAM MB", "time us", "LB MB", "LB us", "DRAM/LB",
+                    "time/LB");
   for (const BaselineLayer& r : b.layers) {
     const Layer& l = fused.layer(r.layer);
     os << fmt::format("{:>4}  {:<18} {:<26} {:<18} {:>10.3f} {:>10.2f} {:>10.3f} {:>10.2f} "
@@ -63,4 +66,4 @@ void describe_model(const Graph& fused, const CostModel& model, std::ostream& os
       b.total.t_launch_ms * 1e3);
 }
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

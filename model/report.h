@@ -18,4 +18,4 @@ void describe_model(const Graph& fused, const GpuSpec& gpu, std::ostream& os);
 // The same with given coefficients (e.g. calibrated ones).
 void describe_model(const Graph& fused, const CostModel& model, std::ostream& os);
 
-}  // namespace brickdl::model
+} // namespace brickdl::model

@@ -15,7 +15,7 @@ bool is_window(OpKind op) {
 AxisMap spatial_map(const Layer& l, int axis, int64_t producer_extent) {
   AxisMap m;
   m.extent = producer_extent;
-  const size_t w = static_cast<size_t>(axis - 1);  // Window slots are (d, h, w)
+  const size_t w = static_cast<size_t>(axis - 1); // Window slots are (d, h, w)
   if (is_window(l.op)) {
     m.kind = MapKind::kWindow;
     m.a = l.window.stride[w];
@@ -37,94 +37,59 @@ AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t produc
   AxisMap m;
   m.extent = producer_channels;
   switch (l.op) {
-    case OpKind::kConv:
-      if (l.groups == 1) {
-        m.kind = MapKind::kAll;
-      } else {
-        m.kind = MapKind::kConvGroups;
-        m.a = l.out_channels / l.groups;
-        m.b = producer_channels / l.groups;
-      }
-      break;
-    case OpKind::kConcat: {
-      m.kind = MapKind::kShift;
-      for (int s = 0; s < slot; ++s)
-        m.a += graph.layer(l.inputs[static_cast<size_t>(s)]).out.c;
-      break;
-    }
-    case OpKind::kBatchNorm:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-    case OpKind::kAdd:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kUpsample:
-      m.kind = MapKind::kIdentity;
-      break;
-    default:
+  case OpKind::kConv:
+    if (l.groups == 1) {
       m.kind = MapKind::kAll;
-      break;
+    } else {
+      m.kind = MapKind::kConvGroups;
+      m.a = l.out_channels / l.groups;
+      m.b = producer_channels / l.groups;
+    }
+    break;
+  case OpKind::kConcat: {
+    m.kind = MapKind::kShift;
+    for (int s = 0; s < slot; ++s)
+      m.a += graph.layer(l.inputs[static_cast<size_t>(s)]).out.c;
+    break;
+  }
+  case OpKind::kBatchNorm:
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+  case OpKind::kAdd:
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool:
+  case OpKind::kUpsample: m.kind = MapKind::kIdentity; break;
+  default: m.kind = MapKind::kAll; break;
   }
   return m;
 }
 
-TensorGrid grid_of(const TensorShape& s, const BrickShape& b) {
-  TensorGrid g;
-  g.extent = {s.c, s.d, s.h, s.w};
-  const int64_t cb = (b.cb <= 0 || b.cb > s.c) ? s.c : b.cb;
-  if (s.spatial_rank == 0) {
-    g.brick = {cb, 1, 1, 1};
-  } else {
-    g.brick = {cb, s.spatial_rank == 3 ? int64_t{b.d} : 1, int64_t{b.h}, int64_t{b.w}};
-  }
-  for (size_t a = 0; a < kAxes; ++a) {
-    g.brick[a] = std::max<int64_t>(1, g.brick[a]);
-    g.grid[a] = (g.extent[a] + g.brick[a] - 1) / g.brick[a];
-  }
-  return g;
-}
-
-}  // namespace
+} // namespace
 
 bool is_brickable(OpKind op) {
   switch (op) {
-    case OpKind::kConv:
-    case OpKind::kBatchNorm:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-    case OpKind::kAdd:
-    case OpKind::kConcat:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kUpsample:
-      return true;
-    default:
+  case OpKind::kConv:
+  case OpKind::kBatchNorm:
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+  case OpKind::kAdd:
+  case OpKind::kConcat:
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool:
+  case OpKind::kUpsample: return true;
+  default: return false;
+  }
+}
+
+bool same_axis(const GroupGeometry& g, int a, int b) {
+  const size_t x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+  for (const TensorGrid& t : g.tensors)
+    if (t.extent[x] != t.extent[y] || t.brick[x] != t.brick[y])
       return false;
-  }
-}
-
-Interval AxisMap::apply(Interval o) const {
-  if (o.empty()) return o;
-  Interval r;
-  switch (kind) {
-    case MapKind::kIdentity: r = o; break;
-    case MapKind::kWindow: r = {o.lo * a - b, o.hi * a - b + c}; break;
-    case MapKind::kUpNearest: r = {o.lo / a, o.hi / a}; break;
-    case MapKind::kUpBilinear: r = {o.lo / a - 1, o.hi / a + 1}; break;
-    case MapKind::kAll: r = {0, extent - 1}; break;
-    case MapKind::kConvGroups: r = {(o.lo / a) * b, (o.hi / a + 1) * b - 1}; break;
-    case MapKind::kShift: r = {o.lo - a, o.hi - a}; break;
-  }
-  if (r.lo < 0) r.lo = 0;
-  if (r.hi > extent - 1) r.hi = extent - 1;
-  return r;
-}
-
-Interval Edge::need(int axis_index, Interval o) const {
-  if (axis_index != kChannelAxis) return axis[static_cast<size_t>(axis_index)].apply(o);
-  Interval r = channel[0].apply(o);
-  for (int s = 1; s < slots; ++s) r = hull(r, channel[static_cast<size_t>(s)].apply(o));
-  return r;
+  for (const Edge& e : g.edges)
+    if (!(e.axis[x] == e.axis[y]))
+      return false;
+  return true;
 }
 
 double GroupGeometry::numel(int t) const {
@@ -134,26 +99,65 @@ double GroupGeometry::numel(int t) const {
          static_cast<double>(g.extent[3]);
 }
 
-void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g) {
-  const Group& grp = candidate.group;
-  BRICKDL_CHECK(grp.first >= 1 && grp.first <= grp.last && grp.last < graph.size(),
-                "group [" << grp.first << ", " << grp.last << "] is not inside the graph's layers 1.."
-                          << graph.size() - 1);
-  g.graph = &graph;
-  g.group = grp;
-  g.layer_count = grp.size();
-  g.batch = graph.layer(grp.last).out.n;
-  g.dtype_bytes = dtype_bytes(graph.dtype());
-  g.invalid_reason.clear();
-  g.brick_reason.clear();
+namespace {
 
-  const int L = g.layer_count;
-  g.layers.clear();
-  g.tensor_ids.clear();
+// The values the brick-independent geometry of `grp` is a function of. Written through a
+// raw pointer: this runs on every prediction.
+void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& key) {
+  size_t n = 2;
+  for (int id = grp.first; id <= grp.last; ++id)
+    n += 27 + 7 * graph.layer(id).inputs.size();
+  key.resize(n);
+  int64_t* k = key.data();
+  const auto shape = [&](const TensorShape& t) {
+    k[0] = t.n;
+    k[1] = t.c;
+    k[2] = t.d;
+    k[3] = t.h;
+    k[4] = t.w;
+    k[5] = t.spatial_rank;
+    k += 6;
+  };
+  *k++ = static_cast<int64_t>(graph.dtype());
+  *k++ = grp.size();
   for (int id = grp.first; id <= grp.last; ++id) {
-    g.layers.push_back(&graph.layer(id));
-    g.tensor_ids.push_back(id);
+    const Layer& l = graph.layer(id);
+    *k++ = static_cast<int64_t>(l.op);
+    *k++ = l.groups;
+    *k++ = l.out_channels;
+    *k++ = l.upsample_scale;
+    *k++ = l.bilinear;
+    *k++ = l.params;
+    *k++ = l.macs;
+    for (size_t a = 0; a < 3; ++a) {
+      *k++ = l.window.kernel[a];
+      *k++ = l.window.stride[a];
+      *k++ = l.window.pad[a];
+      *k++ = l.window.dilation[a];
+    }
+    shape(l.out);
+    *k++ = static_cast<int64_t>(l.inputs.size());
+    for (int in : l.inputs) {
+      *k++ = grp.contains(in) ? in - grp.first : -1 - in;
+      shape(graph.layer(in).out);
+    }
+    int64_t outside = 0;
+    if (id < grp.last)
+      for (int c : graph.consumers(id))
+        outside += grp.contains(c) ? 0 : 1;
+    *k++ = outside;
   }
+  BRICKDL_CHECK(k == key.data() + key.size(), "structure key size");
+}
+
+// Everything but the brick-dependent tensors grid and brick_reason.
+void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
+  g.invalid_reason.clear();
+  g.structure_reason.clear();
+  const int L = g.layer_count;
+  g.tensor_ids.clear();
+  for (int id = grp.first; id <= grp.last; ++id)
+    g.tensor_ids.push_back(id);
   // External inputs, in order of first read.
   for (const Layer* l : g.layers)
     for (int in : l->inputs)
@@ -163,10 +167,14 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
   g.external_count = static_cast<int>(g.tensor_ids.size()) - L;
   const int T = g.tensor_count();
 
+  // Extents now (maps need the producers'); bricks come in apply_brick().
   g.tensors.resize(static_cast<size_t>(T));
-  for (int t = 0; t < T; ++t)
-    g.tensors[static_cast<size_t>(t)] =
-        grid_of(graph.layer(g.tensor_ids[static_cast<size_t>(t)]).out, candidate.brick);
+  for (int t = 0; t < T; ++t) {
+    const TensorShape& s = graph.layer(g.tensor_ids[static_cast<size_t>(t)]).out;
+    BRICKDL_CHECK(std::max({s.c, s.d, s.h, s.w}) < (int64_t{1} << 30),
+                  "tensor " << s.str() << " has an extent beyond the model's 32-bit arithmetic");
+    g.tensors[static_cast<size_t>(t)].extent = {s.c, s.d, s.h, s.w};
+  }
 
   g.first_use.assign(static_cast<size_t>(T), -1);
   g.last_use.assign(static_cast<size_t>(T), -1);
@@ -177,7 +185,8 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
   g.edge_begin.assign(static_cast<size_t>(L + 1), 0);
 
   const auto tensor_index = [&](int id) {
-    if (grp.contains(id)) return id - grp.first;
+    if (grp.contains(id))
+      return id - grp.first;
     return static_cast<int>(std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), id) -
                             g.tensor_ids.begin());
   };
@@ -194,9 +203,9 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
       g.flops_per_point[static_cast<size_t>(i)] =
           2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
     }
-    if (!is_brickable(l.op) && g.brick_reason.empty())
-      g.brick_reason = std::string("padded and memoized need brick-wise ops; layer '") + l.name +
-                       "' is a " + op_name(l.op) + " (layerwise only)";
+    if (!is_brickable(l.op) && g.structure_reason.empty())
+      g.structure_reason = std::string("padded and memoized need brick-wise ops; layer '") +
+                           l.name + "' is a " + op_name(l.op) + " (layerwise only)";
     if (i < L - 1) {
       for (int c : graph.consumers(l.id)) {
         if (!grp.contains(c)) {
@@ -212,7 +221,8 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
       const int p = tensor_index(l.inputs[s]);
       Edge* e = nullptr;
       for (int k = g.edge_begin[static_cast<size_t>(i)]; k < static_cast<int>(g.edges.size()); ++k)
-        if (g.edges[static_cast<size_t>(k)].producer == p) e = &g.edges[static_cast<size_t>(k)];
+        if (g.edges[static_cast<size_t>(k)].producer == p)
+          e = &g.edges[static_cast<size_t>(k)];
       const TensorGrid& pg = g.tensors[static_cast<size_t>(p)];
       const AxisMap cm = channel_map(graph, l, static_cast<int>(s), pg.extent[0]);
       if (e == nullptr) {
@@ -226,26 +236,70 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
           e->axis[static_cast<size_t>(a)] = spatial_map(l, a, pg.extent[static_cast<size_t>(a)]);
       } else if (e->slots < kMaxSlotsPerEdge) {
         e->channel[static_cast<size_t>(e->slots++)] = cm;
-      } else if (g.brick_reason.empty()) {
-        g.brick_reason = "layer '" + l.name + "' reads one tensor through more than " +
-                         std::to_string(kMaxSlotsPerEdge) + " inputs";
+      } else if (g.structure_reason.empty()) {
+        g.structure_reason = "layer '" + l.name + "' reads one tensor through more than " +
+                             std::to_string(kMaxSlotsPerEdge) + " inputs";
       }
-      if (g.first_use[static_cast<size_t>(p)] < 0) g.first_use[static_cast<size_t>(p)] = i;
+      if (g.first_use[static_cast<size_t>(p)] < 0)
+        g.first_use[static_cast<size_t>(p)] = i;
       g.last_use[static_cast<size_t>(p)] = i;
-      if (is_window(l.op)) g.staged[static_cast<size_t>(p)] = true;
+      if (is_window(l.op))
+        g.staged[static_cast<size_t>(p)] = true;
     }
   }
   g.edge_begin[static_cast<size_t>(L)] = static_cast<int>(g.edges.size());
   g.first_use[static_cast<size_t>(L - 1)] = L - 1;
   g.last_use[static_cast<size_t>(L - 1)] = L - 1;
-
-  if (L > kMaxGroupLayers && g.brick_reason.empty())
-    g.brick_reason = "groups longer than " + std::to_string(kMaxGroupLayers) +
-                     " layers run layerwise only";
-  if ((candidate.brick.d < 1 || candidate.brick.h < 1 || candidate.brick.w < 1 ||
-       candidate.brick.cb < 0) &&
-      g.brick_reason.empty())
-    g.brick_reason = "brick " + candidate.brick.str() + ": extents must be >= 1 and cb >= 0";
+  if (L > kMaxGroupLayers && g.structure_reason.empty())
+    g.structure_reason =
+        "groups longer than " + std::to_string(kMaxGroupLayers) + " layers run layerwise only";
 }
 
-}  // namespace brickdl::model::detail
+} // namespace
+
+void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g) {
+  const Group& grp = candidate.group;
+  BRICKDL_CHECK(grp.first >= 1 && grp.first <= grp.last && grp.last < graph.size(),
+                "group [" << grp.first << ", " << grp.last
+                          << "] is not inside the graph's layers 1.." << graph.size() - 1);
+  thread_local std::vector<int64_t> key;
+  structure_key(graph, grp, key);
+  g.graph = &graph;
+  g.group = grp;
+  g.layer_count = grp.size();
+  g.batch = graph.layer(grp.last).out.n;
+  g.dtype_bytes = dtype_bytes(graph.dtype());
+  g.layers.clear();
+  for (int id = grp.first; id <= grp.last; ++id)
+    g.layers.push_back(&graph.layer(id));
+  // Reasons name layers, which the key leaves out: rebuild those.
+  const bool reuse =
+      g.has_structure && key == g.key && g.invalid_reason.empty() && g.structure_reason.empty();
+  if (!reuse) {
+    build_structure(graph, grp, g);
+    g.key = key;
+    g.has_structure = true;
+  }
+  // The brick.
+  const BrickShape& b = candidate.brick;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    TensorGrid& tg = g.tensors[t];
+    const TensorShape& s = graph.layer(g.tensor_ids[t]).out;
+    const int64_t c = tg.extent[0];
+    const int64_t cb = (b.cb <= 0 || b.cb > c) ? c : b.cb;
+    if (s.spatial_rank == 0) {
+      tg.brick = {cb, 1, 1, 1};
+    } else {
+      tg.brick = {cb, s.spatial_rank == 3 ? int64_t{b.d} : 1, int64_t{b.h}, int64_t{b.w}};
+    }
+    for (size_t a = 0; a < kAxes; ++a) {
+      tg.brick[a] = std::max<int64_t>(1, tg.brick[a]);
+      tg.grid[a] = div32(tg.extent[a] + tg.brick[a] - 1, tg.brick[a]);
+    }
+  }
+  g.brick_reason = g.structure_reason;
+  if (g.brick_reason.empty() && (b.d < 1 || b.h < 1 || b.w < 1 || b.cb < 0))
+    g.brick_reason = "brick " + b.str() + ": extents must be >= 1 and cb >= 0";
+}
+
+} // namespace brickdl::model::detail

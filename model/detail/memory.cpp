@@ -26,7 +26,8 @@ Occupancy occupancy(const GpuSpec& gpu, int threads, double smem_bytes, int regi
   // Registers are allocated per warp in units of 256.
   const int warps = (threads + 31) / 32;
   const int regs_per_warp = ((registers * 32 + 255) / 256) * 256;
-  if (regs_per_warp > 0) bps = std::min(bps, gpu.registers_per_sm / (regs_per_warp * warps));
+  if (regs_per_warp > 0)
+    bps = std::min(bps, gpu.registers_per_sm / (regs_per_warp * warps));
   if (bps < 1) {
     o.reason = "one block of " + std::to_string(threads) + " threads × " +
                std::to_string(registers) + " registers does not fit an SM's " +
@@ -46,12 +47,15 @@ ReuseSplit split_reuse(const std::array<double, 4>& sum, const std::array<double
   ReuseSplit r;
   r.distance = distance;
   double first = scale;
-  for (size_t a = 0; a < 4; ++a) first *= uni[a];
+  for (size_t a = 0; a < 4; ++a)
+    first *= uni[a];
   r.first = first;
   for (size_t a = 0; a < 4; ++a) {
     double t = scale * std::max(0.0, sum[a] - uni[a]);
-    for (size_t b = 0; b < a; ++b) t *= uni[b];
-    for (size_t b = a + 1; b < 4; ++b) t *= sum[b];
+    for (size_t b = 0; b < a; ++b)
+      t *= uni[b];
+    for (size_t b = a + 1; b < 4; ++b)
+      t *= sum[b];
     r.reread[a] = t;
   }
   return r;
@@ -61,7 +65,8 @@ double L2Window::conflicts(const ReuseSplit& s) const {
   double c = 0;
   for (size_t a = 0; a < 4; ++a) {
     const double d = s.distance[a];
-    if (d <= 0) continue;  // the same block looks it up again: no other claimer
+    if (d <= 0)
+      continue; // the same block looks it up again: no other claimer
     c += s.reread[a] * std::max(0.0, 1.0 - d / std::max(1.0, concurrent));
   }
   return c * kConflictOverlap;
@@ -81,7 +86,8 @@ ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
 }
 
 double peak_flops(const GpuSpec& gpu, DType dtype, bool library) {
-  if (dtype == DType::kF32) return gpu.fp32_tflops * 1e12;
+  if (dtype == DType::kF32)
+    return gpu.fp32_tflops * 1e12;
   return (library ? gpu.fp16_tflops : 2 * gpu.fp32_tflops) * 1e12;
 }
 
@@ -92,7 +98,8 @@ double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DT
   const double per_sm = std::max(blocks, 1.0) / sms;
   const double u_mem = std::min(1.0, per_sm) * occupancy_factor;
   const double u_compute = per_sm / std::ceil(per_sm) * occupancy_factor;
-  const double dram_ms = dram_bytes / (gpu.dram_bandwidth_gbs * 1e9 * c.dram_efficiency * u_mem) * 1e3;
+  const double dram_ms =
+      dram_bytes / (gpu.dram_bandwidth_gbs * 1e9 * c.dram_efficiency * u_mem) * 1e3;
   const double l2_ms = l2_bytes / (gpu.l2_bandwidth_gbs * 1e9 * c.l2_efficiency * u_mem) * 1e3;
   const double compute_ms =
       flops / (peak_flops(gpu, dtype, library) * c.compute_efficiency * u_compute) * 1e3;
@@ -115,4 +122,4 @@ void finish_time(Prediction& p) {
               p.t_atomic_conflict_ms + p.t_launch_ms + p.t_sync_ms;
 }
 
-}  // namespace brickdl::model::detail
+} // namespace brickdl::model::detail

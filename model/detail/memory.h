@@ -68,9 +68,9 @@ inline constexpr double kReservedSmemPerBlock = 1024;
 
 struct Occupancy {
   int blocks_per_sm = 0;
-  double concurrent_blocks = 0;  // blocks_per_sm · SMs
-  double factor = 1;             // throughput scale from too few resident warps
-  std::string reason;            // non-empty when nothing fits on an SM
+  double concurrent_blocks = 0; // blocks_per_sm · SMs
+  double factor = 1;            // throughput scale from too few resident warps
+  std::string reason;           // non-empty when nothing fits on an SM
 };
 
 int estimate_registers(const GpuSpec& gpu, double brick_volume, int threads);
@@ -79,8 +79,8 @@ Occupancy occupancy(const GpuSpec& gpu, int threads, double smem_bytes, int regi
 // Loads of one stream split into first touches and re-reads at four reuse distances.
 struct ReuseSplit {
   double first = 0;
-  std::array<double, 4> reread{};    // per axis, fastest first
-  std::array<double, 4> distance{};  // in thread blocks
+  std::array<double, 4> reread{};   // per axis, fastest first
+  std::array<double, 4> distance{}; // in thread blocks
 };
 // S, U, distance ordered fastest axis first; scale multiplies every part (batch · bytes).
 ReuseSplit split_reuse(const std::array<double, 4>& sum, const std::array<double, 4>& uni,
@@ -96,7 +96,8 @@ struct L2Window {
   double misses(const ReuseSplit& s) const {
     double m = 0;
     for (size_t a = 0; a < 4; ++a)
-      if (!hits(s.distance[a])) m += s.reread[a];
+      if (!hits(s.distance[a]))
+        m += s.reread[a];
     return m;
   }
   // Expected conflicting lookups among the re-lookups of `s` (counts, not bytes).
@@ -120,4 +121,4 @@ double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DT
 // time_ms = bound terms + atomics + launch + sync (all already in p).
 void finish_time(Prediction& p);
 
-}  // namespace brickdl::model::detail
+} // namespace brickdl::model::detail

@@ -11,14 +11,14 @@ namespace brickdl::model::detail {
 namespace {
 
 struct Entry {
-  int key = 0;  // tensor index, or T + layer for a layer's weights
+  int key = 0; // tensor index, or T + layer for a layer's weights
   double bytes = 0;
 };
 
 struct Scratch {
-  std::vector<Entry> lru;  // most recent first
-  std::vector<double> read_miss;     // per kernel
-  std::vector<bool> written_back;    // per tensor
+  std::vector<Entry> lru;         // most recent first
+  std::vector<double> read_miss;  // per kernel
+  std::vector<bool> written_back; // per tensor
 };
 
 Scratch& scratch() {
@@ -47,12 +47,13 @@ double depth_of(const std::vector<Entry>& lru, int key) {
   double depth = 0;
   for (const Entry& e : lru) {
     depth += e.bytes;
-    if (e.key == key) return depth;
+    if (e.key == key)
+      return depth;
   }
   return INFINITY;
 }
 
-}  // namespace
+} // namespace
 
 void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p,
                        std::vector<KernelCost>* kernels) {
@@ -74,21 +75,24 @@ void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Predi
       const double depth = touch(s.lru, t, bytes);
       if (depth > share) {
         s.read_miss[static_cast<size_t>(i)] += bytes;
-        if (t < L) s.written_back[static_cast<size_t>(t)] = true;  // it left L2 dirty
+        if (t < L)
+          s.written_back[static_cast<size_t>(t)] = true; // it left L2 dirty
       }
     }
     const double wbytes = g.params[static_cast<size_t>(i)] * dt;
     if (wbytes > 0) {
-      touch(s.lru, T + i, wbytes);  // weights: each read by one kernel, cold
+      touch(s.lru, T + i, wbytes); // weights: each read by one kernel, cold
       s.read_miss[static_cast<size_t>(i)] += wbytes;
     }
-    touch(s.lru, i, g.numel(i) * dt);  // the output, write-allocated
+    touch(s.lru, i, g.numel(i) * dt); // the output, write-allocated
   }
   for (int t = 0; t < L - 1; ++t)
-    if (depth_of(s.lru, t) > share) s.written_back[static_cast<size_t>(t)] = true;
+    if (depth_of(s.lru, t) > share)
+      s.written_back[static_cast<size_t>(t)] = true;
 
   // Pass 2: per kernel bytes and roofline.
-  if (kernels) kernels->clear();
+  if (kernels)
+    kernels->clear();
   const ResolvedCoefficients& c = ctx.coef;
   for (int i = 0; i < L; ++i) {
     const size_t is = static_cast<size_t>(i);
@@ -136,4 +140,4 @@ void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Predi
   finish_time(p);
 }
 
-}  // namespace brickdl::model::detail
+} // namespace brickdl::model::detail

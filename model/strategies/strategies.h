@@ -25,10 +25,10 @@ struct StrategyContext {
 
 // One layerwise kernel, for per-layer reports.
 struct KernelCost {
-  int layer = 0;  // graph id
+  int layer = 0; // graph id
   double dram_read_bytes = 0, dram_write_bytes = 0, l1_bytes = 0, flops = 0;
   double blocks = 0;
-  double time_ms = 0;  // max(DRAM, L2, compute) + launch
+  double time_ms = 0; // max(DRAM, L2, compute) + launch
 };
 
 void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p);
@@ -37,4 +37,4 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
 void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p,
                        std::vector<KernelCost>* kernels = nullptr);
 
-}  // namespace brickdl::model::detail
+} // namespace brickdl::model::detail

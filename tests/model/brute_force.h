@@ -19,22 +19,28 @@ struct Box {
   int64_t c0 = 0, c1 = -1;
   std::array<int64_t, 3> lo{0, 0, 0}, hi{-1, -1, -1};
   bool empty() const {
-    if (c1 < c0) return true;
+    if (c1 < c0)
+      return true;
     for (size_t a = 0; a < 3; ++a)
-      if (hi[a] < lo[a]) return true;
+      if (hi[a] < lo[a])
+        return true;
     return false;
   }
   double volume() const {
-    if (empty()) return 0;
+    if (empty())
+      return 0;
     double v = static_cast<double>(c1 - c0 + 1);
-    for (size_t a = 0; a < 3; ++a) v *= static_cast<double>(hi[a] - lo[a] + 1);
+    for (size_t a = 0; a < 3; ++a)
+      v *= static_cast<double>(hi[a] - lo[a] + 1);
     return v;
   }
 };
 
 inline Box hull(const Box& a, const Box& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
+  if (a.empty())
+    return b;
+  if (b.empty())
+    return a;
   Box r;
   r.c0 = std::min(a.c0, b.c0);
   r.c1 = std::max(a.c1, b.c1);
@@ -56,44 +62,47 @@ inline Box clip(Box b, const TensorShape& s) {
   return b;
 }
 
-inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 // What `l` reads of input `slot` for output box `out`, clipped.
 inline Box need(const Graph& g, const Layer& l, int slot, const Box& out) {
   const TensorShape& in = g.layer(l.inputs[static_cast<size_t>(slot)]).out;
-  if (out.empty()) return Box{};
+  if (out.empty())
+    return Box{};
   Box r = out;
   switch (l.op) {
-    case OpKind::kConv:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      for (size_t a = 0; a < 3; ++a) {
-        r.lo[a] = out.lo[a] * l.window.stride[a] - l.window.pad[a];
-        r.hi[a] = out.hi[a] * l.window.stride[a] - l.window.pad[a] +
-                  int64_t{l.window.dilation[a]} * (l.window.kernel[a] - 1);
-      }
-      if (l.op == OpKind::kConv) {
-        const int64_t cout_g = l.out_channels / l.groups, cin_g = in.c / l.groups;
-        r.c0 = (out.c0 / cout_g) * cin_g;
-        r.c1 = (out.c1 / cout_g + 1) * cin_g - 1;
-      }
-      break;
-    case OpKind::kConcat: {
-      int64_t off = 0;
-      for (int s = 0; s < slot; ++s) off += g.layer(l.inputs[static_cast<size_t>(s)]).out.c;
-      r.c0 = out.c0 - off;
-      r.c1 = out.c1 - off;
-      break;
+  case OpKind::kConv:
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool:
+    for (size_t a = 0; a < 3; ++a) {
+      r.lo[a] = out.lo[a] * l.window.stride[a] - l.window.pad[a];
+      r.hi[a] = out.hi[a] * l.window.stride[a] - l.window.pad[a] +
+                int64_t{l.window.dilation[a]} * (l.window.kernel[a] - 1);
     }
-    case OpKind::kUpsample:
-      for (size_t a = 0; a < 3; ++a) {
-        const int64_t f = (a == 0 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
-        r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
-        r.hi[a] = floor_div(out.hi[a], f) + (l.bilinear ? 1 : 0);
-      }
-      break;
-    default:
-      break;
+    if (l.op == OpKind::kConv) {
+      const int64_t cout_g = l.out_channels / l.groups, cin_g = in.c / l.groups;
+      r.c0 = (out.c0 / cout_g) * cin_g;
+      r.c1 = (out.c1 / cout_g + 1) * cin_g - 1;
+    }
+    break;
+  case OpKind::kConcat: {
+    int64_t off = 0;
+    for (int s = 0; s < slot; ++s)
+      off += g.layer(l.inputs[static_cast<size_t>(s)]).out.c;
+    r.c0 = out.c0 - off;
+    r.c1 = out.c1 - off;
+    break;
+  }
+  case OpKind::kUpsample:
+    for (size_t a = 0; a < 3; ++a) {
+      const int64_t f = (a == 0 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
+      r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
+      r.hi[a] = floor_div(out.hi[a], f) + (l.bilinear ? 1 : 0);
+    }
+    break;
+  default: break;
   }
   return clip(r, in);
 }
@@ -105,13 +114,14 @@ struct BruteCounts {
 };
 
 struct BrickGeom {
-  std::array<int64_t, 4> b{};  // c, d, h, w
+  std::array<int64_t, 4> b{}; // c, d, h, w
   std::array<int64_t, 4> e{};
   std::array<int64_t, 4> n{};
   BrickGeom(const TensorShape& s, const BrickShape& bs) {
     e = {s.c, s.d, s.h, s.w};
     b = {(bs.cb <= 0 || bs.cb > s.c) ? s.c : bs.cb, s.spatial_rank == 3 ? bs.d : 1, bs.h, bs.w};
-    for (size_t a = 0; a < 4; ++a) n[a] = (e[a] + b[a] - 1) / b[a];
+    for (size_t a = 0; a < 4; ++a)
+      n[a] = (e[a] + b[a] - 1) / b[a];
   }
   Box brick(const std::array<int64_t, 4>& j) const {
     Box r;
@@ -126,7 +136,8 @@ struct BrickGeom {
 };
 
 inline double flops_per_point(const Graph& g, const Layer& l) {
-  if (l.op != OpKind::kConv) return 0;
+  if (l.op != OpKind::kConv)
+    return 0;
   const double kvol = double(l.window.kernel[0]) * l.window.kernel[1] * l.window.kernel[2];
   return 2.0 * double(g.layer(l.inputs[0]).out.c / l.groups) * kvol;
 }
@@ -136,7 +147,8 @@ inline std::vector<std::pair<int, Box>> needs(const Graph& g, const Layer& l, co
   std::vector<std::pair<int, Box>> r;
   for (size_t s = 0; s < l.inputs.size(); ++s) {
     const Box b = need(g, l, static_cast<int>(s), out);
-    auto it = std::find_if(r.begin(), r.end(), [&](const auto& x) { return x.first == l.inputs[s]; });
+    auto it =
+        std::find_if(r.begin(), r.end(), [&](const auto& x) { return x.first == l.inputs[s]; });
     if (it == r.end()) {
       r.emplace_back(l.inputs[s], b);
     } else {
@@ -164,7 +176,8 @@ inline BruteCounts brute_padded(const Graph& g, const Candidate& cand) {
           reg[static_cast<size_t>(grp.last)] = bg.brick(j);
           for (int id = grp.last; id >= grp.first; --id) {
             Box& r = reg[static_cast<size_t>(id)];
-            if (r.empty()) continue;
+            if (r.empty())
+              continue;
             const Layer& l = g.layer(id);
             if (id != grp.last) {
               r.c0 = 0;
@@ -173,12 +186,14 @@ inline BruteCounts brute_padded(const Graph& g, const Candidate& cand) {
             c.bricks[static_cast<size_t>(id - grp.first)] += static_cast<int64_t>(n);
             c.flops += n * r.volume() * flops_per_point(g, l);
             c.bytes_weight += n * double(l.params) *
-                              (id == grp.last ? double(r.c1 - r.c0 + 1) / double(l.out.c) : 1.0) * dt;
+                              (id == grp.last ? double(r.c1 - r.c0 + 1) / double(l.out.c) : 1.0) *
+                              dt;
             for (const auto& [p, b] : needs(g, l, r))
               reg[static_cast<size_t>(p)] = hull(reg[static_cast<size_t>(p)], b);
           }
           for (int id = 0; id < g.size(); ++id)
-            if (!grp.contains(id)) c.bytes_input += n * reg[static_cast<size_t>(id)].volume() * dt;
+            if (!grp.contains(id))
+              c.bytes_input += n * reg[static_cast<size_t>(id)].volume() * dt;
         }
   c.bytes_output = double(last.out.numel()) * dt;
   return c;
@@ -198,7 +213,8 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
     for (j[0] = 0; j[0] < bg.n[0]; ++j[0])
       for (j[1] = 0; j[1] < bg.n[1]; ++j[1])
         for (j[2] = 0; j[2] < bg.n[2]; ++j[2])
-          for (j[3] = 0; j[3] < bg.n[3]; ++j[3]) sets[static_cast<size_t>(L - 1)].insert(j);
+          for (j[3] = 0; j[3] < bg.n[3]; ++j[3])
+            sets[static_cast<size_t>(L - 1)].insert(j);
   }
   for (int id = grp.last; id >= grp.first; --id) {
     const Layer& l = g.layer(id);
@@ -215,7 +231,8 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
         c.claims += n;
       }
       for (const auto& [p, b] : needs(g, l, r)) {
-        if (b.empty()) continue;
+        if (b.empty())
+          continue;
         if (!grp.contains(p)) {
           c.bytes_input += n * b.volume() * dt;
           continue;
@@ -240,4 +257,4 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
   return c;
 }
 
-}  // namespace brickdl::model::testing
+} // namespace brickdl::model::testing

@@ -48,22 +48,24 @@ TEST(CostModelBruteForce, RandomGraphsMatchEveryCount) {
     const int last = g.size() - 1;
     const int first = testing::pick(rng, 1, last);
     const Group grp{first, last};
-    if (!testing::is_valid_group(g, grp)) continue;
+    if (!testing::is_valid_group(g, grp))
+      continue;
     Candidate c;
     c.group = grp;
     c.brick = testing::random_brick(rng);
-    const std::string ctx = "trial " + std::to_string(trial) + " group [" +
-                            std::to_string(first) + "," + std::to_string(last) + "] brick " +
-                            c.brick.str() + " input " + g.input_shape().str();
+    const std::string ctx = "trial " + std::to_string(trial) + " group [" + std::to_string(first) +
+                            "," + std::to_string(last) + "] brick " + c.brick.str() + " input " +
+                            g.input_shape().str();
     c.strategy = Strategy::kPadded;
     compare(model.predict(g, c), brute_padded(g, c), false, "padded " + ctx);
     c.strategy = Strategy::kMemoized;
     compare(model.predict(g, c), brute_memoized(g, c), true, "memoized " + ctx);
     ++compared;
-    if (::testing::Test::HasFailure()) break;
+    if (::testing::Test::HasFailure())
+      break;
   }
   EXPECT_GT(compared, 250);
 }
 
-}  // namespace
-}  // namespace brickdl::model
+} // namespace
+} // namespace brickdl::model

@@ -44,20 +44,25 @@ TEST(Nnls, MatchesBruteForceOverActiveSets) {
     Eigen::VectorXd b(8);
     for (int i = 0; i < 8; ++i) {
       b(i) = nd(rng);
-      for (int j = 0; j < 4; ++j) a(i, j) = nd(rng);
+      for (int j = 0; j < 4; ++j)
+        a(i, j) = nd(rng);
     }
     double best = 1e300;
     for (int mask = 0; mask < 16; ++mask) {
       std::vector<int> cols;
       for (int j = 0; j < 4; ++j)
-        if (mask & (1 << j)) cols.push_back(j);
+        if (mask & (1 << j))
+          cols.push_back(j);
       Eigen::VectorXd x = Eigen::VectorXd::Zero(4);
       if (!cols.empty()) {
         Eigen::MatrixXd ap(8, static_cast<Eigen::Index>(cols.size()));
-        for (size_t k = 0; k < cols.size(); ++k) ap.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
+        for (size_t k = 0; k < cols.size(); ++k)
+          ap.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
         const Eigen::VectorXd s = ap.colPivHouseholderQr().solve(b);
-        if ((s.array() < 0).any()) continue;
-        for (size_t k = 0; k < cols.size(); ++k) x(cols[k]) = s(static_cast<Eigen::Index>(k));
+        if ((s.array() < 0).any())
+          continue;
+        for (size_t k = 0; k < cols.size(); ++k)
+          x(cols[k]) = s(static_cast<Eigen::Index>(k));
       }
       best = std::min(best, (a * x - b).squaredNorm());
     }
@@ -76,7 +81,7 @@ TEST(Spearman, KnownVectors) {
   // Ties: b = (1, 1, 2) has ranks (1.5, 1.5, 3); a ranks (1, 2, 3). Pearson of the ranks:
   // centred a = (−1, 0, 1), b = (−0.5, −0.5, 1): 1.5 / sqrt(2 · 1.5) = 0.8660...
   EXPECT_NEAR(spearman({1, 2, 3}, {1, 1, 2}), 1.5 / std::sqrt(3.0), 1e-12);
-  EXPECT_DOUBLE_EQ(spearman({1, 1, 1}, {1, 2, 3}), 0.0);  // constant: undefined → 0
+  EXPECT_DOUBLE_EQ(spearman({1, 1, 1}, {1, 2, 3}), 0.0); // constant: undefined → 0
 }
 
 TEST(Accuracy, MedianAndWorstRelativeErrors) {
@@ -88,8 +93,8 @@ TEST(Accuracy, MedianAndWorstRelativeErrors) {
     rows[static_cast<size_t>(i)].measured_ms = meas[i];
     rows[static_cast<size_t>(i)].predicted.dram_bytes = 100;
   }
-  rows[0].measured_dram_bytes = 100;  // error 0
-  rows[1].measured_dram_bytes = 80;   // error 0.25
+  rows[0].measured_dram_bytes = 100; // error 0
+  rows[1].measured_dram_bytes = 80;  // error 0.25
   // Time errors: 0, 0.2, 0.5, 0.25 → median (0.2 + 0.25) / 2 = 0.225, worst 0.5.
   const Accuracy a = accuracy(rows);
   EXPECT_EQ(a.rows, 4);
@@ -117,8 +122,9 @@ TEST(Calibration, RecoversKnownCoefficientsFromSyntheticRows) {
     Prediction& p = r.predicted;
     // Each row is bound by one roofline term, as a single merged kernel is.
     const int bound = i % 3;
-    (bound == 0 ? p.bound_dram_ms : bound == 1 ? p.bound_l2_ms : p.bound_compute_ms) =
-        0.05 + u(rng);
+    (bound == 0   ? p.bound_dram_ms
+     : bound == 1 ? p.bound_l2_ms
+                  : p.bound_compute_ms) = 0.05 + u(rng);
     p.t_atomic_compulsory_ms = 0.02 * u(rng);
     p.t_atomic_conflict_ms = 0.05 * u(rng);
     p.t_launch_ms = 0.003 * (1 + i % 4);
@@ -161,12 +167,13 @@ TEST(Calibration, UnexercisedComponentsAreKeptAndNamed) {
   }
   const Calibration cal = calibrate(rows, Coefficients{}, gpu);
   EXPECT_NEAR(cal.coefficients.dram_efficiency, 0.85 / 2, 1e-9);
-  EXPECT_FALSE(cal.identified[2]);  // no compute-bound row
+  EXPECT_FALSE(cal.identified[2]); // no compute-bound row
   EXPECT_DOUBLE_EQ(cal.coefficients.compute_efficiency, 0.6);
   bool named = false;
-  for (const std::string& n : cal.notes) named |= n.find("compute") != std::string::npos;
+  for (const std::string& n : cal.notes)
+    named |= n.find("compute") != std::string::npos;
   EXPECT_TRUE(named);
 }
 
-}  // namespace
-}  // namespace brickdl::model
+} // namespace
+} // namespace brickdl::model

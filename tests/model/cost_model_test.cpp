@@ -13,7 +13,9 @@
 namespace brickdl::model {
 namespace {
 
-CostModel a100() { return CostModel(*find_gpu_spec("A100-40GB")); }
+CostModel a100() {
+  return CostModel(*find_gpu_spec("A100-40GB"));
+}
 
 Candidate candidate(int first, int last, Strategy s, BrickShape b) {
   Candidate c;
@@ -23,7 +25,9 @@ Candidate candidate(int first, int last, Strategy s, BrickShape b) {
   return c;
 }
 
-BrickShape brick2d(int e, int cb = 0) { return BrickShape{1, e, e, cb}; }
+BrickShape brick2d(int e, int cb = 0) {
+  return BrickShape{1, e, e, cb};
+}
 
 // input 1x1x10x10 → conv 3x3 pad 1 (1 → 2 channels).
 Graph one_conv() {
@@ -147,7 +151,7 @@ TEST(CostModelHand, StridedDilatedPadded) {
   EXPECT_DOUBLE_EQ(p.useful_flops, 900);
   EXPECT_DOUBLE_EQ(p.redundant_flops, 2142);
   EXPECT_DOUBLE_EQ(p.bytes_input, 25 * 25 * 4);
-  EXPECT_DOUBLE_EQ(p.bytes_weight, (9 + 9) * 9 * 4);  // 9 params per layer, 9 units
+  EXPECT_DOUBLE_EQ(p.bytes_weight, (9 + 9) * 9 * 4); // 9 params per layer, 9 units
   EXPECT_DOUBLE_EQ(p.bytes_output, 25 * 4);
 }
 
@@ -188,7 +192,7 @@ TEST(CostModelHand, Conv3dPaddedAndMemoized) {
   // conv1: 8³ · 54 = 27648; conv2: 216 · 54 = 11664 → 39312; useful 2 · 216 · 54 = 23328.
   EXPECT_DOUBLE_EQ(pad.flops, 39312);
   EXPECT_DOUBLE_EQ(pad.redundant_flops, 39312 - 23328);
-  EXPECT_DOUBLE_EQ(pad.bytes_input, 1000 * 4);  // 10³
+  EXPECT_DOUBLE_EQ(pad.bytes_input, 1000 * 4); // 10³
   EXPECT_DOUBLE_EQ(pad.bytes_weight, 54 * 8 * 4);
   EXPECT_DOUBLE_EQ(pad.bytes_output, 216 * 4);
 
@@ -198,9 +202,9 @@ TEST(CostModelHand, Conv3dPaddedAndMemoized) {
   EXPECT_DOUBLE_EQ(memo.atomics_compulsory, 8);
   EXPECT_DOUBLE_EQ(memo.memo_lookups, 64);
   EXPECT_DOUBLE_EQ(memo.flops, 23328);
-  EXPECT_DOUBLE_EQ(memo.bytes_intermediate_load, 512 * 4);  // 8³
+  EXPECT_DOUBLE_EQ(memo.bytes_intermediate_load, 512 * 4); // 8³
   EXPECT_DOUBLE_EQ(memo.bytes_intermediate_store, 216 * 4);
-  EXPECT_DOUBLE_EQ(memo.bytes_input, 512 * 4);  // conv1 bricks: [0,4] (5) + [3,5] (3) per axis
+  EXPECT_DOUBLE_EQ(memo.bytes_input, 512 * 4); // conv1 bricks: [0,4] (5) + [3,5] (3) per axis
 }
 
 // x: 1x4x8x8 → conv1 3x3 pad 1 (4 → 4) → add(conv1, x); bricks 4x4, channel block 2.
@@ -212,7 +216,8 @@ Graph conv_add() {
 }
 
 TEST(CostModelHand, ResidualWithChannelBlocksPadded) {
-  const Prediction p = a100().predict(conv_add(), candidate(1, 2, Strategy::kPadded, brick2d(4, 2)));
+  const Prediction p =
+      a100().predict(conv_add(), candidate(1, 2, Strategy::kPadded, brick2d(4, 2)));
   ASSERT_TRUE(p.feasible) << p.reason;
   // Units: 2 channel blocks × 2 × 2 bricks = 8. Each computes conv1 over the brick (the add
   // needs the same box) with all 4 channels: 8 · 16 · 4 · (2 · 4 · 9) = 36864; useful 18432.
@@ -416,5 +421,5 @@ TEST(CostModelFeasibility, SharedMemoryLimit) {
   EXPECT_DOUBLE_EQ(small.smem_bytes_per_block, (36 + 16) * 256 * 4);
 }
 
-}  // namespace
-}  // namespace brickdl::model
+} // namespace
+} // namespace brickdl::model

@@ -38,7 +38,8 @@ TEST(CostModelProperties, PaddedRedundancyGrowsWithDepth) {
     const Graph g = conv_chain(depth, 8, 56);
     const Prediction p = m.predict(g, make(1, depth, Strategy::kPadded, {1, 8, 8, 0}));
     const double fraction = p.redundant_flops / p.useful_flops;
-    if (depth == 1) EXPECT_DOUBLE_EQ(fraction, 0.0);
+    if (depth == 1)
+      EXPECT_DOUBLE_EQ(fraction, 0.0);
     EXPECT_GT(fraction, prev) << "depth " << depth;
     prev = fraction;
   }
@@ -68,7 +69,8 @@ TEST(CostModelProperties, MemoizedRecomputesNothingOnStrideOneChains) {
     const int kernel = testing::pick(rng, 0, 1) ? 3 : 5;
     const Graph g = conv_chain(depth, testing::pick(rng, 1, 6), testing::pick(rng, 5, 20), dims,
                                dims == 3 ? 3 : kernel);
-    const Prediction p = m.predict(g, make(1, depth, Strategy::kMemoized, testing::random_brick(rng)));
+    const Prediction p =
+        m.predict(g, make(1, depth, Strategy::kMemoized, testing::random_brick(rng)));
     EXPECT_DOUBLE_EQ(p.redundant_flops, 0) << "trial " << trial;
     EXPECT_DOUBLE_EQ(p.flops, p.useful_flops);
   }
@@ -81,10 +83,12 @@ TEST(CostModelProperties, NoCandidateBeatsTheLowerBound) {
     const CostModel m(gpu);
     for (int trial = 0; trial < 80; ++trial) {
       const int dims = trial % 3 == 0 ? 3 : 2;
-      const Graph g = fuse_for_inference(testing::random_graph(rng, dims, testing::pick(rng, 1, 6)));
+      const Graph g =
+          fuse_for_inference(testing::random_graph(rng, dims, testing::pick(rng, 1, 6)));
       const int last = g.size() - 1;
       const Group grp{testing::pick(rng, 1, last), last};
-      if (!testing::is_valid_group(g, grp)) continue;
+      if (!testing::is_valid_group(g, grp))
+        continue;
       const LowerBound lb = m.lower_bound(g, grp);
       ASSERT_GT(lb.dram_bytes, 0);
       for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized}) {
@@ -108,7 +112,7 @@ TEST(CostModelProperties, NoCandidateBeatsTheLowerBound) {
 }
 
 TEST(CostModelProperties, LayerwiseIntermediatesStayInL2OnlyWhenTheyFit) {
-  const CostModel m(*find_gpu_spec("A100-40GB"));  // 40 MiB L2, half of it counted on
+  const CostModel m(*find_gpu_spec("A100-40GB")); // 40 MiB L2, half of it counted on
   // Two 1x1 convs, 64 channels. 64x64 images: 1 MiB tensors, the intermediate stays in L2:
   // DRAM = input + 2 · weights + output, nothing of the intermediate.
   {
@@ -149,5 +153,5 @@ TEST(CostModelProperties, MergedKernelsCutDramTrafficOfLargeChains) {
   EXPECT_EQ(pad.atomics_compulsory, 0);
 }
 
-}  // namespace
-}  // namespace brickdl::model
+} // namespace
+} // namespace brickdl::model

@@ -46,7 +46,8 @@ inline Graph random_graph(std::mt19937& rng, int dims, int layers) {
     const int choice = pick(rng, 0, 9);
     const int64_t c = b.shape(cur).c;
     if (choice <= 4) {
-      const int k = dims == 3 ? (pick(rng, 0, 1) ? 3 : 1) : std::vector<int>{1, 3, 5}[pick(rng, 0, 2)];
+      const int k =
+          dims == 3 ? (pick(rng, 0, 1) ? 3 : 1) : std::vector<int>{1, 3, 5}[pick(rng, 0, 2)];
       const int dil = k > 1 ? pick(rng, 1, 2) : 1;
       const int pad = pick(rng, 0, dil * (k - 1) / 2);
       const int stride = min_extent(cur) >= 6 ? pick(rng, 1, 2) : 1;
@@ -57,10 +58,12 @@ inline Graph random_graph(std::mt19937& rng, int dims, int layers) {
         cout = 2 * pick(rng, 1, 2);
       }
       const int64_t span = int64_t{dil} * (k - 1) + 1;
-      if (min_extent(cur) + 2 * pad < span) continue;
+      if (min_extent(cur) + 2 * pad < span)
+        continue;
       cur = dims == 3 ? b.conv3d(cur, cout, k, stride, pad, dil, groups)
                       : b.conv2d(cur, cout, k, stride, pad, dil, groups);
-      if (pick(rng, 0, 2) == 0) cur = b.relu(b.batch_norm(cur));
+      if (pick(rng, 0, 2) == 0)
+        cur = b.relu(b.batch_norm(cur));
     } else if (choice == 5) {
       if (min_extent(cur) >= 4 && pick(rng, 0, 1)) {
         cur = b.max_pool(cur, 2, 2);
@@ -68,24 +71,32 @@ inline Graph random_graph(std::mt19937& rng, int dims, int layers) {
         cur = b.avg_pool(cur, 3, 1, 1);
       }
     } else if (choice == 6) {
-      if (max_extent(cur) <= 7) cur = b.upsample(cur, 2, pick(rng, 0, 1) == 1);
+      if (max_extent(cur) <= 7)
+        cur = b.upsample(cur, 2, pick(rng, 0, 1) == 1);
     } else if (choice == 7) {
       // Residual add with an earlier tensor of the same shape, else a relu.
       std::vector<int> same;
       for (int id = 0; id < cur; ++id)
-        if (b.shape(id) == b.shape(cur)) same.push_back(id);
-      cur = same.empty() ? b.relu(cur) : b.add(cur, same[static_cast<size_t>(pick(rng, 0, static_cast<int>(same.size()) - 1))]);
+        if (b.shape(id) == b.shape(cur))
+          same.push_back(id);
+      cur = same.empty()
+                ? b.relu(cur)
+                : b.add(cur,
+                        same[static_cast<size_t>(pick(rng, 0, static_cast<int>(same.size()) - 1))]);
     } else if (choice == 8) {
       std::vector<int> same;
       for (int id = 0; id < cur; ++id)
-        if (same_spatial(id, cur)) same.push_back(id);
+        if (same_spatial(id, cur))
+          same.push_back(id);
       if (!same.empty())
-        cur = b.concat({same[static_cast<size_t>(pick(rng, 0, static_cast<int>(same.size()) - 1))], cur});
+        cur = b.concat(
+            {same[static_cast<size_t>(pick(rng, 0, static_cast<int>(same.size()) - 1))], cur});
     } else {
       cur = b.relu(cur);
     }
   }
-  if (cur == 0) cur = dims == 3 ? b.conv3d(0, 2, 3, 1, 1) : b.conv2d(0, 2, 3, 1, 1);
+  if (cur == 0)
+    cur = dims == 3 ? b.conv3d(0, 2, 3, 1, 1) : b.conv2d(0, 2, 3, 1, 1);
   return b.build();
 }
 
@@ -93,7 +104,8 @@ inline Graph random_graph(std::mt19937& rng, int dims, int layers) {
 inline bool is_valid_group(const Graph& g, const Group& grp) {
   for (int id = grp.first; id < grp.last; ++id)
     for (int c : g.consumers(id))
-      if (!grp.contains(c)) return false;
+      if (!grp.contains(c))
+        return false;
   return true;
 }
 
@@ -107,4 +119,4 @@ inline BrickShape random_brick(std::mt19937& rng) {
   return b;
 }
 
-}  // namespace brickdl::model::testing
+} // namespace brickdl::model::testing
