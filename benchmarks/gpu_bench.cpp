@@ -18,9 +18,11 @@ using namespace brickdl;
 
 int layer_id(const Graph& g, const std::string& name) {
   for (const Layer& l : g.layers()) {
-    if (l.name == name) return l.id;
+    if (l.name == name)
+      return l.id;
     for (const auto& f : l.fused_from)
-      if (f == name) return l.id;
+      if (f == name)
+        return l.id;
   }
   return -1;
 }
@@ -70,7 +72,9 @@ void register_group(const std::string& label, const Graph& g, Group grp,
     c.strategy = Strategy::kLayerwise;
     benchmark::RegisterBenchmark((label + "/cudnn/" + g.layer(id).name).c_str(),
                                  [g, c](benchmark::State& s) { measure(s, g, c); })
-        ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
     for (const BrickShape& b : bricks) {
@@ -80,7 +84,9 @@ void register_group(const std::string& label, const Graph& g, Group grp,
       c.brick = b;
       benchmark::RegisterBenchmark((label + "/" + c.config_str()).c_str(),
                                    [g, c](benchmark::State& st) { measure(st, g, c); })
-          ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+          ->Iterations(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
     }
   }
 }
@@ -104,7 +110,7 @@ void register_all() {
                  micro.size() - 1);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   register_all();

@@ -17,9 +17,9 @@ using dev::GroupDesc;
 using dev::LayerDesc;
 using dev::RegionMap;
 
-constexpr int kSmemAlignFloats = 4;      // 16-byte aligned buffers
-constexpr int kBrickAlignFloats = 32;    // memoized bricks start on 128-byte lines
-constexpr int kStaticSmemReserve = 512;  // bytes of the memoized kernel's static state
+constexpr int kSmemAlignFloats = 4;     // 16-byte aligned buffers
+constexpr int kBrickAlignFloats = 32;   // memoized bricks start on 128-byte lines
+constexpr int kStaticSmemReserve = 512; // bytes of the memoized kernel's static state
 
 int to_int(int64_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<int>::max())
@@ -32,18 +32,26 @@ dev::Dims dims_of(const TensorShape& s) {
           to_int(s.w, "width")};
 }
 
-int dim_of(const dev::Dims& d, int axis) { return axis == 0 ? d.d : axis == 1 ? d.h : d.w; }
+int dim_of(const dev::Dims& d, int axis) {
+  return axis == 0 ? d.d : axis == 1 ? d.h : d.w;
+}
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
 
-int clamp_cb(int cb, int channels) { return cb <= 0 || cb >= channels ? channels : cb; }
+int clamp_cb(int cb, int channels) {
+  return cb <= 0 || cb >= channels ? channels : cb;
+}
 
-std::string op_label(const Layer& l) { return l.name + " (" + op_name(l.op) + ")"; }
+std::string op_label(const Layer& l) {
+  return l.name + " (" + op_name(l.op) + ")";
+}
 
 // The group's layers and external inputs, validated for the templates.
 struct GroupInfo {
-  std::vector<int> ids;     // graph ids
-  std::vector<int> inputs;  // external producers, in order of first read
+  std::vector<int> ids;    // graph ids
+  std::vector<int> inputs; // external producers, in order of first read
   int rank = 2;
 };
 
@@ -62,13 +70,13 @@ GroupInfo inspect_group(const Graph& g, const Group& group) {
     const Layer& l = g.layer(id);
     info.ids.push_back(id);
     switch (l.op) {
-      case OpKind::kConv:
-      case OpKind::kAdd:
-      case OpKind::kRelu:
-      case OpKind::kLeakyRelu:
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool: break;
-      default: throw Unsupported("no kernel template for " + op_label(l));
+    case OpKind::kConv:
+    case OpKind::kAdd:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: break;
+    default: throw Unsupported("no kernel template for " + op_label(l));
     }
     if (l.out.spatial_rank != info.rank)
       throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
@@ -105,15 +113,17 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   LayerDesc d{};
   d.slope = l.leaky_slope;
   switch (l.op) {
-    case OpKind::kConv: d.op = dev::kOpConv; break;
-    case OpKind::kMaxPool: d.op = dev::kOpMaxPool; break;
-    case OpKind::kAvgPool: d.op = dev::kOpAvgPool; break;
-    default: d.op = dev::kOpEltwise; break;
+  case OpKind::kConv: d.op = dev::kOpConv; break;
+  case OpKind::kMaxPool: d.op = dev::kOpMaxPool; break;
+  case OpKind::kAvgPool: d.op = dev::kOpAvgPool; break;
+  default: d.op = dev::kOpEltwise; break;
   }
   Activation act = l.activation;
-  if (l.op == OpKind::kRelu) act = Activation::kRelu;
-  if (l.op == OpKind::kLeakyRelu) act = Activation::kLeakyRelu;
-  d.act = act == Activation::kRelu ? dev::kActRelu
+  if (l.op == OpKind::kRelu)
+    act = Activation::kRelu;
+  if (l.op == OpKind::kLeakyRelu)
+    act = Activation::kLeakyRelu;
+  d.act = act == Activation::kRelu        ? dev::kActRelu
           : act == Activation::kLeakyRelu ? dev::kActLeaky
                                           : dev::kActNone;
   d.num_src = static_cast<int>(l.inputs.size());
@@ -176,16 +186,20 @@ void hull_into(RegionMap& acc, bool& set, const RegionMap& m, const std::string&
   }
 }
 
-int64_t map_volume(const RegionMap& m) { return int64_t{m.ext[0]} * m.ext[1] * m.ext[2]; }
+int64_t map_volume(const RegionMap& m) {
+  return int64_t{m.ext[0]} * m.ext[1] * m.ext[2];
+}
 
 // Chooses the conv register tile: as large as possible (reuse) while every thread of the
 // block still has work; tiles never straddle conv groups or channel blocks.
 void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_per_unit,
                  int threads) {
-  if (d.op != dev::kOpConv) return;
+  if (d.op != dev::kOpConv)
+    return;
   const int cout_g = d.out.c / d.groups;
   int tco = dev::kMaxTileCo;
-  while (tco > 1 && (cout_g % tco != 0 || channels_per_unit % tco != 0)) tco /= 2;
+  while (tco > 1 && (cout_g % tco != 0 || channels_per_unit % tco != 0))
+    tco /= 2;
   int tpx = std::min(dev::kMaxTilePx, box_w);
   auto items = [&](int c, int p) {
     return int64_t{(channels_per_unit + c - 1) / c} * box_points_d_h * ((box_w + p - 1) / p);
@@ -203,12 +217,13 @@ void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_p
 
 // First-fit allocator of shared-memory buffers (floats) with explicit lifetimes.
 class SmemAllocator {
- public:
+public:
   int alloc(int64_t floats) {
     const int64_t size = round_up(std::max<int64_t>(floats, 1), kSmemAlignFloats);
     int64_t at = 0;
-    for (const auto& [off, sz] : live_) {  // sorted by offset
-      if (at + size <= off) break;
+    for (const auto& [off, sz] : live_) { // sorted by offset
+      if (at + size <= off)
+        break;
       at = std::max(at, off + sz);
     }
     live_.emplace(at, size);
@@ -218,7 +233,7 @@ class SmemAllocator {
   void free(int offset) { live_.erase(offset); }
   int64_t peak() const { return peak_; }
 
- private:
+private:
   std::map<int64_t, int64_t> live_;
   int64_t peak_ = 0;
 };
@@ -253,13 +268,12 @@ void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::D
 }
 
 int64_t unit_count(const GroupDesc& gd) {
-  return int64_t{gd.batch} * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] *
-         gd.nblk_last[3];
+  return int64_t{gd.batch} * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] * gd.nblk_last[3];
 }
 
 // Padded (also the single-layer kernels of the layer-by-layer baseline).
-void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads,
-                 const CodegenOptions& o, const std::string& what) {
+void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const CodegenOptions& o,
+                 const std::string& what) {
   const int L = gd.num_layers;
   std::vector<bool> set(static_cast<size_t>(L), false);
   std::vector<bool> ext_set(static_cast<size_t>(gd.num_external), false);
@@ -294,22 +308,28 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads,
   for (int l = 0; l < L; ++l) {
     const LayerDesc& d = gd.layers[l];
     for (int s = 0; s < d.num_src; ++s) {
-      if (d.src_kind[s] == dev::kSrcLayer) last_reader[static_cast<size_t>(d.src_index[s])] = l;
-      else last_reader_ext[static_cast<size_t>(d.src_index[s])] = l;
+      if (d.src_kind[s] == dev::kSrcLayer)
+        last_reader[static_cast<size_t>(d.src_index[s])] = l;
+      else
+        last_reader_ext[static_cast<size_t>(d.src_index[s])] = l;
     }
   }
   SmemAllocator smem;
   for (int e = 0; e < gd.num_external; ++e) {
-    if (!gd.ext[e].staged) continue;
+    if (!gd.ext[e].staged)
+      continue;
     gd.ext[e].smem = smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region));
   }
   for (int l = 0; l < L; ++l) {
     LayerDesc& d = gd.layers[l];
-    if (l < L - 1) d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
+    if (l < L - 1)
+      d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
     for (int e = 0; e < gd.num_external; ++e)
-      if (gd.ext[e].staged && last_reader_ext[static_cast<size_t>(e)] == l) smem.free(gd.ext[e].smem);
+      if (gd.ext[e].staged && last_reader_ext[static_cast<size_t>(e)] == l)
+        smem.free(gd.ext[e].smem);
     for (int p = 0; p < l; ++p)
-      if (last_reader[static_cast<size_t>(p)] == l) smem.free(gd.layers[p].smem_out);
+      if (last_reader[static_cast<size_t>(p)] == l)
+        smem.free(gd.layers[p].smem_out);
     const bool is_last = l == L - 1;
     const int chans = is_last ? gd.cb_last : d.out.c;
     choose_tile(d, int64_t{d.region.ext[0]} * d.region.ext[1], d.region.ext[2], chans, threads);
@@ -328,15 +348,18 @@ void plan_memoized(GroupDesc& gd, const BrickShape& brick, int cb, int threads,
     // Each tensor is bricked with the candidate's extents, clamped to the tensor.
     const int ext[3] = {std::min(brick.d, d.out.d), std::min(brick.h, d.out.h),
                         std::min(brick.w, d.out.w)};
-    for (int a = 0; a < 3; ++a) d.bext[a] = ext[a];
+    for (int a = 0; a < 3; ++a)
+      d.bext[a] = ext[a];
     const int64_t bvol = int64_t{ext[0]} * ext[1] * ext[2];
     if (l == L - 1) {
       d.cb = gd.cb_last;
-      for (int a = 0; a < 4; ++a) d.nblk[a] = gd.nblk_last[a];
+      for (int a = 0; a < 4; ++a)
+        d.nblk[a] = gd.nblk_last[a];
     } else {
       d.cb = clamp_cb(cb, d.out.c);
       d.nblk[0] = (d.out.c + d.cb - 1) / d.cb;
-      for (int a = 0; a < 3; ++a) d.nblk[a + 1] = (dim_of(d.out, a) + ext[a] - 1) / ext[a];
+      for (int a = 0; a < 3; ++a)
+        d.nblk[a + 1] = (dim_of(d.out, a) + ext[a] - 1) / ext[a];
       const int64_t bricks = int64_t{gd.batch} * d.nblk[0] * d.nblk[1] * d.nblk[2] * d.nblk[3];
       d.brick_stride = to_int(round_up(d.cb * bvol, kBrickAlignFloats), "brick size");
       d.memo_offset = to_int(memo, "memoized buffer offset");
@@ -364,9 +387,11 @@ void plan_memoized(GroupDesc& gd, const BrickShape& brick, int cb, int threads,
       stage = std::max(stage, vol * chans);
     } else {
       for (int s = 0; s < d.num_src; ++s) {
-        if (d.src_kind[s] != dev::kSrcLayer) continue;
+        if (d.src_kind[s] != dev::kSrcLayer)
+          continue;
         const LayerDesc& p = gd.layers[d.src_index[s]];
-        if (p.cb != d.cb) throw Unsupported(what + ": elementwise operands bricked differently");
+        if (p.cb != d.cb)
+          throw Unsupported(what + ": elementwise operands bricked differently");
       }
     }
     d.stage_smem = 0;
@@ -383,8 +408,12 @@ std::string float_literal(float v) {
   std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
   return buf;
 }
-std::string literal(int v) { return std::to_string(v); }
-std::string literal(float v) { return float_literal(v); }
+std::string literal(int v) {
+  return std::to_string(v);
+}
+std::string literal(float v) {
+  return float_literal(v);
+}
 
 std::string kernel_text(const KernelLaunch& k, int index) {
   std::ostringstream os;
@@ -404,7 +433,7 @@ std::string kernel_text(const KernelLaunch& k, int index) {
   return os.str();
 }
 
-}  // namespace
+} // namespace
 
 std::string desc_to_cpp(const dev::GroupDesc& g) {
   std::ostringstream os;
@@ -452,9 +481,10 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
       k.threads = o.layerwise_threads;
       k.output = static_cast<int>(i);
       k.layers = {static_cast<int>(i)};
-      std::vector<int> sources;  // graph ids this layer reads, as the kernel's external slots
+      std::vector<int> sources; // graph ids this layer reads, as the kernel's external slots
       for (int in : l.inputs)
-        if (std::find(sources.begin(), sources.end(), in) == sources.end()) sources.push_back(in);
+        if (std::find(sources.begin(), sources.end(), in) == sources.end())
+          sources.push_back(in);
       GroupDesc& gd = k.desc;
       gd.mode = dev::kModePadded;
       gd.num_layers = 1;
@@ -471,8 +501,8 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
       }
       gd.layers[0] = describe_layer(g, l, {}, sources);
       const BrickShape tile = clamp_brick(o.layerwise_tile, l.out, info.rank);
-      set_units(gd, tile, clamp_cb(o.layerwise_tile.cb, gd.layers[0].out.c),
-                gd.layers[0].out, batch);
+      set_units(gd, tile, clamp_cb(o.layerwise_tile.cb, gd.layers[0].out.c), gd.layers[0].out,
+                batch);
       plan_padded(gd, tile, k.threads, o, what + " layer " + l.name);
       k.smem_bytes = gd.smem_floats * 4;
       k.blocks = unit_count(gd);
@@ -504,8 +534,7 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
     set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
               batch);
     if (c.strategy == Strategy::kMemoized) {
-      plan_memoized(gd, want, c.brick.cb, k.threads, o, what, &plan.memo_floats,
-                    &plan.flag_count);
+      plan_memoized(gd, want, c.brick.cb, k.threads, o, what, &plan.memo_floats, &plan.flag_count);
     } else {
       plan_padded(gd, brick, k.threads, o, what);
     }
@@ -526,4 +555,4 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
   return plan;
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -29,7 +29,7 @@ namespace brickdl::cuda {
 // The candidate cannot run as a generated kernel (an op without a template, too much shared
 // memory per block, ...). The measurer records it as status `unsupported`.
 class Unsupported : public std::runtime_error {
- public:
+public:
   using std::runtime_error::runtime_error;
 };
 
@@ -51,24 +51,24 @@ struct TensorSlot {
 };
 
 struct KernelLaunch {
-  std::string symbol;  // extern "C" name in the generated module
+  std::string symbol; // extern "C" name in the generated module
   dev::GroupDesc desc{};
   int64_t blocks = 0;
   int threads = 256;
   int smem_bytes = 0;             // dynamic shared memory
-  std::vector<TensorSlot> inputs;  // what KernelArgs::ext[i] points to
-  int output = 0;                  // group layer index whose NCDHW output it writes
-  std::vector<int> layers;         // group layer index of desc.layers[i] (weights, bias)
+  std::vector<TensorSlot> inputs; // what KernelArgs::ext[i] points to
+  int output = 0;                 // group layer index whose NCDHW output it writes
+  std::vector<int> layers;        // group layer index of desc.layers[i] (weights, bias)
 };
 
 struct KernelPlan {
   Candidate candidate;
-  std::vector<int> layer_ids;  // graph ids of the group's layers, in order
-  std::vector<int> input_ids;  // graph ids of its external inputs, in order of first read
+  std::vector<int> layer_ids; // graph ids of the group's layers, in order
+  std::vector<int> input_ids; // graph ids of its external inputs, in order of first read
   std::vector<KernelLaunch> launches;
-  int64_t memo_floats = 0;  // KernelArgs::memo
-  int64_t flag_count = 0;   // KernelArgs::flags
-  std::string source;       // the whole translation unit for NVRTC
+  int64_t memo_floats = 0; // KernelArgs::memo
+  int64_t flag_count = 0;  // KernelArgs::flags
+  std::string source;      // the whole translation unit for NVRTC
 };
 
 // Plans and generates the kernels of `candidate` on the fused `graph`. Throws Unsupported.
@@ -86,4 +86,4 @@ struct TemplateHeader {
 };
 const std::vector<TemplateHeader>& template_headers();
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

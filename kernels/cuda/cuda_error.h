@@ -11,18 +11,18 @@
 namespace brickdl::cuda {
 
 class CudaError : public std::runtime_error {
- public:
+public:
   using std::runtime_error::runtime_error;
 };
 
 class CompileError : public std::runtime_error {
- public:
+public:
   CompileError(const std::string& message, std::string log)
       : std::runtime_error(message), log_(std::move(log)) {}
   const std::string& log() const { return log_; }
 
- private:
+private:
   std::string log_;
 };
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <set>
-#include <cmath>
-#include <iostream>
 #include <thread>
 
 #include "kernels/cuda/cuda_error.h"
@@ -27,13 +27,15 @@ using Clock = std::chrono::steady_clock;
 
 // Owning device allocation.
 class DeviceBuffer {
- public:
+public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) BRICKDL_CUDA_CALL(cudaMalloc(&p_, bytes_));
+    if (bytes_ > 0)
+      BRICKDL_CUDA_CALL(cudaMalloc(&p_, bytes_));
   }
   ~DeviceBuffer() {
-    if (p_) cudaFree(p_);
+    if (p_)
+      cudaFree(p_);
   }
   DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
@@ -41,23 +43,21 @@ class DeviceBuffer {
     std::swap(bytes_, o.bytes_);
     return *this;
   }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
+  template <class T> T* as() const { return static_cast<T*>(p_); }
   size_t bytes() const { return bytes_; }
   void upload(const void* src, size_t n) {
     BRICKDL_CUDA_CALL(cudaMemcpy(p_, src, n, cudaMemcpyHostToDevice));
   }
 
- private:
+private:
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
 
 DeviceBuffer upload_floats(const std::vector<float>& v) {
   DeviceBuffer b(v.size() * sizeof(float));
-  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(float));
+  if (!v.empty())
+    b.upload(v.data(), v.size() * sizeof(float));
   return b;
 }
 
@@ -69,7 +69,7 @@ std::vector<float> download(const float* p, int64_t n) {
 
 // A module loaded from a cubin, with its kernels.
 class Module {
- public:
+public:
   Module(const std::string& cubin, const KernelPlan& plan) {
     const auto& d = detail::driver();
     BRICKDL_CU_CALL(d.module_load_data_ex(&mod_, cubin.data(), 0, nullptr, nullptr));
@@ -83,7 +83,8 @@ class Module {
     }
   }
   ~Module() {
-    if (mod_) detail::driver().module_unload(mod_);
+    if (mod_)
+      detail::driver().module_unload(mod_);
   }
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -94,7 +95,7 @@ class Module {
     return r;
   }
 
- private:
+private:
   CUmodule mod_ = nullptr;
   std::vector<CUfunction> fns_;
 };
@@ -102,7 +103,7 @@ class Module {
 // What one candidate runs on: inputs, parameters and outputs on the device.
 struct GroupBuffers {
   std::vector<DeviceBuffer> inputs, weights, biases;
-  std::vector<const float*> input_ptrs, weight_ptrs, bias_ptrs;  // per input / group layer
+  std::vector<const float*> input_ptrs, weight_ptrs, bias_ptrs; // per input / group layer
   DeviceBuffer output;
   int64_t output_numel = 0;
 };
@@ -130,7 +131,7 @@ GroupBuffers upload_group(const Graph& g, const Group& group,
 
 // The generated kernels of a plan, ready to enqueue.
 class GeneratedRun {
- public:
+public:
   GeneratedRun(const Graph& g, const KernelPlan& plan, const std::string& cubin,
                const GroupBuffers& buf, long long spin_limit)
       : plan_(plan), module_(cubin, plan) {
@@ -148,7 +149,8 @@ class GeneratedRun {
     }
     memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_floats) * sizeof(float));
     flags_ = DeviceBuffer(static_cast<size_t>(plan.flag_count) * sizeof(int));
-    if (plan.flag_count > 0) BRICKDL_CUDA_CALL(cudaMemset(flags_.as<int>(), 0, flags_.bytes()));
+    if (plan.flag_count > 0)
+      BRICKDL_CUDA_CALL(cudaMemset(flags_.as<int>(), 0, flags_.bytes()));
     stats_ = DeviceBuffer(dev::kNumStats * sizeof(unsigned long long));
     error_ = DeviceBuffer(sizeof(int));
     reset_stats();
@@ -191,8 +193,8 @@ class GeneratedRun {
   }
   std::vector<unsigned long long> stats() const {
     std::vector<unsigned long long> v(dev::kNumStats);
-    BRICKDL_CUDA_CALL(cudaMemcpy(v.data(), stats_.as<void>(), stats_.bytes(),
-                                 cudaMemcpyDeviceToHost));
+    BRICKDL_CUDA_CALL(
+        cudaMemcpy(v.data(), stats_.as<void>(), stats_.bytes(), cudaMemcpyDeviceToHost));
     return v;
   }
   int error() const {
@@ -202,7 +204,7 @@ class GeneratedRun {
   }
   int registers(size_t i) const { return module_.registers(i); }
 
- private:
+private:
   const KernelPlan& plan_;
   Module module_;
   std::vector<DeviceBuffer> layer_out_;
@@ -229,7 +231,8 @@ Validation compare(const std::vector<float>& out, const std::vector<float>& ref,
     const double diff = std::fabs(a - b);
     max_ref = std::max(max_ref, std::fabs(b));
     max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    if (!(diff <= o.atol + o.rtol * std::fabs(b)) && bad++ == 0) first_bad = static_cast<int64_t>(i);
+    if (!(diff <= o.atol + o.rtol * std::fabs(b)) && bad++ == 0)
+      first_bad = static_cast<int64_t>(i);
   }
   v.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
   if (bad > 0) {
@@ -237,9 +240,10 @@ Validation compare(const std::vector<float>& out, const std::vector<float>& ref,
     v.message = std::to_string(bad) + " of " + std::to_string(ref.size()) +
                 " output elements differ from the reference beyond atol " + std::to_string(o.atol) +
                 " + rtol " + std::to_string(o.rtol) + " (first at flat index " +
-                std::to_string(first_bad) + ": " + std::to_string(out[static_cast<size_t>(first_bad)]) +
-                " vs " + std::to_string(ref[static_cast<size_t>(first_bad)]) +
-                "); max relative error " + std::to_string(v.max_rel_error);
+                std::to_string(first_bad) + ": " +
+                std::to_string(out[static_cast<size_t>(first_bad)]) + " vs " +
+                std::to_string(ref[static_cast<size_t>(first_bad)]) + "); max relative error " +
+                std::to_string(v.max_rel_error);
   }
   return v;
 }
@@ -249,7 +253,8 @@ std::string shorten(const std::string& s, size_t n = 4000) {
 }
 
 double median(std::vector<double> v) {
-  if (v.empty()) return 0;
+  if (v.empty())
+    return 0;
   std::sort(v.begin(), v.end());
   const size_t h = v.size() / 2;
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
@@ -260,7 +265,7 @@ struct TimedOut : std::runtime_error {
 };
 
 class CudaMeasurer final : public Measurer {
- public:
+public:
   explicit CudaMeasurer(const CudaMeasurerOptions& o) : opt_(o), compiler_(o.cache_dir) {
     dev_ = query_device(o.device);
     opt_.codegen.max_smem_bytes =
@@ -292,12 +297,13 @@ class CudaMeasurer final : public Measurer {
       r.error = e.what();
       recover();
     }
-    if (r.status != MeasureStatus::kOk) r.samples_ms.clear();
+    if (r.status != MeasureStatus::kOk)
+      r.samples_ms.clear();
     r.summarize();
     return r;
   }
 
- private:
+private:
   struct DeviceState {
     cudaStream_t stream = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
@@ -323,19 +329,23 @@ class CudaMeasurer final : public Measurer {
   }
 
   void close_device() {
-    if (!st_) return;
+    if (!st_)
+      return;
     st_->cupti.reset();
     st_->flush = DeviceBuffer();
-    if (st_->start) cudaEventDestroy(st_->start);
-    if (st_->stop) cudaEventDestroy(st_->stop);
-    if (st_->stream) cudaStreamDestroy(st_->stream);
+    if (st_->start)
+      cudaEventDestroy(st_->start);
+    if (st_->stop)
+      cudaEventDestroy(st_->stop);
+    if (st_->stream)
+      cudaStreamDestroy(st_->stream);
     st_.reset();
   }
 
   // After a failed launch the context may be unusable (sticky errors): start it afresh.
   void recover() {
     try {
-      st_.reset();  // buffers first (their frees may fail harmlessly on a dead context)
+      st_.reset(); // buffers first (their frees may fail harmlessly on a dead context)
       cudaDeviceReset();
       open_device();
     } catch (const std::exception& e) {
@@ -345,7 +355,8 @@ class CudaMeasurer final : public Measurer {
   }
 
   void warn_once(const std::string& msg) {
-    if (warned_.insert(msg).second) std::cerr << "brickdl: " << msg << "\n";
+    if (warned_.insert(msg).second)
+      std::cerr << "brickdl: " << msg << "\n";
   }
 
   // Waits for the stream; throws TimedOut after `seconds` (the work keeps running).
@@ -354,8 +365,10 @@ class CudaMeasurer final : public Measurer {
     const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
     for (;;) {
       const cudaError_t q = cudaEventQuery(st_->stop);
-      if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) BRICKDL_CUDA_CALL(q);
+      if (q == cudaSuccess)
+        return;
+      if (q != cudaErrorNotReady)
+        BRICKDL_CUDA_CALL(q);
       if (Clock::now() > deadline)
         throw TimedOut("the run did not finish within " + std::to_string(seconds) + " s");
       std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -363,33 +376,39 @@ class CudaMeasurer final : public Measurer {
   }
 
   void flush_l2() {
-    BRICKDL_CUDA_CALL(cudaMemsetAsync(st_->flush.as<void>(), ++flushes_ & 0xff, st_->flush.bytes(),
-                                      st_->stream));
+    BRICKDL_CUDA_CALL(
+        cudaMemsetAsync(st_->flush.as<void>(), ++flushes_ & 0xff, st_->flush.bytes(), st_->stream));
   }
 
   // Warm-up and timed repetitions of `run`; kernel durations from CUPTI when available.
   std::vector<double> time_runs(const std::function<void()>& run, const MeasureOptions& o,
-                                std::map<std::string, double>* counters, const std::string& prefix) {
-    for (int i = 0; i < o.warmup; ++i) run();
+                                std::map<std::string, double>* counters,
+                                const std::string& prefix) {
+    for (int i = 0; i < o.warmup; ++i)
+      run();
     wait(o.timeout_s);
     std::vector<double> samples;
     const bool records = st_->cupti != nullptr;
-    if (records) st_->cupti->begin_kernel_records();
+    if (records)
+      st_->cupti->begin_kernel_records();
     const auto t0 = Clock::now();
     for (int i = 0; i < o.repetitions; ++i) {
-      if (o.flush_l2) flush_l2();
+      if (o.flush_l2)
+        flush_l2();
       BRICKDL_CUDA_CALL(cudaEventRecord(st_->start, st_->stream));
       run();
       wait(o.timeout_s);
       float ms = 0;
       BRICKDL_CUDA_CALL(cudaEventElapsedTime(&ms, st_->start, st_->stop));
       samples.push_back(ms);
-      if (std::chrono::duration<double>(Clock::now() - t0).count() > o.timeout_s) break;
+      if (std::chrono::duration<double>(Clock::now() - t0).count() > o.timeout_s)
+        break;
     }
     if (records) {
       const auto recs = st_->cupti->end_kernel_records();
       double total = 0;
-      for (const auto& k : recs) total += k.ms();
+      for (const auto& k : recs)
+        total += k.ms();
       if (!samples.empty()) {
         (*counters)[prefix + "kernel_time_ms"] = total / static_cast<double>(samples.size());
         (*counters)[prefix + "kernels_per_run"] =
@@ -401,7 +420,8 @@ class CudaMeasurer final : public Measurer {
 
   void collect_counters(const std::function<void()>& run, const MeasureOptions& o,
                         std::map<std::string, double>* counters) {
-    if (!o.collect_counters || !st_->cupti) return;
+    if (!o.collect_counters || !st_->cupti)
+      return;
     std::vector<std::string> metrics =
         opt_.metrics.empty() ? CuptiProfiler::default_metrics() : opt_.metrics;
     const auto unknown = CuptiProfiler::unknown_metrics(st_->cupti->chip(), metrics);
@@ -409,11 +429,21 @@ class CudaMeasurer final : public Measurer {
       warn_once("CUPTI: metric " + u + " is unknown on " + st_->cupti->chip() + "; skipped");
       metrics.erase(std::find(metrics.begin(), metrics.end(), u));
     }
-    if (metrics.empty()) return;
+    if (metrics.empty())
+      return;
     try {
       const auto values = st_->cupti->collect(
-          metrics, [&] { if (o.flush_l2) flush_l2(); }, [&] { run(); wait(o.timeout_s); });
-      for (const auto& [k, v] : values) (*counters)[k] = v;
+          metrics,
+          [&] {
+            if (o.flush_l2)
+              flush_l2();
+          },
+          [&] {
+            run();
+            wait(o.timeout_s);
+          });
+      for (const auto& [k, v] : values)
+        (*counters)[k] = v;
     } catch (const CudaError& e) {
       // Profiling may be restricted to administrators; timing stays valid without counters.
       warn_once(std::string("CUPTI counters unavailable: ") + e.what());
@@ -424,13 +454,16 @@ class CudaMeasurer final : public Measurer {
     BRICKDL_CUDA_CALL(cudaSetDevice(opt_.device));
     const bool layerwise = c.strategy == Strategy::kLayerwise;
     KernelPlan plan = plan_kernels(g, c, opt_.codegen);
-    if (opt_.edit_plan) opt_.edit_plan(plan);
+    if (opt_.edit_plan)
+      opt_.edit_plan(plan);
     // The same seeded data as the CPU backend: one stream per producer layer.
     std::vector<kernels::Tensor> host_inputs;
     for (int id : plan.input_ids)
-      host_inputs.push_back(kernels::random_tensor(g.layer(id).out, o.seed, static_cast<uint64_t>(id)));
+      host_inputs.push_back(
+          kernels::random_tensor(g.layer(id).out, o.seed, static_cast<uint64_t>(id)));
     std::vector<const kernels::Tensor*> in_ptrs;
-    for (const auto& t : host_inputs) in_ptrs.push_back(&t);
+    for (const auto& t : host_inputs)
+      in_ptrs.push_back(&t);
     const kernels::ModelWeights host_weights =
         kernels::make_weights(g, o.seed, c.group.first, c.group.last);
     GroupBuffers buf = upload_group(g, c.group, in_ptrs, &host_weights);
@@ -454,19 +487,20 @@ class CudaMeasurer final : public Measurer {
       Candidate lw = c;
       lw.strategy = Strategy::kLayerwise;
       const kernels::GroupResult cpu = kernels::execute_group(g, lw, in_ptrs, host_weights);
-      if (!cpu.supported) throw Unsupported("no reference for this group: " + cpu.reason);
+      if (!cpu.supported)
+        throw Unsupported("no reference for this group: " + cpu.reason);
       ref = cpu.output.values();
       r.counters["reference.cudnn"] = 0;
     }
     // All-ones bytes are NaN: an output element a kernel fails to write fails validation.
     auto poison_output = [&] {
-      BRICKDL_CUDA_CALL(cudaMemsetAsync(buf.output.as<void>(), 0xff, buf.output.bytes(),
-                                        st_->stream));
+      BRICKDL_CUDA_CALL(
+          cudaMemsetAsync(buf.output.as<void>(), 0xff, buf.output.bytes(), st_->stream));
     };
 
     // Our generated kernels (the candidate, or the own layer-by-layer variant).
-    const long long spin_limit = static_cast<long long>(
-        std::min(o.timeout_s, 5.0) * 1e3 * std::max(dev_.clock_khz, 1000));
+    const long long spin_limit =
+        static_cast<long long>(std::min(o.timeout_s, 5.0) * 1e3 * std::max(dev_.clock_khz, 1000));
     std::unique_ptr<GeneratedRun> gen;
     const auto module = compiler_.compile(plan.source, dev_.cc);
     gen = std::make_unique<GeneratedRun>(g, plan, module->cubin, buf, spin_limit);
@@ -572,28 +606,33 @@ class CudaMeasurer final : public Measurer {
   std::set<std::string> warned_;
 };
 
-}  // namespace
+} // namespace
 
 std::string cuda_unavailable_reason() {
   int n = 0;
   const cudaError_t rc = cudaGetDeviceCount(&n);
   if (rc != cudaSuccess) {
-    cudaGetLastError();  // clear it
+    cudaGetLastError(); // clear it
     if (rc == cudaErrorInsufficientDriver)
       return "no NVIDIA GPU driver found (libcuda missing or older than CUDA " +
              std::to_string(CUDART_VERSION / 1000) + ")";
-    if (rc == cudaErrorNoDevice) return "no CUDA device";
+    if (rc == cudaErrorNoDevice)
+      return "no CUDA device";
     return std::string("no usable CUDA device (") + cudaGetErrorString(rc) + ")";
   }
-  if (n == 0) return "no CUDA device";
+  if (n == 0)
+    return "no CUDA device";
   return "";
 }
 
-bool cuda_device_available() { return cuda_unavailable_reason().empty(); }
+bool cuda_device_available() {
+  return cuda_unavailable_reason().empty();
+}
 
 DeviceInfo query_device(int ordinal) {
   const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) throw CudaError(why);
+  if (!why.empty())
+    throw CudaError(why);
   cudaDeviceProp p{};
   BRICKDL_CUDA_CALL(cudaGetDeviceProperties(&p, ordinal));
   DeviceInfo d;
@@ -623,14 +662,16 @@ std::vector<float> run_on_device(const Graph& g, const Candidate& c, DeviceRunne
   GroupBuffers buf = upload_group(g, c.group, inputs, &weights);
   if (runner == DeviceRunner::kGenerated) {
     CodegenOptions co;
-    co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
+    co.max_smem_bytes =
+        static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
     const KernelPlan plan = plan_kernels(g, c, co);
     NvrtcCompiler compiler(default_cache_dir());
     GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf,
                      static_cast<long long>(5e3) * dev.clock_khz);
     run.enqueue(nullptr);
     BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
-    if (run.error() != 0) throw CudaError("a memoized wait exceeded its limit");
+    if (run.error() != 0)
+      throw CudaError("a memoized wait exceeded its limit");
   } else {
     CudnnLayerwise cudnn(g, c.group,
                          runner == DeviceRunner::kCudnnTf32 ? CudnnLayerwise::Math::kTf32
@@ -641,4 +682,4 @@ std::vector<float> run_on_device(const Graph& g, const Candidate& c, DeviceRunne
   return download(buf.output.as<float>(), buf.output_numel);
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

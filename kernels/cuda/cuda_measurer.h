@@ -26,25 +26,25 @@
 #include <vector>
 
 #include "core/measurer.h"
-#include "kernels/tensor.h"
-#include "kernels/weights.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/nvrtc_compiler.h"
+#include "kernels/tensor.h"
+#include "kernels/weights.h"
 
 namespace brickdl::cuda {
 
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
-  int cc = 0;  // compute capability major·10 + minor (90 for sm_90)
+  int cc = 0; // compute capability major·10 + minor (90 for sm_90)
   int sm_count = 0;
   int64_t l2_bytes = 0;
-  int64_t smem_optin_bytes = 0;  // dynamic shared memory per block, opt-in maximum
+  int64_t smem_optin_bytes = 0; // dynamic shared memory per block, opt-in maximum
   int64_t global_mem_bytes = 0;
-  int clock_khz = 0;             // SM clock (for the memoized wait limit in clock ticks)
-  int driver_version = 0;        // 13000 for 13.0
+  int clock_khz = 0;      // SM clock (for the memoized wait limit in clock ticks)
+  int driver_version = 0; // 13000 for 13.0
   int runtime_version = 0;
-  std::string cudnn_version = "none";  // "9.19.0"
+  std::string cudnn_version = "none"; // "9.19.0"
   // "gpu:<name>/sm<cc>/drv<driver>/cuda<runtime>/cudnn<cudnn>", spaces in the name as '-'.
   std::string fingerprint() const;
 };
@@ -58,11 +58,11 @@ DeviceInfo query_device(int ordinal = 0);
 
 struct CudaMeasurerOptions {
   int device = 0;
-  std::string cache_dir = default_cache_dir();  // NVRTC cubins ("" = memory only)
-  bool use_cudnn = true;   // reference and layerwise baseline (when built with cuDNN)
-  bool use_cupti = true;   // kernel records and counters (when built with CUPTI)
-  std::vector<std::string> metrics;  // range-profiler metrics; empty = the profiler's defaults
-  CodegenOptions codegen;  // max_smem_bytes is lowered to the device's opt-in maximum
+  std::string cache_dir = default_cache_dir(); // NVRTC cubins ("" = memory only)
+  bool use_cudnn = true;            // reference and layerwise baseline (when built with cuDNN)
+  bool use_cupti = true;            // kernel records and counters (when built with CUPTI)
+  std::vector<std::string> metrics; // range-profiler metrics; empty = the profiler's defaults
+  CodegenOptions codegen;           // max_smem_bytes is lowered to the device's opt-in maximum
   // Test seam: edits each plan after generation, before compilation (device tests use it to
   // plant a wrong, broken or endless kernel and check the status the measurer reports).
   std::function<void(KernelPlan&)> edit_plan;
@@ -82,4 +82,4 @@ std::vector<float> run_on_device(const Graph& graph, const Candidate& candidate,
                                  const std::vector<const kernels::Tensor*>& inputs,
                                  const kernels::ModelWeights& weights);
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -9,20 +9,30 @@ namespace {
 [[noreturn]] void not_built(const char* what) {
   throw CudaError(std::string(what) + ": brickdl was built without CUDA (BRICKDL_ENABLE_CUDA)");
 }
-}  // namespace
+} // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::string disk_cache_dir) : dir_(std::move(disk_cache_dir)) {}
-bool NvrtcCompiler::is_supported() { return false; }
-std::string NvrtcCompiler::version() { return "none"; }
-std::vector<int> NvrtcCompiler::supported_archs() { return {}; }
+bool NvrtcCompiler::is_supported() {
+  return false;
+}
+std::string NvrtcCompiler::version() {
+  return "none";
+}
+std::vector<int> NvrtcCompiler::supported_archs() {
+  return {};
+}
 std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(const std::string&, int,
                                                              const std::vector<std::string>&) {
   not_built("NVRTC");
 }
-int64_t NvrtcCompiler::hits() const { return 0; }
-int64_t NvrtcCompiler::misses() const { return 0; }
+int64_t NvrtcCompiler::hits() const {
+  return 0;
+}
+int64_t NvrtcCompiler::misses() const {
+  return 0;
+}
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda
 
 // ---- CudaMeasurer -------------------------------------------------------------------------
 #include "kernels/cuda/cuda_measurer.h"
@@ -32,8 +42,12 @@ namespace brickdl::cuda {
 std::string cuda_unavailable_reason() {
   return "brickdl was built without CUDA (BRICKDL_ENABLE_CUDA)";
 }
-bool cuda_device_available() { return false; }
-DeviceInfo query_device(int) { throw CudaError(cuda_unavailable_reason()); }
+bool cuda_device_available() {
+  return false;
+}
+DeviceInfo query_device(int) {
+  throw CudaError(cuda_unavailable_reason());
+}
 std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions&) {
   throw CudaError(cuda_unavailable_reason());
 }
@@ -43,4 +57,4 @@ std::vector<float> run_on_device(const Graph&, const Candidate&, DeviceRunner,
   throw CudaError(cuda_unavailable_reason());
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

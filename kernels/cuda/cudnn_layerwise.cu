@@ -26,25 +26,25 @@ __global__ void leaky_relu_kernel(float* y, long long n, float slope) {
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    default: return "?";
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+  case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+  case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+  default: return "?";
   }
 }
 
 const char* math_name(cudnnMathType_t m) {
   switch (m) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor_op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tf32";
-    case CUDNN_FMA_MATH: return "fma";
-    default: return "?";
+  case CUDNN_DEFAULT_MATH: return "default";
+  case CUDNN_TENSOR_OP_MATH: return "tensor_op";
+  case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tf32";
+  case CUDNN_FMA_MATH: return "fma";
+  default: return "?";
   }
 }
 
@@ -55,7 +55,7 @@ struct Operand {
 
 struct Step {
   enum Kind { kConvBiasRelu, kConv, kPool, kEltwise } kind = kConv;
-  int layer = 0;  // in the group
+  int layer = 0; // in the group
   std::vector<Operand> src;
   Activation act = Activation::kNone;
   float slope = 0.1f;
@@ -77,12 +77,14 @@ cudnnTensorDescriptor_t tensor_desc(const TensorShape& s) {
   BRICKDL_CUDNN_CALL(cudnnCreateTensorDescriptor(&d));
   const bool is3d = s.spatial_rank == 3;
   std::vector<int> dims = {static_cast<int>(s.n), static_cast<int>(s.c)};
-  if (is3d) dims.push_back(static_cast<int>(s.d));
+  if (is3d)
+    dims.push_back(static_cast<int>(s.d));
   dims.push_back(static_cast<int>(s.h));
   dims.push_back(static_cast<int>(s.w));
   std::vector<int> strides(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
-    strides[static_cast<size_t>(i)] = strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
+    strides[static_cast<size_t>(i)] =
+        strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
   BRICKDL_CUDNN_CALL(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()),
                                                 dims.data(), strides.data()));
   return d;
@@ -90,16 +92,17 @@ cudnnTensorDescriptor_t tensor_desc(const TensorShape& s) {
 
 // Spatial window attributes for the rank of the tensor (the d slot only for 3-D).
 std::vector<int> spatial(const std::array<int, 3>& v, int rank) {
-  if (rank == 3) return {v[0], v[1], v[2]};
+  if (rank == 3)
+    return {v[0], v[1], v[2]};
   return {v[1], v[2]};
 }
 
-}  // namespace
+} // namespace
 
 struct CudnnLayerwise::Impl {
   cudnnHandle_t handle = nullptr;
   std::vector<Step> steps;
-  std::vector<float*> intermediate;  // per group layer; nullptr for the last
+  std::vector<float*> intermediate; // per group layer; nullptr for the last
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudnnActivationDescriptor_t relu = nullptr;
@@ -109,21 +112,32 @@ struct CudnnLayerwise::Impl {
   ~Impl() {
     for (Step& s : steps) {
       for (auto* t : {s.x, s.y, s.b, s.x2})
-        if (t) cudnnDestroyTensorDescriptor(t);
-      if (s.w) cudnnDestroyFilterDescriptor(s.w);
-      if (s.conv) cudnnDestroyConvolutionDescriptor(s.conv);
-      if (s.pool) cudnnDestroyPoolingDescriptor(s.pool);
-      if (s.op) cudnnDestroyOpTensorDescriptor(s.op);
+        if (t)
+          cudnnDestroyTensorDescriptor(t);
+      if (s.w)
+        cudnnDestroyFilterDescriptor(s.w);
+      if (s.conv)
+        cudnnDestroyConvolutionDescriptor(s.conv);
+      if (s.pool)
+        cudnnDestroyPoolingDescriptor(s.pool);
+      if (s.op)
+        cudnnDestroyOpTensorDescriptor(s.op);
     }
-    if (relu) cudnnDestroyActivationDescriptor(relu);
+    if (relu)
+      cudnnDestroyActivationDescriptor(relu);
     for (float* p : intermediate)
-      if (p) cudaFree(p);
-    if (workspace) cudaFree(workspace);
-    if (handle) cudnnDestroy(handle);
+      if (p)
+        cudaFree(p);
+    if (workspace)
+      cudaFree(workspace);
+    if (handle)
+      cudnnDestroy(handle);
   }
 };
 
-bool CudnnLayerwise::is_supported() { return true; }
+bool CudnnLayerwise::is_supported() {
+  return true;
+}
 
 std::string CudnnLayerwise::version() {
   const size_t v = cudnnGetVersion();
@@ -137,9 +151,10 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
   Impl& m = *impl_;
   const std::vector<int> inputs = kernels::group_external_inputs(graph, group);
   auto operand = [&](int id) {
-    if (group.contains(id)) return Operand{false, id - group.first};
-    return Operand{true, static_cast<int>(std::find(inputs.begin(), inputs.end(), id) -
-                                          inputs.begin())};
+    if (group.contains(id))
+      return Operand{false, id - group.first};
+    return Operand{true,
+                   static_cast<int>(std::find(inputs.begin(), inputs.end(), id) - inputs.begin())};
   };
   BRICKDL_CUDNN_CALL(cudnnCreate(&m.handle));
   BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&m.relu));
@@ -156,141 +171,151 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
     s.act = l.activation;
     s.slope = l.leaky_slope;
     s.out_numel = l.out.numel();
-    for (int in : l.inputs) s.src.push_back(operand(in));
+    for (int in : l.inputs)
+      s.src.push_back(operand(in));
     const TensorShape& in0 = graph.layer(l.inputs.at(0)).out;
     const int rank = l.out.spatial_rank;
-    if (rank != 2 && rank != 3) throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
+    if (rank != 2 && rank != 3)
+      throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
     switch (l.op) {
-      case OpKind::kConv: {
-        s.bias = l.bias;
-        s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
-        s.x = tensor_desc(in0);
-        s.y = tensor_desc(l.out);
-        TensorShape bshape{1, l.out.c, 1, 1, 1, rank};
-        s.b = tensor_desc(bshape);
-        BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
-        std::vector<int> fdims = {static_cast<int>(l.out_channels),
-                                  static_cast<int>(in0.c / l.groups)};
-        for (int k : spatial(l.window.kernel, rank)) fdims.push_back(k);
-        BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                      static_cast<int>(fdims.size()),
-                                                      fdims.data()));
-        BRICKDL_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&s.conv));
-        const auto pad = spatial(l.window.pad, rank), str = spatial(l.window.stride, rank),
-                   dil = spatial(l.window.dilation, rank);
-        BRICKDL_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(s.conv, rank, pad.data(), str.data(),
-                                                           dil.data(), CUDNN_CROSS_CORRELATION,
-                                                           CUDNN_DATA_FLOAT));
-        BRICKDL_CUDNN_CALL(cudnnSetConvolutionGroupCount(s.conv, l.groups));
-        BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, want_math));
-        bool chosen = false;
-        if (algorithms == Algorithms::kFastest) {
-          cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-          int n = 0;
-          BRICKDL_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithm(
-              m.handle, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-          for (int i = 0; i < n && !chosen; ++i) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-            // Strict FP32 must not run on tensor cores whatever cuDNN reports as allowed.
-            const bool tensor = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-                                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-            if (math == Math::kStrictFp32 && tensor) continue;
-            // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
-            // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
-            s.algo = perf[i].algo;
-            s.math = perf[i].mathType;
-            s.workspace = perf[i].memory;
+    case OpKind::kConv: {
+      s.bias = l.bias;
+      s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
+      s.x = tensor_desc(in0);
+      s.y = tensor_desc(l.out);
+      TensorShape bshape{1, l.out.c, 1, 1, 1, rank};
+      s.b = tensor_desc(bshape);
+      BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
+      std::vector<int> fdims = {static_cast<int>(l.out_channels),
+                                static_cast<int>(in0.c / l.groups)};
+      for (int k : spatial(l.window.kernel, rank))
+        fdims.push_back(k);
+      BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                    static_cast<int>(fdims.size()), fdims.data()));
+      BRICKDL_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&s.conv));
+      const auto pad = spatial(l.window.pad, rank), str = spatial(l.window.stride, rank),
+                 dil = spatial(l.window.dilation, rank);
+      BRICKDL_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(s.conv, rank, pad.data(), str.data(),
+                                                         dil.data(), CUDNN_CROSS_CORRELATION,
+                                                         CUDNN_DATA_FLOAT));
+      BRICKDL_CUDNN_CALL(cudnnSetConvolutionGroupCount(s.conv, l.groups));
+      BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, want_math));
+      bool chosen = false;
+      if (algorithms == Algorithms::kFastest) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int n = 0;
+        BRICKDL_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithm(
+            m.handle, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+        for (int i = 0; i < n && !chosen; ++i) {
+          if (perf[i].status != CUDNN_STATUS_SUCCESS)
+            continue;
+          // Strict FP32 must not run on tensor cores whatever cuDNN reports as allowed.
+          const bool tensor = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                              perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+          if (math == Math::kStrictFp32 && tensor)
+            continue;
+          // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
+          // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
+          s.algo = perf[i].algo;
+          s.math = perf[i].mathType;
+          s.workspace = perf[i].memory;
+          chosen = true;
+        }
+      }
+      if (!chosen) {
+        for (auto a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM}) {
+          BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
+          size_t ws = 0;
+          if (cudnnGetConvolutionForwardWorkspaceSize(m.handle, s.x, s.w, s.conv, s.y, a, &ws) ==
+              CUDNN_STATUS_SUCCESS) {
+            s.algo = a;
+            s.math = CUDNN_FMA_MATH;
+            s.workspace = ws;
             chosen = true;
+            break;
           }
         }
-        if (!chosen) {
-          for (auto a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                         CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM}) {
-            BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
-            size_t ws = 0;
-            if (cudnnGetConvolutionForwardWorkspaceSize(m.handle, s.x, s.w, s.conv, s.y, a, &ws) ==
-                CUDNN_STATUS_SUCCESS) {
-              s.algo = a;
-              s.math = CUDNN_FMA_MATH;
-              s.workspace = ws;
-              chosen = true;
-              break;
-            }
-          }
-        }
-        if (!chosen) throw Unsupported("cuDNN baseline: no forward algorithm for " + l.name);
-        BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
-        m.workspace_bytes = std::max(m.workspace_bytes, s.workspace);
-        m.calls += s.kind == Step::kConvBiasRelu ? 1 : 1 + (s.bias ? 1 : 0) +
-                                                           (l.activation != Activation::kNone);
-        desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
-        break;
       }
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool: {
-        s.kind = Step::kPool;
-        if (l.window.dilation != std::array<int, 3>{1, 1, 1})
-          throw Unsupported("cuDNN baseline: dilated pooling (" + l.name + ")");
-        s.x = tensor_desc(in0);
-        s.y = tensor_desc(l.out);
-        BRICKDL_CUDNN_CALL(cudnnCreatePoolingDescriptor(&s.pool));
-        const cudnnPoolingMode_t mode =
-            l.op == OpKind::kMaxPool ? CUDNN_POOLING_MAX_DETERMINISTIC
-            : l.count_include_pad    ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-        const auto win = spatial(l.window.kernel, rank), pad = spatial(l.window.pad, rank),
-                   str = spatial(l.window.stride, rank);
-        BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_NOT_PROPAGATE_NAN, rank,
-                                                       win.data(), pad.data(), str.data()));
-        std::vector<int> out(static_cast<size_t>(rank) + 2);
-        BRICKDL_CUDNN_CALL(
-            cudnnGetPoolingNdForwardOutputDim(s.pool, s.x, rank + 2, out.data()));
-        if (out.back() != l.out.w || out[out.size() - 2] != l.out.h)
-          throw Unsupported("cuDNN baseline: " + l.name +
-                            " needs ceil-mode output sizes, cuDNN pools in floor mode");
+      if (!chosen)
+        throw Unsupported("cuDNN baseline: no forward algorithm for " + l.name);
+      BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
+      m.workspace_bytes = std::max(m.workspace_bytes, s.workspace);
+      m.calls += s.kind == Step::kConvBiasRelu
+                     ? 1
+                     : 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
+      desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
+      break;
+    }
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: {
+      s.kind = Step::kPool;
+      if (l.window.dilation != std::array<int, 3>{1, 1, 1})
+        throw Unsupported("cuDNN baseline: dilated pooling (" + l.name + ")");
+      s.x = tensor_desc(in0);
+      s.y = tensor_desc(l.out);
+      BRICKDL_CUDNN_CALL(cudnnCreatePoolingDescriptor(&s.pool));
+      const cudnnPoolingMode_t mode = l.op == OpKind::kMaxPool ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                      : l.count_include_pad
+                                          ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+      const auto win = spatial(l.window.kernel, rank), pad = spatial(l.window.pad, rank),
+                 str = spatial(l.window.stride, rank);
+      BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_NOT_PROPAGATE_NAN, rank,
+                                                     win.data(), pad.data(), str.data()));
+      std::vector<int> out(static_cast<size_t>(rank) + 2);
+      BRICKDL_CUDNN_CALL(cudnnGetPoolingNdForwardOutputDim(s.pool, s.x, rank + 2, out.data()));
+      if (out.back() != l.out.w || out[out.size() - 2] != l.out.h)
+        throw Unsupported("cuDNN baseline: " + l.name +
+                          " needs ceil-mode output sizes, cuDNN pools in floor mode");
+      m.calls += 1;
+      break;
+    }
+    case OpKind::kAdd:
+    case OpKind::kRelu:
+    case OpKind::kLeakyRelu: {
+      s.kind = Step::kEltwise;
+      if (l.op == OpKind::kRelu)
+        s.act = Activation::kRelu;
+      if (l.op == OpKind::kLeakyRelu)
+        s.act = Activation::kLeakyRelu;
+      s.x = tensor_desc(l.out);
+      if (l.op == OpKind::kAdd) {
+        BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
+        BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(s.op, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                                      CUDNN_NOT_PROPAGATE_NAN));
         m.calls += 1;
-        break;
       }
-      case OpKind::kAdd:
-      case OpKind::kRelu:
-      case OpKind::kLeakyRelu: {
-        s.kind = Step::kEltwise;
-        if (l.op == OpKind::kRelu) s.act = Activation::kRelu;
-        if (l.op == OpKind::kLeakyRelu) s.act = Activation::kLeakyRelu;
-        s.x = tensor_desc(l.out);
-        if (l.op == OpKind::kAdd) {
-          BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
-          BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(s.op, CUDNN_OP_TENSOR_ADD,
-                                                        CUDNN_DATA_FLOAT,
-                                                        CUDNN_NOT_PROPAGATE_NAN));
-          m.calls += 1;
-        }
-        m.calls += s.act != Activation::kNone ? 1 : 0;
-        break;
-      }
-      default:
-        throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") +
-                          op_name(l.op) + " (" + l.name + ")");
+      m.calls += s.act != Activation::kNone ? 1 : 0;
+      break;
+    }
+    default:
+      throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
+                        " (" + l.name + ")");
     }
     m.steps.push_back(s);
     m.intermediate.push_back(nullptr);
     if (id != group.last)
-      BRICKDL_CUDA_CALL(cudaMalloc(&m.intermediate.back(),
-                                   static_cast<size_t>(l.out.numel()) * sizeof(float)));
+      BRICKDL_CUDA_CALL(
+          cudaMalloc(&m.intermediate.back(), static_cast<size_t>(l.out.numel()) * sizeof(float)));
   }
-  if (m.workspace_bytes > 0) BRICKDL_CUDA_CALL(cudaMalloc(&m.workspace, m.workspace_bytes));
+  if (m.workspace_bytes > 0)
+    BRICKDL_CUDA_CALL(cudaMalloc(&m.workspace, m.workspace_bytes));
   m.description = desc.str();
 }
 
 CudnnLayerwise::~CudnnLayerwise() = default;
 
-int CudnnLayerwise::calls_per_run() const { return impl_->calls; }
-std::string CudnnLayerwise::describe() const { return impl_->description; }
+int CudnnLayerwise::calls_per_run() const {
+  return impl_->calls;
+}
+std::string CudnnLayerwise::describe() const {
+  return impl_->description;
+}
 
 void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
                              const std::vector<const float*>& weights,
-                             const std::vector<const float*>& biases, float* output,
-                             void* stream) {
+                             const std::vector<const float*>& biases, float* output, void* stream) {
   Impl& m = *impl_;
   BRICKDL_CUDNN_CALL(cudnnSetStream(m.handle, static_cast<cudaStream_t>(stream)));
   const float one = 1.f, zero = 0.f;
@@ -303,41 +328,41 @@ void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
     float* y = i + 1 == m.steps.size() ? output : m.intermediate[i];
     const float* x = ptr(s.src[0]);
     switch (s.kind) {
-      case Step::kConvBiasRelu:
-        BRICKDL_CUDNN_CALL(cudnnConvolutionBiasActivationForward(
-            m.handle, &one, s.x, x, s.w, weights[i], s.conv, s.algo, m.workspace, m.workspace_bytes,
-            &zero, s.y, y, s.b, biases[i], m.relu, s.y, y));
-        break;
-      case Step::kConv:
-        BRICKDL_CUDNN_CALL(cudnnConvolutionForward(m.handle, &one, s.x, x, s.w, weights[i], s.conv,
-                                                   s.algo, m.workspace, m.workspace_bytes, &zero,
-                                                   s.y, y));
-        if (s.bias) BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
-        break;
-      case Step::kPool:
-        BRICKDL_CUDNN_CALL(cudnnPoolingForward(m.handle, s.pool, &one, s.x, x, &zero, s.y, y));
-        break;
-      case Step::kEltwise:
-        if (s.op) {
-          BRICKDL_CUDNN_CALL(cudnnOpTensor(m.handle, s.op, &one, s.x, x, &one, s.x, ptr(s.src[1]),
-                                           &zero, s.x, y));
-        } else if (s.act == Activation::kRelu) {
-          BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one, s.x, x, &zero, s.x, y));
-          continue;
-        } else if (x != y) {
-          BRICKDL_CUDA_CALL(cudaMemcpyAsync(y, x, static_cast<size_t>(s.out_numel) * sizeof(float),
-                                            cudaMemcpyDeviceToDevice,
-                                            static_cast<cudaStream_t>(stream)));
-        }
-        break;
+    case Step::kConvBiasRelu:
+      BRICKDL_CUDNN_CALL(cudnnConvolutionBiasActivationForward(
+          m.handle, &one, s.x, x, s.w, weights[i], s.conv, s.algo, m.workspace, m.workspace_bytes,
+          &zero, s.y, y, s.b, biases[i], m.relu, s.y, y));
+      break;
+    case Step::kConv:
+      BRICKDL_CUDNN_CALL(cudnnConvolutionForward(m.handle, &one, s.x, x, s.w, weights[i], s.conv,
+                                                 s.algo, m.workspace, m.workspace_bytes, &zero, s.y,
+                                                 y));
+      if (s.bias)
+        BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
+      break;
+    case Step::kPool:
+      BRICKDL_CUDNN_CALL(cudnnPoolingForward(m.handle, s.pool, &one, s.x, x, &zero, s.y, y));
+      break;
+    case Step::kEltwise:
+      if (s.op) {
+        BRICKDL_CUDNN_CALL(
+            cudnnOpTensor(m.handle, s.op, &one, s.x, x, &one, s.x, ptr(s.src[1]), &zero, s.x, y));
+      } else if (s.act == Activation::kRelu) {
+        BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one, s.x, x, &zero, s.x, y));
+        continue;
+      } else if (x != y) {
+        BRICKDL_CUDA_CALL(cudaMemcpyAsync(y, x, static_cast<size_t>(s.out_numel) * sizeof(float),
+                                          cudaMemcpyDeviceToDevice,
+                                          static_cast<cudaStream_t>(stream)));
+      }
+      break;
     }
     // Epilogues cuDNN did not fuse: relu in place, leaky relu with our kernel.
     if (s.kind != Step::kConvBiasRelu && s.kind != Step::kPool) {
       if (s.act == Activation::kRelu) {
-        BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one, s.kind == Step::kConv
-                                                                              ? s.y
-                                                                              : s.x,
-                                                  y, &zero, s.kind == Step::kConv ? s.y : s.x, y));
+        BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one,
+                                                  s.kind == Step::kConv ? s.y : s.x, y, &zero,
+                                                  s.kind == Step::kConv ? s.y : s.x, y));
       } else if (s.act == Activation::kLeakyRelu) {
         const int threads = 256;
         const long long blocks = std::min<long long>((s.out_numel + threads - 1) / threads, 65535);
@@ -349,4 +374,4 @@ void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
   }
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

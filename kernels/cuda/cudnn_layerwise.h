@@ -23,12 +23,12 @@
 namespace brickdl::cuda {
 
 class CudnnLayerwise {
- public:
+public:
   enum class Math { kStrictFp32, kTf32 };
   enum class Algorithms { kFastest, kExact };
 
-  static bool is_supported();     // false when built without cuDNN
-  static std::string version();   // "9.19.0", or "none"
+  static bool is_supported();   // false when built without cuDNN
+  static std::string version(); // "9.19.0", or "none"
 
   // Plans `group` of the fused `graph` on the current device. Throws Unsupported or CudaError.
   CudnnLayerwise(const Graph& graph, const Group& group, Math math,
@@ -44,12 +44,12 @@ class CudnnLayerwise {
   void enqueue(const std::vector<const float*>& inputs, const std::vector<const float*>& weights,
                const std::vector<const float*>& biases, float* output, void* stream);
 
-  int calls_per_run() const;       // library calls (and our elementwise kernels) per run
-  std::string describe() const;    // chosen algorithm per conv, for logs
+  int calls_per_run() const;    // library calls (and our elementwise kernels) per run
+  std::string describe() const; // chosen algorithm per conv, for logs
 
- private:
+private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -8,15 +8,23 @@ namespace brickdl::cuda {
 
 struct CudnnLayerwise::Impl {};
 
-bool CudnnLayerwise::is_supported() { return false; }
-std::string CudnnLayerwise::version() { return "none"; }
+bool CudnnLayerwise::is_supported() {
+  return false;
+}
+std::string CudnnLayerwise::version() {
+  return "none";
+}
 CudnnLayerwise::CudnnLayerwise(const Graph&, const Group&, Math, Algorithms) {
   throw Unsupported("brickdl was built without cuDNN (BRICKDL_ENABLE_CUDNN)");
 }
 CudnnLayerwise::~CudnnLayerwise() = default;
 void CudnnLayerwise::enqueue(const std::vector<const float*>&, const std::vector<const float*>&,
                              const std::vector<const float*>&, float*, void*) {}
-int CudnnLayerwise::calls_per_run() const { return 0; }
-std::string CudnnLayerwise::describe() const { return ""; }
+int CudnnLayerwise::calls_per_run() const {
+  return 0;
+}
+std::string CudnnLayerwise::describe() const {
+  return "";
+}
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -22,7 +22,7 @@ namespace {
 
 // A profiler host object for one chip, with metrics added.
 class HostObject {
- public:
+public:
   HostObject(const std::string& chip, const uint8_t* availability) {
     CUpti_Profiler_Host_Initialize_Params p{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
     p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
@@ -72,12 +72,13 @@ class HostObject {
   }
   CUpti_Profiler_Host_Object* get() const { return obj_; }
 
- private:
+private:
   CUpti_Profiler_Host_Object* obj_ = nullptr;
 };
 
 int passes_of(std::vector<uint8_t>& config) {
-  CUpti_Profiler_Host_GetNumOfPasses_Params p{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetNumOfPasses_Params p{
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
   p.configImageSize = config.size();
   p.pConfigImage = config.data();
   BRICKDL_CUPTI_CALL(cuptiProfilerHostGetNumOfPasses(&p));
@@ -86,7 +87,8 @@ int passes_of(std::vector<uint8_t>& config) {
 
 std::vector<const char*> c_names(const std::vector<std::string>& metrics) {
   std::vector<const char*> v;
-  for (const auto& m : metrics) v.push_back(m.c_str());
+  for (const auto& m : metrics)
+    v.push_back(m.c_str());
   return v;
 }
 
@@ -96,7 +98,7 @@ constexpr size_t kActivityBufferBytes = 8 << 20;
 constexpr size_t kActivityAlign = 8;
 
 std::mutex g_records_mu;
-std::vector<KernelRecord>* g_records = nullptr;  // where completed buffers go (one profiler)
+std::vector<KernelRecord>* g_records = nullptr; // where completed buffers go (one profiler)
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = kActivityBufferBytes;
@@ -113,13 +115,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
           record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
         continue;
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (g_records) g_records->push_back({k->name ? k->name : "", k->start, k->end});
+      if (g_records)
+        g_records->push_back({k->name ? k->name : "", k->start, k->end});
     }
   }
   std::free(buffer);
 }
 
-}  // namespace
+} // namespace
 
 // ---- CuptiProfiler ------------------------------------------------------------------------
 
@@ -131,7 +134,9 @@ struct CuptiProfiler::Impl {
   bool activity_on = false;
 };
 
-bool CuptiProfiler::is_supported() { return true; }
+bool CuptiProfiler::is_supported() {
+  return true;
+}
 
 std::vector<std::string> CuptiProfiler::default_metrics() {
   return {
@@ -155,7 +160,8 @@ std::vector<std::string> CuptiProfiler::unknown_metrics(const std::string& chip,
   HostObject host(chip, nullptr);
   std::vector<std::string> unknown;
   for (const auto& m : metrics)
-    if (!host.try_add(m.c_str())) unknown.push_back(m);
+    if (!host.try_add(m.c_str()))
+      unknown.push_back(m);
   return unknown;
 }
 
@@ -169,7 +175,7 @@ int CuptiProfiler::passes(const std::string& chip, const std::vector<std::string
 CuptiProfiler::CuptiProfiler(int device) : impl_(std::make_unique<Impl>()) {
   impl_->device = device;
   BRICKDL_CUDA_CALL(cudaSetDevice(device));
-  BRICKDL_CUDA_CALL(cudaFree(nullptr));  // the primary context exists and is current
+  BRICKDL_CUDA_CALL(cudaFree(nullptr)); // the primary context exists and is current
   CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
   BRICKDL_CUPTI_CALL(cuptiProfilerInitialize(&init));
   CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
@@ -197,7 +203,9 @@ CuptiProfiler::~CuptiProfiler() {
   }
 }
 
-const std::string& CuptiProfiler::chip() const { return impl_->chip; }
+const std::string& CuptiProfiler::chip() const {
+  return impl_->chip;
+}
 
 void CuptiProfiler::begin_kernel_records() {
   {
@@ -213,7 +221,7 @@ std::vector<KernelRecord> CuptiProfiler::end_kernel_records() {
   BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
   BRICKDL_CUPTI_CALL(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   impl_->activity_on = false;
-  BRICKDL_CUPTI_CALL(cuptiActivityFlushAll(1));  // forced: deliver incomplete buffers too
+  BRICKDL_CUPTI_CALL(cuptiActivityFlushAll(1)); // forced: deliver incomplete buffers too
   std::lock_guard<std::mutex> lock(g_records_mu);
   g_records = nullptr;
   return std::move(impl_->records);
@@ -273,7 +281,7 @@ std::map<std::string, double> CuptiProfiler::collect(const std::vector<std::stri
   sc.targetNestingLevel = 1;
   BRICKDL_CUPTI_CALL(cuptiRangeProfilerSetConfig(&sc));
 
-  const int max_passes = passes_of(config) + 2;  // a guard against a profiler that never ends
+  const int max_passes = passes_of(config) + 2; // a guard against a profiler that never ends
   bool all_submitted = false;
   for (int pass = 0; !all_submitted; ++pass) {
     if (pass >= max_passes)
@@ -307,7 +315,8 @@ std::map<std::string, double> CuptiProfiler::collect(const std::vector<std::stri
   info.pCounterDataImage = counter_data.data();
   info.counterDataImageSize = counter_data.size();
   BRICKDL_CUPTI_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
-  if (info.numTotalRanges < 1) throw CudaError("CUPTI range profiler recorded no range");
+  if (info.numTotalRanges < 1)
+    throw CudaError("CUPTI range profiler recorded no range");
 
   std::vector<double> values(names.size(), 0.0);
   CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{
@@ -321,8 +330,9 @@ std::map<std::string, double> CuptiProfiler::collect(const std::vector<std::stri
   ev.pMetricValues = values.data();
   BRICKDL_CUPTI_CALL(cuptiProfilerHostEvaluateToGpuValues(&ev));
   std::map<std::string, double> out;
-  for (size_t i = 0; i < metrics.size(); ++i) out[metrics[i]] = values[i];
+  for (size_t i = 0; i < metrics.size(); ++i)
+    out[metrics[i]] = values[i];
   return out;
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -25,8 +25,8 @@ struct KernelRecord {
 };
 
 class CuptiProfiler {
- public:
-  static bool is_supported();  // false when built without CUPTI
+public:
+  static bool is_supported(); // false when built without CUPTI
   // DRAM bytes read / written, L2 and L1 bytes, SM cycles, FP32 instructions (FFMA, FADD,
   // FMUL, thread level), global atomics (L1 requests and set accesses, L2 requests).
   static std::vector<std::string> default_metrics();
@@ -55,9 +55,9 @@ class CuptiProfiler {
                                         const std::function<void()>& prepare,
                                         const std::function<void()>& work);
 
- private:
+private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -11,4 +11,4 @@ std::string DeviceInfo::fingerprint() const {
          "/cuda" + std::to_string(runtime_version) + "/cudnn" + cudnn_version;
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -23,7 +23,8 @@ void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const Emulat
     dev::emu::block_smem = smem.data();
     for (;;) {
       const int64_t i = next.fetch_add(1);
-      if (i >= k.blocks) break;
+      if (i >= k.blocks)
+        break;
       const int64_t unit = o.reverse_order ? k.blocks - 1 - i : i;
       dev::run_unit(k.desc, args, static_cast<int>(unit));
     }
@@ -35,11 +36,13 @@ void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const Emulat
     return;
   }
   std::vector<std::thread> pool;
-  for (int w = 0; w < workers; ++w) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  for (int w = 0; w < workers; ++w)
+    pool.emplace_back(worker);
+  for (auto& t : pool)
+    t.join();
 }
 
-}  // namespace
+} // namespace
 
 EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
                             const std::vector<const float*>& inputs,
@@ -55,7 +58,8 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
     outputs[static_cast<size_t>(k.output)].assign(
         static_cast<size_t>(graph.layer(plan.layer_ids[static_cast<size_t>(k.output)]).out.numel()),
         std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> memo(static_cast<size_t>(plan.memo_floats), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> memo(static_cast<size_t>(plan.memo_floats),
+                          std::numeric_limits<float>::quiet_NaN());
   std::vector<int> flags(static_cast<size_t>(plan.flag_count), 0);
   std::array<unsigned long long, dev::kNumStats> stats{};
   int error = 0;
@@ -81,14 +85,15 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
       a.stats = stats.data();
       a.error = &error;
       a.epoch = run;
-      a.spin_limit = static_cast<long long>(o.wait_limit_s * 1e9);  // emulated clock: ns
+      a.spin_limit = static_cast<long long>(o.wait_limit_s * 1e9); // emulated clock: ns
       run_launch(k, a, o);
     }
   }
   result.output = std::move(outputs[L - 1]);
-  for (size_t i = 0; i < stats.size(); ++i) result.stats[i] = stats[i];
+  for (size_t i = 0; i < stats.size(); ++i)
+    result.stats[i] = stats[i];
   result.timed_out = error != 0;
   return result;
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

@@ -20,14 +20,14 @@ namespace brickdl::cuda {
 struct EmulatorOptions {
   int workers = 1;
   bool reverse_order = false;
-  int runs = 1;               // memoized: launches in a row with epochs 0, 1, ... and the flags
-                              // of the previous run left in place (no clearing needed)
-  double wait_limit_s = 30;   // per wait for another block's brick (KernelArgs::spin_limit)
+  int runs = 1;             // memoized: launches in a row with epochs 0, 1, ... and the flags
+                            // of the previous run left in place (no clearing needed)
+  double wait_limit_s = 30; // per wait for another block's brick (KernelArgs::spin_limit)
 };
 
 struct EmulatorResult {
-  std::vector<float> output;  // NCDHW, shape of the group's last layer
-  std::array<uint64_t, dev::kNumStats> stats{};  // of the last run, summed over launches
+  std::vector<float> output;                    // NCDHW, shape of the group's last layer
+  std::array<uint64_t, dev::kNumStats> stats{}; // of the last run, summed over launches
   bool timed_out = false;
 };
 
@@ -39,4 +39,4 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
                             const std::vector<std::vector<float>>& biases,
                             const EmulatorOptions& options = {});
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

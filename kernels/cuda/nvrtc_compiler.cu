@@ -35,7 +35,7 @@ std::string hex(uint64_t v) {
 
 // Owns an nvrtcProgram.
 class Program {
- public:
+public:
   explicit Program(const std::string& source) {
     const auto& headers = template_headers();
     std::vector<const char*> sources, names;
@@ -52,7 +52,7 @@ class Program {
   Program& operator=(const Program&) = delete;
   nvrtcProgram get() const { return prog_; }
 
- private:
+private:
   nvrtcProgram prog_ = nullptr;
 };
 
@@ -63,11 +63,13 @@ std::string read_file(const std::filesystem::path& p) {
   return os.str();
 }
 
-}  // namespace
+} // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::string disk_cache_dir) : dir_(std::move(disk_cache_dir)) {}
 
-bool NvrtcCompiler::is_supported() { return true; }
+bool NvrtcCompiler::is_supported() {
+  return true;
+}
 
 std::string NvrtcCompiler::version() {
   int major = 0, minor = 0;
@@ -79,12 +81,14 @@ std::vector<int> NvrtcCompiler::supported_archs() {
   int n = 0;
   BRICKDL_NVRTC_CALL(nvrtcGetNumSupportedArchs(&n));
   std::vector<int> archs(static_cast<size_t>(n));
-  if (n > 0) BRICKDL_NVRTC_CALL(nvrtcGetSupportedArchs(archs.data()));
+  if (n > 0)
+    BRICKDL_NVRTC_CALL(nvrtcGetSupportedArchs(archs.data()));
   return archs;
 }
 
-std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
-    const std::string& source, int arch, const std::vector<std::string>& extra_options) {
+std::shared_ptr<const CompiledModule>
+NvrtcCompiler::compile(const std::string& source, int arch,
+                       const std::vector<std::string>& extra_options) {
   std::vector<std::string> options = {"--gpu-architecture=sm_" + std::to_string(arch),
                                       "-default-device", "-std=c++17", "-lineinfo",
                                       "--ptxas-options=-v"};
@@ -92,8 +96,10 @@ std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
 
   uint64_t h = 14695981039346656037ull;
   h = fnv1a(h, source);
-  for (const auto& t : template_headers()) h = fnv1a(fnv1a(h, t.name), t.source);
-  for (const auto& o : options) h = fnv1a(h, o);
+  for (const auto& t : template_headers())
+    h = fnv1a(fnv1a(h, t.name), t.source);
+  for (const auto& o : options)
+    h = fnv1a(h, o);
   h = fnv1a(h, version());
   const std::string key = hex(h) + "_sm" + std::to_string(arch);
 
@@ -104,8 +110,8 @@ std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
       return it->second;
     }
   }
-  const std::filesystem::path disk = dir_.empty() ? std::filesystem::path()
-                                                  : std::filesystem::path(dir_) / (key + ".cubin");
+  const std::filesystem::path disk =
+      dir_.empty() ? std::filesystem::path() : std::filesystem::path(dir_) / (key + ".cubin");
   if (!dir_.empty() && std::filesystem::exists(disk)) {
     auto m = std::make_shared<CompiledModule>();
     m->arch = arch;
@@ -123,13 +129,17 @@ std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
   const auto t0 = std::chrono::steady_clock::now();
   Program prog(source);
   std::vector<const char*> argv;
-  for (const auto& o : options) argv.push_back(o.c_str());
-  const nvrtcResult rc = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
+  for (const auto& o : options)
+    argv.push_back(o.c_str());
+  const nvrtcResult rc =
+      nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
   size_t log_size = 0;
   BRICKDL_NVRTC_CALL(nvrtcGetProgramLogSize(prog.get(), &log_size));
   std::string log(log_size, '\0');
-  if (log_size > 1) BRICKDL_NVRTC_CALL(nvrtcGetProgramLog(prog.get(), log.data()));
-  while (!log.empty() && log.back() == '\0') log.pop_back();
+  if (log_size > 1)
+    BRICKDL_NVRTC_CALL(nvrtcGetProgramLog(prog.get(), log.data()));
+  while (!log.empty() && log.back() == '\0')
+    log.pop_back();
   if (rc != NVRTC_SUCCESS)
     throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(rc) + " (sm_" +
                            std::to_string(arch) + ")",
@@ -156,7 +166,8 @@ std::shared_ptr<const CompiledModule> NvrtcCompiler::compile(
       out.write(m->cubin.data(), static_cast<std::streamsize>(m->cubin.size()));
     }
     std::filesystem::rename(tmp, disk, ec);
-    if (ec) std::filesystem::remove(tmp, ec);
+    if (ec)
+      std::filesystem::remove(tmp, ec);
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++misses_;
@@ -174,4 +185,4 @@ int64_t NvrtcCompiler::misses() const {
   return misses_;
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

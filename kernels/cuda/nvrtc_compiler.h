@@ -21,23 +21,23 @@
 namespace brickdl::cuda {
 
 struct CompiledModule {
-  int arch = 0;            // 80 for sm_80, ...
-  std::string cubin;       // binary image
-  std::string log;         // NVRTC + ptxas output
-  std::string key;         // cache key (hex)
-  double compile_ms = 0;   // 0 when it came from a cache
+  int arch = 0;          // 80 for sm_80, ...
+  std::string cubin;     // binary image
+  std::string log;       // NVRTC + ptxas output
+  std::string key;       // cache key (hex)
+  double compile_ms = 0; // 0 when it came from a cache
   bool from_cache = false;
 };
 
 class NvrtcCompiler {
- public:
+public:
   // disk_cache_dir: "" keeps the cache in memory only; else cubins are kept there as
   // <key>.cubin (created when missing).
   explicit NvrtcCompiler(std::string disk_cache_dir = "");
 
   // False when brickdl was built without CUDA.
   static bool is_supported();
-  static std::string version();  // "13.0"
+  static std::string version(); // "13.0"
   // Architectures NVRTC can target (e.g. 75, 80, 86, 89, 90, 100, 120).
   static std::vector<int> supported_archs();
 
@@ -50,7 +50,7 @@ class NvrtcCompiler {
   int64_t misses() const;
   const std::string& disk_cache_dir() const { return dir_; }
 
- private:
+private:
   std::string dir_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CompiledModule>> cache_;
@@ -59,11 +59,13 @@ class NvrtcCompiler {
 
 // $BRICKDL_CACHE_DIR, else $XDG_CACHE_HOME/brickdl, else $HOME/.cache/brickdl ("" if none).
 inline std::string default_cache_dir() {
-  if (const char* d = std::getenv("BRICKDL_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/brickdl";
+  if (const char* d = std::getenv("BRICKDL_CACHE_DIR"); d && *d)
+    return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/brickdl";
   if (const char* home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/brickdl";
   return "";
 }
 
-}  // namespace brickdl::cuda
+} // namespace brickdl::cuda

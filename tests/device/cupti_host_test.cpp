@@ -9,7 +9,8 @@ namespace brickdl::cuda {
 namespace {
 
 TEST(CuptiHost, DefaultMetricsExistOnA100AndH100Chips) {
-  if (!CuptiProfiler::is_supported()) GTEST_SKIP() << "built without CUPTI";
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
   const auto metrics = CuptiProfiler::default_metrics();
   ASSERT_GE(metrics.size(), 10u);
   for (const char* chip : {"GA100", "GH100"}) {
@@ -22,7 +23,8 @@ TEST(CuptiHost, DefaultMetricsExistOnA100AndH100Chips) {
 }
 
 TEST(CuptiHost, UnknownMetricsAreReported) {
-  if (!CuptiProfiler::is_supported()) GTEST_SKIP() << "built without CUPTI";
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
   const auto unknown =
       CuptiProfiler::unknown_metrics("GH100", {"dram__bytes_read.sum", "brickdl__no_such.sum"});
   ASSERT_EQ(unknown.size(), 1u);
@@ -30,5 +32,5 @@ TEST(CuptiHost, UnknownMetricsAreReported) {
   EXPECT_THROW(CuptiProfiler::unknown_metrics("NOCHIP", {"dram__bytes_read.sum"}), CudaError);
 }
 
-}  // namespace
-}  // namespace brickdl::cuda
+} // namespace
+} // namespace brickdl::cuda

@@ -15,9 +15,10 @@
 namespace brickdl::cuda {
 namespace {
 
-#define BRICKDL_REQUIRE_GPU()                                                   \
-  do {                                                                          \
-    if (!cuda_device_available()) GTEST_SKIP() << cuda_unavailable_reason();    \
+#define BRICKDL_REQUIRE_GPU()                                                                      \
+  do {                                                                                             \
+    if (!cuda_device_available())                                                                  \
+      GTEST_SKIP() << cuda_unavailable_reason();                                                   \
   } while (0)
 
 constexpr uint64_t kSeed = 11;
@@ -32,7 +33,8 @@ Data make_data(const Graph& g, const Group& grp) {
   Data d;
   for (int id : kernels::group_external_inputs(g, grp))
     d.inputs.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
-  for (const auto& t : d.inputs) d.ptrs.push_back(&t);
+  for (const auto& t : d.inputs)
+    d.ptrs.push_back(&t);
   d.weights = kernels::make_weights(g, kSeed, grp.first, grp.last);
   return d;
 }
@@ -123,7 +125,8 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
 
 TEST(Device, CudnnBaselineMatchesTheCpuReference) {
   BRICKDL_REQUIRE_GPU();
-  if (!CudnnLayerwise::is_supported()) GTEST_SKIP() << "built without cuDNN";
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
   GraphBuilder p("pools", TensorShape{2, 8, 1, 17, 17, 2});
   int x = p.relu(p.conv2d(p.input(), 8, 3, 1, 1, 1, 2, true, "grouped"));
   x = p.max_pool(x, 3, 2, 1, false, "max");
@@ -140,9 +143,9 @@ TEST(Device, CudnnBaselineMatchesTheCpuReference) {
                     1e-4, 1e-5),
               1.0);
     // TF32 keeps 10 mantissa bits: a looser, still meaningful bound.
-    EXPECT_LE(worst(run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights), ref, 2e-2,
-                    2e-2),
-              1.0);
+    EXPECT_LE(
+        worst(run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights), ref, 2e-2, 2e-2),
+        1.0);
   }
 }
 
@@ -166,14 +169,15 @@ TEST(Device, MeasurerTimesValidatesAndCountsMemoClaims) {
   // 24^3 in 8^3 bricks: 27 bricks per layer; both intermediate layers entirely needed.
   EXPECT_EQ(r.counters.at("memo_claims"), 2 * 27);
   EXPECT_EQ(r.counters.at("bricks_computed"), 3 * 27);
-  EXPECT_EQ(r.counters.at("memo_lookups"),
-            r.counters.at("memo_claims") + r.counters.at("memo_hits") +
-                r.counters.at("memo_conflicts"));
+  EXPECT_EQ(r.counters.at("memo_lookups"), r.counters.at("memo_claims") +
+                                               r.counters.at("memo_hits") +
+                                               r.counters.at("memo_conflicts"));
 }
 
 TEST(Device, CuptiCountersArePresentAndPlausible) {
   BRICKDL_REQUIRE_GPU();
-  if (!CuptiProfiler::is_supported()) GTEST_SKIP() << "built without CUPTI";
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
   const Graph g = bottleneck(4, 56);
   auto m = make_cuda_measurer();
   MeasureOptions o;
@@ -237,15 +241,14 @@ TEST(Device, MeasurerStatusesForFailingCandidates) {
     EXPECT_EQ(r.status, MeasureStatus::kCompileError);
     EXPECT_NE(r.error.find("planted_compile_error"), std::string::npos) << r.error;
   }
-  CudaMeasurerOptions endless;  // runs ~2 s while the measurer allows 0.3 s
+  CudaMeasurerOptions endless; // runs ~2 s while the measurer allows 0.3 s
   endless.edit_plan = [](KernelPlan& p) {
-    p.source =
-        "#include \"kernels.cuh\"\n"
-        "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n"
-        "  const long long t0 = clock64();\n"
-        "  while (clock64() - t0 < 4000000000ll) {}\n"
-        "  if (a.out && threadIdx.x == 0 && blockIdx.x == 0) a.out[0] = 0.f;\n"
-        "}\n";
+    p.source = "#include \"kernels.cuh\"\n"
+               "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n"
+               "  const long long t0 = clock64();\n"
+               "  while (clock64() - t0 < 4000000000ll) {}\n"
+               "  if (a.out && threadIdx.x == 0 && blockIdx.x == 0) a.out[0] = 0.f;\n"
+               "}\n";
   };
   auto m = make_cuda_measurer(endless);
   {
@@ -265,5 +268,5 @@ TEST(Device, MeasurerStatusesForFailingCandidates) {
   EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
 }
 
-}  // namespace
-}  // namespace brickdl::cuda
+} // namespace
+} // namespace brickdl::cuda

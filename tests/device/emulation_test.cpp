@@ -21,7 +21,7 @@ namespace {
 constexpr uint64_t kSeed = 7;
 
 struct Setup {
-  Graph graph;  // fused
+  Graph graph; // fused
   Group group;
 };
 
@@ -34,9 +34,9 @@ Group named_group(const Graph& g, const std::string& first, const std::string& l
 
 struct Outcome {
   EmulatorResult emu;
-  kernels::GroupResult reference;  // the reference ops, layer by layer
-  kernels::GroupResult cpu;        // the CPU merged executor, same strategy
-  double worst = 0;                // max |emu - ref| / (atol + rtol·|ref|)
+  kernels::GroupResult reference; // the reference ops, layer by layer
+  kernels::GroupResult cpu;       // the CPU merged executor, same strategy
+  double worst = 0;               // max |emu - ref| / (atol + rtol·|ref|)
 };
 
 Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {}) {
@@ -101,9 +101,9 @@ void check_all(const Graph& g, Group grp, BrickShape b, int threads = 64) {
       const auto& st = o.emu.stats;
       // Same bricks as the CPU executor: each needed intermediate brick claimed once.
       EXPECT_EQ(static_cast<int64_t>(st[dev::kStatClaims]), o.cpu.counters.memo_claims);
-      EXPECT_EQ(static_cast<int64_t>(st[dev::kStatClaims] + st[dev::kStatHits] +
-                                     st[dev::kStatConflicts]),
-                o.cpu.counters.memo_lookups);
+      EXPECT_EQ(
+          static_cast<int64_t>(st[dev::kStatClaims] + st[dev::kStatHits] + st[dev::kStatConflicts]),
+          o.cpu.counters.memo_lookups);
       EXPECT_EQ(static_cast<int64_t>(st[dev::kStatBricks]), o.cpu.counters.bricks_computed());
     }
   }
@@ -123,14 +123,15 @@ TEST(Emulation, ConvChain2dAllStrategies) {
   const Graph g = chain_2d();
   const Group grp = named_group(g, "c1", "c3");
   check_all(g, grp, {1, 4, 4, 0});
-  check_all(g, grp, {1, 3, 5, 2});   // ragged bricks, channel blocks
-  check_all(g, grp, {1, 16, 16, 0}, 32);  // brick larger than the tensor
+  check_all(g, grp, {1, 3, 5, 2});       // ragged bricks, channel blocks
+  check_all(g, grp, {1, 16, 16, 0}, 32); // brick larger than the tensor
 }
 
 TEST(Emulation, ConvChain3d) {
   GraphBuilder b("chain3d", TensorShape{1, 3, 7, 6, 9, 3});
   int x = b.input();
-  for (int i = 1; i <= 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1, 1, 1, true, "c" + std::to_string(i)));
+  for (int i = 1; i <= 3; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1, 1, 1, true, "c" + std::to_string(i)));
   const Graph g = fuse_for_inference(b.build());
   check_all(g, named_group(g, "c1", "c3"), {4, 4, 4, 0});
   check_all(g, named_group(g, "c2", "c3"), {2, 3, 4, 0}, 96);
@@ -162,11 +163,11 @@ TEST(Emulation, ResidualAddOfExternalSkip) {
 
 TEST(Emulation, PoolsGroupsAndDilation) {
   GraphBuilder b("mixed", TensorShape{2, 4, 1, 15, 14, 2});
-  int x = b.conv2d(b.input(), 8, 3, 1, 2, 2, 2, true, "dil");    // dilation 2, 2 groups
+  int x = b.conv2d(b.input(), 8, 3, 1, 2, 2, 2, true, "dil"); // dilation 2, 2 groups
   x = b.max_pool(x, 3, 2, 1, false, "max");
-  x = b.conv2d(x, 8, 3, 1, 1, 1, 8, true, "dw");                 // depthwise
-  x = b.avg_pool(x, 2, 2, 0, false, "avg");                      // excludes padding
-  x = b.avg_pool(x, 3, 1, 1, true, "avg_pad");                   // counts padding
+  x = b.conv2d(x, 8, 3, 1, 1, 1, 8, true, "dw"); // depthwise
+  x = b.avg_pool(x, 2, 2, 0, false, "avg");      // excludes padding
+  x = b.avg_pool(x, 3, 1, 1, true, "avg_pad");   // counts padding
   const Graph g = fuse_for_inference(b.build());
   check_all(g, named_group(g, "dil", "avg_pad"), {1, 2, 2, 0});
   check_all(g, named_group(g, "dil", "dw"), {1, 3, 3, 4}, 32);
@@ -201,7 +202,8 @@ TEST(Emulation, RandomChains) {
       const std::string name = "l" + std::to_string(l);
       x = dims == 3 ? b.conv3d(x, ch, k, stride, pad, dil, 1, true, name)
                     : b.conv2d(x, ch, k, stride, pad, dil, 1, true, name);
-      if (pick(0, 1)) x = b.relu(x);
+      if (pick(0, 1))
+        x = b.relu(x);
     }
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 5);
@@ -216,12 +218,13 @@ TEST(Emulation, MemoizedCountsMatchTheory) {
   // Stride-1 chain: every brick of every intermediate layer is needed exactly once.
   GraphBuilder b("chain", TensorShape{1, 2, 1, 12, 12, 2});
   int x = b.input();
-  for (int i = 1; i <= 3; ++i) x = b.conv2d(x, 2, 3, 1, 1, 1, 1, true, "c" + std::to_string(i));
+  for (int i = 1; i <= 3; ++i)
+    x = b.conv2d(x, 2, 3, 1, 1, 1, 1, true, "c" + std::to_string(i));
   const Graph g = fuse_for_inference(b.build());
   const Candidate c = candidate({1, 3}, Strategy::kMemoized, {1, 4, 4, 0});
-  const Outcome o = run(g, c);  // one worker: no conflicts possible
+  const Outcome o = run(g, c); // one worker: no conflicts possible
   EXPECT_LE(o.worst, 1.0);
-  EXPECT_EQ(o.emu.stats[dev::kStatClaims], 2u * 9u);  // 2 intermediate layers x 3x3 bricks
+  EXPECT_EQ(o.emu.stats[dev::kStatClaims], 2u * 9u); // 2 intermediate layers x 3x3 bricks
   EXPECT_EQ(o.emu.stats[dev::kStatBricks], 3u * 9u);
   EXPECT_EQ(o.emu.stats[dev::kStatConflicts], 0u);
   // Each consumer brick looks at its 3x3 neighbourhood (clipped): 4 corners x 4, 4 edges x 6,
@@ -244,22 +247,23 @@ TEST(Codegen, DescriptorFieldListsCoverTheStructs) {
   }
 #undef BRICKDL_ZERO
   const auto* bytes = reinterpret_cast<const unsigned char*>(&g);
-  for (size_t i = 0; i < sizeof g; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i << " not listed";
+  for (size_t i = 0; i < sizeof g; ++i)
+    ASSERT_EQ(bytes[i], 0) << "byte " << i << " not listed";
 }
 
 TEST(Codegen, SourceCarriesTheDescriptor) {
   const Graph g = chain_2d();
-  const KernelPlan p = plan_kernels(g, candidate(named_group(g, "c1", "c3"), Strategy::kPadded,
-                                                 {1, 4, 4, 0}, 128));
+  const KernelPlan p =
+      plan_kernels(g, candidate(named_group(g, "c1", "c3"), Strategy::kPadded, {1, 4, 4, 0}, 128));
   ASSERT_EQ(p.launches.size(), 1u);
   EXPECT_NE(p.source.find("__launch_bounds__(128) brickdl_group"), std::string::npos);
-  EXPECT_NE(p.source.find("g.layers[1].s[1] = 2;"), std::string::npos);  // c2: stride 2
-  EXPECT_NE(p.source.find("g.layers[1].slope = 0x1.99999ap-3f;"), std::string::npos);  // 0.2
-  EXPECT_EQ(p.launches[0].blocks, 2 * 1 * 2 * 2);  // batch 2, 7x6 output in 4x4 bricks
-  const KernelPlan lw = plan_kernels(g, candidate(named_group(g, "c1", "c3"),
-                                                  Strategy::kLayerwise, {1, 4, 4, 0}));
+  EXPECT_NE(p.source.find("g.layers[1].s[1] = 2;"), std::string::npos); // c2: stride 2
+  EXPECT_NE(p.source.find("g.layers[1].slope = 0x1.99999ap-3f;"), std::string::npos); // 0.2
+  EXPECT_EQ(p.launches[0].blocks, 2 * 1 * 2 * 2); // batch 2, 7x6 output in 4x4 bricks
+  const KernelPlan lw =
+      plan_kernels(g, candidate(named_group(g, "c1", "c3"), Strategy::kLayerwise, {1, 4, 4, 0}));
   ASSERT_EQ(lw.launches.size(), 3u);
-  EXPECT_EQ(lw.launches[1].inputs[0], (TensorSlot{false, 0}));  // c2 reads c1's output
+  EXPECT_EQ(lw.launches[1].inputs[0], (TensorSlot{false, 0})); // c2 reads c1's output
 }
 
 TEST(Codegen, UnsupportedCandidatesSayWhy) {
@@ -284,5 +288,5 @@ TEST(Codegen, UnsupportedCandidatesSayWhy) {
   }
 }
 
-}  // namespace
-}  // namespace brickdl::cuda
+} // namespace
+} // namespace brickdl::cuda

@@ -38,13 +38,15 @@ Graph bottleneck() {
 Graph chain3d() {
   GraphBuilder b("chain3d", TensorShape{1, 3, 112, 112, 112, 3});
   int x = b.input();
-  for (int i = 0; i < 3; ++i) x = b.relu(b.conv3d(x, 3, 3, 1, 1));
+  for (int i = 0; i < 3; ++i)
+    x = b.relu(b.conv3d(x, 3, 3, 1, 1));
   x = b.max_pool(x, 2, 2);
   return fuse_for_inference(b.build());
 }
 
 TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
-  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
   const Graph g2 = bottleneck();
   const Graph g3 = chain3d();
   const std::vector<std::pair<const Graph*, Candidate>> cases = {
@@ -86,8 +88,10 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
     SCOPED_TRACE(j.what);
     ASSERT_TRUE(j.module) << j.error;
     ASSERT_GT(j.module->cubin.size(), 4u);
-    EXPECT_EQ(j.module->cubin.substr(0, 4), std::string("\x7f" "ELF", 4));
-    EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log;  // ptxas -v
+    EXPECT_EQ(j.module->cubin.substr(0, 4), std::string("\x7f"
+                                                        "ELF",
+                                                        4));
+    EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log; // ptxas -v
     EXPECT_FALSE(std::regex_search(j.module->log, std::regex("[1-9][0-9]* bytes spill stores")))
         << j.module->log;
   }
@@ -98,11 +102,12 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
 }
 
 TEST(Nvrtc, BrokenSourceIsACompileErrorWithTheLog) {
-  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
   NvrtcCompiler compiler;
   try {
-    compiler.compile("#include \"kernels.cuh\"\nextern \"C\" __global__ void k() { undefined_x(); }\n",
-                     90);
+    compiler.compile(
+        "#include \"kernels.cuh\"\nextern \"C\" __global__ void k() { undefined_x(); }\n", 90);
     FAIL() << "accepted a broken source";
   } catch (const CompileError& e) {
     EXPECT_NE(e.log().find("undefined_x"), std::string::npos) << e.log();
@@ -110,7 +115,8 @@ TEST(Nvrtc, BrokenSourceIsACompileErrorWithTheLog) {
 }
 
 TEST(Nvrtc, DiskCacheServesASecondCompiler) {
-  if (!NvrtcCompiler::is_supported()) GTEST_SKIP() << "built without CUDA";
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
   const auto dir = std::filesystem::path(BRICKDL_BINARY_DIR) / "nvrtc_cache_test";
   std::filesystem::remove_all(dir);
   const std::string src = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n";
@@ -122,5 +128,5 @@ TEST(Nvrtc, DiskCacheServesASecondCompiler) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace brickdl::cuda
+} // namespace
+} // namespace brickdl::cuda

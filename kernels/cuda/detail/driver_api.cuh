@@ -23,14 +23,13 @@ struct DriverApi {
   PFN_cuCtxGetCurrent_v4000 ctx_get_current = nullptr;
 };
 
-template <class F>
-void load_entry(const char* name, unsigned version, F* fn) {
+template <class F> void load_entry(const char* name, unsigned version, F* fn) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult q{};
   const cudaError_t rc = cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q);
   if (rc != cudaSuccess || q != cudaDriverEntryPointSuccess || !p)
-    throw CudaError(std::string("CUDA driver entry point ") + name + " unavailable: " +
-                    cudaGetErrorString(rc));
+    throw CudaError(std::string("CUDA driver entry point ") + name +
+                    " unavailable: " + cudaGetErrorString(rc));
   *fn = reinterpret_cast<F>(p);
 }
 
@@ -60,4 +59,4 @@ inline std::string driver_error_string(CUresult r) {
   return s ? s : "CUresult " + std::to_string(static_cast<int>(r));
 }
 
-}  // namespace brickdl::cuda::detail
+} // namespace brickdl::cuda::detail

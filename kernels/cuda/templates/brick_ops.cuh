@@ -68,7 +68,8 @@ struct InSource {
 };
 
 BRICKDL_DEVICE float fetch(const InSource& s, int c, int z, int y, int x) {
-  if (s.from_tensor) return load_cached(s.t.p + tensor_index(s.t.dims, s.t.n, c, z, y, x));
+  if (s.from_tensor)
+    return load_cached(s.t.p + tensor_index(s.t.dims, s.t.n, c, z, y, x));
   const float* q = s.buf.p + region_index(s.buf, c, z, y, x);
   return s.buf.coherent ? load_coherent(q) : *q;
 }
@@ -133,10 +134,10 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
       const int x = dst.o[2] + r % dst.e[2];
       float v = 0.f;
       if (inside(P.out, z, y, x)) {
-        const int lin = brick_linear(P, n, c / P.cb, z / P.bext[0], y / P.bext[1],
-                                     x / P.bext[2]);
-        const int off = (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] +
-                         y % P.bext[1]) * P.bext[2] + x % P.bext[2];
+        const int lin = brick_linear(P, n, c / P.cb, z / P.bext[0], y / P.bext[1], x / P.bext[2]);
+        const int off =
+            (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] + y % P.bext[1]) * P.bext[2] +
+            x % P.bext[2];
         v = load_coherent(memo + P.memo_offset + (long long)lin * P.brick_stride + off);
       }
       dst.p[region_index(dst, c, z, y, x)] = v;
@@ -157,7 +158,7 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
   const int cout_g = L.out.c / L.groups;
   const int cin_g = L.in.c / L.groups;
   const int kvol = L.k[0] * L.k[1] * L.k[2];
-  const int wstride = cin_g * kvol;  // between consecutive output channels
+  const int wstride = cin_g * kvol; // between consecutive output channels
   const int ntc = (c1 - c0 + tco - 1) / tco;
   const int ntx = (re[2] + tpx - 1) / tpx;
   const int rows = re[0] * re[1];
@@ -174,19 +175,21 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
       const int z = ro[0] + row / re[1];
       const int y = ro[1] + row % re[1];
       const int x0 = ro[2] + xt * tpx;
-      const int nx = imin(tpx, ro[2] + re[2] - x0);  // valid w positions of this tile
+      const int nx = imin(tpx, ro[2] + re[2] - x0); // valid w positions of this tile
       const int nco = imin(tco, c1 - co0);
       const bool row_inside = z >= 0 && z < L.out.d && y >= 0 && y < L.out.h;
       float acc[kMaxTileCo][kMaxTilePx];
       if (row_inside) {
         BRICKDL_UNROLL
         for (int j = 0; j < kMaxTileCo; ++j) {
-          if (j >= tco) break;
+          if (j >= tco)
+            break;
           const float b = L.has_bias ? load_cached(bias + co0 + imin(j, nco - 1)) : 0.f;
           BRICKDL_UNROLL
-          for (int i = 0; i < kMaxTilePx; ++i) acc[j][i] = b;
+          for (int i = 0; i < kMaxTilePx; ++i)
+            acc[j][i] = b;
         }
-        const int ci0 = (co0 / cout_g) * cin_g;  // a tile never spans two groups (codegen)
+        const int ci0 = (co0 / cout_g) * cin_g; // a tile never spans two groups (codegen)
         const int zb = z * L.s[0] - L.p[0] - in.o[0];
         const int yb = y * L.s[1] - L.p[1] - in.o[1];
         const int xb = x0 * L.s[2] - L.p[2] - in.o[2];
@@ -203,16 +206,19 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
                 float iv[kMaxTilePx];
                 BRICKDL_UNROLL
                 for (int i = 0; i < kMaxTilePx; ++i) {
-                  if (i >= tpx) break;
+                  if (i >= tpx)
+                    break;
                   iv[i] = irow[imin(i, nx - 1) * L.s[2] + kx * L.dl[2]];
                 }
                 BRICKDL_UNROLL
                 for (int j = 0; j < kMaxTileCo; ++j) {
-                  if (j >= tco) break;
+                  if (j >= tco)
+                    break;
                   const float wv = load_cached(wk + imin(j, nco - 1) * wstride + kx);
                   BRICKDL_UNROLL
                   for (int i = 0; i < kMaxTilePx; ++i) {
-                    if (i >= tpx) break;
+                    if (i >= tpx)
+                      break;
                     acc[j][i] = fmaf(wv, iv[i], acc[j][i]);
                   }
                 }
@@ -223,13 +229,15 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
       }
       BRICKDL_UNROLL
       for (int j = 0; j < kMaxTileCo; ++j) {
-        if (j >= nco) break;
+        if (j >= nco)
+          break;
         BRICKDL_UNROLL
         for (int i = 0; i < kMaxTilePx; ++i) {
-          if (i >= nx) break;
+          if (i >= nx)
+            break;
           const int x = x0 + i;
-          const float v = row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope)
-                                                               : 0.f;
+          const float v =
+              row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope) : 0.f;
           store_out(out, co0 + j, z, y, x, v);
         }
       }
@@ -259,13 +267,16 @@ BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutT
         int count = 0;
         for (int kz = 0; kz < L.k[0]; ++kz) {
           const int zi = st[0] + kz * L.dl[0];
-          if (zi < 0 || zi >= dim[0]) continue;
+          if (zi < 0 || zi >= dim[0])
+            continue;
           for (int ky = 0; ky < L.k[1]; ++ky) {
             const int yi = st[1] + ky * L.dl[1];
-            if (yi < 0 || yi >= dim[1]) continue;
+            if (yi < 0 || yi >= dim[1])
+              continue;
             for (int kx = 0; kx < L.k[2]; ++kx) {
               const int xi = st[2] + kx * L.dl[2];
-              if (xi < 0 || xi >= dim[2]) continue;
+              if (xi < 0 || xi >= dim[2])
+                continue;
               const float q = in.p[region_index(in, c, zi, yi, xi)];
               acc = is_max ? (q > acc ? q : acc) : acc + q;
               ++count;
@@ -303,7 +314,8 @@ BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const O
       const int x = ro[2] + r % re[2];
       float v = 0.f;
       if (inside(L.out, z, y, x)) {
-        for (int s = 0; s < L.num_src; ++s) v += fetch(src[s], c, z, y, x);
+        for (int s = 0; s < L.num_src; ++s)
+          v += fetch(src[s], c, z, y, x);
         v = activate(v, L.act, L.slope);
       }
       store_out(out, c, z, y, x, v);
@@ -324,5 +336,5 @@ BRICKDL_DEVICE void input_channels(const LayerDesc& L, int c0, int c1, int* lo, 
   }
 }
 
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl

@@ -21,11 +21,11 @@
 namespace brickdl {
 namespace dev {
 
-constexpr int kMaxLayers = 12;   // layers in one group
-constexpr int kMaxSources = 2;   // inputs of one layer
-constexpr int kMaxExternal = 6;  // tensors a group reads from outside
-constexpr int kMaxTileCo = 8;    // output channels per thread (conv register tile)
-constexpr int kMaxTilePx = 4;    // consecutive w positions per thread (conv register tile)
+constexpr int kMaxLayers = 12;  // layers in one group
+constexpr int kMaxSources = 2;  // inputs of one layer
+constexpr int kMaxExternal = 6; // tensors a group reads from outside
+constexpr int kMaxTileCo = 8;   // output channels per thread (conv register tile)
+constexpr int kMaxTilePx = 4;   // consecutive w positions per thread (conv register tile)
 
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
 enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
@@ -46,19 +46,19 @@ struct RegionMap {
 };
 
 struct LayerDesc {
-  int op;     // Op
-  int act;    // Act (conv, eltwise)
+  int op;  // Op
+  int act; // Act (conv, eltwise)
   float slope;
   int num_src;
-  int src_kind[kMaxSources];   // SrcKind
-  int src_index[kMaxSources];  // external slot or layer index within the group
-  Dims in;                     // shape of source 0
+  int src_kind[kMaxSources];  // SrcKind
+  int src_index[kMaxSources]; // external slot or layer index within the group
+  Dims in;                    // shape of source 0
   Dims out;
   int groups;
-  int k[3], s[3], p[3], dl[3];  // window: kernel, stride, padding, dilation (d, h, w)
-  int count_include_pad;        // avg pool
+  int k[3], s[3], p[3], dl[3]; // window: kernel, stride, padding, dilation (d, h, w)
+  int count_include_pad;       // avg pool
   int has_bias;
-  int tile_co, tile_px;         // conv register tile (<= kMaxTileCo, kMaxTilePx)
+  int tile_co, tile_px; // conv register tile (<= kMaxTileCo, kMaxTilePx)
   // Padded: the region this layer computes per unit of work, and where it lives in shared
   // memory (floats; -1 for the last layer, which writes the output tensor).
   RegionMap region;
@@ -81,18 +81,18 @@ struct LayerDesc {
 struct ExternalDesc {
   Dims dims;
   int staged;       // padded: loaded once into shared memory (it feeds a window op)
-  RegionMap region;  // padded, when staged
+  RegionMap region; // padded, when staged
   int smem;         // padded, when staged: float offset
 };
 
 struct GroupDesc {
-  int mode;  // Mode
+  int mode; // Mode
   int num_layers;
   int batch;
-  int brick[3];        // bd, bh, bw (bd == 1 for 2-D)
-  int cb_last;         // channels per unit of work of the last layer
-  int nblk_last[4];    // units of work per axis c, d, h, w per sample
-  int smem_floats;     // dynamic shared memory per block
+  int brick[3];     // bd, bh, bw (bd == 1 for 2-D)
+  int cb_last;      // channels per unit of work of the last layer
+  int nblk_last[4]; // units of work per axis c, d, h, w per sample
+  int smem_floats;  // dynamic shared memory per block
   int num_external;
   ExternalDesc ext[kMaxExternal];
   LayerDesc layers[kMaxLayers];
@@ -100,48 +100,51 @@ struct GroupDesc {
 
 // What a launch needs at run time (device pointers; host pointers under emulation).
 struct KernelArgs {
-  const float* ext[kMaxExternal];    // NCDHW
-  const float* weight[kMaxLayers];   // conv: [cout][cin/groups][kd][kh][kw]
-  const float* bias[kMaxLayers];     // conv with bias: [cout]
-  float* out;                        // NCDHW output of the last layer
-  float* memo;                       // memoized: intermediate bricks
-  int* flags;                        // memoized: one state flag per intermediate brick
-  unsigned long long* stats;         // kStat* counters, accumulated with atomics
-  int* error;                        // set to kErrorTimeout when a wait exceeds spin_limit
-  int epoch;                         // memoized: flags <= 2·epoch are free this launch
-  long long spin_limit;              // clock ticks a block may wait for one brick
+  const float* ext[kMaxExternal];  // NCDHW
+  const float* weight[kMaxLayers]; // conv: [cout][cin/groups][kd][kh][kw]
+  const float* bias[kMaxLayers];   // conv with bias: [cout]
+  float* out;                      // NCDHW output of the last layer
+  float* memo;                     // memoized: intermediate bricks
+  int* flags;                      // memoized: one state flag per intermediate brick
+  unsigned long long* stats;       // kStat* counters, accumulated with atomics
+  int* error;                      // set to kErrorTimeout when a wait exceeds spin_limit
+  int epoch;                       // memoized: flags <= 2·epoch are free this launch
+  long long spin_limit;            // clock ticks a block may wait for one brick
 };
 
 // Counters a memoized kernel accumulates in KernelArgs::stats.
 enum Stat : int {
-  kStatClaims = 0,     // bricks claimed and computed (compulsory atomics)
-  kStatHits = 1,       // dependencies found done
-  kStatConflicts = 2,  // dependencies found claimed by another block, or a lost claim
-  kStatWaits = 3,      // spin iterations spent waiting for other blocks
-  kStatBricks = 4,     // bricks computed, all layers (including the last)
+  kStatClaims = 0,    // bricks claimed and computed (compulsory atomics)
+  kStatHits = 1,      // dependencies found done
+  kStatConflicts = 2, // dependencies found claimed by another block, or a lost claim
+  kStatWaits = 3,     // spin iterations spent waiting for other blocks
+  kStatBricks = 4,    // bricks computed, all layers (including the last)
   kNumStats = 5,
 };
 constexpr int kErrorTimeout = 1;
 
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl
 
 // X-macro lists of every field, for the source generator and the coverage test.
 // X(expr) receives a field access relative to the struct, e.g. X(k[0]).
+// clang-format off
 #define BRICKDL_DIMS_FIELDS(X, p) X(p.c) X(p.d) X(p.h) X(p.w)
-#define BRICKDL_REGION_FIELDS(X, p)                                                         \
-  X(p.scale[0]) X(p.scale[1]) X(p.scale[2]) X(p.offset[0]) X(p.offset[1]) X(p.offset[2])   \
+#define BRICKDL_REGION_FIELDS(X, p)                                                              \
+  X(p.scale[0]) X(p.scale[1]) X(p.scale[2]) X(p.offset[0]) X(p.offset[1]) X(p.offset[2])        \
   X(p.ext[0]) X(p.ext[1]) X(p.ext[2])
-#define BRICKDL_LAYER_DESC_FIELDS(X)                                                         \
-  X(op) X(act) X(slope) X(num_src) X(src_kind[0]) X(src_kind[1]) X(src_index[0])             \
-  X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])   \
-  X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])         \
-  X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px)                            \
-  BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(bext[0]) X(bext[1]) X(bext[2]) X(cb) X(nblk[0]) X(nblk[1]) X(nblk[2])       \
-  X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset) X(stage_smem)
-#define BRICKDL_EXTERNAL_DESC_FIELDS(X)                                                      \
+#define BRICKDL_LAYER_DESC_FIELDS(X)                                                             \
+  X(op) X(act) X(slope) X(num_src) X(src_kind[0]) X(src_kind[1]) X(src_index[0])                 \
+  X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
+  X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
+  X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px)                                \
+  BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
+  X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
+  X(stage_smem)
+#define BRICKDL_EXTERNAL_DESC_FIELDS(X)                                                          \
   BRICKDL_DIMS_FIELDS(X, dims) X(staged) BRICKDL_REGION_FIELDS(X, region) X(smem)
-#define BRICKDL_GROUP_DESC_FIELDS(X)                                                         \
-  X(mode) X(num_layers) X(batch) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)            \
-  X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_floats)           \
+#define BRICKDL_GROUP_DESC_FIELDS(X)                                                             \
+  X(mode) X(num_layers) X(batch) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)                \
+  X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_floats)               \
   X(num_external)
+// clang-format on

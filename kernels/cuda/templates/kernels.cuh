@@ -19,5 +19,5 @@ BRICKDL_DEVICE void run_unit(const GroupDesc& G, const KernelArgs& a, int unit) 
   }
 }
 
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl

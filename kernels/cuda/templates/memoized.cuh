@@ -53,7 +53,8 @@ BRICKDL_DEVICE DepBox dependency_box(const LayerDesc& L, const LayerDesc& P, con
   const int c0 = q.cb * L.cb;
   const int c1 = imin(c0 + L.cb, L.out.c);
   int ilo = c0, ihi = c1;
-  if (L.op != kOpEltwise) input_channels(L, c0, c1, &ilo, &ihi);
+  if (L.op != kOpEltwise)
+    input_channels(L, c0, c1, &ilo, &ihi);
   r.lo[0] = ilo / P.cb;
   r.cnt[0] = (ihi - 1) / P.cb - r.lo[0] + 1;
   const int odim[3] = {L.out.d, L.out.h, L.out.w};
@@ -89,7 +90,8 @@ BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_l
   const BrickCoord q = decode_brick(L, stk_brick[t]);
   int base = 0;
   for (int s = 0; s < L.num_src; ++s) {
-    if (L.src_kind[s] != kSrcLayer) continue;
+    if (L.src_kind[s] != kSrcLayer)
+      continue;
     const int p = L.src_index[s];
     const LayerDesc& P = G.layers[p];
     const DepBox r = dependency_box(L, P, q);
@@ -103,10 +105,13 @@ BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_l
       const int cb = r.lo[0] + rem / r.cnt[1];
       const int lin = brick_linear(P, q.n, cb, bz, by, bx);
       int* flag = a.flags + P.flag_offset + lin;
+      // Each lookup counts once: a claim, a hit, or a conflict (found claimed by another
+      // block, or lost the claim race to one, then waited for).
+      bool contended = false;
       for (;;) {
         const int v = atomic_acquire_load(flag);
         if (v == done) {
-          ++stats[kStatHits];
+          ++stats[contended ? kStatConflicts : kStatHits];
           break;
         }
         if (v == claimed) {
@@ -131,7 +136,7 @@ BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_l
           stk_cursor[t + 1] = 0;
           return kMemoDescend;
         }
-        ++stats[kStatConflicts];  // lost the claim race: look at the flag again
+        contended = true; // lost the claim race: look at the flag again
       }
     }
     base += r.total;
@@ -166,7 +171,8 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
   if (L.op == kOpEltwise) {
     InSource src[kMaxSources];
     for (int s = 0; s < kMaxSources; ++s) {
-      if (s >= L.num_src) break;
+      if (s >= L.num_src)
+        break;
       if (L.src_kind[s] == kSrcExternal) {
         const int e = L.src_index[s];
         src[s].from_tensor = 1;
@@ -217,8 +223,10 @@ BRICKDL_DEVICE void memo_compute_layer(const GroupDesc& G, const KernelArgs& a, 
                                        int lin) {
   BRICKDL_UNROLL
   for (int l = 0; l < kMaxLayers; ++l) {
-    if (l >= G.num_layers) break;
-    if (l == layer) memo_compute(G, G.layers[l], l, a, lin);
+    if (l >= G.num_layers)
+      break;
+    if (l == layer)
+      memo_compute(G, G.layers[l], l, a, lin);
   }
 }
 
@@ -235,16 +243,17 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
     if (t == 0) {
       s_top = 0;
       s_layer[0] = G.num_layers - 1;
-      s_brick[0] = unit;  // the unit of work is a brick of the last layer, owned outright
+      s_brick[0] = unit; // the unit of work is a brick of the last layer, owned outright
       s_cursor[0] = 0;
-      for (int i = 0; i < kNumStats; ++i) s_stats[i] = 0;
+      for (int i = 0; i < kNumStats; ++i)
+        s_stats[i] = 0;
     }
   }
   BRICKDL_SYNC();
   for (;;) {
     BRICKDL_FOR_EACH_THREAD(t) {
-      if (t == 0) s_action = memo_next(G, a, s_layer, s_brick, s_cursor, &s_top, s_stats,
-                                       claimed, done);
+      if (t == 0)
+        s_action = memo_next(G, a, s_layer, s_brick, s_cursor, &s_top, s_stats, claimed, done);
     }
     BRICKDL_SYNC();
     const int action = s_action;
@@ -252,10 +261,11 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
     const int layer = s_layer[top];
     const int lin = s_brick[top];
     BRICKDL_SYNC();
-    if (action == kMemoDescend) continue;
+    if (action == kMemoDescend)
+      continue;
     memo_compute_layer(G, a, layer, lin);
     // Release: every thread's stores are fenced before thread 0 publishes the brick.
-    fence();  // outside a thread loop: every device thread runs it
+    fence(); // outside a thread loop: every device thread runs it
     BRICKDL_SYNC();
     BRICKDL_FOR_EACH_THREAD(t) {
       if (t == 0) {
@@ -266,13 +276,15 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
       }
     }
     BRICKDL_SYNC();
-    if (top == 0) break;
+    if (top == 0)
+      break;
   }
   BRICKDL_FOR_EACH_THREAD(t) {
     if (t == 0 && a.stats)
-      for (int i = 0; i < kNumStats; ++i) atomic_add(a.stats + i, s_stats[i]);
+      for (int i = 0; i < kNumStats; ++i)
+        atomic_add(a.stats + i, s_stats[i]);
   }
 }
 
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl

@@ -29,7 +29,7 @@ BRICKDL_DEVICE RegionBuf region_buf(float* p, const RegionMap& m, const int* bo,
   return b;
 }
 
-// Source `s` of layer L as a shared-memory region buffer (window ops: always staged).
+// Input 0 of window layer L as its shared-memory region buffer (staged input or producer).
 BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L,
                                              const int* bo) {
   float* smem = block_smem();
@@ -69,7 +69,8 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
   if (L.op == kOpEltwise) {
     InSource src[kMaxSources];
     for (int s = 0; s < kMaxSources; ++s) {
-      if (s >= L.num_src) break;
+      if (s >= L.num_src)
+        break;
       if (L.src_kind[s] == kSrcExternal) {
         const int e = L.src_index[s];
         src[s].from_tensor = 1;
@@ -108,9 +109,11 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
 
   BRICKDL_UNROLL
   for (int e = 0; e < kMaxExternal; ++e) {
-    if (e >= G.num_external) break;
+    if (e >= G.num_external)
+      break;
     const ExternalDesc& X = G.ext[e];
-    if (!X.staged) continue;
+    if (!X.staged)
+      continue;
     TensorRef src;
     src.p = a.ext[e];
     src.dims = X.dims;
@@ -121,11 +124,12 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
 
   BRICKDL_UNROLL
   for (int l = 0; l < kMaxLayers; ++l) {
-    if (l >= G.num_layers) break;
+    if (l >= G.num_layers)
+      break;
     padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n, cblk);
     BRICKDL_SYNC();
   }
 }
 
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl

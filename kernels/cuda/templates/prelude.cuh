@@ -29,9 +29,9 @@ namespace emu {
 // The emulated block: set by the emulator before it runs a block on this host thread.
 inline thread_local int block_threads = 1;
 inline thread_local float* block_smem = nullptr;
-}  // namespace emu
-}  // namespace dev
-}  // namespace brickdl
+} // namespace emu
+} // namespace dev
+} // namespace brickdl
 
 #define BRICKDL_DEVICE inline
 #define BRICKDL_SHARED static thread_local
@@ -43,9 +43,15 @@ inline thread_local float* block_smem = nullptr;
 
 namespace brickdl {
 namespace dev {
-inline float* block_smem() { return emu::block_smem; }
-inline float neg_inf() { return -std::numeric_limits<float>::infinity(); }
-inline float load_cached(const float* p) { return *p; }
+inline float* block_smem() {
+  return emu::block_smem;
+}
+inline float neg_inf() {
+  return -std::numeric_limits<float>::infinity();
+}
+inline float load_cached(const float* p) {
+  return *p;
+}
 // Reads memoized data written by other blocks: through L2 on the device.
 inline float load_coherent(const float* p) {
   return std::atomic_ref<float>(*const_cast<float*>(p)).load(std::memory_order_relaxed);
@@ -55,7 +61,7 @@ inline void store_coherent(float* p, float v) {
 }
 inline int atomic_cas(int* p, int expected, int desired) {
   std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
-  return expected;  // the value seen, as atomicCAS returns it
+  return expected; // the value seen, as atomicCAS returns it
 }
 inline void atomic_release_store(int* p, int v) {
   std::atomic_ref<int>(*p).store(v, std::memory_order_release);
@@ -69,21 +75,25 @@ inline void atomic_add(unsigned long long* p, unsigned long long v) {
 inline void atomic_store_int(int* p, int v) {
   std::atomic_ref<int>(*p).store(v, std::memory_order_relaxed);
 }
-inline void fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void fence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 inline long long clock_ticks() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-inline void spin_pause() { std::this_thread::yield(); }
-}  // namespace dev
-}  // namespace brickdl
+inline void spin_pause() {
+  std::this_thread::yield();
+}
+} // namespace dev
+} // namespace brickdl
 
-#else  // NVRTC
+#else // NVRTC
 
 #define BRICKDL_DEVICE __device__ __forceinline__
 #define BRICKDL_SHARED __shared__
-#define BRICKDL_FOR_EACH_THREAD(t) \
+#define BRICKDL_FOR_EACH_THREAD(t)                                                                 \
   for (int t = static_cast<int>(threadIdx.x), t##_once_ = 1; t##_once_; t##_once_ = 0)
 #define BRICKDL_NUM_THREADS() (static_cast<int>(blockDim.x))
 #define BRICKDL_SYNC() __syncthreads()
@@ -96,10 +106,18 @@ BRICKDL_DEVICE float* block_smem() {
   extern __shared__ float4 brickdl_dynamic_smem[];
   return reinterpret_cast<float*>(brickdl_dynamic_smem);
 }
-BRICKDL_DEVICE float neg_inf() { return __int_as_float(0xff800000); }
-BRICKDL_DEVICE float load_cached(const float* p) { return __ldg(p); }
-BRICKDL_DEVICE float load_coherent(const float* p) { return __ldcg(p); }
-BRICKDL_DEVICE void store_coherent(float* p, float v) { __stcg(p, v); }
+BRICKDL_DEVICE float neg_inf() {
+  return __int_as_float(0xff800000);
+}
+BRICKDL_DEVICE float load_cached(const float* p) {
+  return __ldg(p);
+}
+BRICKDL_DEVICE float load_coherent(const float* p) {
+  return __ldcg(p);
+}
+BRICKDL_DEVICE void store_coherent(float* p, float v) {
+  __stcg(p, v);
+}
 BRICKDL_DEVICE int atomic_cas(int* p, int expected, int desired) {
   return atomicCAS(p, expected, desired);
 }
@@ -113,24 +131,40 @@ BRICKDL_DEVICE int atomic_acquire_load(int* p) {
   __threadfence();
   return v;
 }
-BRICKDL_DEVICE void atomic_add(unsigned long long* p, unsigned long long v) { atomicAdd(p, v); }
-BRICKDL_DEVICE void atomic_store_int(int* p, int v) { atomicExch(p, v); }
-BRICKDL_DEVICE void fence() { __threadfence(); }
-BRICKDL_DEVICE long long clock_ticks() { return clock64(); }
-BRICKDL_DEVICE void spin_pause() { __nanosleep(64); }
-}  // namespace dev
-}  // namespace brickdl
+BRICKDL_DEVICE void atomic_add(unsigned long long* p, unsigned long long v) {
+  atomicAdd(p, v);
+}
+BRICKDL_DEVICE void atomic_store_int(int* p, int v) {
+  atomicExch(p, v);
+}
+BRICKDL_DEVICE void fence() {
+  __threadfence();
+}
+BRICKDL_DEVICE long long clock_ticks() {
+  return clock64();
+}
+BRICKDL_DEVICE void spin_pause() {
+  __nanosleep(64);
+}
+} // namespace dev
+} // namespace brickdl
 
 #endif
 
 namespace brickdl {
 namespace dev {
-BRICKDL_DEVICE int imin(int a, int b) { return a < b ? a : b; }
-BRICKDL_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+BRICKDL_DEVICE int imin(int a, int b) {
+  return a < b ? a : b;
+}
+BRICKDL_DEVICE int imax(int a, int b) {
+  return a > b ? a : b;
+}
 // Floor division for possibly negative numerators (region origins before clipping).
-BRICKDL_DEVICE int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+BRICKDL_DEVICE int floor_div(int a, int b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 BRICKDL_DEVICE float activate(float v, int act, float slope) {
   return act == kActRelu ? (v > 0.f ? v : 0.f) : act == kActLeaky ? (v > 0.f ? v : v * slope) : v;
 }
-}  // namespace dev
-}  // namespace brickdl
+} // namespace dev
+} // namespace brickdl
