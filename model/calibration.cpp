@@ -242,7 +242,7 @@ Calibration calibrate(const std::vector<MeasuredRow>& rows, const Coefficients& 
   efficiency(1, current.l2_efficiency, &c.l2_efficiency);
   efficiency(2, current.compute_efficiency, &c.compute_efficiency);
   c.atomic_ns = r.atomic_ns * m[3];
-  c.conflict_wait_fraction = r.conflict_wait_fraction * m[4];
+  c.conflict_ns = r.conflict_ns * m[4];
   c.launch_us = r.launch_us * m[5];
   c.barrier_ns = r.barrier_ns * m[6];
 

@@ -118,9 +118,9 @@ struct Coefficients {
   double atomic_ns = -1;           // < 0: take the spec's
   double launch_us = -1;           // < 0: take the spec's
   // Added by the model (see model/detail/memory.h for their role):
-  double conflict_wait_fraction = 0.5; // of one brick's computation a conflicting lookup waits
-  double barrier_ns = 40;              // one block-wide barrier (__syncthreads + skew)
-  double l2_resident_fraction = 0.5;   // share of L2 a kernel's reused data can count on
+  double conflict_ns = -1;           // per conflicting lookup (re-polls until DONE); < 0: atomic_ns
+  double barrier_ns = 40;            // one block-wide barrier (__syncthreads + skew)
+  double l2_resident_fraction = 0.5; // share of L2 a kernel's reused data can count on
 };
 
 class CostModel {

@@ -61,7 +61,7 @@ ReuseSplit split_reuse(const std::array<double, 4>& sum, const std::array<double
   return r;
 }
 
-double L2Window::conflicts(const ReuseSplit& s) const {
+double L2Window::conflicts(const ReuseSplit& s, double claimed) const {
   double c = 0;
   for (size_t a = 0; a < 4; ++a) {
     const double d = s.distance[a];
@@ -69,7 +69,7 @@ double L2Window::conflicts(const ReuseSplit& s) const {
       continue; // the same block looks it up again: no other claimer
     c += s.reread[a] * std::max(0.0, 1.0 - d / std::max(1.0, concurrent));
   }
-  return c * kConflictOverlap;
+  return c * kConflictOverlap * claimed;
 }
 
 ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
@@ -79,7 +79,7 @@ ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
   r.compute_efficiency = c.compute_efficiency;
   r.atomic_ns = c.atomic_ns >= 0 ? c.atomic_ns : gpu.atomic_ns;
   r.launch_us = c.launch_us >= 0 ? c.launch_us : gpu.launch_overhead_us;
-  r.conflict_wait_fraction = c.conflict_wait_fraction;
+  r.conflict_ns = c.conflict_ns >= 0 ? c.conflict_ns : r.atomic_ns;
   r.barrier_ns = c.barrier_ns;
   r.l2_share_bytes = c.l2_resident_fraction * gpu.l2_bytes;
   return r;

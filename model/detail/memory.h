@@ -43,9 +43,12 @@
 //   use 2 × FP32 (half2 on CUDA cores) and library kernels the FP16 tensor rate.
 //   Atomics: claims × atomic_ns. Conflicts (a lookup finding the brick CLAIMED by another
 //   block): a re-lookup along an axis with reuse distance Δ comes from a block that runs at
-//   the same time with probability max(0, 1 − Δ / concurrent blocks); half of those find
-//   the brick still being computed. Each conflict waits conflict_wait_fraction of one brick's
-//   computation, which stalls 1 / concurrent of the device. Barriers: one per layer per
+//   the same time with probability max(0, 1 − Δ / concurrent blocks). A block computes
+//   bricks_total / units bricks one after the other, so a brick is being computed for a
+//   fraction units / bricks_total of a block's life; the looking-up block reaches the shared
+//   brick second half of the time (the first one claims it): the lookup conflicts with
+//   probability 0.5 · units / bricks_total. Each conflict costs conflict_ns (re-polls of the
+//   flag; the SM's other resident blocks keep it busy meanwhile). Barriers: one per layer per
 //   unit (padded) or two per brick (memoized), barrier_ns each, overlapped across the
 //   concurrent blocks. Launches: one per kernel, launch_us each.
 #include <array>
@@ -60,6 +63,7 @@ namespace brickdl::model::detail {
 inline constexpr double kOccupancyForPeak = 0.25;
 inline constexpr int kMaxBlocksPerSm = 32;
 inline constexpr double kSectorBytes = 32;
+// Share of concurrent re-lookups that reach a shared brick second (the first one claims it).
 inline constexpr double kConflictOverlap = 0.5;
 // Library kernels (layerwise): outputs per thread block, to estimate their grid size.
 inline constexpr double kLibraryOutputsPerBlock = 2048;
@@ -100,13 +104,14 @@ struct L2Window {
         m += s.reread[a];
     return m;
   }
-  // Expected conflicting lookups among the re-lookups of `s` (counts, not bytes).
-  double conflicts(const ReuseSplit& s) const;
+  // Expected conflicting lookups among the re-lookups of `s` (counts, not bytes), when a
+  // brick is CLAIMED but not DONE a fraction `claimed` of the time.
+  double conflicts(const ReuseSplit& s, double claimed) const;
 };
 
 struct ResolvedCoefficients {
   double dram_efficiency, l2_efficiency, compute_efficiency;
-  double atomic_ns, launch_us, conflict_wait_fraction, barrier_ns, l2_share_bytes;
+  double atomic_ns, launch_us, conflict_ns, barrier_ns, l2_share_bytes;
 };
 ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c);
 

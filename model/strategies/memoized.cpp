@@ -495,9 +495,19 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
         f = std::max(f, st.bytes.first);
       }
       s.streams.push_back(st);
+      // A window layer stages a brick's whole input region: (e − 1)·s + dil·(k − 1) + 1 per
+      // axis for a brick of extent e (clamped to the tensor), unclipped, as a kernel sizes
+      // its buffer for any brick; channels: the most any of its channel blocks reads.
       const Layer& l = *g.layers[is];
-      if (l.op == OpKind::kConv || l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool)
-        stage += d(x[0].need_max) * d(x[1].need_max) * d(x[2].need_max) * d(x[3].need_max);
+      if (l.op == OpKind::kConv || l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool) {
+        double region = d(x[0].need_max);
+        for (int a = 1; a < kAxes; ++a) {
+          const size_t as = static_cast<size_t>(a);
+          const AxisMap& m = edge.axis[as];
+          region *= d((std::min(tg.brick[as], tg.extent[as]) - 1) * m.a + m.c + 1);
+        }
+        stage += region;
+      }
     }
     smem = std::max(smem, stage * dt);
   }
@@ -543,7 +553,7 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   for (const Stream& st : s.streams) {
     reads += win.misses(st.bytes);
     if (st.tensor < L)
-      conflicts += win.conflicts(st.lookups);
+      conflicts += win.conflicts(st.lookups, bricks_total > 0 ? units / bricks_total : 0.0);
   }
   if (weights_unique > win.share_bytes)
     reads += p.bytes_weight - weights_unique;
@@ -556,13 +566,10 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   // Time.
   p.launches = 1;
   p.barriers = 2 * bricks_total;
-  const double roof =
-      add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes,
-                          p.flops, units, occ.factor > 0 ? occ.factor : 1.0, p);
+  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes, p.flops,
+                      units, occ.factor > 0 ? occ.factor : 1.0, p);
   p.t_atomic_compulsory_ms = claims * ctx.coef.atomic_ns * 1e-6;
-  p.t_atomic_conflict_ms =
-      bricks_total > 0 ? p.atomics_conflict * ctx.coef.conflict_wait_fraction * roof / bricks_total
-                       : 0.0;
+  p.t_atomic_conflict_ms = p.atomics_conflict * ctx.coef.conflict_ns * 1e-6;
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;
   p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
   finish_time(p);

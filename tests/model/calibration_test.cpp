@@ -148,7 +148,7 @@ TEST(Calibration, RecoversKnownCoefficientsFromSyntheticRows) {
   EXPECT_NEAR(cal.coefficients.atomic_ns, gpu.atomic_ns * 3, 1e-9);
   EXPECT_NEAR(cal.coefficients.launch_us, gpu.launch_overhead_us * 1.2, 1e-9);
   EXPECT_NEAR(cal.coefficients.barrier_ns, cur.barrier_ns * 2, 1e-9);
-  EXPECT_NEAR(cal.coefficients.conflict_wait_fraction, cur.conflict_wait_fraction * 0.5, 1e-9);
+  EXPECT_NEAR(cal.coefficients.conflict_ns, gpu.atomic_ns * 0.5, 1e-9); // default: atomic_ns
   EXPECT_GT(cal.before.median_time_error, 0.05);
   EXPECT_LT(cal.after.worst_time_error, 1e-9);
   EXPECT_NEAR(cal.after.spearman_time, 1.0, 1e-12);
