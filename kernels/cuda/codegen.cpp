@@ -435,6 +435,22 @@ std::string kernel_text(const KernelLaunch& k, int index) {
 
 } // namespace
 
+std::vector<float> pack_conv_weights(const dev::LayerDesc& L, const std::vector<float>& w) {
+  BRICKDL_CHECK(L.op == dev::kOpConv && L.tile_co >= 1, "packing a conv layer's weights");
+  const int64_t tco = L.tile_co, cout = L.out.c, cin_g = L.in.c / L.groups;
+  const int64_t kvol = int64_t{L.k[0]} * L.k[1] * L.k[2];
+  BRICKDL_CHECK(static_cast<int64_t>(w.size()) == cout * cin_g * kvol,
+                "weights of " << w.size() << " values for " << cout << "x" << cin_g << "x" << kvol);
+  const int64_t tiles = (cout + tco - 1) / tco;
+  std::vector<float> packed(static_cast<size_t>(tiles * tco * cin_g * kvol), 0.f);
+  for (int64_t co = 0; co < cout; ++co)
+    for (int64_t ci = 0; ci < cin_g; ++ci)
+      for (int64_t tap = 0; tap < kvol; ++tap)
+        packed[static_cast<size_t>((((co / tco) * cin_g + ci) * kvol + tap) * tco + co % tco)] =
+            w[static_cast<size_t>((co * cin_g + ci) * kvol + tap)];
+  return packed;
+}
+
 std::string desc_to_cpp(const dev::GroupDesc& g) {
   std::ostringstream os;
   os << "  brickdl::dev::GroupDesc g{};\n";

@@ -75,6 +75,12 @@ struct KernelPlan {
 KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
                         const CodegenOptions& options = {});
 
+// The weights of a conv layer as its kernel reads them: from PyTorch's [cout][cin / groups]
+// [kd][kh][kw] to [cout / tco][cin / groups][kd][kh][kw][tco] with tco = L.tile_co (the
+// output channels one thread computes), zero-padded to a multiple of tco channels. Done once
+// on the host, as inference frameworks pre-pack weights; each launch has its own tile.
+std::vector<float> pack_conv_weights(const dev::LayerDesc& L, const std::vector<float>& w);
+
 // `static constexpr` C++ that builds `desc` field by field: the body of a constexpr function
 // (used by plan_kernels; exposed for tests).
 std::string desc_to_cpp(const dev::GroupDesc& desc);

@@ -132,8 +132,10 @@ GroupBuffers upload_group(const Graph& g, const Group& group,
 // The generated kernels of a plan, ready to enqueue.
 class GeneratedRun {
 public:
+  // `weights`: the group's parameters in PyTorch layout; each launch gets its conv weights
+  // packed for its tile (pack_conv_weights).
   GeneratedRun(const Graph& g, const KernelPlan& plan, const std::string& cubin,
-               const GroupBuffers& buf, long long spin_limit)
+               const GroupBuffers& buf, const kernels::ModelWeights& weights, long long spin_limit)
       : plan_(plan), module_(cubin, plan) {
     const size_t L = plan.layer_ids.size();
     layer_out_.resize(L);
@@ -160,8 +162,14 @@ public:
         a.ext[s] = k.inputs[s].external ? buf.input_ptrs.at(static_cast<size_t>(k.inputs[s].index))
                                         : out_ptr.at(static_cast<size_t>(k.inputs[s].index));
       for (size_t l = 0; l < k.layers.size(); ++l) {
-        a.weight[l] = buf.weight_ptrs.at(static_cast<size_t>(k.layers[l]));
-        a.bias[l] = buf.bias_ptrs.at(static_cast<size_t>(k.layers[l]));
+        const size_t gl = static_cast<size_t>(k.layers[l]);
+        if (k.desc.layers[l].op == dev::kOpConv) {
+          const int id = plan.layer_ids[gl];
+          packed_.push_back(
+              upload_floats(pack_conv_weights(k.desc.layers[l], weights.at(id).weight)));
+          a.weight[l] = packed_.back().as<float>();
+        }
+        a.bias[l] = buf.bias_ptrs.at(gl);
       }
       a.out = out_ptr.at(static_cast<size_t>(k.output));
       a.memo = memo_.as<float>();
@@ -207,7 +215,7 @@ public:
 private:
   const KernelPlan& plan_;
   Module module_;
-  std::vector<DeviceBuffer> layer_out_;
+  std::vector<DeviceBuffer> layer_out_, packed_;
   DeviceBuffer memo_, flags_, stats_, error_;
   std::vector<dev::KernelArgs> args_;
   int epoch_ = 0;
@@ -503,7 +511,7 @@ private:
         static_cast<long long>(std::min(o.timeout_s, 5.0) * 1e3 * std::max(dev_.clock_khz, 1000));
     std::unique_ptr<GeneratedRun> gen;
     const auto module = compiler_.compile(plan.source, dev_.cc);
-    gen = std::make_unique<GeneratedRun>(g, plan, module->cubin, buf, spin_limit);
+    gen = std::make_unique<GeneratedRun>(g, plan, module->cubin, buf, host_weights, spin_limit);
     for (size_t i = 0; i < plan.launches.size(); ++i)
       r.counters["registers." + std::to_string(i)] = gen->registers(i);
     poison_output();
@@ -666,7 +674,7 @@ std::vector<float> run_on_device(const Graph& g, const Candidate& c, DeviceRunne
         static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
     const KernelPlan plan = plan_kernels(g, c, co);
     NvrtcCompiler compiler(default_cache_dir());
-    GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf,
+    GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf, weights,
                      static_cast<long long>(5e3) * dev.clock_khz);
     run.enqueue(nullptr);
     BRICKDL_CUDA_CALL(cudaDeviceSynchronize());

@@ -74,9 +74,12 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
         a.ext[s] = slot.external ? inputs.at(static_cast<size_t>(slot.index))
                                  : outputs.at(static_cast<size_t>(slot.index)).data();
       }
+      std::vector<std::vector<float>> packed(k.layers.size());
       for (size_t l = 0; l < k.layers.size(); ++l) {
         const size_t gl = static_cast<size_t>(k.layers[l]);
-        a.weight[l] = weights[gl].empty() ? nullptr : weights[gl].data();
+        if (k.desc.layers[l].op == dev::kOpConv)
+          packed[l] = pack_conv_weights(k.desc.layers[l], weights[gl]);
+        a.weight[l] = packed[l].empty() ? nullptr : packed[l].data();
         a.bias[l] = biases[gl].empty() ? nullptr : biases[gl].data();
       }
       a.out = outputs[static_cast<size_t>(k.output)].data();

