@@ -118,8 +118,10 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     res.error = run.reason;
     return res;
   }
-  if (options.collect_counters)
+  if (options.collect_counters) {
     res.counters = run.counters.to_map();
+    res.counters["cpu_threads"] = threads_; // how the times were taken, not a count
+  }
 
   // Validation.
   double max_diff = 0, max_ref = 0;

@@ -12,7 +12,8 @@
 // element fails |out − ref| <= atol + rtol·|ref| (NaN fails); max_rel_error is the norm-wise
 // error max|out − ref| / max|ref|. Candidates the executor cannot run are kUnsupported; a run
 // longer than timeout_s ends the measurement with kTimeout (the samples so far are kept).
-// flush_l2 has no CPU counterpart and is ignored. Worker threads are the constructor's.
+// flush_l2 has no CPU counterpart and is ignored. Worker threads are the constructor's; the
+// counters (ExecCounters::to_map) carry their number as "cpu_threads".
 #include <string>
 
 #include "core/measurer.h"

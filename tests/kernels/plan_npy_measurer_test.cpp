@@ -253,6 +253,7 @@ TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
     EXPECT_EQ(r.counters.at("bytes_stored.output"), 3 * 12 * 12 * 12 * 4);
     EXPECT_EQ(r.counters.count("bricks_computed.2"), 1u);
     EXPECT_EQ(r.counters.count("memo_conflicts"), 1u);
+    EXPECT_EQ(r.counters.at("cpu_threads"), 2);
   }
   // The candidate's own counters, not another strategy's: memoized computes each of the
   // 27 bricks of the two intermediate layers once.
