@@ -1,45 +1,65 @@
 #include "model/baseline.h"
 
 #include "core/error.h"
-#include "model/detail/geometry.h"
-#include "model/detail/memory.h"
-#include "model/strategies/strategies.h"
 
 namespace brickdl::model {
+
+void accumulate(Prediction& into, const Prediction& p) {
+  into.feasible = into.feasible && p.feasible;
+  into.flops += p.flops;
+  into.useful_flops += p.useful_flops;
+  into.redundant_flops += p.redundant_flops;
+  into.bricks_per_layer.insert(into.bricks_per_layer.end(), p.bricks_per_layer.begin(),
+                               p.bricks_per_layer.end());
+  into.thread_blocks += p.thread_blocks;
+  into.bytes_input += p.bytes_input;
+  into.bytes_weight += p.bytes_weight;
+  into.bytes_intermediate_load += p.bytes_intermediate_load;
+  into.bytes_intermediate_store += p.bytes_intermediate_store;
+  into.bytes_output += p.bytes_output;
+  into.l1_bytes += p.l1_bytes;
+  into.l2_bytes += p.l2_bytes;
+  into.dram_bytes += p.dram_bytes;
+  into.dram_read_bytes += p.dram_read_bytes;
+  into.dram_write_bytes += p.dram_write_bytes;
+  into.memo_lookups += p.memo_lookups;
+  into.atomics_compulsory += p.atomics_compulsory;
+  into.atomics_conflict += p.atomics_conflict;
+  into.time_ms += p.time_ms;
+  into.t_dram_ms += p.t_dram_ms;
+  into.t_l2_ms += p.t_l2_ms;
+  into.t_compute_ms += p.t_compute_ms;
+  into.t_atomic_compulsory_ms += p.t_atomic_compulsory_ms;
+  into.t_atomic_conflict_ms += p.t_atomic_conflict_ms;
+  into.t_launch_ms += p.t_launch_ms;
+  into.t_sync_ms += p.t_sync_ms;
+  into.bound_dram_ms += p.bound_dram_ms;
+  into.bound_l2_ms += p.bound_l2_ms;
+  into.bound_compute_ms += p.bound_compute_ms;
+  into.launches += p.launches;
+  into.barriers += p.barriers;
+}
 
 Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
   BRICKDL_CHECK(fused.size() >= 2, "graph '" << fused.name() << "' has no layer");
   Baseline b;
-  Candidate whole;
-  whole.group = {1, fused.size() - 1};
-  whole.strategy = Strategy::kLayerwise;
-
-  detail::GroupGeometry g;
-  detail::build_geometry(fused, whole, g);
-  BRICKDL_CHECK(g.invalid_reason.empty(), "baseline of the whole graph: " << g.invalid_reason);
-  const detail::ResolvedCoefficients coef = detail::resolve(model.gpu(), model.coefficients());
-  const detail::StrategyContext ctx{model.gpu(), coef, whole};
-  std::vector<detail::KernelCost> kernels;
-  b.total.bricks_per_layer.assign(static_cast<size_t>(g.layer_count), 0);
-  for (const Layer* l : g.layers)
-    b.total.useful_flops += 2.0 * static_cast<double>(l->macs);
-  detail::predict_layerwise(g, ctx, b.total, &kernels);
-  b.total.redundant_flops = b.total.flops - b.total.useful_flops;
-
-  for (const detail::KernelCost& k : kernels) {
+  Candidate c;
+  c.strategy = Strategy::kLayerwise;
+  for (int id = 1; id < fused.size(); ++id) {
+    c.group = {id, id};
     BaselineLayer row;
-    row.layer = k.layer;
-    row.dram_bytes = k.dram_read_bytes + k.dram_write_bytes;
-    row.l1_bytes = k.l1_bytes;
-    row.flops = k.flops;
-    row.time_ms = k.time_ms;
-    row.bound = model.lower_bound(fused, {k.layer, k.layer});
+    row.layer = id;
+    row.predicted = model.predict(fused, c);
+    row.bound = model.lower_bound(fused, c.group);
+    accumulate(b.total, row.predicted);
     b.layer_bounds.dram_bytes += row.bound.dram_bytes;
     b.layer_bounds.flops += row.bound.flops;
     b.layer_bounds.time_ms += row.bound.time_ms;
-    b.layers.push_back(row);
+    b.layers.push_back(std::move(row));
   }
-  b.model_bound = model.lower_bound(fused, whole.group);
+  c.group = {1, fused.size() - 1};
+  b.warm = model.predict(fused, c);
+  b.model_bound = model.lower_bound(fused, c.group);
   return b;
 }
 

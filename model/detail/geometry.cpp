@@ -104,7 +104,7 @@ namespace {
 // The values the brick-independent geometry of `grp` is a function of. Written through a
 // raw pointer: this runs on every prediction.
 void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& key) {
-  size_t n = 2;
+  size_t n = 3;
   for (int id = grp.first; id <= grp.last; ++id)
     n += 27 + 7 * graph.layer(id).inputs.size();
   key.resize(n);
@@ -119,6 +119,7 @@ void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& k
     k += 6;
   };
   *k++ = static_cast<int64_t>(graph.dtype());
+  *k++ = grp.first;  // tensor_ids and the layer pointers are positions in the graph
   *k++ = grp.size();
   for (int id = grp.first; id <= grp.last; ++id) {
     const Layer& l = graph.layer(id);
