@@ -153,5 +153,35 @@ TEST(CostModelProperties, MergedKernelsCutDramTrafficOfLargeChains) {
   EXPECT_EQ(pad.atomics_compulsory, 0);
 }
 
+TEST(CostModelProperties, PredictionsDoNotDependOnCallHistory) {
+  // The model caches a group's structure between calls: interleaving groups, graphs of other
+  // shapes at the same positions and strategies must not change any answer.
+  const CostModel m(*find_gpu_spec("A100-80GB"));
+  std::vector<Graph> graphs;
+  for (int64_t image : {10, 12, 10})
+    graphs.push_back(conv_chain(3, 4, image));
+  graphs.push_back(conv_chain(3, 4, 10, 3));
+  std::vector<std::pair<int, Candidate>> calls;
+  for (int gi = 0; gi < static_cast<int>(graphs.size()); ++gi)
+    for (int first : {1, 2})
+      for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized})
+        for (int e : {2, 4})
+          calls.emplace_back(gi, make(first, 3, s, {e, e, e, 2}));
+  std::vector<Prediction> forward;
+  for (const auto& [gi, c] : calls)
+    forward.push_back(m.predict(graphs[static_cast<size_t>(gi)], c));
+  for (size_t k = calls.size(); k-- > 0;) {
+    const Prediction p = m.predict(graphs[static_cast<size_t>(calls[k].first)], calls[k].second);
+    EXPECT_EQ(p.time_ms, forward[k].time_ms) << k;
+    EXPECT_EQ(p.dram_bytes, forward[k].dram_bytes) << k;
+    EXPECT_EQ(p.flops, forward[k].flops) << k;
+    EXPECT_EQ(p.bricks_per_layer, forward[k].bricks_per_layer) << k;
+    EXPECT_EQ(p.memo_lookups, forward[k].memo_lookups) << k;
+  }
+  // Graphs 0 and 2 are equal: same answers; graph 1 (12x12) differs.
+  EXPECT_EQ(forward[0].flops, forward[24].flops);
+  EXPECT_NE(forward[0].flops, forward[12].flops);
+}
+
 } // namespace
 } // namespace brickdl::model
