@@ -43,6 +43,9 @@
 //  - useful_flops = 2 · MACs of the group's layers; redundant_flops = flops − useful_flops,
 //    which is negative when the group's output does not depend on all of an intermediate
 //    (stride > brick: whole bricks skipped).
+//  - Known approximation: the model hulls needs one axis at a time, so a reader whose need is
+//    empty along one spatial axis only (padding > dilation · (kernel − 1)) still widens the
+//    hull along the other axes when the tensor has several readers in a padded unit.
 // Where the model estimates rather than counts (L2 and DRAM bytes, conflicts, time), the
 // assumptions are documented in model/detail/memory.h.
 #include <cstdint>
@@ -58,6 +61,8 @@ namespace brickdl::model {
 struct Prediction {
   bool feasible = true;
   std::string reason; // why infeasible
+  // An infeasible candidate still carries the counts that could be made (over the shared
+  // memory limit: all of them; ops padded / memoized cannot run: none); do not rank it.
 
   // Work.
   double flops = 0;                      // executed (useful + redundant)
@@ -127,7 +132,8 @@ class CostModel {
 public:
   explicit CostModel(GpuSpec gpu, Coefficients c = {});
   // `graph` is fused (fuse_for_inference). Cheap: no allocation on the hot path beyond
-  // bricks_per_layer.
+  // bricks_per_layer (and the reason of an infeasible candidate). Thread-safe; scratch
+  // space and the last group's structure are kept per thread.
   Prediction predict(const Graph& graph, const Candidate& candidate) const;
   LowerBound lower_bound(const Graph& graph, const Group& group) const;
   const GpuSpec& gpu() const { return gpu_; }
