@@ -7,20 +7,23 @@
 
 #include "core/gpu_spec.h"
 #include "core/graph_builder.h"
+#include "core/zoo.h"
 #include "model/cost_model.h"
 #include "tests/model/random_graphs.h"
 
 namespace brickdl::model {
 namespace {
 
+// A chain of `depth` convs ("same" padding) with relu epilogues, from the zoo's generator.
 Graph conv_chain(int depth, int64_t channels, int64_t image, int dims = 2, int kernel = 3) {
-  TensorShape in{1, channels, dims == 3 ? image : 1, image, image, dims};
-  GraphBuilder b("chain", in);
-  int x = 0;
-  for (int i = 0; i < depth; ++i)
-    x = dims == 3 ? b.conv3d(x, channels, kernel, 1, kernel / 2)
-                  : b.conv2d(x, channels, kernel, 1, kernel / 2);
-  return fuse_for_inference(b.build());
+  ConvChainOptions o;
+  o.depth = depth;
+  o.channels = channels;
+  o.image = image;
+  o.dims = dims;
+  o.kernel = kernel;
+  o.relu = true;
+  return fuse_for_inference(build_conv_chain(o));
 }
 
 Candidate make(int first, int last, Strategy s, BrickShape brick) {
