@@ -29,9 +29,10 @@ Occupancy occupancy(const GpuSpec& gpu, int threads, double smem_bytes, int regi
   if (regs_per_warp > 0)
     bps = std::min(bps, gpu.registers_per_sm / (regs_per_warp * warps));
   if (bps < 1) {
-    o.reason = "one block of " + std::to_string(threads) + " threads × " +
-               std::to_string(registers) + " registers does not fit an SM's " +
-               std::to_string(gpu.registers_per_sm) + " registers";
+    o.reason = "no block fits an SM: " + std::to_string(threads) + " threads × " +
+               std::to_string(registers) + " registers and " +
+               std::to_string(static_cast<int64_t>(smem_bytes / 1024)) +
+               " KiB of shared memory per block";
     return o;
   }
   o.blocks_per_sm = bps;
