@@ -429,5 +429,21 @@ TEST(CostModelFeasibility, SharedMemoryLimit) {
   EXPECT_DOUBLE_EQ(big.smem_bytes_per_block, 34 * 34 * 256 * 4);
 }
 
+TEST(CostModelFeasibility, ThreadsPerBlock) {
+  const Graph g = two_convs();
+  Candidate c = candidate(1, 2, Strategy::kMemoized, brick2d(4));
+  c.threads = 2048; // A100 allows 1024 per block
+  const Prediction p = a100().predict(g, c);
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("2048 threads"), std::string::npos) << p.reason;
+  c.threads = 128;
+  const Prediction ok = a100().predict(g, c);
+  EXPECT_TRUE(ok.feasible) << ok.reason;
+  // Threads allow 2048 / 128 = 16 blocks per SM; registers fewer: 36 per thread · 32 = 1152
+  // per warp, allocated in units of 256 → 1280; 4 warps → 5120 per block; 65536 / 5120 = 12.
+  EXPECT_EQ(ok.blocks_per_sm, 12);
+  EXPECT_EQ(ok.registers_per_thread, 36); // 32 + 4 · ceil(16 outputs / 128 threads)
+}
+
 } // namespace
 } // namespace brickdl::model
