@@ -520,23 +520,10 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
                p.bytes_intermediate_store + p.bytes_output;
   p.l2_bytes = p.l1_bytes + kSectorBytes * (p.memo_lookups + 2 * claims);
 
-  p.smem_bytes_per_block = smem;
-  p.registers_per_thread = estimate_registers(
-      ctx.gpu, static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]),
-      ctx.candidate.threads);
+  const double brick_volume =
+      static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
   const Occupancy occ =
-      occupancy(ctx.gpu, ctx.candidate.threads, p.smem_bytes_per_block, p.registers_per_thread);
-  p.blocks_per_sm = occ.blocks_per_sm;
-  if (p.smem_bytes_per_block > ctx.gpu.smem_per_block_bytes) {
-    p.feasible = false;
-    p.reason = "one memoized brick needs " +
-               std::to_string(static_cast<int64_t>(p.smem_bytes_per_block / 1024)) +
-               " KiB of shared memory per block; " + ctx.gpu.name + " allows " +
-               std::to_string(static_cast<int64_t>(ctx.gpu.smem_per_block_bytes / 1024)) + " KiB";
-  } else if (!occ.reason.empty()) {
-    p.feasible = false;
-    p.reason = occ.reason;
-  }
+      set_block_footprint(ctx, smem, brick_volume, "one memoized brick needs", p);
 
   // DRAM.
   double input_first = 0;

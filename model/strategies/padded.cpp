@@ -235,23 +235,10 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
     }
     smem = std::max(smem, live);
   }
-  p.smem_bytes_per_block = smem * dt;
-  p.registers_per_thread = estimate_registers(
-      ctx.gpu, static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]),
-      ctx.candidate.threads);
+  const double brick_volume =
+      static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
   const Occupancy occ =
-      occupancy(ctx.gpu, ctx.candidate.threads, p.smem_bytes_per_block, p.registers_per_thread);
-  p.blocks_per_sm = occ.blocks_per_sm;
-  if (p.smem_bytes_per_block > ctx.gpu.smem_per_block_bytes) {
-    p.feasible = false;
-    p.reason = "padded regions need " +
-               std::to_string(static_cast<int64_t>(p.smem_bytes_per_block / 1024)) +
-               " KiB of shared memory per block; " + ctx.gpu.name + " allows " +
-               std::to_string(static_cast<int64_t>(ctx.gpu.smem_per_block_bytes / 1024)) + " KiB";
-  } else if (!occ.reason.empty()) {
-    p.feasible = false;
-    p.reason = occ.reason;
-  }
+      set_block_footprint(ctx, smem * dt, brick_volume, "padded regions need", p);
 
   // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
   double input_first = 0;

@@ -31,6 +31,13 @@ struct KernelCost {
   double time_ms = 0; // max(DRAM, L2, compute) + launch
 };
 
+// Sets smem_bytes_per_block (already in bytes), registers_per_thread, blocks_per_sm, and
+// marks the candidate infeasible when one block's shared memory or occupancy does not fit;
+// returns the occupancy for the L2 wave model.
+// `what` names the shared-memory user in the reason ("padded regions need").
+Occupancy set_block_footprint(const StrategyContext& ctx, double smem_bytes, double brick_volume,
+                              const char* what, Prediction& p);
+
 void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p);
 void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p);
 // `kernels` (optional) receives one entry per layer of the group.

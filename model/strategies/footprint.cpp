@@ -1,0 +1,28 @@
+#include <cstdint>
+#include <string>
+
+#include "model/strategies/strategies.h"
+
+namespace brickdl::model::detail {
+
+Occupancy set_block_footprint(const StrategyContext& ctx, double smem_bytes, double brick_volume,
+                              const char* what, Prediction& p) {
+  p.smem_bytes_per_block = smem_bytes;
+  p.registers_per_thread = estimate_registers(ctx.gpu, brick_volume, ctx.candidate.threads);
+  const Occupancy occ =
+      occupancy(ctx.gpu, ctx.candidate.threads, p.smem_bytes_per_block, p.registers_per_thread);
+  p.blocks_per_sm = occ.blocks_per_sm;
+  if (p.smem_bytes_per_block > ctx.gpu.smem_per_block_bytes) {
+    p.feasible = false;
+    p.reason = std::string(what) + " " +
+               std::to_string(static_cast<int64_t>(p.smem_bytes_per_block / 1024)) +
+               " KiB of shared memory per block; " + ctx.gpu.name + " allows " +
+               std::to_string(static_cast<int64_t>(ctx.gpu.smem_per_block_bytes / 1024)) + " KiB";
+  } else if (!occ.reason.empty()) {
+    p.feasible = false;
+    p.reason = occ.reason;
+  }
+  return occ;
+}
+
+}  // namespace brickdl::model::detail
