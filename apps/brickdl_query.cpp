@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/query.h"
@@ -27,18 +27,16 @@ void remove_database(const std::string& path) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{
-      "brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
-      "tuning database, and merging of databases"};
+  CLI::App app{"brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
+               "tuning database, and merging of databases"};
   app.require_subcommand(1);
   std::string db_path = "brickdl.db";
   app.add_option("--db", db_path, "The tuning database to read")->capture_default_str();
 
   // best
   CLI::App* best = app.add_subcommand(
-      "best",
-      "Best configuration per model, group, target, precision and batch: the fastest "
-      "ok measurement, else the best prediction (marked 'predicted')");
+      "best", "Best configuration per model, group, target, precision and batch: the fastest "
+              "ok measurement, else the best prediction (marked 'predicted')");
   query::BestFilter filter;
   std::optional<int> batch;
   bool json = false;
@@ -52,24 +50,21 @@ int run(int argc, char** argv) {
 
   // runs, show, compare
   CLI::App* runs = app.add_subcommand("runs", "List the tuning runs");
-  CLI::App* show = app.add_subcommand("show",
-                                      "A run's configuration, groups, measurements and "
-                                      "plans");
+  CLI::App* show = app.add_subcommand("show", "A run's configuration, groups, measurements and "
+                                              "plans");
   int64_t show_run = 0;
   show->add_option("RUN", show_run, "Run id (see `runs`)")->required();
   CLI::App* compare = app.add_subcommand(
-      "compare",
-      "Per workload measured in both runs: each run's best candidate, median and "
-      "spread, and the ratio B/A");
+      "compare", "Per workload measured in both runs: each run's best candidate, median and "
+                 "spread, and the ratio B/A");
   int64_t run_a = 0, run_b = 0;
   compare->add_option("RUN_A", run_a, "Run id")->required();
   compare->add_option("RUN_B", run_b, "Run id")->required();
 
   // export
-  CLI::App* exp =
-      app.add_subcommand("export",
-                         "One row per measurement with its candidate, workload, run, target, "
-                         "prediction and counters");
+  CLI::App* exp = app.add_subcommand(
+      "export", "One row per measurement with its candidate, workload, run, target, "
+                "prediction and counters");
   std::string format = "csv", out_path;
   std::optional<int64_t> export_run;
   exp->add_option("--format", format, "csv or json")
@@ -80,9 +75,8 @@ int run(int argc, char** argv) {
 
   // merge
   CLI::App* merge = app.add_subcommand(
-      "merge",
-      "Copy databases into OUT (created when absent), remapping ids; merging the same "
-      "input again adds nothing");
+      "merge", "Copy databases into OUT (created when absent), remapping ids; merging the same "
+               "input again adds nothing");
   std::string merge_out;
   std::vector<std::string> merge_inputs;
   brickdl::MergeOptions merge_options;
@@ -92,7 +86,8 @@ int run(int argc, char** argv) {
                   "Accept measurements of different targets side by side");
 
   // `--db` may also follow the subcommand.
-  for (CLI::App* sub : {best, runs, show, compare, exp, merge}) sub->fallthrough();
+  for (CLI::App* sub : {best, runs, show, compare, exp, merge})
+    sub->fallthrough();
 
   try {
     app.parse(argc, argv);
@@ -113,7 +108,8 @@ int run(int argc, char** argv) {
             s.predictions_added, s.plans_added, s.baselines_added);
       }
     } catch (...) {
-      if (!existed) remove_database(merge_out);  // a refused merge leaves no new file
+      if (!existed)
+        remove_database(merge_out); // a refused merge leaves no new file
       throw;
     }
     return 0;
@@ -146,13 +142,14 @@ int run(int argc, char** argv) {
       }
       query::export_measurements(db, fmt, export_run, out);
       out.close();
-      if (!out) throw brickdl::UserError("writing '" + out_path + "' failed");
+      if (!out)
+        throw brickdl::UserError("writing '" + out_path + "' failed");
     }
   }
   return 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   try {

@@ -4,9 +4,9 @@ namespace brickdl {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::kLayerwise: return "layerwise";
-    case Strategy::kPadded: return "padded";
-    case Strategy::kMemoized: return "memoized";
+  case Strategy::kLayerwise: return "layerwise";
+  case Strategy::kPadded: return "padded";
+  case Strategy::kMemoized: return "memoized";
   }
   return "?";
 }
@@ -23,16 +23,19 @@ bool parse_strategy(const std::string& s, Strategy* out) {
 
 std::string BrickShape::str() const {
   std::string s;
-  if (d > 1) s = std::to_string(d) + "x";
+  if (d > 1)
+    s = std::to_string(d) + "x";
   s += std::to_string(h) + "x" + std::to_string(w);
-  if (cb > 0) s += "/c" + std::to_string(cb);
+  if (cb > 0)
+    s += "/c" + std::to_string(cb);
   return s;
 }
 
 std::string Candidate::config_str() const {
   std::string s = strategy_name(strategy);
-  if (strategy != Strategy::kLayerwise) s += " " + brick.str() + " t" + std::to_string(threads);
+  if (strategy != Strategy::kLayerwise)
+    s += " " + brick.str() + " t" + std::to_string(threads);
   return s;
 }
 
-}  // namespace brickdl
+} // namespace brickdl

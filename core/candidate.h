@@ -19,8 +19,8 @@ const char* strategy_name(Strategy s);
 bool parse_strategy(const std::string& s, Strategy* out);
 
 struct Group {
-  int first = 1;  // inclusive
-  int last = 1;   // inclusive
+  int first = 1; // inclusive
+  int last = 1;  // inclusive
   int size() const { return last - first + 1; }
   bool contains(int id) const { return id >= first && id <= last; }
   bool operator==(const Group& o) const = default;
@@ -28,10 +28,10 @@ struct Group {
 
 struct BrickShape {
   int d = 1, h = 8, w = 8;
-  int cb = 0;  // channel block; 0 = all channels
+  int cb = 0; // channel block; 0 = all channels
   int64_t volume() const { return int64_t{d} * h * w; }
   int dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }
-  std::string str() const;  // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0
+  std::string str() const; // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0
   bool operator==(const BrickShape& o) const = default;
 };
 
@@ -39,10 +39,10 @@ struct Candidate {
   Group group;
   BrickShape brick;
   Strategy strategy = Strategy::kLayerwise;
-  int threads = 256;  // threads per block (GPU); worker threads are the measurer's business
+  int threads = 256; // threads per block (GPU); worker threads are the measurer's business
   bool operator==(const Candidate& o) const = default;
   // Canonical text of the configuration (without the group): "memoized 8x8x8 t256".
   std::string config_str() const;
 };
 
-}  // namespace brickdl
+} // namespace brickdl

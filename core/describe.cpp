@@ -18,7 +18,8 @@ std::string with_commas(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
     out += digits[i];
   }
   return v < 0 ? "-" + out : out;
@@ -27,9 +28,12 @@ std::string with_commas(int64_t v) {
 // Decimal units (1 KB = 1e3 bytes), as bandwidths are quoted.
 std::string bytes_str(int64_t b) {
   const double x = static_cast<double>(b);
-  if (b < 1000) return fmt::format("{} B", b);
-  if (x < 1e6) return fmt::format("{:.1f} KB", x / 1e3);
-  if (x < 1e9) return fmt::format("{:.1f} MB", x / 1e6);
+  if (b < 1000)
+    return fmt::format("{} B", b);
+  if (x < 1e6)
+    return fmt::format("{:.1f} KB", x / 1e3);
+  if (x < 1e9)
+    return fmt::format("{:.1f} MB", x / 1e6);
   return fmt::format("{:.2f} GB", x / 1e9);
 }
 
@@ -53,46 +57,55 @@ std::string window_str(const Layer& l, bool with_dilation) {
                               uniform_or_list(window_dims(w.pad, rank)));
   const std::vector<int> dil = window_dims(w.dilation, rank);
   const bool dilated = std::any_of(dil.begin(), dil.end(), [](int x) { return x != 1; });
-  if (with_dilation || dilated) s += " d" + uniform_or_list(dil);
+  if (with_dilation || dilated)
+    s += " d" + uniform_or_list(dil);
   return s;
 }
 
 std::string epilogue_str(const Layer& l) {
   std::string s;
-  if (l.bias && !l.bn_folded) s += " bias";
-  if (l.bn_folded) s += " +bn";
-  if (l.activation == Activation::kRelu) s += " +relu";
-  if (l.activation == Activation::kLeakyRelu) s += fmt::format(" +leaky_relu {:g}", l.leaky_slope);
+  if (l.bias && !l.bn_folded)
+    s += " bias";
+  if (l.bn_folded)
+    s += " +bn";
+  if (l.activation == Activation::kRelu)
+    s += " +relu";
+  if (l.activation == Activation::kLeakyRelu)
+    s += fmt::format(" +leaky_relu {:g}", l.leaky_slope);
   return s;
 }
 
 std::string inputs_str(const Layer& l) {
-  if (l.inputs.empty()) return "-";
+  if (l.inputs.empty())
+    return "-";
   return fmt::format("{}", fmt::join(l.inputs, ","));
 }
 
 std::string gpu_str(const GpuSpec& g) {
-  return fmt::format(
-      "{}: {} SMs, DRAM {:g} GB/s {:g} GB, L2 {:g} MiB {:g} GB/s, smem {:g} KiB/SM "
-      "{:g} KiB/block, {} threads/SM, {} registers/SM, FP32 {:g} TFLOPS (TF32 {:g}, "
-      "FP16 {:g}), launch {:g} us, atomic {:g} ns",
-      g.name, g.sm_count, g.dram_bandwidth_gbs, g.dram_gb, g.l2_bytes / (1024.0 * 1024.0),
-      g.l2_bandwidth_gbs, g.smem_per_sm_bytes / 1024.0, g.smem_per_block_bytes / 1024.0,
-      g.max_threads_per_sm, g.registers_per_sm, g.fp32_tflops, g.tf32_tflops, g.fp16_tflops,
-      g.launch_overhead_us, g.atomic_ns);
+  return fmt::format("{}: {} SMs, DRAM {:g} GB/s {:g} GB, L2 {:g} MiB {:g} GB/s, smem {:g} KiB/SM "
+                     "{:g} KiB/block, {} threads/SM, {} registers/SM, FP32 {:g} TFLOPS (TF32 {:g}, "
+                     "FP16 {:g}), launch {:g} us, atomic {:g} ns",
+                     g.name, g.sm_count, g.dram_bandwidth_gbs, g.dram_gb,
+                     g.l2_bytes / (1024.0 * 1024.0), g.l2_bandwidth_gbs,
+                     g.smem_per_sm_bytes / 1024.0, g.smem_per_block_bytes / 1024.0,
+                     g.max_threads_per_sm, g.registers_per_sm, g.fp32_tflops, g.tf32_tflops,
+                     g.fp16_tflops, g.launch_overhead_us, g.atomic_ns);
 }
 
 std::string search_str(const SearchSpaceConfig& s) {
   std::vector<std::string> strategies;
-  for (Strategy st : s.strategies) strategies.emplace_back(strategy_name(st));
+  for (Strategy st : s.strategies)
+    strategies.emplace_back(strategy_name(st));
   std::string out = fmt::format(
       "searcher {}; bricks {}; channel blocks {}; strategies {}; max group {}; threads {}",
       s.searcher, fmt::join(s.brick_sizes, ", "), fmt::join(s.channel_blocks, ", "),
       fmt::join(strategies, ", "), s.max_group_len, fmt::join(s.threads, ", "));
-  if (s.searcher == "random") out += fmt::format("; {} samples", s.random_samples);
+  if (s.searcher == "random")
+    out += fmt::format("; {} samples", s.random_samples);
   if (!s.partitions.empty()) {
     std::vector<std::string> parts;
-    for (const auto& p : s.partitions) parts.push_back(fmt::format("{}", fmt::join(p, "+")));
+    for (const auto& p : s.partitions)
+      parts.push_back(fmt::format("{}", fmt::join(p, "+")));
     out += fmt::format("; partitions {}", fmt::join(parts, ", "));
   }
   return out;
@@ -104,37 +117,38 @@ std::string measurement_str(const MeasurementConfig& m) {
                               "timeout {:g} s, rtol {:g}",
                               m.backend, o.warmup, o.repetitions, m.top_k,
                               o.flush_l2 ? "yes" : "no", o.timeout_s, o.rtol);
-  if (m.budget_s > 0) s += fmt::format(", budget {:g} s", m.budget_s);
-  if (m.max_measurements > 0) s += fmt::format(", at most {} measurements", m.max_measurements);
-  if (!m.counters.empty()) s += fmt::format(", counters {}", fmt::join(m.counters, ", "));
+  if (m.budget_s > 0)
+    s += fmt::format(", budget {:g} s", m.budget_s);
+  if (m.max_measurements > 0)
+    s += fmt::format(", at most {} measurements", m.max_measurements);
+  if (!m.counters.empty())
+    s += fmt::format(", counters {}", fmt::join(m.counters, ", "));
   return s;
 }
 
-}  // namespace
+} // namespace
 
 std::string describe_op(const Layer& l) {
   std::string s = op_name(l.op);
   switch (l.op) {
-    case OpKind::kConv:
-      s += window_str(l, true) + " g" + std::to_string(l.groups);
-      break;
-    case OpKind::kMaxPool:
-      s += window_str(l, false);
-      if (l.ceil_mode) s += " ceil";
-      break;
-    case OpKind::kAvgPool:
-      s += window_str(l, false);
-      if (l.ceil_mode) s += " ceil";
-      if (!l.count_include_pad) s += " excl_pad";
-      break;
-    case OpKind::kLeakyRelu:
-      s += fmt::format(" {:g}", l.leaky_slope);
-      break;
-    case OpKind::kUpsample:
-      s += fmt::format(" x{} {}", l.upsample_scale, l.bilinear ? "bilinear" : "nearest");
-      break;
-    default:
-      break;
+  case OpKind::kConv: s += window_str(l, true) + " g" + std::to_string(l.groups); break;
+  case OpKind::kMaxPool:
+    s += window_str(l, false);
+    if (l.ceil_mode)
+      s += " ceil";
+    break;
+  case OpKind::kAvgPool:
+    s += window_str(l, false);
+    if (l.ceil_mode)
+      s += " ceil";
+    if (!l.count_include_pad)
+      s += " excl_pad";
+    break;
+  case OpKind::kLeakyRelu: s += fmt::format(" {:g}", l.leaky_slope); break;
+  case OpKind::kUpsample:
+    s += fmt::format(" x{} {}", l.upsample_scale, l.bilinear ? "bilinear" : "nearest");
+    break;
+  default: break;
   }
   return s + epilogue_str(l);
 }
@@ -154,7 +168,8 @@ void describe_graph(const Graph& graph, std::ostream& os) {
   for (const auto& r : rows) {
     const std::array<const std::string*, 8> cells = {&r.id,    &r.name,   &r.op,   &r.inputs,
                                                      &r.shape, &r.params, &r.macs, &r.bytes};
-    for (size_t i = 0; i < cells.size(); ++i) width[i] = std::max(width[i], cells[i]->size());
+    for (size_t i = 0; i < cells.size(); ++i)
+      width[i] = std::max(width[i], cells[i]->size());
   }
   // Text columns left-aligned, numbers right-aligned, two spaces apart.
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -166,7 +181,8 @@ void describe_graph(const Graph& graph, std::ostream& os) {
     os << '\n';
     if (k == 0) {
       size_t total = 2 * (width.size() - 1);
-      for (size_t w : width) total += w;
+      for (size_t w : width)
+        total += w;
       os << std::string(total, '-') << '\n';
     }
   }
@@ -191,18 +207,20 @@ void describe_experiment(const ExperimentConfig& e, std::ostream& os) {
     model += " (inline graph)";
   } else {
     for (const auto& z : zoo())
-      if (z.name == e.model) model += ": " + z.description;
+      if (z.name == e.model)
+        model += ": " + z.description;
   }
   line("model", model);
   const Graph& g = e.graph;
   if (g.size() > 0) {
-    line("graph", fmt::format("{} layers, input {}, output {}", g.size() - 1,
-                              g.input_shape().str(), g.layer(g.output()).out.str()));
+    line("graph", fmt::format("{} layers, input {}, output {}", g.size() - 1, g.input_shape().str(),
+                              g.layer(g.output()).out.str()));
   }
   line("batch", std::to_string(e.batch));
   line("precision", dtype_name(e.precision));
   line("target", gpu_str(e.gpu));
-  if (!e.gpu.source.empty()) line("", "source: " + e.gpu.source);
+  if (!e.gpu.source.empty())
+    line("", "source: " + e.gpu.source);
   line("search", search_str(e.search));
   for (const auto& s : e.search.subgraphs)
     line("", fmt::format("subgraph '{}': {} .. {}", s.name, s.first, s.last));
@@ -211,7 +229,8 @@ void describe_experiment(const ExperimentConfig& e, std::ostream& os) {
   line("database", e.database);
   line("output", e.output_dir);
   os << '\n';
-  if (g.size() > 0) describe_graph(g, os);
+  if (g.size() > 0)
+    describe_graph(g, os);
 }
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -29,4 +29,4 @@ void describe_experiment(const ExperimentConfig& experiment, std::ostream& os);
 // The op column of describe_graph for one layer, e.g. "conv 3x3/2 p1 d1 g1 +bn +relu".
 std::string describe_op(const Layer& layer);
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -5,11 +5,11 @@
 //  - UserError: the input is wrong (YAML, graph, CLI flag, database). It names where
 //    (file, line, column, key) and what would be valid. Programs print it and exit 2.
 //  - InternalError: an invariant of brickdl broke (BRICKDL_CHECK). That is a bug.
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include <initializer_list>
 
 namespace brickdl {
 
@@ -18,15 +18,14 @@ struct SourceLocation {
   std::string file;
   int line = 0;
   int column = 0;
-  std::string key;  // dotted path of the key, e.g. "search.brick_sizes[2]"
+  std::string key; // dotted path of the key, e.g. "search.brick_sizes[2]"
 
   std::string str() const;
 };
 
 class UserError : public std::runtime_error {
- public:
-  explicit UserError(const std::string& message)
-      : std::runtime_error(message), message_(message) {}
+public:
+  explicit UserError(const std::string& message) : std::runtime_error(message), message_(message) {}
   UserError(const SourceLocation& where, const std::string& message)
       : std::runtime_error(format(where, message)), where_(where), message_(message) {}
 
@@ -34,7 +33,7 @@ class UserError : public std::runtime_error {
   // The message without the location prefix.
   const std::string& bare_message() const { return message_; }
 
- private:
+private:
   static std::string format(const SourceLocation& where, const std::string& message);
   SourceLocation where_;
   std::string message_;
@@ -42,12 +41,12 @@ class UserError : public std::runtime_error {
 
 // A graph whose shapes do not fit; a UserError that names the layer and both shapes.
 class ShapeError : public UserError {
- public:
+public:
   using UserError::UserError;
 };
 
 class InternalError : public std::logic_error {
- public:
+public:
   using std::logic_error::logic_error;
 };
 
@@ -64,16 +63,17 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 std::string join_names(const std::vector<std::string>& names, const std::string& sep = ", ");
 
 namespace detail {
-[[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
-}  // namespace detail
+[[noreturn]] void check_failed(const char* cond, const char* file, int line,
+                               const std::string& msg);
+} // namespace detail
 
-}  // namespace brickdl
+} // namespace brickdl
 
-#define BRICKDL_CHECK(cond, ...)                                                          \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::ostringstream brickdl_check_os_;                                               \
-      brickdl_check_os_ << "" __VA_ARGS__;                                                \
-      ::brickdl::detail::check_failed(#cond, __FILE__, __LINE__, brickdl_check_os_.str()); \
-    }                                                                                     \
+#define BRICKDL_CHECK(cond, ...)                                                                   \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::ostringstream brickdl_check_os_;                                                        \
+      brickdl_check_os_ << "" __VA_ARGS__;                                                         \
+      ::brickdl::detail::check_failed(#cond, __FILE__, __LINE__, brickdl_check_os_.str());         \
+    }                                                                                              \
   } while (0)

@@ -17,21 +17,22 @@ namespace {
 
 using detail::YamlValue;
 
-const std::vector<std::string> kTopKeys = {
-    "name",   "model",  "batch",       "input_size", "input_channels", "precision",
-    "target", "search", "measurement", "seed",       "database",       "output"};
-const std::vector<std::string> kSearchKeys = {
-    "brick_sizes", "channel_blocks", "max_group_len", "strategies", "threads",
-    "searcher",    "random_samples", "partitions",    "subgraphs"};
+const std::vector<std::string> kTopKeys = {"name",           "model",     "batch",    "input_size",
+                                           "input_channels", "precision", "target",   "search",
+                                           "measurement",    "seed",      "database", "output"};
+const std::vector<std::string> kSearchKeys = {"brick_sizes",    "channel_blocks", "max_group_len",
+                                              "strategies",     "threads",        "searcher",
+                                              "random_samples", "partitions",     "subgraphs"};
 const std::vector<std::string> kMeasurementKeys = {
-    "backend",   "warmup",      "repetitions", "top_k", "counters", "flush_l2", "collect_counters",
-    "timeout_s", "cpu_threads", "rtol",        "atol",  "budget_s", "max_measurements"};
+    "backend",  "warmup",           "repetitions",     "top_k",       "counters",
+    "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
+    "atol",     "budget_s",         "max_measurements"};
 const std::vector<std::string> kSearchers = {"dp", "exhaustive", "random", "topk", "measure_all"};
 const std::vector<std::string> kBackends = {"auto", "cuda", "cpu", "none"};
 const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
 const std::vector<std::string> kZooKeys = {"zoo", "num_classes"};
-const std::vector<std::string> kConvChainKeys = {"zoo",    "depth",  "channels", "kernel",
-                                                 "image",  "dims",   "stride",   "dilation",
+const std::vector<std::string> kConvChainKeys = {"zoo",        "depth", "channels", "kernel",
+                                                 "image",      "dims",  "stride",   "dilation",
                                                  "batch_norm", "relu"};
 const std::vector<std::string> kInlineGraphKeys = {"name", "input", "layers"};
 constexpr const char* kConvChain = "conv_chain";
@@ -46,15 +47,17 @@ constexpr int kMaxThreads = 1024;
 const char* const kMinimalExample =
     "a minimal experiment is:\n  model: resnet50\n  batch: 8\n  target: {gpu: A100-40GB}";
 
-bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
+bool is_power_of_two(int x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
 
 // Reads a name from `valid`; an unknown one fails with a suggestion and the valid names.
 std::string read_choice(const YamlValue& v, const std::vector<std::string>& valid,
                         const std::string& what) {
   const std::string s = v.as_string();
   if (std::find(valid.begin(), valid.end(), s) == valid.end())
-    v.fail("unknown " + what + " '" + s + "'" + did_you_mean(s, valid) + "; valid: " +
-           join_names(valid));
+    v.fail("unknown " + what + " '" + s + "'" + did_you_mean(s, valid) +
+           "; valid: " + join_names(valid));
   return s;
 }
 
@@ -62,7 +65,8 @@ std::string read_choice(const YamlValue& v, const std::vector<std::string>& vali
 template <typename Check>
 std::vector<int> read_unique_ints(const YamlValue& v, const std::string& what, Check check) {
   const std::vector<YamlValue> items = v.items(what);
-  if (items.empty()) v.fail("expected at least one value in " + what);
+  if (items.empty())
+    v.fail("expected at least one value in " + what);
   std::vector<int> out;
   for (const auto& item : items) {
     const int x = item.as_int();
@@ -81,8 +85,8 @@ struct GpuField {
   const char* name;
   double GpuSpec::*real = nullptr;
   int GpuSpec::*integer = nullptr;
-  bool required_for_custom = true;  // false: the field has a sensible default
-  bool may_be_zero = false;         // costs that a study may switch off
+  bool required_for_custom = true; // false: the field has a sensible default
+  bool may_be_zero = false;        // costs that a study may switch off
 };
 
 const std::vector<GpuField>& gpu_fields() {
@@ -109,7 +113,8 @@ const std::vector<GpuField>& gpu_fields() {
 
 std::vector<std::string> target_keys() {
   std::vector<std::string> keys = {"gpu", "source"};
-  for (const auto& f : gpu_fields()) keys.emplace_back(f.name);
+  for (const auto& f : gpu_fields())
+    keys.emplace_back(f.name);
   return keys;
 }
 
@@ -138,7 +143,8 @@ GpuSpec read_target(const YamlValue& root) {
     spec.source = "given in " + (t.file().empty() ? std::string("the experiment") : t.file());
     std::vector<std::string> required;
     for (const auto& f : gpu_fields())
-      if (f.required_for_custom) required.emplace_back(f.name);
+      if (f.required_for_custom)
+        required.emplace_back(f.name);
     for (const auto& name : required) {
       if (!t.has(name))
         t.fail("gpu: custom needs every GPU field; missing '" + name +
@@ -147,14 +153,15 @@ GpuSpec read_target(const YamlValue& root) {
   } else {
     const GpuSpec* named = find_gpu_spec(g);
     if (!named)
-      gpu.fail("unknown GPU '" + g + "'" + did_you_mean(g, valid_gpus) + "; valid: " +
-               join_names(valid_gpus));
+      gpu.fail("unknown GPU '" + g + "'" + did_you_mean(g, valid_gpus) +
+               "; valid: " + join_names(valid_gpus));
     spec = *named;
   }
 
   std::vector<std::string> overridden;
   for (const auto& f : gpu_fields()) {
-    if (!t.has(f.name)) continue;
+    if (!t.has(f.name))
+      continue;
     const YamlValue v = t.get(f.name);
     if (f.real) {
       spec.*f.real = v.as_double(0, !f.may_be_zero);
@@ -163,7 +170,8 @@ GpuSpec read_target(const YamlValue& root) {
     }
     overridden.emplace_back(f.name);
   }
-  if (t.has("source")) spec.source = t.get("source").as_string();
+  if (t.has("source"))
+    spec.source = t.get("source").as_string();
   if (!custom && !overridden.empty())
     spec.source += "; overridden by the experiment: " + join_names(overridden);
 
@@ -198,23 +206,31 @@ std::string overrides_note(const ExperimentConfig& cfg) {
 }
 
 Graph read_conv_chain(const YamlValue& m, const ExperimentConfig& cfg,
-                             const YamlValue& input_size_node) {
+                      const YamlValue& input_size_node) {
   ConvChainOptions o;
   o.batch = cfg.batch;
   o.dtype = cfg.precision;
   if (m.is_map()) {
-    if (m.has("depth")) o.depth = m.get("depth").as_int(1);
-    if (m.has("channels")) o.channels = m.get("channels").as_int64(1);
-    if (m.has("kernel")) o.kernel = m.get("kernel").as_int(1);
-    if (m.has("image")) o.image = m.get("image").as_int64(1);
+    if (m.has("depth"))
+      o.depth = m.get("depth").as_int(1);
+    if (m.has("channels"))
+      o.channels = m.get("channels").as_int64(1);
+    if (m.has("kernel"))
+      o.kernel = m.get("kernel").as_int(1);
+    if (m.has("image"))
+      o.image = m.get("image").as_int64(1);
     if (m.has("dims")) {
       const YamlValue d = m.get("dims");
       o.dims = d.as_int(2, 3);
     }
-    if (m.has("stride")) o.stride = m.get("stride").as_int(1);
-    if (m.has("dilation")) o.dilation = m.get("dilation").as_int(1);
-    if (m.has("batch_norm")) o.batch_norm = m.get("batch_norm").as_bool();
-    if (m.has("relu")) o.relu = m.get("relu").as_bool();
+    if (m.has("stride"))
+      o.stride = m.get("stride").as_int(1);
+    if (m.has("dilation"))
+      o.dilation = m.get("dilation").as_int(1);
+    if (m.has("batch_norm"))
+      o.batch_norm = m.get("batch_norm").as_bool();
+    if (m.has("relu"))
+      o.relu = m.get("relu").as_bool();
   }
   if (!cfg.input_size.empty()) {
     // The chain has one extent for every spatial dim.
@@ -225,18 +241,21 @@ Graph read_conv_chain(const YamlValue& m, const ExperimentConfig& cfg,
     o.image = s[0];
     o.dims = static_cast<int>(s.size());
   }
-  if (cfg.input_channels > 0) o.channels = cfg.input_channels;
+  if (cfg.input_channels > 0)
+    o.channels = cfg.input_channels;
   return build_conv_chain(o);
 }
 
 // Errors of the zoo builders carry no position; the loader's own errors do.
-bool has_location(const UserError& e) { return !e.where().file.empty() || e.where().line > 0; }
+bool has_location(const UserError& e) {
+  return !e.where().file.empty() || e.where().line > 0;
+}
 
 // Builds the graph of `model:`; every error carries the position of the model (or, for a
 // rank mismatch, of input_size).
 void read_model(const YamlValue& root, ExperimentConfig* cfg) {
-  const YamlValue m = root.require(
-      "model", "a zoo model name (" + join_names(model_names()) + ") or an inline graph");
+  const YamlValue m = root.require("model", "a zoo model name (" + join_names(model_names()) +
+                                                ") or an inline graph");
   const YamlValue input_size_node = root.get("input_size");
 
   // Inline graph.
@@ -282,7 +301,8 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
     o.dtype = cfg->precision;
     o.input_size = cfg->input_size;
     o.input_channels = cfg->input_channels;
-    if (m.is_map() && m.has("num_classes")) o.num_classes = m.get("num_classes").as_int64(1);
+    if (m.is_map() && m.has("num_classes"))
+      o.num_classes = m.get("num_classes").as_int64(1);
     if (!cfg->input_size.empty()) {
       // Learn the model's rank from its default build, so a 3-D size for a 2-D model gets a
       // clear message instead of whatever the builder makes of it.
@@ -296,26 +316,28 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
     }
     cfg->graph = build_zoo_model(name, o);
   } catch (const ShapeError& e) {
-    if (has_location(e)) throw;
-    throw ShapeError(m.where(), "model " + name + overrides_note(*cfg) +
-                                    " does not fit: " + e.bare_message());
+    if (has_location(e))
+      throw;
+    throw ShapeError(m.where(),
+                     "model " + name + overrides_note(*cfg) + " does not fit: " + e.bare_message());
   } catch (const UserError& e) {
-    if (has_location(e)) throw;
+    if (has_location(e))
+      throw;
     throw UserError(m.where(), "model " + name + overrides_note(*cfg) + ": " + e.bare_message());
   }
 }
 
 // ---- search --------------------------------------------------------------------------------
 
-void read_partitions(const YamlValue& v, const ExperimentConfig& cfg,
-                     SearchSpaceConfig* search) {
+void read_partitions(const YamlValue& v, const ExperimentConfig& cfg, SearchSpaceConfig* search) {
   // Partitions split the fused graph (batch-norms and activations folded), the graph the
   // search partitions; layer 0 (the input) is in no group.
   const int layers = fuse_for_inference(cfg.graph).size() - 1;
   const std::vector<YamlValue> items = v.items("search.partitions");
   for (const auto& p : items) {
     const std::vector<YamlValue> groups = p.items("a partition (a list of group lengths)");
-    if (groups.empty()) p.fail("a partition needs at least one group length");
+    if (groups.empty())
+      p.fail("a partition needs at least one group length");
     std::vector<int> lengths;
     int sum = 0;
     for (const auto& g : groups) {
@@ -330,17 +352,18 @@ void read_partitions(const YamlValue& v, const ExperimentConfig& cfg,
   }
 }
 
-void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg,
-                    SearchSpaceConfig* search) {
+void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg, SearchSpaceConfig* search) {
   std::vector<std::string> layer_names;
-  for (const auto& l : cfg.graph.layers()) layer_names.push_back(l.name);
+  for (const auto& l : cfg.graph.layers())
+    layer_names.push_back(l.name);
   const auto find_layer = [&](const YamlValue& n) {
     const std::string s = n.as_string();
     const int id = cfg.graph.find(s);
     if (id < 0)
       n.fail("no layer named '" + s + "' in model " + cfg.model + did_you_mean(s, layer_names) +
              " (brickdl-tune --describe lists the layers)");
-    if (id == 0) n.fail("the graph input is not a layer a subgraph can hold");
+    if (id == 0)
+      n.fail("the graph input is not a layer a subgraph can hold");
     return id;
   };
   std::set<std::string> names;
@@ -367,28 +390,31 @@ void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg,
 SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
   SearchSpaceConfig s;
   const YamlValue v = root.get("search");
-  if (!v.present()) return s;
+  if (!v.present())
+    return s;
   v.expect_keys(kSearchKeys, "search");
   if (v.has("brick_sizes")) {
-    s.brick_sizes = read_unique_ints(v.get("brick_sizes"), "search.brick_sizes",
-                                     [](const YamlValue& item, int x) {
-      if (!is_power_of_two(x) || x > kMaxBrick)
-        item.fail("a brick size must be a power of two from 1 to " + std::to_string(kMaxBrick) +
-                  " (1, 2, 4, 8, 16, 32, 64), got " + std::to_string(x));
-    });
+    s.brick_sizes = read_unique_ints(
+        v.get("brick_sizes"), "search.brick_sizes", [](const YamlValue& item, int x) {
+          if (!is_power_of_two(x) || x > kMaxBrick)
+            item.fail("a brick size must be a power of two from 1 to " + std::to_string(kMaxBrick) +
+                      " (1, 2, 4, 8, 16, 32, 64), got " + std::to_string(x));
+        });
   }
   if (v.has("channel_blocks")) {
-    s.channel_blocks = read_unique_ints(v.get("channel_blocks"), "search.channel_blocks",
-                                        [](const YamlValue& item, int x) {
-      if (x < 0) item.fail("a channel block must be >= 0 (0 = all channels), got " +
-                           std::to_string(x));
-    });
+    s.channel_blocks = read_unique_ints(
+        v.get("channel_blocks"), "search.channel_blocks", [](const YamlValue& item, int x) {
+          if (x < 0)
+            item.fail("a channel block must be >= 0 (0 = all channels), got " + std::to_string(x));
+        });
   }
-  if (v.has("max_group_len")) s.max_group_len = v.get("max_group_len").as_int(1);
+  if (v.has("max_group_len"))
+    s.max_group_len = v.get("max_group_len").as_int(1);
   if (v.has("strategies")) {
     const YamlValue list = v.get("strategies");
     const std::vector<YamlValue> items = list.items("search.strategies");
-    if (items.empty()) list.fail("expected at least one strategy (layerwise, padded, memoized)");
+    if (items.empty())
+      list.fail("expected at least one strategy (layerwise, padded, memoized)");
     s.strategies.clear();
     const std::vector<std::string> valid = {"layerwise", "padded", "memoized"};
     for (const auto& item : items) {
@@ -400,17 +426,21 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
     }
   }
   if (v.has("threads")) {
-    s.threads = read_unique_ints(v.get("threads"), "search.threads",
-                                 [](const YamlValue& item, int x) {
-      if (x < kMinThreads || x > kMaxThreads || x % 32 != 0)
-        item.fail("threads per block must be a multiple of 32 from 32 to 1024, got " +
-                  std::to_string(x));
-    });
+    s.threads =
+        read_unique_ints(v.get("threads"), "search.threads", [](const YamlValue& item, int x) {
+          if (x < kMinThreads || x > kMaxThreads || x % 32 != 0)
+            item.fail("threads per block must be a multiple of 32 from 32 to 1024, got " +
+                      std::to_string(x));
+        });
   }
-  if (v.has("searcher")) s.searcher = read_choice(v.get("searcher"), kSearchers, "searcher");
-  if (v.has("random_samples")) s.random_samples = v.get("random_samples").as_int(1);
-  if (v.has("partitions")) read_partitions(v.get("partitions"), cfg, &s);
-  if (v.has("subgraphs")) read_subgraphs(v.get("subgraphs"), cfg, &s);
+  if (v.has("searcher"))
+    s.searcher = read_choice(v.get("searcher"), kSearchers, "searcher");
+  if (v.has("random_samples"))
+    s.random_samples = v.get("random_samples").as_int(1);
+  if (v.has("partitions"))
+    read_partitions(v.get("partitions"), cfg, &s);
+  if (v.has("subgraphs"))
+    read_subgraphs(v.get("subgraphs"), cfg, &s);
   return s;
 }
 
@@ -420,35 +450,50 @@ MeasurementConfig read_measurement(const YamlValue& root, uint64_t seed) {
   MeasurementConfig m;
   m.options.seed = seed;
   const YamlValue v = root.get("measurement");
-  if (!v.present()) return m;
+  if (!v.present())
+    return m;
   v.expect_keys(kMeasurementKeys, "measurement");
   MeasureOptions& o = m.options;
-  if (v.has("backend")) m.backend = read_choice(v.get("backend"), kBackends, "backend");
-  if (v.has("warmup")) o.warmup = v.get("warmup").as_int(0);
-  if (v.has("repetitions")) o.repetitions = v.get("repetitions").as_int(1);
-  if (v.has("top_k")) m.top_k = v.get("top_k").as_int(1);
+  if (v.has("backend"))
+    m.backend = read_choice(v.get("backend"), kBackends, "backend");
+  if (v.has("warmup"))
+    o.warmup = v.get("warmup").as_int(0);
+  if (v.has("repetitions"))
+    o.repetitions = v.get("repetitions").as_int(1);
+  if (v.has("top_k"))
+    m.top_k = v.get("top_k").as_int(1);
   if (v.has("counters")) {
     for (const auto& c : v.get("counters").items("measurement.counters")) {
       const std::string name = c.as_string();
-      if (name.empty()) c.fail("a counter name must not be empty");
+      if (name.empty())
+        c.fail("a counter name must not be empty");
       m.counters.push_back(name);
     }
   }
-  if (v.has("flush_l2")) o.flush_l2 = v.get("flush_l2").as_bool();
-  if (v.has("collect_counters")) o.collect_counters = v.get("collect_counters").as_bool();
-  if (v.has("timeout_s")) o.timeout_s = v.get("timeout_s").as_double(0, true);
-  if (v.has("cpu_threads")) m.cpu_threads = v.get("cpu_threads").as_int(0);
-  if (v.has("rtol")) o.rtol = v.get("rtol").as_double(0, true);
-  if (v.has("atol")) o.atol = v.get("atol").as_double(0);
-  if (v.has("budget_s")) m.budget_s = v.get("budget_s").as_double(0);
-  if (v.has("max_measurements")) m.max_measurements = v.get("max_measurements").as_int(0);
+  if (v.has("flush_l2"))
+    o.flush_l2 = v.get("flush_l2").as_bool();
+  if (v.has("collect_counters"))
+    o.collect_counters = v.get("collect_counters").as_bool();
+  if (v.has("timeout_s"))
+    o.timeout_s = v.get("timeout_s").as_double(0, true);
+  if (v.has("cpu_threads"))
+    m.cpu_threads = v.get("cpu_threads").as_int(0);
+  if (v.has("rtol"))
+    o.rtol = v.get("rtol").as_double(0, true);
+  if (v.has("atol"))
+    o.atol = v.get("atol").as_double(0);
+  if (v.has("budget_s"))
+    m.budget_s = v.get("budget_s").as_double(0);
+  if (v.has("max_measurements"))
+    m.max_measurements = v.get("max_measurements").as_int(0);
   return m;
 }
 
 // ---- the whole file ------------------------------------------------------------------------
 
 ExperimentConfig read_experiment(const YamlValue& root) {
-  if (!root.present()) root.fail(std::string("the experiment is empty; ") + kMinimalExample);
+  if (!root.present())
+    root.fail(std::string("the experiment is empty; ") + kMinimalExample);
   if (!root.is_map())
     root.fail("expected the experiment to be a mapping (key: value), got " + root.describe() +
               "; " + kMinimalExample);
@@ -458,11 +503,13 @@ ExperimentConfig read_experiment(const YamlValue& root) {
   cfg.file = root.file();
   if (root.has("name")) {
     cfg.name = root.get("name").as_string();
-    if (cfg.name.empty()) root.get("name").fail("the name must not be empty");
+    if (cfg.name.empty())
+      root.get("name").fail("the name must not be empty");
   } else {
     cfg.name = std::filesystem::path(cfg.file).stem().string();
   }
-  if (root.has("batch")) cfg.batch = root.get("batch").as_int(1);
+  if (root.has("batch"))
+    cfg.batch = root.get("batch").as_int(1);
   if (root.has("precision")) {
     const YamlValue p = root.get("precision");
     const std::string s = p.as_string();
@@ -481,25 +528,29 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     cfg.input_channels = root.get("input_channels").as_int64(1);
 
   read_model(root, &cfg);
-  if (cfg.name.empty()) cfg.name = cfg.model;
+  if (cfg.name.empty())
+    cfg.name = cfg.model;
 
   cfg.gpu = read_target(root);
   cfg.search = read_search(root, cfg);
-  if (root.has("seed")) cfg.seed = root.get("seed").as_uint64();
+  if (root.has("seed"))
+    cfg.seed = root.get("seed").as_uint64();
   cfg.measurement = read_measurement(root, cfg.seed);
   if (root.has("database")) {
     cfg.database = root.get("database").as_string();
-    if (cfg.database.empty()) root.get("database").fail("the database path must not be empty");
+    if (cfg.database.empty())
+      root.get("database").fail("the database path must not be empty");
   }
   cfg.output_dir = "out/" + cfg.name;
   if (root.has("output")) {
     cfg.output_dir = root.get("output").as_string();
-    if (cfg.output_dir.empty()) root.get("output").fail("the output folder must not be empty");
+    if (cfg.output_dir.empty())
+      root.get("output").fail("the output folder must not be empty");
   }
   return cfg;
 }
 
-}  // namespace
+} // namespace
 
 ExperimentConfig load_experiment(const std::string& path) {
   return read_experiment(detail::load_yaml_file(path));
@@ -509,6 +560,8 @@ ExperimentConfig parse_experiment(const std::string& yaml_text, const std::strin
   return read_experiment(detail::parse_yaml(yaml_text, file));
 }
 
-std::vector<std::string> experiment_keys() { return kTopKeys; }
+std::vector<std::string> experiment_keys() {
+  return kTopKeys;
+}
 
-}  // namespace brickdl
+} // namespace brickdl

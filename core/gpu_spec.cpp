@@ -38,7 +38,7 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   s.dram_bandwidth_gbs = bw;
   s.dram_gb = mem;
   s.l2_bytes = 50.0 * 1024 * 1024;
-  s.l2_bandwidth_gbs = 10000;  // estimate; calibrate per device
+  s.l2_bandwidth_gbs = 10000; // estimate; calibrate per device
   s.smem_per_sm_bytes = 228 * 1024;
   s.smem_per_block_bytes = 227 * 1024;
   s.registers_per_sm = 65536;
@@ -49,11 +49,10 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   s.fp16_tflops = 989.4;
   s.launch_overhead_us = 2.5;
   s.atomic_ns = 0.8;
-  s.source =
-      "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
-      "494.7, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per SM, 227 KB "
-      "per block); L2 bandwidth, launch overhead and atomic cost are estimates to be "
-      "calibrated";
+  s.source = "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
+             "494.7, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per SM, 227 KB "
+             "per block); L2 bandwidth, launch overhead and atomic cost are estimates to be "
+             "calibrated";
   return s;
 }
 
@@ -62,7 +61,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-}  // namespace
+} // namespace
 
 const std::vector<GpuSpec>& gpu_specs() {
   static const std::vector<GpuSpec> specs = {
@@ -76,14 +75,16 @@ const std::vector<GpuSpec>& gpu_specs() {
 
 const GpuSpec* find_gpu_spec(const std::string& name) {
   for (const auto& s : gpu_specs())
-    if (lower(s.name) == lower(name)) return &s;
+    if (lower(s.name) == lower(name))
+      return &s;
   return nullptr;
 }
 
 std::vector<std::string> gpu_spec_names() {
   std::vector<std::string> v;
-  for (const auto& s : gpu_specs()) v.push_back(s.name);
+  for (const auto& s : gpu_specs())
+    v.push_back(s.name);
   return v;
 }
 
-}  // namespace brickdl
+} // namespace brickdl

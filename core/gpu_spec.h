@@ -7,24 +7,24 @@
 namespace brickdl {
 
 struct GpuSpec {
-  std::string name;                 // "A100-40GB", "H200", or "custom"
-  double dram_bandwidth_gbs = 0;    // GB/s (1e9 bytes/s), vendor peak
-  double dram_gb = 0;               // capacity, GB
-  double l2_bytes = 0;              // L2 capacity in bytes
-  double l2_bandwidth_gbs = 0;      // GB/s, sustained L2 read bandwidth (estimate, see source)
-  double smem_per_sm_bytes = 0;     // shared memory per SM (max carve-out)
-  double smem_per_block_bytes = 0;  // max dynamic shared memory per block (opt-in)
-  int registers_per_sm = 0;         // 32-bit registers
+  std::string name;                // "A100-40GB", "H200", or "custom"
+  double dram_bandwidth_gbs = 0;   // GB/s (1e9 bytes/s), vendor peak
+  double dram_gb = 0;              // capacity, GB
+  double l2_bytes = 0;             // L2 capacity in bytes
+  double l2_bandwidth_gbs = 0;     // GB/s, sustained L2 read bandwidth (estimate, see source)
+  double smem_per_sm_bytes = 0;    // shared memory per SM (max carve-out)
+  double smem_per_block_bytes = 0; // max dynamic shared memory per block (opt-in)
+  int registers_per_sm = 0;        // 32-bit registers
   int registers_per_thread_max = 255;
   int sm_count = 0;
   int max_threads_per_sm = 0;
   int max_threads_per_block = 1024;
-  double fp32_tflops = 0;           // peak dense FP32 (non-tensor)
-  double tf32_tflops = 0;           // peak dense TF32 tensor
-  double fp16_tflops = 0;           // peak dense FP16 tensor
-  double launch_overhead_us = 0;    // per kernel launch, back to back in a stream
-  double atomic_ns = 0;             // cost of one uncontended global atomic (estimate)
-  std::string source;               // where the numbers come from
+  double fp32_tflops = 0;        // peak dense FP32 (non-tensor)
+  double tf32_tflops = 0;        // peak dense TF32 tensor
+  double fp16_tflops = 0;        // peak dense FP16 tensor
+  double launch_overhead_us = 0; // per kernel launch, back to back in a stream
+  double atomic_ns = 0;          // cost of one uncontended global atomic (estimate)
+  std::string source;            // where the numbers come from
 };
 
 // The named specs: A100-40GB, A100-80GB, H100-SXM, H200.
@@ -33,4 +33,4 @@ const std::vector<GpuSpec>& gpu_specs();
 const GpuSpec* find_gpu_spec(const std::string& name);
 std::vector<std::string> gpu_spec_names();
 
-}  // namespace brickdl
+} // namespace brickdl

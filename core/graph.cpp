@@ -10,18 +10,18 @@ namespace brickdl {
 
 int dtype_bytes(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
+  case DType::kF32: return 4;
+  case DType::kF16: return 2;
+  case DType::kBF16: return 2;
   }
   return 4;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "fp32";
-    case DType::kF16: return "fp16";
-    case DType::kBF16: return "bf16";
+  case DType::kF32: return "fp32";
+  case DType::kF16: return "fp16";
+  case DType::kBF16: return "bf16";
   }
   return "?";
 }
@@ -43,8 +43,10 @@ bool parse_dtype(const std::string& s, DType* out) {
 
 std::string TensorShape::str() const {
   std::string s = std::to_string(n) + "x" + std::to_string(c);
-  if (spatial_rank == 3) s += "x" + std::to_string(d);
-  if (spatial_rank >= 2) s += "x" + std::to_string(h) + "x" + std::to_string(w);
+  if (spatial_rank == 3)
+    s += "x" + std::to_string(d);
+  if (spatial_rank >= 2)
+    s += "x" + std::to_string(h) + "x" + std::to_string(w);
   return s;
 }
 
@@ -54,19 +56,20 @@ struct OpEntry {
   const char* name;
 };
 constexpr OpEntry kOps[] = {
-    {OpKind::kInput, "input"},         {OpKind::kConv, "conv"},
+    {OpKind::kInput, "input"},          {OpKind::kConv, "conv"},
     {OpKind::kBatchNorm, "batch_norm"}, {OpKind::kRelu, "relu"},
     {OpKind::kLeakyRelu, "leaky_relu"}, {OpKind::kAdd, "add"},
-    {OpKind::kConcat, "concat"},       {OpKind::kMaxPool, "max_pool"},
-    {OpKind::kAvgPool, "avg_pool"},    {OpKind::kGlobalAvgPool, "global_avg_pool"},
-    {OpKind::kUpsample, "upsample"},   {OpKind::kFlatten, "flatten"},
+    {OpKind::kConcat, "concat"},        {OpKind::kMaxPool, "max_pool"},
+    {OpKind::kAvgPool, "avg_pool"},     {OpKind::kGlobalAvgPool, "global_avg_pool"},
+    {OpKind::kUpsample, "upsample"},    {OpKind::kFlatten, "flatten"},
     {OpKind::kLinear, "linear"},
 };
-}  // namespace
+} // namespace
 
 const char* op_name(OpKind op) {
   for (const auto& e : kOps)
-    if (e.op == op) return e.name;
+    if (e.op == op)
+      return e.name;
   return "?";
 }
 
@@ -82,15 +85,16 @@ bool parse_op(const std::string& s, OpKind* out) {
 
 std::vector<std::string> op_names() {
   std::vector<std::string> v;
-  for (const auto& e : kOps) v.emplace_back(e.name);
+  for (const auto& e : kOps)
+    v.emplace_back(e.name);
   return v;
 }
 
 const char* activation_name(Activation a) {
   switch (a) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kLeakyRelu: return "leaky_relu";
+  case Activation::kNone: return "none";
+  case Activation::kRelu: return "relu";
+  case Activation::kLeakyRelu: return "leaky_relu";
   }
   return "?";
 }
@@ -109,36 +113,45 @@ Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers)
 
 int64_t Graph::total_params() const {
   int64_t s = 0;
-  for (const auto& l : layers_) s += l.params;
+  for (const auto& l : layers_)
+    s += l.params;
   return s;
 }
 
 int64_t Graph::total_macs() const {
   int64_t s = 0;
-  for (const auto& l : layers_) s += l.macs;
+  for (const auto& l : layers_)
+    s += l.macs;
   return s;
 }
 
 int64_t Graph::input_bytes(int id) const {
   int64_t s = 0;
-  for (int in : layer(id).inputs) s += layer(in).out.numel();
+  for (int in : layer(id).inputs)
+    s += layer(in).out.numel();
   return s * dtype_bytes(dtype_);
 }
 
-int64_t Graph::output_bytes(int id) const { return layer(id).out.numel() * dtype_bytes(dtype_); }
+int64_t Graph::output_bytes(int id) const {
+  return layer(id).out.numel() * dtype_bytes(dtype_);
+}
 
-int64_t Graph::weight_bytes(int id) const { return layer(id).params * dtype_bytes(dtype_); }
+int64_t Graph::weight_bytes(int id) const {
+  return layer(id).params * dtype_bytes(dtype_);
+}
 
 int64_t Graph::activation_bytes() const {
   int64_t s = 0;
   for (const auto& l : layers_)
-    if (l.op != OpKind::kInput) s += output_bytes(l.id);
+    if (l.op != OpKind::kInput)
+      s += output_bytes(l.id);
   return s;
 }
 
 int Graph::find(const std::string& layer_name) const {
   for (const auto& l : layers_)
-    if (l.name == layer_name) return l.id;
+    if (l.name == layer_name)
+      return l.id;
   return -1;
 }
 
@@ -146,25 +159,29 @@ Graph fuse_for_inference(const Graph& g) {
   // absorbed_into[i] = id (in g) of the layer whose output now stands for layer i's output.
   const int n = g.size();
   std::vector<int> rep(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) rep[static_cast<size_t>(i)] = i;
+  for (int i = 0; i < n; ++i)
+    rep[static_cast<size_t>(i)] = i;
   std::vector<bool> dropped(static_cast<size_t>(n), false);
   std::vector<Layer> layers = g.layers();
 
   for (int i = 0; i < n; ++i) {
     Layer& l = layers[static_cast<size_t>(i)];
-    if (l.inputs.size() != 1) continue;
+    if (l.inputs.size() != 1)
+      continue;
     const int p = rep[static_cast<size_t>(l.inputs[0])];
     Layer& prod = layers[static_cast<size_t>(p)];
     // The producer may absorb this layer only if this layer is its only reader.
-    if (g.consumers(l.inputs[0]).size() != 1) continue;
+    if (g.consumers(l.inputs[0]).size() != 1)
+      continue;
     const bool bn_fold = l.op == OpKind::kBatchNorm &&
                          (prod.op == OpKind::kConv || prod.op == OpKind::kLinear) &&
                          prod.activation == Activation::kNone && !prod.bn_folded;
-    const bool act_fold = (l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu) &&
-                          (prod.op == OpKind::kConv || prod.op == OpKind::kLinear ||
-                           prod.op == OpKind::kAdd) &&
-                          prod.activation == Activation::kNone;
-    if (!bn_fold && !act_fold) continue;
+    const bool act_fold =
+        (l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu) &&
+        (prod.op == OpKind::kConv || prod.op == OpKind::kLinear || prod.op == OpKind::kAdd) &&
+        prod.activation == Activation::kNone;
+    if (!bn_fold && !act_fold)
+      continue;
     if (bn_fold) {
       prod.bn_folded = true;
       prod.bias = true;
@@ -182,12 +199,14 @@ Graph fuse_for_inference(const Graph& g) {
   GraphBuilder b(g.name(), g.input_shape(), g.dtype());
   new_id[0] = 0;
   for (int i = 1; i < n; ++i) {
-    if (dropped[static_cast<size_t>(i)]) continue;
+    if (dropped[static_cast<size_t>(i)])
+      continue;
     Layer l = layers[static_cast<size_t>(i)];
-    for (int& in : l.inputs) in = new_id[static_cast<size_t>(rep[static_cast<size_t>(in)])];
+    for (int& in : l.inputs)
+      in = new_id[static_cast<size_t>(rep[static_cast<size_t>(in)])];
     new_id[static_cast<size_t>(i)] = b.add_layer(l);
   }
   return b.build();
 }
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -29,12 +29,12 @@ bool parse_dtype(const std::string& s, DType* out);
 
 struct TensorShape {
   int64_t n = 1, c = 1, d = 1, h = 1, w = 1;
-  int spatial_rank = 2;  // 0 (flat), 2 (NCHW) or 3 (NCDHW)
+  int spatial_rank = 2; // 0 (flat), 2 (NCHW) or 3 (NCDHW)
 
   int64_t spatial() const { return d * h * w; }
   int64_t numel() const { return n * c * d * h * w; }
-  int64_t dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }  // axis: 0=d,1=h,2=w
-  std::string str() const;  // "8x64x56x56", "1x3x112x112x112", "8x1000"
+  int64_t dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; } // axis: 0=d,1=h,2=w
+  std::string str() const; // "8x64x56x56", "1x3x112x112x112", "8x1000"
   bool operator==(const TensorShape& o) const = default;
 };
 
@@ -71,24 +71,24 @@ struct Window {
 };
 
 struct Layer {
-  int id = -1;  // index in Graph::layers(), which is a topological order
+  int id = -1; // index in Graph::layers(), which is a topological order
   std::string name;
   OpKind op = OpKind::kInput;
-  std::vector<int> inputs;  // ids of producer layers
+  std::vector<int> inputs; // ids of producer layers
 
   // Attributes (meaningful per op).
-  int64_t out_channels = 0;  // conv, linear
-  Window window;             // conv, pools
-  int groups = 1;            // conv
-  bool bias = false;         // conv, linear
-  bool ceil_mode = false;    // pools
-  bool count_include_pad = true;  // avg pool
-  int upsample_scale = 1;    // upsample (nearest or bilinear, same shape)
-  bool bilinear = false;     // upsample mode
-  float leaky_slope = 0.1f;  // leaky relu, or the epilogue of a fused layer
-  Activation activation = Activation::kNone;  // epilogue after fuse_for_inference
-  bool bn_folded = false;    // a batch-norm was folded into this conv / linear
-  std::vector<std::string> fused_from;  // names of the layers folded into this one
+  int64_t out_channels = 0;                  // conv, linear
+  Window window;                             // conv, pools
+  int groups = 1;                            // conv
+  bool bias = false;                         // conv, linear
+  bool ceil_mode = false;                    // pools
+  bool count_include_pad = true;             // avg pool
+  int upsample_scale = 1;                    // upsample (nearest or bilinear, same shape)
+  bool bilinear = false;                     // upsample mode
+  float leaky_slope = 0.1f;                  // leaky relu, or the epilogue of a fused layer
+  Activation activation = Activation::kNone; // epilogue after fuse_for_inference
+  bool bn_folded = false;                    // a batch-norm was folded into this conv / linear
+  std::vector<std::string> fused_from;       // names of the layers folded into this one
 
   // Inferred.
   TensorShape out;
@@ -97,7 +97,7 @@ struct Layer {
 };
 
 class Graph {
- public:
+public:
   Graph() = default;
   Graph(std::string name, DType dtype, std::vector<Layer> layers);
 
@@ -115,14 +115,14 @@ class Graph {
 
   int64_t total_params() const;
   int64_t total_macs() const;
-  int64_t input_bytes(int id) const;   // bytes of all input activations of layer `id`
-  int64_t output_bytes(int id) const;  // bytes of the output activation of layer `id`
-  int64_t weight_bytes(int id) const;  // params · element size
-  int64_t activation_bytes() const;    // sum of output bytes of all layers but the input
+  int64_t input_bytes(int id) const;  // bytes of all input activations of layer `id`
+  int64_t output_bytes(int id) const; // bytes of the output activation of layer `id`
+  int64_t weight_bytes(int id) const; // params · element size
+  int64_t activation_bytes() const;   // sum of output bytes of all layers but the input
 
-  int find(const std::string& layer_name) const;  // -1 if absent
+  int find(const std::string& layer_name) const; // -1 if absent
 
- private:
+private:
   std::string name_;
   DType dtype_ = DType::kF32;
   std::vector<Layer> layers_;
@@ -134,4 +134,4 @@ class Graph {
 // its epilogue. Shapes are unchanged; the returned graph is what the search partitions.
 Graph fuse_for_inference(const Graph& g);
 
-}  // namespace brickdl
+} // namespace brickdl

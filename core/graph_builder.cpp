@@ -15,7 +15,8 @@ namespace {
 std::string shapes_str(const std::vector<const TensorShape*>& in) {
   std::string s;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (i) s += " and ";
+    if (i)
+      s += " and ";
     s += in[i]->str();
   }
   return s;
@@ -23,12 +24,12 @@ std::string shapes_str(const std::vector<const TensorShape*>& in) {
 
 void check_arity(const Layer& l, const std::vector<const TensorShape*>& in, size_t want) {
   if (in.size() != want)
-    shape_error(l, "takes " + std::to_string(want) + " input(s), got " +
-                       std::to_string(in.size()));
+    shape_error(l, "takes " + std::to_string(want) + " input(s), got " + std::to_string(in.size()));
 }
 
 void infer_window(Layer& l, const TensorShape& x) {
-  if (x.spatial_rank == 0) shape_error(l, "needs a spatial input, got " + x.str());
+  if (x.spatial_rank == 0)
+    shape_error(l, "needs a spatial input, got " + x.str());
   const Window& w = l.window;
   for (int a = 0; a < 3; ++a) {
     if (w.kernel[a] < 1 || w.stride[a] < 1 || w.dilation[a] < 1 || w.pad[a] < 0)
@@ -39,8 +40,8 @@ void infer_window(Layer& l, const TensorShape& x) {
     shape_error(l, "a 3-D window on the 2-D input " + x.str());
   l.out = x;
   for (int a = 0; a < 3; ++a) {
-    const int64_t e = window_out_extent(x.dim(a), w.kernel[a], w.stride[a], w.pad[a],
-                                        w.dilation[a], l.ceil_mode);
+    const int64_t e =
+        window_out_extent(x.dim(a), w.kernel[a], w.stride[a], w.pad[a], w.dilation[a], l.ceil_mode);
     if (e < 1) {
       const char* axis = a == 0 ? "depth" : a == 1 ? "height" : "width";
       shape_error(l, std::string("window of extent ") +
@@ -56,16 +57,18 @@ int64_t kernel_volume(const Window& w) {
   return int64_t{w.kernel[0]} * w.kernel[1] * w.kernel[2];
 }
 
-}  // namespace
+} // namespace
 
 int64_t window_out_extent(int64_t in, int kernel, int stride, int pad, int dilation,
                           bool ceil_mode) {
   const int64_t span = int64_t{dilation} * (kernel - 1) + 1;
   const int64_t num = in + 2 * int64_t{pad} - span;
-  if (num < 0) return 0;
+  if (num < 0)
+    return 0;
   int64_t out = (ceil_mode ? (num + stride - 1) / stride : num / stride) + 1;
   // PyTorch: in ceil mode the last window must start inside the input or left padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  if (ceil_mode && (out - 1) * stride >= in + pad)
+    --out;
   return out;
 }
 
@@ -73,87 +76,93 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   l.params = 0;
   l.macs = 0;
   switch (l.op) {
-    case OpKind::kInput:
-      break;
-    case OpKind::kConv: {
-      check_arity(l, in, 1);
-      const TensorShape& x = *in[0];
-      if (l.out_channels < 1) shape_error(l, "out_channels must be >= 1");
-      if (l.groups < 1 || x.c % l.groups != 0 || l.out_channels % l.groups != 0)
-        shape_error(l, "groups " + std::to_string(l.groups) + " must divide input channels " +
-                           std::to_string(x.c) + " (input " + x.str() + ") and out_channels " +
-                           std::to_string(l.out_channels));
-      infer_window(l, x);
-      l.out.c = l.out_channels;
-      const int64_t per_out = (x.c / l.groups) * kernel_volume(l.window);
-      l.params = l.out_channels * per_out + (l.bias ? l.out_channels : 0);
-      l.macs = l.out.n * l.out.c * l.out.spatial() * per_out;
-      break;
+  case OpKind::kInput: break;
+  case OpKind::kConv: {
+    check_arity(l, in, 1);
+    const TensorShape& x = *in[0];
+    if (l.out_channels < 1)
+      shape_error(l, "out_channels must be >= 1");
+    if (l.groups < 1 || x.c % l.groups != 0 || l.out_channels % l.groups != 0)
+      shape_error(l, "groups " + std::to_string(l.groups) + " must divide input channels " +
+                         std::to_string(x.c) + " (input " + x.str() + ") and out_channels " +
+                         std::to_string(l.out_channels));
+    infer_window(l, x);
+    l.out.c = l.out_channels;
+    const int64_t per_out = (x.c / l.groups) * kernel_volume(l.window);
+    l.params = l.out_channels * per_out + (l.bias ? l.out_channels : 0);
+    l.macs = l.out.n * l.out.c * l.out.spatial() * per_out;
+    break;
+  }
+  case OpKind::kBatchNorm:
+    check_arity(l, in, 1);
+    l.out = *in[0];
+    l.params = 2 * l.out.c; // weight and bias; running mean/var are buffers
+    break;
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+    check_arity(l, in, 1);
+    l.out = *in[0];
+    break;
+  case OpKind::kAdd:
+    check_arity(l, in, 2);
+    if (!(*in[0] == *in[1]))
+      shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
+    l.out = *in[0];
+    break;
+  case OpKind::kConcat: {
+    if (in.size() < 2)
+      shape_error(l, "takes at least 2 inputs");
+    l.out = *in[0];
+    l.out.c = 0;
+    for (const auto* s : in) {
+      TensorShape a = *s, b = *in[0];
+      a.c = b.c = 0;
+      if (!(a == b))
+        shape_error(l, "inputs must agree in all dims but channels, got " + shapes_str(in));
+      l.out.c += s->c;
     }
-    case OpKind::kBatchNorm:
-      check_arity(l, in, 1);
-      l.out = *in[0];
-      l.params = 2 * l.out.c;  // weight and bias; running mean/var are buffers
-      break;
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-      check_arity(l, in, 1);
-      l.out = *in[0];
-      break;
-    case OpKind::kAdd:
-      check_arity(l, in, 2);
-      if (!(*in[0] == *in[1]))
-        shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
-      l.out = *in[0];
-      break;
-    case OpKind::kConcat: {
-      if (in.size() < 2) shape_error(l, "takes at least 2 inputs");
-      l.out = *in[0];
-      l.out.c = 0;
-      for (const auto* s : in) {
-        TensorShape a = *s, b = *in[0];
-        a.c = b.c = 0;
-        if (!(a == b))
-          shape_error(l, "inputs must agree in all dims but channels, got " + shapes_str(in));
-        l.out.c += s->c;
-      }
-      break;
-    }
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      check_arity(l, in, 1);
-      infer_window(l, *in[0]);
-      break;
-    case OpKind::kGlobalAvgPool:
-      check_arity(l, in, 1);
-      if (in[0]->spatial_rank == 0) shape_error(l, "needs a spatial input, got " + in[0]->str());
-      l.out = *in[0];
-      l.out.d = l.out.h = l.out.w = 1;
-      break;
-    case OpKind::kUpsample:
-      check_arity(l, in, 1);
-      if (l.upsample_scale < 1) shape_error(l, "scale must be >= 1");
-      if (in[0]->spatial_rank == 0) shape_error(l, "needs a spatial input, got " + in[0]->str());
-      l.out = *in[0];
-      if (l.out.spatial_rank == 3) l.out.d *= l.upsample_scale;
-      l.out.h *= l.upsample_scale;
-      l.out.w *= l.upsample_scale;
-      break;
-    case OpKind::kFlatten:
-      check_arity(l, in, 1);
-      l.out = TensorShape{in[0]->n, in[0]->c * in[0]->spatial(), 1, 1, 1, 0};
-      break;
-    case OpKind::kLinear: {
-      check_arity(l, in, 1);
-      const TensorShape& x = *in[0];
-      if (x.spatial_rank != 0 && x.spatial() != 1)
-        shape_error(l, "needs a flat input (flatten first), got " + x.str());
-      if (l.out_channels < 1) shape_error(l, "out_features must be >= 1");
-      l.out = TensorShape{x.n, l.out_channels, 1, 1, 1, 0};
-      l.params = x.c * l.out_channels + (l.bias ? l.out_channels : 0);
-      l.macs = x.n * x.c * l.out_channels;
-      break;
-    }
+    break;
+  }
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool:
+    check_arity(l, in, 1);
+    infer_window(l, *in[0]);
+    break;
+  case OpKind::kGlobalAvgPool:
+    check_arity(l, in, 1);
+    if (in[0]->spatial_rank == 0)
+      shape_error(l, "needs a spatial input, got " + in[0]->str());
+    l.out = *in[0];
+    l.out.d = l.out.h = l.out.w = 1;
+    break;
+  case OpKind::kUpsample:
+    check_arity(l, in, 1);
+    if (l.upsample_scale < 1)
+      shape_error(l, "scale must be >= 1");
+    if (in[0]->spatial_rank == 0)
+      shape_error(l, "needs a spatial input, got " + in[0]->str());
+    l.out = *in[0];
+    if (l.out.spatial_rank == 3)
+      l.out.d *= l.upsample_scale;
+    l.out.h *= l.upsample_scale;
+    l.out.w *= l.upsample_scale;
+    break;
+  case OpKind::kFlatten:
+    check_arity(l, in, 1);
+    l.out = TensorShape{in[0]->n, in[0]->c * in[0]->spatial(), 1, 1, 1, 0};
+    break;
+  case OpKind::kLinear: {
+    check_arity(l, in, 1);
+    const TensorShape& x = *in[0];
+    if (x.spatial_rank != 0 && x.spatial() != 1)
+      shape_error(l, "needs a flat input (flatten first), got " + x.str());
+    if (l.out_channels < 1)
+      shape_error(l, "out_features must be >= 1");
+    l.out = TensorShape{x.n, l.out_channels, 1, 1, 1, 0};
+    l.params = x.c * l.out_channels + (l.bias ? l.out_channels : 0);
+    l.macs = x.n * x.c * l.out_channels;
+    break;
+  }
   }
 }
 
@@ -170,7 +179,9 @@ GraphBuilder::GraphBuilder(std::string graph_name, TensorShape input, DType dtyp
   layers_.push_back(l);
 }
 
-const TensorShape& GraphBuilder::shape(int id) const { return layer(id).out; }
+const TensorShape& GraphBuilder::shape(int id) const {
+  return layer(id).out;
+}
 
 const Layer& GraphBuilder::layer(int id) const {
   BRICKDL_CHECK(id >= 0 && id < static_cast<int>(layers_.size()), "no layer " << id);
@@ -178,7 +189,8 @@ const Layer& GraphBuilder::layer(int id) const {
 }
 
 std::string GraphBuilder::auto_name(OpKind op, const std::string& given) {
-  if (!given.empty()) return given;
+  if (!given.empty())
+    return given;
   const int k = ++op_counters_[static_cast<size_t>(op)];
   return std::string(op_name(op)) + std::to_string(k);
 }
@@ -223,8 +235,8 @@ int GraphBuilder::conv(int x, int64_t out_channels, const Window& w, int groups,
   return add_layer(l);
 }
 
-int GraphBuilder::conv2d(int x, int64_t out_channels, int kernel, int stride, int pad,
-                         int dilation, int groups, bool bias, const std::string& name) {
+int GraphBuilder::conv2d(int x, int64_t out_channels, int kernel, int stride, int pad, int dilation,
+                         int groups, bool bias, const std::string& name) {
   Window w;
   w.kernel = {1, kernel, kernel};
   w.stride = {1, stride, stride};
@@ -242,8 +254,8 @@ int GraphBuilder::conv2d_rect(int x, int64_t out_channels, int kh, int kw, int p
   return conv(x, out_channels, w, 1, bias, name);
 }
 
-int GraphBuilder::conv3d(int x, int64_t out_channels, int kernel, int stride, int pad,
-                         int dilation, int groups, bool bias, const std::string& name) {
+int GraphBuilder::conv3d(int x, int64_t out_channels, int kernel, int stride, int pad, int dilation,
+                         int groups, bool bias, const std::string& name) {
   Window w;
   w.kernel = {kernel, kernel, kernel};
   w.stride = {stride, stride, stride};
@@ -260,7 +272,7 @@ Layer unary(OpKind op, int x, const std::string& name) {
   l.inputs = {x};
   return l;
 }
-}  // namespace
+} // namespace
 
 int GraphBuilder::batch_norm(int x, const std::string& name) {
   return add_layer(unary(OpKind::kBatchNorm, x, name));
@@ -344,13 +356,14 @@ int GraphBuilder::conv_bn_relu(int x, int64_t out_channels, int kernel, int stri
                                int dilation, const std::string& prefix) {
   const bool three_d = shape(x).spatial_rank == 3;
   const auto nm = [&](const char* s) { return prefix.empty() ? std::string() : prefix + s; };
-  const int c = three_d ? conv3d(x, out_channels, kernel, stride, pad, dilation, 1, false,
-                                 nm(".conv"))
-                        : conv2d(x, out_channels, kernel, stride, pad, dilation, 1, false,
-                                 nm(".conv"));
+  const int c = three_d
+                    ? conv3d(x, out_channels, kernel, stride, pad, dilation, 1, false, nm(".conv"))
+                    : conv2d(x, out_channels, kernel, stride, pad, dilation, 1, false, nm(".conv"));
   return relu(batch_norm(c, nm(".bn")), nm(".relu"));
 }
 
-Graph GraphBuilder::build() const { return Graph(name_, dtype_, layers_); }
+Graph GraphBuilder::build() const {
+  return Graph(name_, dtype_, layers_);
+}
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -10,7 +10,7 @@
 namespace brickdl {
 
 class GraphBuilder {
- public:
+public:
   GraphBuilder(std::string graph_name, TensorShape input, DType dtype = DType::kF32);
 
   int input() const { return 0; }
@@ -20,14 +20,14 @@ class GraphBuilder {
   int conv(int x, int64_t out_channels, const Window& w, int groups = 1, bool bias = false,
            const std::string& name = "");
   // 2-D conv: square kernel, stride, padding, dilation.
-  int conv2d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
-             int dilation = 1, int groups = 1, bool bias = false, const std::string& name = "");
+  int conv2d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0, int dilation = 1,
+             int groups = 1, bool bias = false, const std::string& name = "");
   // 2-D conv with a rectangular kernel (kh × kw) and padding (ph, pw), as Inception uses.
   int conv2d_rect(int x, int64_t out_channels, int kh, int kw, int ph, int pw, int stride = 1,
                   bool bias = false, const std::string& name = "");
   // 3-D conv: cubic kernel, stride, padding, dilation.
-  int conv3d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
-             int dilation = 1, int groups = 1, bool bias = false, const std::string& name = "");
+  int conv3d(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0, int dilation = 1,
+             int groups = 1, bool bias = false, const std::string& name = "");
   int batch_norm(int x, const std::string& name = "");
   int relu(int x, const std::string& name = "");
   int leaky_relu(int x, float slope = 0.1f, const std::string& name = "");
@@ -56,7 +56,7 @@ class GraphBuilder {
 
   Graph build() const;
 
- private:
+private:
   Window square_window(int x, int kernel, int stride, int pad, int dilation) const;
   std::string auto_name(OpKind op, const std::string& given);
 
@@ -73,4 +73,4 @@ void infer_layer(Layer& layer, const std::vector<const TensorShape*>& inputs);
 int64_t window_out_extent(int64_t in, int kernel, int stride, int pad, int dilation,
                           bool ceil_mode);
 
-}  // namespace brickdl
+} // namespace brickdl

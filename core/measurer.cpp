@@ -15,18 +15,20 @@ constexpr std::pair<MeasureStatus, const char*> kStatus[] = {
 };
 
 double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
+  if (sorted.empty())
+    return 0;
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
   const double f = pos - static_cast<double>(lo);
   return sorted[lo] * (1 - f) + sorted[hi] * f;
 }
-}  // namespace
+} // namespace
 
 const char* measure_status_name(MeasureStatus s) {
   for (const auto& [k, n] : kStatus)
-    if (k == s) return n;
+    if (k == s)
+      return n;
   return "?";
 }
 
@@ -50,4 +52,4 @@ void MeasureResult::summarize() {
   max_ms = s.empty() ? 0 : s.back();
 }
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -25,22 +25,22 @@ bool parse_measure_status(const std::string& s, MeasureStatus* out);
 struct MeasureOptions {
   int warmup = 3;
   int repetitions = 10;
-  bool flush_l2 = true;         // cold runs (GPU)
+  bool flush_l2 = true; // cold runs (GPU)
   bool collect_counters = true;
   double timeout_s = 60;
-  uint64_t seed = 1;            // random inputs and weights
-  double rtol = 1e-4;           // validation against the reference
+  uint64_t seed = 1;  // random inputs and weights
+  double rtol = 1e-4; // validation against the reference
   double atol = 1e-5;
 };
 
 struct MeasureResult {
   MeasureStatus status = MeasureStatus::kOk;
-  std::string error;                  // why, when status != kOk
-  std::vector<double> samples_ms;     // one per repetition, in run order
+  std::string error;              // why, when status != kOk
+  std::vector<double> samples_ms; // one per repetition, in run order
   double median_ms = 0;
-  double min_ms = 0, max_ms = 0;      // spread
+  double min_ms = 0, max_ms = 0; // spread
   double p25_ms = 0, p75_ms = 0;
-  double max_rel_error = 0;           // validation against the reference
+  double max_rel_error = 0; // validation against the reference
   // Counters by name: CUPTI metric names on a GPU ("dram__bytes_read.sum", ...), and the
   // CPU executor's own counts ("flops", "bricks_computed", "memo_claims", "memo_hits",
   // "memo_conflicts", "bytes_loaded", "bytes_stored", ...).
@@ -51,14 +51,14 @@ struct MeasureResult {
 };
 
 class Measurer {
- public:
+public:
   virtual ~Measurer() = default;
   // "cpu:<processor model>" or "gpu:<name>/sm<cc>/<driver>/<cuda>/<cudnn>": results never mix
   // targets silently.
   virtual std::string target() const = 0;
-  virtual std::string backend() const = 0;  // "cpu" or "cuda"
+  virtual std::string backend() const = 0; // "cpu" or "cuda"
   virtual MeasureResult measure(const Graph& graph, const Candidate& candidate,
                                 const MeasureOptions& options) = 0;
 };
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -111,7 +111,7 @@ struct BestMeasurement {
 };
 
 class MeasuredLookup {
- public:
+public:
   MeasuredLookup(sqlite3* db, const std::string& where)
       : st_(db,
             fmt::format("SELECT m.id, m.run_id, m.median_ms, m.p25_ms, m.p75_ms, m.min_ms, "
@@ -126,7 +126,8 @@ class MeasuredLookup {
   std::optional<BestMeasurement> find(int64_t workload_id, int64_t key) {
     st_.reset();
     st_.bind_all(workload_id, key);
-    if (!st_.step()) return std::nullopt;
+    if (!st_.step())
+      return std::nullopt;
     BestMeasurement b;
     b.id = st_.int64(0);
     b.run_id = st_.int64(1);
@@ -136,14 +137,14 @@ class MeasuredLookup {
     return b;
   }
 
- private:
+private:
   Statement st_;
 };
 
 // The best feasible prediction of a workload for a GPU spec, from the model version written
 // last (predictions of different model versions are not compared with each other).
 class PredictedLookup {
- public:
+public:
   PredictedLookup(sqlite3* db, const std::string& where)
       : st_(db,
             fmt::format("SELECT p.model_version, p.time_ms, {} FROM predictions p "
@@ -164,28 +165,29 @@ class PredictedLookup {
   std::optional<Found> find(int64_t workload_id, const std::string& gpu_spec) {
     st_.reset();
     st_.bind_all(workload_id, gpu_spec);
-    if (!st_.step()) return std::nullopt;
+    if (!st_.step())
+      return std::nullopt;
     return Found{st_.text(0), st_.real(1), read_candidate(st_, 2)};
   }
 
- private:
+private:
   Statement st_;
 };
 
 // The latest model version's prediction of one candidate for a GPU spec.
-std::optional<std::pair<std::string, double>> candidate_prediction(sqlite3* db,
-                                                                   int64_t candidate_id,
-                                                                   const std::string& gpu_spec) {
+std::optional<std::pair<std::string, double>>
+candidate_prediction(sqlite3* db, int64_t candidate_id, const std::string& gpu_spec) {
   Statement st(db,
                "SELECT model_version, time_ms FROM predictions WHERE candidate_id = ?1 AND "
                "gpu_spec = ?2 AND feasible = 1 ORDER BY rowid DESC LIMIT 1",
                "reading a prediction");
   st.bind_all(candidate_id, gpu_spec);
-  if (!st.step()) return std::nullopt;
+  if (!st.step())
+    return std::nullopt;
   return std::make_pair(st.text(0), st.real(1));
 }
 
-}  // namespace
+} // namespace
 
 std::string CandidateRef::config() const {
   Candidate c;
@@ -215,7 +217,7 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter) {
 
   using Key = std::tuple<std::string, int, std::string, int64_t, int64_t>;
   std::vector<BestRow> rows;
-  std::vector<int64_t> target_ids;  // of rows[i]
+  std::vector<int64_t> target_ids; // of rows[i]
   std::map<Key, size_t> index;
   std::map<Key, int64_t> latest_run;
   while (keys.step()) {
@@ -247,7 +249,8 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter) {
     const bool seen = std::any_of(r.groups.begin(), r.groups.end(), [&](const GroupRef& o) {
       return o.first_layer == g.first_layer && o.last_layer == g.last_layer;
     });
-    if (!seen) r.groups.push_back(g);
+    if (!seen)
+      r.groups.push_back(g);
   }
 
   MeasuredLookup measured(h, "m.target_id = ?2");
@@ -290,7 +293,7 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter) {
       if (auto lw = predicted_layerwise.find(r.workload_id, r.gpu_spec))
         r.layerwise_ms = lw->time_ms;
     } else {
-      continue;  // neither measured nor predicted: nothing to recommend
+      continue; // neither measured nor predicted: nothing to recommend
     }
     out.push_back(r);
   }
@@ -307,7 +310,8 @@ void print_best(const std::vector<BestRow>& rows, std::ostream& os) {
               "lrlllllrrrr");
   for (const BestRow& r : rows) {
     std::string group = group_text(r.groups.front());
-    if (r.groups.size() > 1) group += fmt::format(" (x{})", r.groups.size());
+    if (r.groups.size() > 1)
+      group += fmt::format(" (x{})", r.groups.size());
     t.add_row({r.model, std::to_string(r.batch), r.precision, r.target, group, r.candidate.config(),
                r.measured ? "measured" : "predicted", ms(r.time_ms),
                r.spread ? range(r.spread->p25_ms, r.spread->p75_ms) : "-", ms(r.layerwise_ms),
@@ -396,7 +400,8 @@ void print_run(TuningDb& db, int64_t run_id, std::ostream& os) {
   sqlite3* h = db.handle();
   const RunSummary r = load_run(db, run_id);
   os << fmt::format("run {}: {}", r.id, r.experiment);
-  if (!r.experiment_path.empty()) os << " (" << r.experiment_path << ")";
+  if (!r.experiment_path.empty())
+    os << " (" << r.experiment_path << ")";
   os << "\n";
   os << fmt::format("  model      {}, batch {}, {}\n", r.model, r.batch, r.precision);
   os << fmt::format("  gpu spec   {}\n", r.gpu_spec);
@@ -417,7 +422,8 @@ void print_run(TuningDb& db, int64_t run_id, std::ostream& os) {
     const size_t nl = config.find('\n', pos);
     os << "  " << config.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos)
        << "\n";
-    if (nl == std::string::npos) break;
+    if (nl == std::string::npos)
+      break;
     pos = nl + 1;
   }
 
@@ -447,7 +453,8 @@ void print_run(TuningDb& db, int64_t run_id, std::ostream& os) {
                 b ? b->candidate.config() : "-", b ? ms(b->spread.median_ms) : "-"});
   }
   os << fmt::format("groups ({}):\n", gt.num_rows());
-  if (gt.num_rows() > 0) gt.print(os, "  ");
+  if (gt.num_rows() > 0)
+    gt.print(os, "  ");
 
   // Measurements: counts per status, then the distinct errors.
   Statement statuses(h,
@@ -481,8 +488,10 @@ void print_run(TuningDb& db, int64_t run_id, std::ostream& os) {
     c.threads = static_cast<int>(errors.int64(10));
     std::string error = errors.text(1);
     const size_t nl = error.find('\n');
-    if (nl != std::string::npos) error = error.substr(0, nl) + " ...";
-    if (error.size() > 100) error = error.substr(0, 97) + "...";
+    if (nl != std::string::npos)
+      error = error.substr(0, nl) + " ...";
+    if (error.size() > 100)
+      error = error.substr(0, 97) + "...";
     et.add_row({errors.text(0), std::to_string(errors.int64(2)), c.config(), error});
   }
   if (et.num_rows() > 0) {
@@ -555,13 +564,15 @@ void print_comparison(TuningDb& db, int64_t run_a, int64_t run_b, std::ostream& 
                  "listing a run's measured workloads");
     st.bind_all(run);
     std::vector<std::pair<int64_t, std::string>> out;
-    while (st.step()) out.emplace_back(st.int64(0), st.text(2));
+    while (st.step())
+      out.emplace_back(st.int64(0), st.text(2));
     return out;
   };
   const auto in_a = workloads_of(run_a);
   const auto in_b = workloads_of(run_b);
   std::set<int64_t> b_ids;
-  for (const auto& [w, name] : in_b) b_ids.insert(w);
+  for (const auto& [w, name] : in_b)
+    b_ids.insert(w);
 
   MeasuredLookup best_in_run(h, "m.run_id = ?2");
   TextTable t({"group", "A best", "A median_ms", "A p25-p75", "A min-max", "B best", "B median_ms",
@@ -570,7 +581,8 @@ void print_comparison(TuningDb& db, int64_t run_a, int64_t run_b, std::ostream& 
   double log_sum = 0, sum_a = 0, sum_b = 0;
   int both = 0;
   for (const auto& [w, name] : in_a) {
-    if (!b_ids.count(w)) continue;
+    if (!b_ids.count(w))
+      continue;
     const auto ba = best_in_run.find(w, run_a);
     const auto bb = best_in_run.find(w, run_b);
     BRICKDL_CHECK(ba && bb);
@@ -592,10 +604,9 @@ void print_comparison(TuningDb& db, int64_t run_a, int64_t run_b, std::ostream& 
     os << "no workload has an ok measurement in both runs";
   } else {
     t.print(os);
-    os << fmt::format(
-        "{} workloads in both: sum of medians A {} ms, B {} ms; geometric mean "
-        "B/A {:.3f}",
-        both, ms(sum_a), ms(sum_b), std::exp(log_sum / both));
+    os << fmt::format("{} workloads in both: sum of medians A {} ms, B {} ms; geometric mean "
+                      "B/A {:.3f}",
+                      both, ms(sum_a), ms(sum_b), std::exp(log_sum / both));
   }
   os << fmt::format(" ({} only in A, {} only in B)\n", only_a, only_b);
 }
@@ -607,22 +618,27 @@ namespace {
 // A column value as JSON: integer, real, text or null, as SQLite stored it.
 Json column_json(Statement& st, int col) {
   switch (sqlite3_column_type(st.handle(), col)) {
-    case SQLITE_INTEGER: return st.int64(col);
-    case SQLITE_FLOAT: return st.real(col);
-    case SQLITE_NULL: return nullptr;
-    default: return st.text(col);
+  case SQLITE_INTEGER: return st.int64(col);
+  case SQLITE_FLOAT: return st.real(col);
+  case SQLITE_NULL: return nullptr;
+  default: return st.text(col);
   }
 }
 
 std::string csv_cell(const Json& v) {
-  if (v.is_null()) return "";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  if (v.is_null())
+    return "";
+  if (v.is_number_integer())
+    return std::to_string(v.get<int64_t>());
+  if (v.is_number_float())
+    return fmt::format("{}", v.get<double>());
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos)
+    return s;
   std::string quoted = "\"";
   for (char ch : s) {
-    if (ch == '"') quoted += '"';
+    if (ch == '"')
+      quoted += '"';
     quoted += ch;
   }
   return quoted + "\"";
@@ -630,7 +646,7 @@ std::string csv_cell(const Json& v) {
 
 constexpr const char* kPredictionPrefix = "pred_";
 
-}  // namespace
+} // namespace
 
 void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_t> run_id,
                          std::ostream& os) {
@@ -686,11 +702,12 @@ void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_
                  "ORDER BY s.measurement_id, s.idx",
                  "exporting samples");
     ss.bind_all(run_id);
-    while (ss.step()) samples[ss.int64(0)].push_back(ss.real(1));
+    while (ss.step())
+      samples[ss.int64(0)].push_back(ss.real(1));
   }
 
   const int ncols = st.column_count();
-  const int strategy_col = 16, threads_col = 21;  // checked below against the names
+  const int strategy_col = 16, threads_col = 21; // checked below against the names
   BRICKDL_CHECK(st.column_name(strategy_col) == "strategy" &&
                 st.column_name(threads_col) == "threads");
   auto config_of = [&] {
@@ -706,15 +723,18 @@ void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_
     std::vector<std::string> header;
     for (int c = 0; c < ncols; ++c) {
       header.push_back(st.column_name(c));
-      if (c == threads_col) header.push_back("config");
+      if (c == threads_col)
+        header.push_back("config");
     }
-    for (const auto& name : counter_names) header.push_back("counter." + name);
+    for (const auto& name : counter_names)
+      header.push_back("counter." + name);
     os << join_names(header, ",") << "\n";
     while (st.step()) {
       std::vector<std::string> cells;
       for (int c = 0; c < ncols; ++c) {
         cells.push_back(csv_cell(column_json(st, c)));
-        if (c == threads_col) cells.push_back(csv_cell(config_of()));
+        if (c == threads_col)
+          cells.push_back(csv_cell(config_of()));
       }
       const Json& cs = counters[st.int64(0)];
       for (const auto& name : counter_names)
@@ -735,7 +755,8 @@ void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_
       } else {
         row[name] = column_json(st, c);
       }
-      if (c == threads_col) row["config"] = config_of();
+      if (c == threads_col)
+        row["config"] = config_of();
     }
     row["prediction"] = prediction["model_version"].is_null() ? Json(nullptr) : prediction;
     const int64_t id = st.int64(0);
@@ -746,4 +767,4 @@ void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_
   os << out.dump(2) << "\n";
 }
 
-}  // namespace brickdl::query
+} // namespace brickdl::query

@@ -23,10 +23,10 @@ namespace brickdl::query {
 // Filters of `best`; empty / unset means any.
 struct BestFilter {
   std::string model;
-  std::string gpu;        // the GPU spec the runs predicted for (case-insensitive)
-  std::string precision;  // fp32 | fp16 | bf16
+  std::string gpu;       // the GPU spec the runs predicted for (case-insensitive)
+  std::string precision; // fp32 | fp16 | bf16
   std::optional<int> batch;
-  std::string target;  // a substring of the target fingerprint
+  std::string target; // a substring of the target fingerprint
 };
 
 struct GroupRef {
@@ -39,7 +39,7 @@ struct CandidateRef {
   Strategy strategy = Strategy::kLayerwise;
   BrickShape brick;
   int threads = 0;
-  std::string config() const;  // "memoized 8x8 t256", "layerwise"
+  std::string config() const; // "memoized 8x8 t256", "layerwise"
 };
 
 struct Spread {
@@ -53,23 +53,23 @@ struct BestRow {
   std::string model;
   int batch = 1;
   std::string precision;
-  std::string target;    // fingerprint
-  std::string gpu_spec;  // of the latest run with this workload
+  std::string target;   // fingerprint
+  std::string gpu_spec; // of the latest run with this workload
   int64_t workload_id = 0;
   std::string signature, description;
   int num_layers = 0;
   int64_t macs = 0;
-  std::vector<GroupRef> groups;  // where the workload occurs in the model (first at front)
+  std::vector<GroupRef> groups; // where the workload occurs in the model (first at front)
 
-  bool measured = false;  // false: `predicted`
+  bool measured = false; // false: `predicted`
   CandidateRef candidate;
-  double time_ms = 0;            // median measured, or predicted
-  std::optional<Spread> spread;  // measured only
+  double time_ms = 0;           // median measured, or predicted
+  std::optional<Spread> spread; // measured only
   int64_t measurement_id = 0, run_id = 0;
   int num_samples = 0;
-  int candidates_measured = 0;         // distinct candidates with an ok measurement
-  std::optional<double> predicted_ms;  // the chosen candidate's prediction, when there is one
-  std::string model_version;           // of that prediction
+  int candidates_measured = 0;        // distinct candidates with an ok measurement
+  std::optional<double> predicted_ms; // the chosen candidate's prediction, when there is one
+  std::string model_version;          // of that prediction
   // The layerwise baseline of the workload from the same source (measured or predicted).
   std::optional<double> layerwise_ms;
 };
@@ -94,4 +94,4 @@ enum class ExportFormat { kCsv, kJson };
 void export_measurements(TuningDb& db, ExportFormat format, std::optional<int64_t> run_id,
                          std::ostream& os);
 
-}  // namespace brickdl::query
+} // namespace brickdl::query

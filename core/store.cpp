@@ -62,7 +62,7 @@ std::string utc_now() {
 // What an opened file holds, read without writing anything.
 struct DbState {
   int num_tables = 0;
-  std::vector<std::string> tables;  // a few names, for error messages
+  std::vector<std::string> tables; // a few names, for error messages
   bool has_meta = false;
   std::string application;
   std::string version_text;
@@ -78,16 +78,20 @@ DbState inspect(sqlite3* db) {
                  "reading the list of tables");
     while (st.step()) {
       ++s.num_tables;
-      if (s.tables.size() < 6) s.tables.push_back(st.text(0));
-      if (st.text(0) == "meta") s.has_meta = true;
+      if (s.tables.size() < 6)
+        s.tables.push_back(st.text(0));
+      if (st.text(0) == "meta")
+        s.has_meta = true;
     }
   }
-  if (!s.has_meta) return s;
+  if (!s.has_meta)
+    return s;
   {
     // A foreign database may have its own `meta` table with other columns.
     Statement st(db, "SELECT name FROM pragma_table_info('meta')", "reading the meta table");
     std::set<std::string> cols;
-    while (st.step()) cols.insert(st.text(0));
+    while (st.step())
+      cols.insert(st.text(0));
     if (!cols.count("key") || !cols.count("value")) {
       s.has_meta = false;
       return s;
@@ -96,8 +100,10 @@ DbState inspect(sqlite3* db) {
   Statement st(db, "SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')",
                "reading the meta table");
   while (st.step()) {
-    if (st.text(0) == "application") s.application = st.text(1);
-    if (st.text(0) == "schema_version") s.version_text = st.text(1);
+    if (st.text(0) == "application")
+      s.application = st.text(1);
+    if (st.text(0) == "schema_version")
+      s.version_text = st.text(1);
   }
   return s;
 }
@@ -105,10 +111,12 @@ DbState inspect(sqlite3* db) {
 // The schema version of a brickdl database; 0 tables means a new (empty) file → -1.
 // Throws UserError for a foreign, damaged or newer database.
 int classify(const DbState& s, const std::string& path) {
-  if (s.num_tables == 0) return -1;
+  if (s.num_tables == 0)
+    return -1;
   if (!s.has_meta || s.application != kApplication) {
     std::string tables = join_names(s.tables);
-    if (s.num_tables > static_cast<int>(s.tables.size())) tables += ", ...";
+    if (s.num_tables > static_cast<int>(s.tables.size()))
+      tables += ", ...";
     throw UserError("'" + path + "' is an SQLite database of another application (tables: " +
                     tables + "; no meta row application = 'brickdl'); pass the path of a " +
                     "brickdl tuning database, or a new path to create one");
@@ -117,7 +125,8 @@ int classify(const DbState& s, const std::string& path) {
   try {
     size_t used = 0;
     version = std::stoi(s.version_text, &used);
-    if (used != s.version_text.size()) version = -1;
+    if (used != s.version_text.size())
+      version = -1;
   } catch (const std::exception&) {
     version = -1;
   }
@@ -147,7 +156,8 @@ TableColumns table_columns(sqlite3* db) {
     Statement cols(db, "SELECT name FROM pragma_table_info(?1)", "reading table columns");
     cols.bind_all(table);
     auto& set = out[table];
-    while (cols.step()) set.insert(cols.text(0));
+    while (cols.step())
+      set.insert(cols.text(0));
   }
   return out;
 }
@@ -218,7 +228,8 @@ void remove_created(const std::string& path) {
 }
 
 std::optional<int64_t> lookup_id(Statement& st) {
-  if (!st.step()) return std::nullopt;
+  if (!st.step())
+    return std::nullopt;
   return st.int64(0);
 }
 
@@ -226,7 +237,7 @@ std::optional<double> if_measured(bool measured, double v) {
   return measured ? std::optional<double>(v) : std::nullopt;
 }
 
-}  // namespace
+} // namespace
 
 TuningDb::TuningDb(const std::string& path, Mode mode, int busy_timeout_ms)
     : path_(path), mode_(mode), clock_(utc_now) {
@@ -254,14 +265,16 @@ TuningDb::TuningDb(const std::string& path, Mode mode, int busy_timeout_ms)
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
-    if (!existed) remove_created(path);
+    if (!existed)
+      remove_created(path);
     throw;
   }
 }
 
 void TuningDb::open_schema(int busy_timeout_ms) {
   check_sqlite(db_, sqlite3_busy_timeout(db_, busy_timeout_ms), "setting the busy timeout");
-  if (mode_ == Mode::kReadOnly) exec_sql(db_, "PRAGMA query_only = 1", "disabling writes");
+  if (mode_ == Mode::kReadOnly)
+    exec_sql(db_, "PRAGMA query_only = 1", "disabling writes");
   if (mode_ == Mode::kReadWrite && sqlite3_db_readonly(db_, "main") == 1) {
     throw UserError("'" + path_ +
                     "' is not writable; check its permissions, or read it with brickdl-query");
@@ -282,8 +295,9 @@ void TuningDb::open_schema(int busy_timeout_ms) {
       try {
         check_sqlite(mem, rc, "opening an in-memory copy");
         sqlite3_backup* backup = sqlite3_backup_init(mem, "main", db_, "main");
-        if (!backup) detail::throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
-        sqlite3_backup_step(backup, -1);  // its error, if any, is what finish returns
+        if (!backup)
+          detail::throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
+        sqlite3_backup_step(backup, -1); // its error, if any, is what finish returns
         check_sqlite(mem, sqlite3_backup_finish(backup), "copying it to memory");
         migrate(mem, version);
       } catch (...) {
@@ -323,22 +337,22 @@ void TuningDb::open_schema(int busy_timeout_ms) {
 }
 
 TuningDb::~TuningDb() {
-  statements_.clear();  // finalized before the connection closes
+  statements_.clear(); // finalized before the connection closes
   sqlite3_close(db_);
 }
 
 // A cached statement in use; resetting it when the use ends also ends any read it holds open
 // (a statement left on a row keeps its read snapshot, which would pin the WAL).
 class TuningDb::CachedStatement {
- public:
+public:
   explicit CachedStatement(Statement& st) : st_(st) {}
-  ~CachedStatement() { sqlite3_reset(st_.handle()); }  // errors were reported by step()
+  ~CachedStatement() { sqlite3_reset(st_.handle()); } // errors were reported by step()
   CachedStatement(const CachedStatement&) = delete;
   CachedStatement& operator=(const CachedStatement&) = delete;
   Statement* operator->() { return &st_; }
   Statement& operator*() { return st_; }
 
- private:
+private:
   Statement& st_;
 };
 
@@ -377,13 +391,13 @@ int64_t TuningDb::target_id(const std::string& fingerprint, const std::string& b
                             const std::string& description) {
   auto find = cached("SELECT id FROM targets WHERE fingerprint = ?1", "looking up a target");
   find->bind_all(fingerprint);
-  if (auto id = lookup_id(*find)) return *id;
+  if (auto id = lookup_id(*find))
+    return *id;
   require_writable("recording a target");
   Transaction tx(db_, &transaction_depth_, "recording a target");
-  cached(
-      "INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
-      "ON CONFLICT (fingerprint) DO NOTHING",
-      "recording a target")
+  cached("INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
+         "ON CONFLICT (fingerprint) DO NOTHING",
+         "recording a target")
       ->bind_all(fingerprint, backend, description)
       .run();
   find->reset();
@@ -426,13 +440,13 @@ void TuningDb::end_run(int64_t run_id, const std::string& status) {
 int64_t TuningDb::workload_id(const WorkloadInfo& w) {
   auto find = cached("SELECT id FROM workloads WHERE signature = ?1", "looking up a workload");
   find->bind_all(w.signature);
-  if (auto id = lookup_id(*find)) return *id;
+  if (auto id = lookup_id(*find))
+    return *id;
   require_writable("recording a workload");
   Transaction tx(db_, &transaction_depth_, "recording a workload");
-  cached(
-      "INSERT INTO workloads (signature, num_layers, description, macs) "
-      "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
-      "recording a workload")
+  cached("INSERT INTO workloads (signature, num_layers, description, macs) "
+         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
+         "recording a workload")
       ->bind_all(w.signature, w.num_layers, w.description, w.macs)
       .run();
   find->reset();
@@ -447,11 +461,10 @@ void TuningDb::add_run_group(int64_t run_id, int64_t workload_id, int first_laye
                              const std::string& layer_names, const std::string& label) {
   require_writable("recording a group");
   Transaction tx(db_, &transaction_depth_, "recording a group");
-  cached(
-      "INSERT INTO run_groups (run_id, workload_id, first_layer, last_layer, layer_names, "
-      "label) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-      "ON CONFLICT (run_id, first_layer, last_layer) DO NOTHING",
-      "recording a group")
+  cached("INSERT INTO run_groups (run_id, workload_id, first_layer, last_layer, layer_names, "
+         "label) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+         "ON CONFLICT (run_id, first_layer, last_layer) DO NOTHING",
+         "recording a group")
       ->bind_all(run_id, workload_id, first_layer, last_layer, layer_names, label)
       .run();
   tx.commit();
@@ -463,18 +476,17 @@ int64_t TuningDb::candidate_id(int64_t workload_id, const Candidate& c) {
   const int bw = layerwise ? 0 : c.brick.w, cb = layerwise ? 0 : c.brick.cb;
   const int threads = layerwise ? 0 : c.threads;
   const char* strategy = strategy_name(c.strategy);
-  auto find = cached(
-      "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-      "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
-      "looking up a candidate");
+  auto find = cached("SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
+                     "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
+                     "looking up a candidate");
   find->bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
-  if (auto id = lookup_id(*find)) return *id;
+  if (auto id = lookup_id(*find))
+    return *id;
   require_writable("recording a candidate");
   Transaction tx(db_, &transaction_depth_, "recording a candidate");
-  cached(
-      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-      "recording a candidate")
+  cached("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+         "recording a candidate")
       ->bind_all(workload_id, strategy, bd, bh, bw, cb, threads)
       .run();
   find->reset();
@@ -490,14 +502,13 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
   require_writable("recording a prediction");
   Transaction tx(db_, &transaction_depth_, "recording a prediction");
   // A re-run of the same model version on the same spec replaces its earlier prediction.
-  cached(
-      "INSERT OR REPLACE INTO predictions (candidate_id, gpu_spec, model_version, "
-      "feasible, reason, time_ms, time_dram_ms, time_l2_ms, time_compute_ms, "
-      "time_atomics_compulsory_ms, time_atomics_conflict_ms, time_other_ms, flops, "
-      "redundant_flops, l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, "
-      "atomics_compulsory, atomics_conflict) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-      "recording a prediction")
+  cached("INSERT OR REPLACE INTO predictions (candidate_id, gpu_spec, model_version, "
+         "feasible, reason, time_ms, time_dram_ms, time_l2_ms, time_compute_ms, "
+         "time_atomics_compulsory_ms, time_atomics_conflict_ms, time_other_ms, flops, "
+         "redundant_flops, l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, "
+         "atomics_compulsory, atomics_conflict) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+         "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+         "recording a prediction")
       ->bind_all(candidate_id, gpu_spec, model_version, p.feasible ? 1 : 0, p.reason, p.time_ms,
                  p.time_dram_ms, p.time_l2_ms, p.time_compute_ms, p.time_atomics_compulsory_ms,
                  p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops,
@@ -509,13 +520,13 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
 
 std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id,
                                                             int64_t target_id) {
-  auto st = cached(
-      "SELECT id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms, p75_ms, "
-      "max_rel_error FROM measurements WHERE candidate_id = ?1 AND target_id = ?2 "
-      "ORDER BY id DESC LIMIT 1",
-      "looking up a measurement");
+  auto st = cached("SELECT id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms, p75_ms, "
+                   "max_rel_error FROM measurements WHERE candidate_id = ?1 AND target_id = ?2 "
+                   "ORDER BY id DESC LIMIT 1",
+                   "looking up a measurement");
   st->bind_all(candidate_id, target_id);
-  if (!st->step()) return std::nullopt;
+  if (!st->step())
+    return std::nullopt;
   StoredMeasurement m;
   m.id = st->int64(0);
   m.run_id = st->int64(1);
@@ -532,11 +543,13 @@ std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id
   auto samples = cached("SELECT time_ms FROM samples WHERE measurement_id = ?1 ORDER BY idx",
                         "reading samples");
   samples->bind_all(m.id);
-  while (samples->step()) r.samples_ms.push_back(samples->real(0));
+  while (samples->step())
+    r.samples_ms.push_back(samples->real(0));
   auto counters =
       cached("SELECT name, value FROM counters WHERE measurement_id = ?1", "reading counters");
   counters->bind_all(m.id);
-  while (counters->step()) r.counters[counters->text(0)] = counters->real(1);
+  while (counters->step())
+    r.counters[counters->text(0)] = counters->real(1);
   return m;
 }
 
@@ -548,11 +561,10 @@ int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64
   // compared with the reference (ok or wrong_result).
   const bool timed = !r.samples_ms.empty();
   const bool validated = r.status == MeasureStatus::kOk || r.status == MeasureStatus::kWrongResult;
-  cached(
-      "INSERT INTO measurements (candidate_id, target_id, run_id, status, error, "
-      "median_ms, min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-      "recording a measurement")
+  cached("INSERT INTO measurements (candidate_id, target_id, run_id, status, error, "
+         "median_ms, min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         "recording a measurement")
       ->bind_all(candidate_id, target_id, run_id, measure_status_name(r.status), r.error,
                  if_measured(timed, r.median_ms), if_measured(timed, r.min_ms),
                  if_measured(timed, r.max_ms), if_measured(timed, r.p25_ms),
@@ -602,4 +614,4 @@ int64_t TuningDb::put_plan(const PlanRow& plan) {
   return id;
 }
 
-}  // namespace brickdl
+} // namespace brickdl

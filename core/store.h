@@ -27,7 +27,7 @@ struct sqlite3;
 namespace brickdl {
 namespace detail {
 class Statement;
-}  // namespace detail
+} // namespace detail
 
 inline constexpr int kStoreSchemaVersion = 1;
 
@@ -42,14 +42,14 @@ struct RunInfo {
   std::string model;
   int batch = 1;
   std::string precision = "fp32";
-  std::string gpu_spec;            // spec the model predicted for
-  std::string target_fingerprint;  // Measurer::target(), or "model:<gpu spec>" when none
-  std::string backend = "none";    // cpu | cuda | none
+  std::string gpu_spec;           // spec the model predicted for
+  std::string target_fingerprint; // Measurer::target(), or "model:<gpu spec>" when none
+  std::string backend = "none";   // cpu | cuda | none
   std::string git_revision;
 };
 
 struct WorkloadInfo {
-  std::string signature;  // canonical group signature (search/workload.h makes it)
+  std::string signature; // canonical group signature (search/workload.h makes it)
   int num_layers = 1;
   std::string description;
   int64_t macs = 0;
@@ -69,7 +69,7 @@ struct PredictionRow {
 struct StoredMeasurement {
   int64_t id = 0;
   int64_t run_id = 0;
-  MeasureResult result;  // status, error, samples, summary, counters
+  MeasureResult result; // status, error, samples, summary, counters
 };
 
 struct PlanGroupRow {
@@ -79,7 +79,7 @@ struct PlanGroupRow {
 
 struct PlanRow {
   int64_t run_id = 0;
-  std::string kind = "predicted";  // predicted | measured
+  std::string kind = "predicted"; // predicted | measured
   std::string json;
   double predicted_ms = 0;
   std::optional<double> measured_ms;
@@ -91,7 +91,7 @@ struct PlanRow {
 // One connection to a tuning database; use one TuningDb per thread or process (SQLite's file
 // locks and the busy timeout arbitrate between them).
 class TuningDb {
- public:
+public:
   enum class Mode { kReadWrite, kReadOnly };
   static constexpr int kDefaultBusyTimeoutMs = 10000;
   // Creates the file (and schema) in read-write mode when absent. Throws UserError.
@@ -121,8 +121,8 @@ class TuningDb {
   int64_t target_id(const std::string& fingerprint, const std::string& backend,
                     const std::string& description = "");
   int64_t begin_run(const RunInfo& info);
-  void end_run(int64_t run_id, const std::string& status);  // complete | aborted
-  int64_t workload_id(const WorkloadInfo& w);               // get or insert
+  void end_run(int64_t run_id, const std::string& status); // complete | aborted
+  int64_t workload_id(const WorkloadInfo& w);              // get or insert
   void add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
                      const std::string& layer_names, const std::string& label = "");
   // Get or insert (group ignored). A layerwise candidate is stored with bd = bh = bw = cb =
@@ -138,9 +138,9 @@ class TuningDb {
                           const MeasureResult& r);
   int64_t put_plan(const PlanRow& plan);
 
-  sqlite3* handle() { return db_; }  // for read-only queries (brickdl-query)
+  sqlite3* handle() { return db_; } // for read-only queries (brickdl-query)
 
- private:
+private:
   class CachedStatement;
   void open_schema(int busy_timeout_ms);
   void require_writable(const char* what) const;
@@ -156,4 +156,4 @@ class TuningDb {
   std::map<std::string, std::unique_ptr<detail::Statement>> statements_;
 };
 
-}  // namespace brickdl
+} // namespace brickdl

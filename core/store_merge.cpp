@@ -23,7 +23,8 @@ std::vector<std::string> measured_targets(sqlite3* db) {
                "ON t.id = m.target_id ORDER BY 1",
                "listing measured targets");
   std::vector<std::string> out;
-  while (st.step()) out.push_back(st.text(0));
+  while (st.step())
+    out.push_back(st.text(0));
   return out;
 }
 
@@ -31,17 +32,16 @@ int64_t mapped(const std::map<int64_t, int64_t>& ids, int64_t id, const char* wh
   auto it = ids.find(id);
   // The input passed verify_schema, but SQLite does not enforce references unless asked to.
   if (it == ids.end()) {
-    throw UserError(
-        fmt::format("the input refers to {} {} that it does not contain; it is "
-                    "damaged, restore it from a copy",
-                    what, id));
+    throw UserError(fmt::format("the input refers to {} {} that it does not contain; it is "
+                                "damaged, restore it from a copy",
+                                what, id));
   }
   return it->second;
 }
 
 // Copies one input into the output; runs inside the output's transaction.
 class Merger {
- public:
+public:
   Merger(TuningDb& out, TuningDb& in) : out_(out), o_(out.handle()), i_(in.handle()) {}
 
   void run(MergeStats* stats) {
@@ -57,13 +57,14 @@ class Merger {
     copy_baselines();
   }
 
- private:
+private:
   int changes() const { return sqlite3_changes(o_); }
 
   void copy_targets() {
     Statement st(i_, "SELECT id, fingerprint, backend, description FROM targets",
                  "reading targets");
-    while (st.step()) targets_[st.int64(0)] = out_.target_id(st.text(1), st.text(2), st.text(3));
+    while (st.step())
+      targets_[st.int64(0)] = out_.target_id(st.text(1), st.text(2), st.text(3));
   }
 
   void copy_workloads() {
@@ -90,7 +91,8 @@ class Merger {
       for (Statement* s : {&insert, &find}) {
         s->reset();
         s->bind(1, mapped(workloads_, st.int64(1), "workload"));
-        for (int c = 2; c <= 7; ++c) s->bind_column(c, st, c);
+        for (int c = 2; c <= 7; ++c)
+          s->bind_column(c, st, c);
       }
       insert.run();
       BRICKDL_CHECK(find.step());
@@ -131,7 +133,8 @@ class Merger {
         continue;
       }
       insert.reset();
-      for (int c = 1; c <= 12; ++c) insert.bind_column(c, st, c);
+      for (int c = 1; c <= 12; ++c)
+        insert.bind_column(c, st, c);
       insert.bind(8, target);
       insert.run();
       runs_[st.int64(0)] = sqlite3_last_insert_rowid(o_);
@@ -152,7 +155,8 @@ class Merger {
       insert.reset();
       insert.bind(1, mapped(runs_, st.int64(0), "run"))
           .bind(2, mapped(workloads_, st.int64(1), "workload"));
-      for (int c = 3; c <= 6; ++c) insert.bind_column(c, st, c - 1);
+      for (int c = 3; c <= 6; ++c)
+        insert.bind_column(c, st, c - 1);
       insert.run();
     }
   }
@@ -167,7 +171,8 @@ class Merger {
     Statement st(i_, fmt::format("SELECT {} FROM predictions ORDER BY rowid", kCols),
                  "reading predictions");
     std::string params;
-    for (int c = 1; c <= kNumCols; ++c) params += fmt::format("{}?{}", c > 1 ? ", " : "", c);
+    for (int c = 1; c <= kNumCols; ++c)
+      params += fmt::format("{}?{}", c > 1 ? ", " : "", c);
     Statement insert(o_,
                      fmt::format("INSERT INTO predictions ({}) VALUES ({}) ON CONFLICT DO NOTHING",
                                  kCols, params),
@@ -175,7 +180,8 @@ class Merger {
     BRICKDL_CHECK(st.column_count() == kNumCols);
     while (st.step()) {
       insert.reset();
-      for (int c = 0; c < kNumCols; ++c) insert.bind_column(c + 1, st, c);
+      for (int c = 0; c < kNumCols; ++c)
+        insert.bind_column(c + 1, st, c);
       insert.bind(1, mapped(candidates_, st.int64(0), "candidate"));
       insert.run();
       stats_->predictions_added += changes();
@@ -210,7 +216,8 @@ class Merger {
       insert.bind(1, mapped(candidates_, st.int64(1), "candidate"))
           .bind(2, mapped(targets_, st.int64(2), "target"))
           .bind(3, mapped(runs_, st.int64(3), "run"));
-      for (int c = 4; c <= 12; ++c) insert.bind_column(c, st, c);
+      for (int c = 4; c <= 12; ++c)
+        insert.bind_column(c, st, c);
       insert.run();
       if (changes() == 0) {
         ++stats_->measurements_present;
@@ -257,9 +264,11 @@ class Merger {
       const int64_t run = mapped(runs_, st.int64(1), "run");
       find.reset();
       find.bind(1, run).bind_column(2, st, 2).bind_column(3, st, 8);
-      if (find.step()) continue;
+      if (find.step())
+        continue;
       insert.reset();
-      for (int c = 1; c <= 8; ++c) insert.bind_column(c, st, c);
+      for (int c = 1; c <= 8; ++c)
+        insert.bind_column(c, st, c);
       insert.bind(1, run);
       insert.run();
       const int64_t plan = sqlite3_last_insert_rowid(o_);
@@ -296,11 +305,14 @@ class Merger {
       const int64_t target = mapped(targets_, st.int64(0), "target");
       find.reset();
       find.bind(1, target);
-      for (int c = 2; c <= 5; ++c) find.bind_column(c, st, c - 1);
+      for (int c = 2; c <= 5; ++c)
+        find.bind_column(c, st, c - 1);
       find.bind_column(6, st, 11);
-      if (find.step()) continue;
+      if (find.step())
+        continue;
       insert.reset();
-      for (int c = 1; c <= 12; ++c) insert.bind_column(c, st, c - 1);
+      for (int c = 1; c <= 12; ++c)
+        insert.bind_column(c, st, c - 1);
       insert.bind(1, target);
       insert.run();
       ++stats_->baselines_added;
@@ -311,10 +323,10 @@ class Merger {
   sqlite3* o_;
   sqlite3* i_;
   MergeStats* stats_ = nullptr;
-  std::map<int64_t, int64_t> targets_, workloads_, candidates_, runs_;  // input id → output id
+  std::map<int64_t, int64_t> targets_, workloads_, candidates_, runs_; // input id → output id
 };
 
-}  // namespace
+} // namespace
 
 std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
                                         const MergeOptions& options) {
@@ -331,10 +343,12 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
     dbs.push_back(std::make_unique<TuningDb>(path, TuningDb::Mode::kReadOnly));
   }
 
-  std::map<std::string, std::vector<std::string>> where;  // measured target → databases
-  for (const auto& fp : measured_targets(out.handle())) where[fp].push_back(out.path());
+  std::map<std::string, std::vector<std::string>> where; // measured target → databases
+  for (const auto& fp : measured_targets(out.handle()))
+    where[fp].push_back(out.path());
   for (const auto& db : dbs)
-    for (const auto& fp : measured_targets(db->handle())) where[fp].push_back(db->path());
+    for (const auto& fp : measured_targets(db->handle()))
+      where[fp].push_back(db->path());
   if (where.size() > 1 && !options.allow_mixed_targets) {
     std::vector<std::string> parts;
     for (const auto& [fp, paths] : where)
@@ -356,4 +370,4 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
   return stats;
 }
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -40,4 +40,4 @@ struct MergeStats {
 std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
                                         const MergeOptions& options = {});
 
-}  // namespace brickdl
+} // namespace brickdl

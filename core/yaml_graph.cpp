@@ -16,15 +16,14 @@ const std::vector<std::string> kCommonKeys = {"op", "name", "inputs"};
 
 std::vector<std::string> attribute_keys(OpKind op) {
   switch (op) {
-    case OpKind::kConv:
-      return {"out_channels", "kernel", "stride", "padding", "dilation", "groups", "bias"};
-    case OpKind::kMaxPool: return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
-    case OpKind::kAvgPool:
-      return {"kernel", "stride", "padding", "ceil_mode", "count_include_pad"};
-    case OpKind::kLeakyRelu: return {"slope"};
-    case OpKind::kUpsample: return {"scale", "mode"};
-    case OpKind::kLinear: return {"out_features", "out_channels", "bias"};
-    default: return {};
+  case OpKind::kConv:
+    return {"out_channels", "kernel", "stride", "padding", "dilation", "groups", "bias"};
+  case OpKind::kMaxPool: return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
+  case OpKind::kAvgPool: return {"kernel", "stride", "padding", "ceil_mode", "count_include_pad"};
+  case OpKind::kLeakyRelu: return {"slope"};
+  case OpKind::kUpsample: return {"scale", "mode"};
+  case OpKind::kLinear: return {"out_features", "out_channels", "bias"};
+  default: return {};
   }
 }
 
@@ -41,7 +40,8 @@ void read_window_attr(const YamlValue& v, int rank, int min, std::array<int, 3>*
   const int first = 3 - rank;
   if (v.is_scalar()) {
     const int x = v.as_int(min);
-    for (int a = first; a < 3; ++a) (*dims)[static_cast<size_t>(a)] = x;
+    for (int a = first; a < 3; ++a)
+      (*dims)[static_cast<size_t>(a)] = x;
     return;
   }
   if (!v.is_seq())
@@ -66,14 +66,17 @@ Window read_window(const YamlValue& m, int rank, bool stride_defaults_to_kernel)
   } else if (stride_defaults_to_kernel) {
     w.stride = w.kernel;
   }
-  if (m.has("padding")) read_window_attr(m.get("padding"), rank, 0, &w.pad);
-  if (m.has("dilation")) read_window_attr(m.get("dilation"), rank, 1, &w.dilation);
+  if (m.has("padding"))
+    read_window_attr(m.get("padding"), rank, 0, &w.pad);
+  if (m.has("dilation"))
+    read_window_attr(m.get("dilation"), rank, 1, &w.dilation);
   return w;
 }
 
 TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
   const YamlValue in = g.get("input");
-  if (in.present()) in.expect_keys({"channels", "size"}, "the graph input");
+  if (in.present())
+    in.expect_keys({"channels", "size"}, "the graph input");
   std::vector<int64_t> size = options.input_size;
   if (size.empty()) {
     const YamlValue s = in.present() ? in.require("size", "the spatial size, [H, W] or [D, H, W]")
@@ -82,7 +85,8 @@ TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
     const std::vector<YamlValue> items = s.items("input.size");
     if (items.size() != 2 && items.size() != 3)
       s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
-    for (const auto& x : items) size.push_back(x.as_int64(1));
+    for (const auto& x : items)
+      size.push_back(x.as_int64(1));
   }
   int64_t channels = options.input_channels;
   if (channels <= 0) {
@@ -103,14 +107,13 @@ TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
 }
 
 class GraphReader {
- public:
+public:
   GraphReader(const YamlValue& root, const YamlGraphOptions& options)
       : root_(root), options_(options) {}
 
   Graph read() {
     root_.expect_keys({"name", "input", "layers"}, "the graph");
-    const std::string name =
-        root_.has("name") ? root_.get("name").as_string() : options_.name;
+    const std::string name = root_.has("name") ? root_.get("name").as_string() : options_.name;
     const TensorShape input = read_input(root_, options_);
     rank_ = input.spatial_rank;
     GraphBuilder builder(name, input, options_.dtype);
@@ -119,21 +122,23 @@ class GraphReader {
     const YamlValue layers_node =
         root_.require("layers", "the list of layers, e.g. layers: [{op: conv, ...}, ...]");
     const std::vector<YamlValue> layers = layers_node.items("layers");
-    if (layers.empty()) layers_node.fail("the graph needs at least one layer");
+    if (layers.empty())
+      layers_node.fail("the graph needs at least one layer");
     // Explicit names, so an input naming a later layer gets a precise message.
     for (size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].is_map() && layers[i].has("name") && layers[i].get("name").is_scalar())
         later_.emplace(layers[i].get("name").node().Scalar(), static_cast<int>(i) + 1);
     }
-    for (const auto& l : layers) read_layer(l, builder);
+    for (const auto& l : layers)
+      read_layer(l, builder);
     return builder.build();
   }
 
- private:
+private:
   void read_layer(const YamlValue& m, GraphBuilder& builder) {
     m.expect_map("a layer");
-    const YamlValue op_node = m.require("op", "the layer's operation, one of: " +
-                                                  join_names(layer_op_names()));
+    const YamlValue op_node =
+        m.require("op", "the layer's operation, one of: " + join_names(layer_op_names()));
     const std::string op_str = op_node.as_string();
     Layer l;
     if (!parse_op(op_str, &l.op) || l.op == OpKind::kInput) {
@@ -145,8 +150,10 @@ class GraphReader {
     if (m.has("name")) {
       const YamlValue n = m.get("name");
       l.name = n.as_string();
-      if (l.name.empty()) n.fail("a layer name must not be empty");
-      if (ids_.count(l.name)) n.fail("duplicate layer name '" + l.name + "'" + used_by(l.name));
+      if (l.name.empty())
+        n.fail("a layer name must not be empty");
+      if (ids_.count(l.name))
+        n.fail("duplicate layer name '" + l.name + "'" + used_by(l.name));
     }
     l.inputs = read_inputs(m);
     read_attributes(m, &l);
@@ -173,14 +180,16 @@ class GraphReader {
   }
 
   std::vector<int> read_inputs(const YamlValue& m) const {
-    if (!m.has("inputs")) return {last_id_};
+    if (!m.has("inputs"))
+      return {last_id_};
     const YamlValue v = m.get("inputs");
     std::vector<YamlValue> names;
     if (v.is_scalar()) {
       names.push_back(v);
     } else if (v.is_seq()) {
       names = v.items("inputs");
-      if (names.empty()) v.fail("expected at least one input name");
+      if (names.empty())
+        v.fail("expected at least one input name");
     } else {
       v.fail("expected a layer name or a list of layer names, got " + v.describe());
     }
@@ -197,7 +206,8 @@ class GraphReader {
         n.fail("input '" + s + "' is layer " + std::to_string(later->second) +
                ", which is not defined yet; inputs must name earlier layers");
       std::vector<std::string> known;
-      for (const auto& [name, id] : ids_) known.push_back(name);
+      for (const auto& [name, id] : ids_)
+        known.push_back(name);
       n.fail("unknown input '" + s + "'" + did_you_mean(s, known) +
              "; inputs name earlier layers or `input`");
     }
@@ -206,47 +216,49 @@ class GraphReader {
 
   void read_attributes(const YamlValue& m, Layer* l) const {
     switch (l->op) {
-      case OpKind::kConv:
-        l->out_channels = m.require("out_channels", "the number of output channels")
-                              .as_int64(1);
-        l->window = read_window(m, rank_, false);
-        if (m.has("groups")) l->groups = m.get("groups").as_int(1);
-        if (m.has("bias")) l->bias = m.get("bias").as_bool();
-        break;
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool:
-        l->window = read_window(m, rank_, true);
-        if (m.has("ceil_mode")) l->ceil_mode = m.get("ceil_mode").as_bool();
-        if (m.has("count_include_pad"))
-          l->count_include_pad = m.get("count_include_pad").as_bool();
-        break;
-      case OpKind::kLeakyRelu:
-        if (m.has("slope")) l->leaky_slope = static_cast<float>(m.get("slope").as_double());
-        break;
-      case OpKind::kUpsample: {
-        l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
-        if (m.has("mode")) {
-          const YamlValue mode = m.get("mode");
-          const std::string s = mode.as_string();
-          if (s != "nearest" && s != "bilinear")
-            mode.fail("unknown mode '" + s + "'" + did_you_mean(s, {"nearest", "bilinear"}) +
-                      "; valid: nearest, bilinear");
-          l->bilinear = s == "bilinear";
-        }
-        break;
+    case OpKind::kConv:
+      l->out_channels = m.require("out_channels", "the number of output channels").as_int64(1);
+      l->window = read_window(m, rank_, false);
+      if (m.has("groups"))
+        l->groups = m.get("groups").as_int(1);
+      if (m.has("bias"))
+        l->bias = m.get("bias").as_bool();
+      break;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+      l->window = read_window(m, rank_, true);
+      if (m.has("ceil_mode"))
+        l->ceil_mode = m.get("ceil_mode").as_bool();
+      if (m.has("count_include_pad"))
+        l->count_include_pad = m.get("count_include_pad").as_bool();
+      break;
+    case OpKind::kLeakyRelu:
+      if (m.has("slope"))
+        l->leaky_slope = static_cast<float>(m.get("slope").as_double());
+      break;
+    case OpKind::kUpsample: {
+      l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
+      if (m.has("mode")) {
+        const YamlValue mode = m.get("mode");
+        const std::string s = mode.as_string();
+        if (s != "nearest" && s != "bilinear")
+          mode.fail("unknown mode '" + s + "'" + did_you_mean(s, {"nearest", "bilinear"}) +
+                    "; valid: nearest, bilinear");
+        l->bilinear = s == "bilinear";
       }
-      case OpKind::kLinear: {
-        if (m.has("out_features") && m.has("out_channels"))
-          m.get("out_channels").fail("give out_features or out_channels, not both");
-        const YamlValue n = m.has("out_channels")
-                                ? m.get("out_channels")
-                                : m.require("out_features", "the number of output features");
-        l->out_channels = n.as_int64(1);
-        l->bias = m.has("bias") ? m.get("bias").as_bool() : true;
-        break;
-      }
-      default:
-        break;
+      break;
+    }
+    case OpKind::kLinear: {
+      if (m.has("out_features") && m.has("out_channels"))
+        m.get("out_channels").fail("give out_features or out_channels, not both");
+      const YamlValue n = m.has("out_channels")
+                              ? m.get("out_channels")
+                              : m.require("out_features", "the number of output features");
+      l->out_channels = n.as_int64(1);
+      l->bias = m.has("bias") ? m.get("bias").as_bool() : true;
+      break;
+    }
+    default: break;
     }
   }
 
@@ -254,15 +266,16 @@ class GraphReader {
   const YamlGraphOptions& options_;
   int rank_ = 2;
   int last_id_ = 0;
-  std::map<std::string, int> ids_;    // names defined so far
-  std::map<std::string, int> later_;  // explicit names of all layers (1-based position)
+  std::map<std::string, int> ids_;   // names defined so far
+  std::map<std::string, int> later_; // explicit names of all layers (1-based position)
 };
 
-}  // namespace
+} // namespace
 
 std::vector<std::string> yaml_layer_keys(OpKind op) {
   std::vector<std::string> keys = kCommonKeys;
-  for (auto& k : attribute_keys(op)) keys.push_back(std::move(k));
+  for (auto& k : attribute_keys(op))
+    keys.push_back(std::move(k));
   return keys;
 }
 
@@ -283,4 +296,4 @@ Graph load_yaml_graph(const std::string& path, const YamlGraphOptions& options) 
   return GraphReader(root, options).read();
 }
 
-}  // namespace brickdl
+} // namespace brickdl

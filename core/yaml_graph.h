@@ -37,16 +37,16 @@
 
 namespace YAML {
 class Node;
-}  // namespace YAML
+} // namespace YAML
 
 namespace brickdl {
 
 struct YamlGraphOptions {
-  std::string name = "custom";  // graph name unless the YAML gives `name`
+  std::string name = "custom"; // graph name unless the YAML gives `name`
   int batch = 1;
   DType dtype = DType::kF32;
-  std::vector<int64_t> input_size;  // overrides input.size when non-empty
-  int64_t input_channels = 0;       // overrides input.channels when > 0
+  std::vector<int64_t> input_size; // overrides input.size when non-empty
+  int64_t input_channels = 0;      // overrides input.channels when > 0
 };
 
 // Builds the graph described by `node` (the mapping above). `where` gives the file and the
@@ -64,4 +64,4 @@ Graph load_yaml_graph(const std::string& path, const YamlGraphOptions& options =
 // The keys a layer of op `op` accepts (common keys first), for messages and docs.
 std::vector<std::string> yaml_layer_keys(OpKind op);
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -24,19 +24,19 @@ namespace brickdl {
 struct ZooOptions {
   int batch = 1;
   DType dtype = DType::kF32;
-  std::vector<int64_t> input_size;  // empty = the model's default ([H,W] or [D,H,W]); the
-                                    // rank must be the model's (conv_chain takes either)
-  int64_t input_channels = 0;       // 0 = the model's default
-  int64_t num_classes = 0;          // 0 = the model's default; DeepCAM's segmentation classes;
-                                    // must stay 0 for the chains, which have no classifier
+  std::vector<int64_t> input_size; // empty = the model's default ([H,W] or [D,H,W]); the
+                                   // rank must be the model's (conv_chain takes either)
+  int64_t input_channels = 0;      // 0 = the model's default
+  int64_t num_classes = 0;         // 0 = the model's default; DeepCAM's segmentation classes;
+                                   // must stay 0 for the chains, which have no classifier
 };
 
 struct ConvChainOptions {
   int depth = 3;
   int64_t channels = 3;
   int kernel = 3;
-  int64_t image = 112;  // extent per spatial dim
-  int dims = 3;         // 2 or 3
+  int64_t image = 112; // extent per spatial dim
+  int dims = 3;        // 2 or 3
   int batch = 1;
   int stride = 1;
   int dilation = 1;
@@ -46,8 +46,8 @@ struct ConvChainOptions {
 };
 
 struct ZooEntry {
-  std::string name;         // "resnet50"
-  std::string description;  // one line, with the reference it follows
+  std::string name;        // "resnet50"
+  std::string description; // one line, with the reference it follows
   std::function<Graph(const ZooOptions&)> build;
 };
 
@@ -60,4 +60,4 @@ Graph build_zoo_model(const std::string& name, const ZooOptions& options);
 // bias and pads by dilation * (kernel - 1) / 2. Throws UserError for an invalid option.
 Graph build_conv_chain(const ConvChainOptions& options);
 
-}  // namespace brickdl
+} // namespace brickdl

@@ -87,9 +87,11 @@ template <typename T> std::vector<T> sorted_unique(std::vector<T> v) {
 
 int fused_layer_id(const Graph& fused, const std::string& name) {
   for (const Layer& l : fused.layers()) {
-    if (l.name == name) return l.id;
+    if (l.name == name)
+      return l.id;
     for (const auto& f : l.fused_from)
-      if (f == name) return l.id;
+      if (f == name)
+        return l.id;
   }
   return -1;
 }

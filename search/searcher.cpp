@@ -84,9 +84,11 @@ std::vector<CandidateRef> Searcher::baselines(const std::vector<int>& groups) co
 
 std::vector<int> Searcher::studied_groups(const Plan& plan) const {
   std::vector<int> groups;
-  for (const PlanStep& s : plan.steps) groups.push_back(s.group);
+  for (const PlanStep& s : plan.steps)
+    groups.push_back(s.group);
   for (int g : space().subgraphs())
-    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end())
+      groups.push_back(g);
   return groups;
 }
 
@@ -94,7 +96,8 @@ std::vector<CandidateRef> Searcher::round_wishes(const Plan& plan) const {
   const std::vector<int> groups = studied_groups(plan);
   std::vector<CandidateRef> out = baselines(groups);
   std::vector<std::vector<int>> ranked;
-  for (int g : groups) ranked.push_back(ranked_candidates(predicted_, g));
+  for (int g : groups)
+    ranked.push_back(ranked_candidates(predicted_, g));
   for (int r = 0; r < options_.top_k; ++r)
     for (size_t i = 0; i < groups.size(); ++i)
       if (r < static_cast<int>(ranked[i].size()))

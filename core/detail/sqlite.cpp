@@ -8,11 +8,12 @@ namespace {
 
 std::string database_name(sqlite3* db) {
   const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
-  if (!file || !*file) return "the tuning database";
+  if (!file || !*file)
+    return "the tuning database";
   return std::string("database '") + file + "'";
 }
 
-}  // namespace
+} // namespace
 
 std::string sqlite_error_text(sqlite3* db, int rc) {
   std::string s = sqlite3_errstr(rc);
@@ -20,7 +21,8 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   // only when it belongs to this result code.
   if (db && (sqlite3_extended_errcode(db) & 0xff) == (rc & 0xff)) {
     const char* msg = sqlite3_errmsg(db);
-    if (msg && s != msg) s += std::string(": ") + msg;
+    if (msg && s != msg)
+      s += std::string(": ") + msg;
   }
   return s;
 }
@@ -30,41 +32,42 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   const std::string during = what.empty() ? "" : " while " + std::string(what);
   const std::string detail = " (" + sqlite_error_text(db, rc) + ")";
   switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      throw UserError(where + " is locked by another connection" + during +
-                      " and stayed locked past the busy timeout" + detail +
-                      "; retry when the other tuner or query has finished");
-    case SQLITE_NOTADB:
-      throw UserError(where + " is not an SQLite database" + detail +
-                      "; pass the path of a brickdl tuning database");
-    case SQLITE_CORRUPT:
-      throw UserError(where + " is corrupt" + during + detail +
-                      "; restore it from a copy or start a new database");
-    case SQLITE_READONLY:
-      throw UserError(where + " is read-only" + during + detail +
-                      "; check the file's permissions or write to another database");
-    case SQLITE_CANTOPEN:
-      throw UserError(where + " cannot be opened" + detail +
-                      "; check that the folder exists and is accessible");
-    case SQLITE_FULL:
-    case SQLITE_IOERR:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-    case SQLITE_NOLFS: throw UserError(where + ": I/O failed" + during + detail);
-    default: throw InternalError("SQLite failed on " + where + during + detail);
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    throw UserError(where + " is locked by another connection" + during +
+                    " and stayed locked past the busy timeout" + detail +
+                    "; retry when the other tuner or query has finished");
+  case SQLITE_NOTADB:
+    throw UserError(where + " is not an SQLite database" + detail +
+                    "; pass the path of a brickdl tuning database");
+  case SQLITE_CORRUPT:
+    throw UserError(where + " is corrupt" + during + detail +
+                    "; restore it from a copy or start a new database");
+  case SQLITE_READONLY:
+    throw UserError(where + " is read-only" + during + detail +
+                    "; check the file's permissions or write to another database");
+  case SQLITE_CANTOPEN:
+    throw UserError(where + " cannot be opened" + detail +
+                    "; check that the folder exists and is accessible");
+  case SQLITE_FULL:
+  case SQLITE_IOERR:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+  case SQLITE_NOLFS: throw UserError(where + ": I/O failed" + during + detail);
+  default: throw InternalError("SQLite failed on " + where + during + detail);
   }
 }
 
 void check_sqlite(sqlite3* db, int rc, std::string_view what) {
-  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE)
+    return;
   throw_sqlite(db, rc, what);
 }
 
 void exec_sql(sqlite3* db, const std::string& sql, std::string_view what) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  sqlite3_free(err);  // the same text is available through sqlite3_errmsg
+  sqlite3_free(err); // the same text is available through sqlite3_errmsg
   check_sqlite(db, rc, what);
 }
 
@@ -110,8 +113,10 @@ Statement& Statement::bind_column(int index, const Statement& from, int col) {
 
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
+  if (rc == SQLITE_ROW)
+    return true;
+  if (rc == SQLITE_DONE)
+    return false;
   throw_sqlite(db_, rc, what_);
 }
 
@@ -149,25 +154,29 @@ double Statement::real(int col) const {
 
 std::string Statement::text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
-  if (!p) return "";
+  if (!p)
+    return "";
   return std::string(reinterpret_cast<const char*>(p),
                      static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
 std::optional<double> Statement::optional_real(int col) const {
-  if (is_null(col)) return std::nullopt;
+  if (is_null(col))
+    return std::nullopt;
   return real(col);
 }
 
 std::optional<int64_t> Statement::optional_int64(int col) const {
-  if (is_null(col)) return std::nullopt;
+  if (is_null(col))
+    return std::nullopt;
   return int64(col);
 }
 
 Transaction::Transaction(sqlite3* db, int* depth, std::string_view what)
     : db_(db), depth_(depth), what_(what) {
   outermost_ = *depth_ == 0;
-  if (outermost_) exec_sql(db_, "BEGIN IMMEDIATE", what_);
+  if (outermost_)
+    exec_sql(db_, "BEGIN IMMEDIATE", what_);
   ++*depth_;
 }
 
@@ -182,8 +191,9 @@ Transaction::~Transaction() {
 
 void Transaction::commit() {
   BRICKDL_CHECK(!done_, "transaction committed twice");
-  if (outermost_) exec_sql(db_, "COMMIT", what_);
+  if (outermost_)
+    exec_sql(db_, "COMMIT", what_);
   done_ = true;
 }
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

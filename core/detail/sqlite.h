@@ -29,7 +29,7 @@ void exec_sql(sqlite3* db, const std::string& sql, std::string_view what);
 //   st.bind_all(fingerprint);
 //   if (st.step()) id = st.int64(0);
 class Statement {
- public:
+public:
   Statement(sqlite3* db, std::string_view sql, std::string_view what = "");
   ~Statement();
   Statement(const Statement&) = delete;
@@ -46,13 +46,11 @@ class Statement {
   Statement& bind(int index, std::nullopt_t);
   // Binds column `col` of `from`'s current row as it is (type and value), for copying rows.
   Statement& bind_column(int index, const Statement& from, int col);
-  template <typename T>
-  Statement& bind(int index, const std::optional<T>& value) {
+  template <typename T> Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind(index, std::nullopt);
   }
   // Binds the arguments to parameters 1..n.
-  template <typename... Args>
-  Statement& bind_all(const Args&... args) {
+  template <typename... Args> Statement& bind_all(const Args&... args) {
     int index = 0;
     (bind(++index, args), ...);
     return *this;
@@ -70,13 +68,13 @@ class Statement {
   bool is_null(int col) const;
   int64_t int64(int col) const;
   double real(int col) const;
-  std::string text(int col) const;  // "" for NULL
+  std::string text(int col) const; // "" for NULL
   std::optional<double> optional_real(int col) const;
   std::optional<int64_t> optional_int64(int col) const;
 
   sqlite3_stmt* handle() { return stmt_; }
 
- private:
+private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   std::string what_;
@@ -86,14 +84,14 @@ class Statement {
 // timeout, so it never fails half-way on a lock upgrade). Rolled back unless committed.
 // Nested use is flat: when `depth` > 0 on entry the outer transaction owns the commit.
 class Transaction {
- public:
+public:
   Transaction(sqlite3* db, int* depth, std::string_view what);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   void commit();
 
- private:
+private:
   sqlite3* db_;
   int* depth_;
   bool outermost_ = false;
@@ -105,4 +103,4 @@ class Transaction {
 // locked".
 std::string sqlite_error_text(sqlite3* db, int rc);
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

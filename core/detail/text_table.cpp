@@ -21,12 +21,14 @@ void TextTable::print(std::ostream& os, const std::string& indent) const {
   std::vector<size_t> width(header_.size());
   for (size_t c = 0; c < header_.size(); ++c) {
     width[c] = header_[c].size();
-    for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
+    for (const auto& row : rows_)
+      width[c] = std::max(width[c], row[c].size());
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s = indent;
     for (size_t c = 0; c < cells.size(); ++c) {
-      if (c) s += "  ";
+      if (c)
+        s += "  ";
       const std::string pad(width[c] - cells[c].size(), ' ');
       s += align_[c] == 'r' ? pad + cells[c] : cells[c] + pad;
     }
@@ -35,9 +37,11 @@ void TextTable::print(std::ostream& os, const std::string& indent) const {
   };
   line(header_);
   std::vector<std::string> rule;
-  for (size_t w : width) rule.emplace_back(w, '-');
+  for (size_t w : width)
+    rule.emplace_back(w, '-');
   line(rule);
-  for (const auto& row : rows_) line(row);
+  for (const auto& row : rows_)
+    line(row);
 }
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

@@ -8,7 +8,7 @@
 namespace brickdl::detail {
 
 class TextTable {
- public:
+public:
   // `align` has one letter per column: 'l' (text) or 'r' (numbers); missing letters are 'l'.
   explicit TextTable(std::vector<std::string> header, std::string align = "");
   void add_row(std::vector<std::string> cells);
@@ -16,10 +16,10 @@ class TextTable {
   // Each line starts with `indent`; trailing spaces are trimmed.
   void print(std::ostream& os, const std::string& indent = "") const;
 
- private:
+private:
   std::vector<std::string> header_;
   std::string align_;
   std::vector<std::vector<std::string>> rows_;
 };
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

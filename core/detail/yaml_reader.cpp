@@ -16,13 +16,15 @@ namespace brickdl::detail {
 namespace {
 
 // Range text for messages: ">= 1", "in [1, 64]", "" for no bound.
-template <typename T>
-std::string range_str(T min, T max) {
+template <typename T> std::string range_str(T min, T max) {
   const bool has_min = min != std::numeric_limits<T>::min();
   const bool has_max = max != std::numeric_limits<T>::max();
-  if (has_min && has_max) return " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  if (has_min) return " >= " + std::to_string(min);
-  if (has_max) return " <= " + std::to_string(max);
+  if (has_min && has_max)
+    return " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (has_min)
+    return " >= " + std::to_string(min);
+  if (has_max)
+    return " <= " + std::to_string(max);
   return "";
 }
 
@@ -30,8 +32,10 @@ std::string range_str(T min, T max) {
 bool parse_integer(const std::string& s, int64_t* out) {
   const char* first = s.data();
   const char* last = s.data() + s.size();
-  if (first != last && *first == '+') ++first;
-  if (first == last) return false;
+  if (first != last && *first == '+')
+    ++first;
+  if (first == last)
+    return false;
   const auto [ptr, ec] = std::from_chars(first, last, *out);
   return ec == std::errc() && ptr == last;
 }
@@ -39,8 +43,10 @@ bool parse_integer(const std::string& s, int64_t* out) {
 bool parse_number(const std::string& s, double* out) {
   const char* first = s.data();
   const char* last = s.data() + s.size();
-  if (first != last && *first == '+') ++first;
-  if (first == last) return false;
+  if (first != last && *first == '+')
+    ++first;
+  if (first == last)
+    return false;
   const auto [ptr, ec] = std::from_chars(first, last, *out, std::chars_format::general);
   return ec == std::errc() && ptr == last && std::isfinite(*out);
 }
@@ -51,9 +57,11 @@ std::string lower(std::string s) {
 }
 
 // yaml-cpp marks are 0-based; a null mark has line -1.
-bool valid_mark(const YAML::Mark& m) { return m.line >= 0 && m.column >= 0; }
+bool valid_mark(const YAML::Mark& m) {
+  return m.line >= 0 && m.column >= 0;
+}
 
-}  // namespace
+} // namespace
 
 YamlValue::YamlValue(YAML::Node node, std::string file, std::string path, YAML::Mark mark)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), mark_(mark) {}
@@ -61,7 +69,8 @@ YamlValue::YamlValue(YAML::Node node, std::string file, std::string path, YAML::
 SourceLocation YamlValue::where() const {
   // A null value's own mark points past it (at the next token), so use the key's.
   YAML::Mark m = mark_;
-  if (present() && valid_mark(node_.Mark())) m = node_.Mark();
+  if (present() && valid_mark(node_.Mark()))
+    m = node_.Mark();
   SourceLocation loc;
   loc.file = file_;
   if (valid_mark(m)) {
@@ -72,19 +81,26 @@ SourceLocation YamlValue::where() const {
   return loc;
 }
 
-void YamlValue::fail(const std::string& message) const { throw UserError(where(), message); }
+void YamlValue::fail(const std::string& message) const {
+  throw UserError(where(), message);
+}
 
 std::string YamlValue::describe() const {
-  if (!present()) return "nothing";
-  if (node_.IsMap()) return "a mapping";
-  if (node_.IsSequence()) return "a list";
+  if (!present())
+    return "nothing";
+  if (node_.IsMap())
+    return "a mapping";
+  if (node_.IsSequence())
+    return "a list";
   std::string s = node_.Scalar();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  if (s.size() > 40)
+    s = s.substr(0, 37) + "...";
   return "'" + s + "'";
 }
 
 void YamlValue::expect_map(const std::string& what) const {
-  if (!node_.IsMap()) fail("expected " + what + " to be a mapping (key: value), got " + describe());
+  if (!node_.IsMap())
+    fail("expected " + what + " to be a mapping (key: value), got " + describe());
 }
 
 void YamlValue::expect_keys(const std::vector<std::string>& valid, const std::string& what) const {
@@ -98,11 +114,14 @@ void YamlValue::expect_keys(const std::vector<std::string>& valid, const std::st
     if (std::find(valid.begin(), valid.end(), key) == valid.end())
       at_key.fail("unknown key '" + key + "' in " + what + did_you_mean(key, valid) +
                   "; valid keys: " + join_names(valid));
-    if (!seen.insert(key).second) at_key.fail("key '" + key + "' is given twice in " + what);
+    if (!seen.insert(key).second)
+      at_key.fail("key '" + key + "' is given twice in " + what);
   }
 }
 
-bool YamlValue::has(const std::string& key) const { return get(key).node().IsDefined(); }
+bool YamlValue::has(const std::string& key) const {
+  return get(key).node().IsDefined();
+}
 
 YamlValue YamlValue::get(const std::string& key) const {
   const std::string key_path = path_.empty() ? key : path_ + "." + key;
@@ -121,7 +140,8 @@ YamlValue YamlValue::get(const std::string& key) const {
 YamlValue YamlValue::require(const std::string& key, const std::string& hint) const {
   YamlValue v = get(key);
   if (!v.present()) {
-    if (v.node().IsDefined()) v.fail("key '" + key + "' has no value; " + hint);
+    if (v.node().IsDefined())
+      v.fail("key '" + key + "' has no value; " + hint);
     v.fail("missing required key '" + key + "'; " + hint);
   }
   return v;
@@ -129,18 +149,19 @@ YamlValue YamlValue::require(const std::string& key, const std::string& hint) co
 
 std::vector<std::pair<std::string, YamlValue>> YamlValue::entries() const {
   std::vector<std::pair<std::string, YamlValue>> out;
-  if (!node_.IsMap()) return out;
+  if (!node_.IsMap())
+    return out;
   for (const auto& kv : node_) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
     const YAML::Mark m = valid_mark(kv.first.Mark()) ? kv.first.Mark() : mark_;
-    out.emplace_back(key, YamlValue(kv.second, file_, path_.empty() ? key : path_ + "." + key,
-                                    m));
+    out.emplace_back(key, YamlValue(kv.second, file_, path_.empty() ? key : path_ + "." + key, m));
   }
   return out;
 }
 
 std::vector<YamlValue> YamlValue::items(const std::string& what) const {
-  if (!node_.IsSequence()) fail("expected " + what + " to be a list, got " + describe());
+  if (!node_.IsSequence())
+    fail("expected " + what + " to be a list, got " + describe());
   std::vector<YamlValue> out;
   const YAML::Mark parent = valid_mark(node_.Mark()) ? node_.Mark() : mark_;
   for (size_t i = 0; i < node_.size(); ++i) {
@@ -152,7 +173,8 @@ std::vector<YamlValue> YamlValue::items(const std::string& what) const {
 }
 
 std::string YamlValue::as_string() const {
-  if (!present() || !node_.IsScalar()) fail("expected a string, got " + describe());
+  if (!present() || !node_.IsScalar())
+    fail("expected a string, got " + describe());
   return node_.Scalar();
 }
 
@@ -187,7 +209,8 @@ double YamlValue::as_double(double min, bool exclusive) const {
   double v = 0;
   const bool bounded = std::isfinite(min);
   std::ostringstream bound;
-  if (bounded) bound << (exclusive ? " > " : " >= ") << min;
+  if (bounded)
+    bound << (exclusive ? " > " : " >= ") << min;
   if (!present() || !node_.IsScalar() || !parse_number(node_.Scalar(), &v))
     fail("expected a number" + bound.str() + ", got " + describe());
   if (bounded && (exclusive ? v <= min : v < min))
@@ -198,19 +221,23 @@ double YamlValue::as_double(double min, bool exclusive) const {
 bool YamlValue::as_bool() const {
   if (present() && node_.IsScalar()) {
     const std::string s = lower(node_.Scalar());
-    if (s == "true" || s == "yes" || s == "on") return true;
-    if (s == "false" || s == "no" || s == "off") return false;
+    if (s == "true" || s == "yes" || s == "on")
+      return true;
+    if (s == "false" || s == "no" || s == "off")
+      return false;
   }
   fail("expected true or false, got " + describe());
 }
 
 std::vector<int> YamlValue::as_int_list(int min, int max, bool allow_scalar) const {
-  if (allow_scalar && present() && node_.IsScalar()) return {as_int(min, max)};
+  if (allow_scalar && present() && node_.IsScalar())
+    return {as_int(min, max)};
   if (!node_.IsSequence())
     fail(std::string("expected a list of integers") + (allow_scalar ? " (or one integer)" : "") +
          ", got " + describe());
   std::vector<int> out;
-  for (const auto& item : items("the value")) out.push_back(item.as_int(min, max));
+  for (const auto& item : items("the value"))
+    out.push_back(item.as_int(min, max));
   return out;
 }
 
@@ -239,14 +266,16 @@ YamlValue load_yaml_file(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw UserError(SourceLocation{path, 0, 0, ""}, "error while reading the file");
+  if (in.bad())
+    throw UserError(SourceLocation{path, 0, 0, ""}, "error while reading the file");
   return parse_yaml(text.str(), path);
 }
 
 std::string list_str(const std::vector<int>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
 }
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

@@ -20,14 +20,14 @@
 namespace brickdl::detail {
 
 class YamlValue {
- public:
+public:
   // `mark` is where the value is reported when the node itself has no position (a missing
   // or null value): the position of its key, or of the enclosing mapping.
   YamlValue(YAML::Node node, std::string file, std::string path, YAML::Mark mark);
 
   const YAML::Node& node() const { return node_; }
   const std::string& file() const { return file_; }
-  const std::string& path() const { return path_; }  // "" at the document root
+  const std::string& path() const { return path_; } // "" at the document root
   SourceLocation where() const;
   [[noreturn]] void fail(const std::string& message) const;
 
@@ -71,7 +71,7 @@ class YamlValue {
   // A list of integers in [min, max]; `allow_scalar` also accepts a single integer.
   std::vector<int> as_int_list(int min, int max, bool allow_scalar = false) const;
 
- private:
+private:
   YAML::Node node_;
   std::string file_;
   std::string path_;
@@ -86,4 +86,4 @@ YamlValue load_yaml_file(const std::string& path);
 // "[1, 2, 3]" for messages.
 std::string list_str(const std::vector<int>& v);
 
-}  // namespace brickdl::detail
+} // namespace brickdl::detail

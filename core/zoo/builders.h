@@ -35,4 +35,4 @@ Graph build_micro_graphsize(const ZooOptions& options);
 Graph build_micro_bricksize(const ZooOptions& options);
 Graph build_conv_chain_model(const ZooOptions& options);
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

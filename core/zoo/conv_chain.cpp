@@ -37,8 +37,10 @@ Graph conv_chain_on(const std::string& name, const TensorShape& in, const ConvCh
     x = in.spatial_rank == 3
             ? b.conv3d(x, in.c, o.kernel, o.stride, pad, o.dilation, 1, false, "conv" + n)
             : b.conv2d(x, in.c, o.kernel, o.stride, pad, o.dilation, 1, false, "conv" + n);
-    if (o.batch_norm) x = b.batch_norm(x, "bn" + n);
-    if (o.relu) x = b.relu(x, "relu" + n);
+    if (o.batch_norm)
+      x = b.batch_norm(x, "bn" + n);
+    if (o.relu)
+      x = b.relu(x, "relu" + n);
   }
   return b.build();
 }
@@ -53,7 +55,7 @@ Graph chain_model(const std::string& name, const ZooOptions& options, int depth,
   return conv_chain_on(name, in, o);
 }
 
-}  // namespace
+} // namespace
 
 Graph build_conv_chain(const ConvChainOptions& o) {
   if (o.dims != 2 && o.dims != 3)
@@ -86,10 +88,9 @@ Graph build_conv_chain_model(const ZooOptions& options) {
   reject_classes(name, options);
   const size_t rank = options.input_size.size();
   if (rank != 0 && rank != 2 && rank != 3)
-    throw UserError(
-        "model 'conv_chain': input_size must be [H, W] (a 2-D chain) or [D, H, W] "
-        "(a 3-D chain), got " +
-        std::to_string(rank) + " extents");
+    throw UserError("model 'conv_chain': input_size must be [H, W] (a 2-D chain) or [D, H, W] "
+                    "(a 3-D chain), got " +
+                    std::to_string(rank) + " extents");
   ConvChainOptions o;
   o.dtype = options.dtype;
   const std::vector<int64_t> cube(3, o.image), square(2, o.image);
@@ -98,6 +99,6 @@ Graph build_conv_chain_model(const ZooOptions& options) {
   return conv_chain_on(name, in, o);
 }
 
-}  // namespace zoo_detail
+} // namespace zoo_detail
 
-}  // namespace brickdl
+} // namespace brickdl

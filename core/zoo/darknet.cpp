@@ -16,7 +16,7 @@ namespace brickdl::zoo_detail {
 
 namespace {
 
-constexpr float kLeakySlope = 0.1f;  // darknet's "leaky" activation
+constexpr float kLeakySlope = 0.1f; // darknet's "leaky" activation
 
 int conv_bn_leaky(GraphBuilder& b, int x, int64_t out_channels, int kernel, int stride,
                   const std::string& p) {
@@ -24,7 +24,7 @@ int conv_bn_leaky(GraphBuilder& b, int x, int64_t out_channels, int kernel, int 
   return b.leaky_relu(b.batch_norm(c, p + ".bn"), kLeakySlope, p + ".act");
 }
 
-}  // namespace
+} // namespace
 
 Graph build_darknet53(const ZooOptions& options) {
   const std::string name = "darknet53";
@@ -42,7 +42,7 @@ Graph build_darknet53(const ZooOptions& options) {
       const std::string p = stage + ".blocks." + std::to_string(i);
       int y = conv_bn_leaky(b, x, channels / 2, 1, 1, p + ".conv1");
       y = conv_bn_leaky(b, y, channels, 3, 1, p + ".conv2");
-      x = b.add(y, x, p + ".add");  // darknet [shortcut] activation=linear
+      x = b.add(y, x, p + ".add"); // darknet [shortcut] activation=linear
     }
   }
   x = b.global_avg_pool(x, "head.global_pool");
@@ -51,4 +51,4 @@ Graph build_darknet53(const ZooOptions& options) {
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

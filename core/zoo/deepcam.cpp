@@ -37,7 +37,7 @@ constexpr int64_t kAsppChannels = 256;
 constexpr int64_t kLowLevelChannels = 48;
 
 class DeepCamBuilder {
- public:
+public:
   explicit DeepCamBuilder(GraphBuilder& b) : b_(b) {}
 
   // SeparableConv2d_same: depthwise 3x3 ("same" padding = dilation) then pointwise 1x1.
@@ -55,9 +55,12 @@ class DeepCamBuilder {
             bool grow_first, bool is_last, const std::string& p) {
     const int64_t inplanes = b_.shape(inp).c;
     std::vector<int64_t> outs;
-    if (grow_first) outs.push_back(planes);
-    for (int i = 0; i < reps - 1; ++i) outs.push_back(grow_first ? planes : inplanes);
-    if (!grow_first) outs.push_back(planes);
+    if (grow_first)
+      outs.push_back(planes);
+    for (int i = 0; i < reps - 1; ++i)
+      outs.push_back(grow_first ? planes : inplanes);
+    if (!grow_first)
+      outs.push_back(planes);
 
     int index = 0;
     const auto rep = [&] { return p + ".rep." + std::to_string(index++); };
@@ -65,7 +68,8 @@ class DeepCamBuilder {
     for (size_t i = 0; i < outs.size(); ++i) {
       x = separable(x, outs[i], 1, dilation, rep());
       x = b_.batch_norm(x, rep() + ".bn");
-      if (i + 1 < outs.size()) x = b_.relu(x, rep());
+      if (i + 1 < outs.size())
+        x = b_.relu(x, rep());
     }
     if (stride != 1) {
       x = separable(x, planes, stride, 1, rep());
@@ -94,7 +98,8 @@ class DeepCamBuilder {
   int tile(int x, int64_t h, int64_t w, const std::string& name) {
     const int64_t s = std::max(h, w);
     const int up = b_.upsample(x, static_cast<int>(s), false, name);
-    if (h == w) return up;
+    if (h == w)
+      return up;
     Window crop;
     crop.kernel = {1, static_cast<int>(s - h + 1), static_cast<int>(s - w + 1)};
     return b_.max_pool(up, crop, false, name + "_crop");
@@ -106,11 +111,11 @@ class DeepCamBuilder {
     return b_.conv2d(up, out, 3, 1, 1, 1, 1, false, p);
   }
 
- private:
+private:
   GraphBuilder& b_;
 };
 
-}  // namespace
+} // namespace
 
 Graph build_deepcam(const ZooOptions& options) {
   const std::string name = "deepcam";
@@ -151,7 +156,7 @@ Graph build_deepcam(const ZooOptions& options) {
   const std::string gp = bn + "global_avg_pool.global_average_pool.";
   int a5 = b.global_avg_pool(x, gp + "0");
   a5 = b.conv2d(a5, kAsppChannels, 1, 1, 0, 1, 1, false, gp + "1");
-  a5 = b.relu(b.batch_norm(a5, gp + "2"), gp + "3");  // TrainableAffine as batch-norm
+  a5 = b.relu(b.batch_norm(a5, gp + "2"), gp + "3"); // TrainableAffine as batch-norm
   a5 = db.tile(a5, b.shape(x).h, b.shape(x).w, bn + "tile");
   x = b.concat({a1, a2, a3, a4, a5}, bn + "cat");
   x = b.conv2d(x, kAsppChannels, 1, 1, 0, 1, 1, false, bn + "conv");
@@ -175,8 +180,8 @@ Graph build_deepcam(const ZooOptions& options) {
   x = b.conv2d(x, 256, 1, 1, 0, 1, 1, /*bias=*/true, up + "conv1.6");
   x = db.deconv(x, kAsppChannels, up + "deconv2.0");
   x = b.relu(b.batch_norm(x, up + "deconv2.1.bn"), up + "deconv2.2");
-  db.deconv(x, classes, up + "last_deconv.0");  // no batch-norm, no bias
+  db.deconv(x, classes, up + "last_deconv.0"); // no batch-norm, no bias
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

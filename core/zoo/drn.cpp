@@ -50,7 +50,7 @@ int basic_block(GraphBuilder& b, int x, const Level& level, int stride, const st
   return b.relu(y, p + ".relu_1");
 }
 
-}  // namespace
+} // namespace
 
 Graph build_drn_c_26(const ZooOptions& options) {
   const std::string name = "drn_c_26";
@@ -73,4 +73,4 @@ Graph build_drn_c_26(const ZooOptions& options) {
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

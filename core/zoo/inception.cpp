@@ -19,7 +19,7 @@ namespace brickdl::zoo_detail {
 namespace {
 
 class InceptionBuilder {
- public:
+public:
   explicit InceptionBuilder(GraphBuilder& b) : b_(b) {}
 
   // conv (kh x kw, padding ph x pw) + batch-norm + relu.
@@ -120,11 +120,11 @@ class InceptionBuilder {
     return cat({x0, x1, x2, x3}, p + ".cat_2");
   }
 
- private:
+private:
   GraphBuilder& b_;
 };
 
-}  // namespace
+} // namespace
 
 Graph build_inception_v4(const ZooOptions& options) {
   const std::string name = "inception_v4";
@@ -135,17 +135,20 @@ Graph build_inception_v4(const ZooOptions& options) {
 
   int index = 0;
   const auto feature = [&index] { return "features." + std::to_string(index++); };
-  int x = ib.conv(b.input(), 32, 3, 2, 0, feature());  // 149x149 at 299
-  x = ib.conv(x, 32, 3, 1, 0, feature());              // 147x147
-  x = ib.conv(x, 64, 3, 1, 1, feature());              // 147x147
-  x = ib.mixed_3a(x, feature());                       // 73x73x160
-  x = ib.mixed_4a(x, feature());                       // 71x71x192
-  x = ib.mixed_5a(x, feature());                       // 35x35x384
-  for (int i = 0; i < 4; ++i) x = ib.inception_a(x, feature());
-  x = ib.reduction_a(x, feature());  // 17x17x1024
-  for (int i = 0; i < 7; ++i) x = ib.inception_b(x, feature());
-  x = ib.reduction_b(x, feature());  // 8x8x1536
-  for (int i = 0; i < 3; ++i) x = ib.inception_c(x, feature());
+  int x = ib.conv(b.input(), 32, 3, 2, 0, feature()); // 149x149 at 299
+  x = ib.conv(x, 32, 3, 1, 0, feature());             // 147x147
+  x = ib.conv(x, 64, 3, 1, 1, feature());             // 147x147
+  x = ib.mixed_3a(x, feature());                      // 73x73x160
+  x = ib.mixed_4a(x, feature());                      // 71x71x192
+  x = ib.mixed_5a(x, feature());                      // 35x35x384
+  for (int i = 0; i < 4; ++i)
+    x = ib.inception_a(x, feature());
+  x = ib.reduction_a(x, feature()); // 17x17x1024
+  for (int i = 0; i < 7; ++i)
+    x = ib.inception_b(x, feature());
+  x = ib.reduction_b(x, feature()); // 8x8x1536
+  for (int i = 0; i < 3; ++i)
+    x = ib.inception_c(x, feature());
 
   x = b.global_avg_pool(x, "global_pool");
   x = b.flatten(x, "flatten");
@@ -153,4 +156,4 @@ Graph build_inception_v4(const ZooOptions& options) {
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

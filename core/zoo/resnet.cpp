@@ -31,7 +31,7 @@ int bottleneck(GraphBuilder& b, int x, int64_t planes, int stride, const std::st
   return b.relu(b.add(y, identity, p + ".add"), p + ".relu_2");
 }
 
-}  // namespace
+} // namespace
 
 Graph build_resnet50(const ZooOptions& options) {
   const std::string name = "resnet50";
@@ -52,10 +52,10 @@ Graph build_resnet50(const ZooOptions& options) {
                      "layer" + std::to_string(stage + 1) + "." + std::to_string(i));
     }
   }
-  x = b.global_avg_pool(x, "avgpool");  // AdaptiveAvgPool2d((1, 1))
+  x = b.global_avg_pool(x, "avgpool"); // AdaptiveAvgPool2d((1, 1))
   x = b.flatten(x, "flatten");
   b.linear(x, classes, true, "fc");
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

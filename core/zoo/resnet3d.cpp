@@ -35,7 +35,7 @@ int basic_block(GraphBuilder& b, int x, int64_t planes, int stride, const std::s
   return b.relu(b.add(y, identity, p + ".add"), p + ".relu_1");
 }
 
-}  // namespace
+} // namespace
 
 Graph build_resnet3d_34(const ZooOptions& options) {
   const std::string name = "resnet3d_34";
@@ -60,10 +60,10 @@ Graph build_resnet3d_34(const ZooOptions& options) {
                       "layer" + std::to_string(stage + 1) + "." + std::to_string(i));
     }
   }
-  x = b.global_avg_pool(x, "avgpool");  // AdaptiveAvgPool3d((1, 1, 1))
+  x = b.global_avg_pool(x, "avgpool"); // AdaptiveAvgPool3d((1, 1, 1))
   x = b.flatten(x, "view");
   b.linear(x, classes, true, "fc");
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

@@ -13,12 +13,12 @@ namespace brickdl::zoo_detail {
 
 namespace {
 
-constexpr int kPool = 0;  // a max-pool entry in the configuration
+constexpr int kPool = 0; // a max-pool entry in the configuration
 constexpr int kConfigD[] = {64,    64,  kPool, 128, 128,   kPool, 256, 256, 256,
                             kPool, 512, 512,   512, kPool, 512,   512, 512, kPool};
-constexpr int64_t kPooledExtent = 7;  // AdaptiveAvgPool2d((7, 7))
+constexpr int64_t kPooledExtent = 7; // AdaptiveAvgPool2d((7, 7))
 
-}  // namespace
+} // namespace
 
 Graph build_vgg16_bn(const ZooOptions& options) {
   const std::string name = "vgg16_bn";
@@ -33,7 +33,7 @@ Graph build_vgg16_bn(const ZooOptions& options) {
     if (v == kPool) {
       x = b.max_pool(x, 2, 2, 0, false, feature());
     } else {
-      x = b.conv2d(x, v, 3, 1, 1, 1, 1, /*bias=*/true, feature());  // torchvision keeps the bias
+      x = b.conv2d(x, v, 3, 1, 1, 1, 1, /*bias=*/true, feature()); // torchvision keeps the bias
       x = b.batch_norm(x, feature());
       x = b.relu(x, feature());
     }
@@ -44,10 +44,10 @@ Graph build_vgg16_bn(const ZooOptions& options) {
   // extents need PyTorch's uneven adaptive windows, which the IR does not have.
   const TensorShape& f = b.shape(x);
   if (f.h % kPooledExtent != 0 || f.w % kPooledExtent != 0)
-    throw ShapeError(
-        "layer 'avgpool' of vgg16_bn: adaptive average pooling to 7x7 needs "
-        "features whose extents are multiples of 7, got " +
-        f.str() + " from input " + in.str() + "; use an input size that is a multiple of 224");
+    throw ShapeError("layer 'avgpool' of vgg16_bn: adaptive average pooling to 7x7 needs "
+                     "features whose extents are multiples of 7, got " +
+                     f.str() + " from input " + in.str() +
+                     "; use an input size that is a multiple of 224");
   if (f.h != kPooledExtent || f.w != kPooledExtent) {
     Window w;
     w.kernel = {1, static_cast<int>(f.h / kPooledExtent), static_cast<int>(f.w / kPooledExtent)};
@@ -62,4 +62,4 @@ Graph build_vgg16_bn(const ZooOptions& options) {
   return b.build();
 }
 
-}  // namespace brickdl::zoo_detail
+} // namespace brickdl::zoo_detail

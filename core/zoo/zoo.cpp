@@ -11,11 +11,12 @@ namespace {
 
 std::string extents_str(const std::vector<int64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
 }
 
-}  // namespace
+} // namespace
 
 TensorShape resolve_input(const std::string& model, const ZooOptions& options,
                           int64_t default_channels, const std::vector<int64_t>& default_size) {
@@ -63,7 +64,7 @@ void reject_classes(const std::string& model, const ZooOptions& options) {
                     "got " + std::to_string(options.num_classes));
 }
 
-}  // namespace zoo_detail
+} // namespace zoo_detail
 
 const std::vector<ZooEntry>& zoo() {
   namespace d = zoo_detail;
@@ -103,15 +104,17 @@ const std::vector<ZooEntry>& zoo() {
 
 std::vector<std::string> zoo_names() {
   std::vector<std::string> v;
-  for (const auto& e : zoo()) v.push_back(e.name);
+  for (const auto& e : zoo())
+    v.push_back(e.name);
   return v;
 }
 
 Graph build_zoo_model(const std::string& name, const ZooOptions& options) {
   for (const auto& e : zoo())
-    if (e.name == name) return e.build(options);
+    if (e.name == name)
+      return e.build(options);
   throw UserError("unknown model '" + name + "'" + did_you_mean(name, zoo_names()) +
                   "; valid: " + join_names(zoo_names()));
 }
 
-}  // namespace brickdl
+} // namespace brickdl

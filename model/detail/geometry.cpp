@@ -119,7 +119,7 @@ void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& k
     k += 6;
   };
   *k++ = static_cast<int64_t>(graph.dtype());
-  *k++ = grp.first;  // tensor_ids and the layer pointers are positions in the graph
+  *k++ = grp.first; // tensor_ids and the layer pointers are positions in the graph
   *k++ = grp.size();
   for (int id = grp.first; id <= grp.last; ++id) {
     const Layer& l = graph.layer(id);

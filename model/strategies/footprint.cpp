@@ -25,4 +25,4 @@ Occupancy set_block_footprint(const StrategyContext& ctx, double smem_bytes, dou
   return occ;
 }
 
-}  // namespace brickdl::model::detail
+} // namespace brickdl::model::detail

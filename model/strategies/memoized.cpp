@@ -520,10 +520,8 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
                p.bytes_intermediate_store + p.bytes_output;
   p.l2_bytes = p.l1_bytes + kSectorBytes * (p.memo_lookups + 2 * claims);
 
-  const double brick_volume =
-      static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
-  const Occupancy occ =
-      set_block_footprint(ctx, smem, brick_volume, "one memoized brick needs", p);
+  const double brick_volume = static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
+  const Occupancy occ = set_block_footprint(ctx, smem, brick_volume, "one memoized brick needs", p);
 
   // DRAM.
   double input_first = 0;

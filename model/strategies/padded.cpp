@@ -235,10 +235,8 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
     }
     smem = std::max(smem, live);
   }
-  const double brick_volume =
-      static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
-  const Occupancy occ =
-      set_block_footprint(ctx, smem * dt, brick_volume, "padded regions need", p);
+  const double brick_volume = static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
+  const Occupancy occ = set_block_footprint(ctx, smem * dt, brick_volume, "padded regions need", p);
 
   // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
   double input_first = 0;

@@ -35,7 +35,7 @@ struct Result {
 };
 
 class QueryCli : public ::testing::Test {
- protected:
+protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "brickdl-query-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -146,7 +146,7 @@ class QueryCli : public ::testing::Test {
     predict(w2_memo, 0.012);
     predict(w3_lw, 0.025);
     predict(w3_pad, 0.0175);
-    predict(w3_memo, 0.010, /*feasible=*/false);  // faster but infeasible: never the best
+    predict(w3_memo, 0.010, /*feasible=*/false); // faster but infeasible: never the best
 
     auto ok = [](std::vector<double> samples, std::map<std::string, double> counters = {}) {
       MeasureResult r;
@@ -200,7 +200,7 @@ void expect_line(const std::string& text, const std::string& key,
                  const std::vector<std::string>& parts) {
   const size_t at = text.find(key);
   ASSERT_NE(at, std::string::npos) << key << " not in\n" << text;
-  const size_t begin = text.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
+  const size_t begin = text.rfind('\n', at) + 1; // npos + 1 == 0 on the first line
   const std::string line = text.substr(begin, text.find('\n', at) - begin);
   for (const auto& part : parts)
     EXPECT_NE(line.find(part), std::string::npos) << part << " not in\n" << line;
@@ -220,7 +220,7 @@ TEST_F(QueryCli, BestTable) {
 }
 
 TEST_F(QueryCli, BestJson) {
-  const Result r = query("best --json --db " + db_);  // --db after the subcommand works too
+  const Result r = query("best --json --db " + db_); // --db after the subcommand works too
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("best.json", r.out);
 }
@@ -336,7 +336,7 @@ TEST_F(QueryCli, BadInputExitsWith2) {
 
   r = query("--db " + db_ + " best --no-such-flag");
   EXPECT_EQ(r.exit_code, 2);
-  r = query("--db " + db_);  // no subcommand
+  r = query("--db " + db_); // no subcommand
   EXPECT_EQ(r.exit_code, 2);
   r = query("--db " + db_ + " export --format xml");
   EXPECT_EQ(r.exit_code, 2);
@@ -356,5 +356,5 @@ TEST_F(QueryCli, BadInputExitsWith2) {
   EXPECT_NE(r.err.find("is the output database itself"), std::string::npos) << r.err;
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

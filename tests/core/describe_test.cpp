@@ -100,7 +100,8 @@ model:
   // The same graph as above, indented under `model:`.
   std::istringstream in(kSmallGraph);
   for (std::string line; std::getline(in, line);)
-    if (!line.empty()) yaml += "  " + line + "\n";
+    if (!line.empty())
+      yaml += "  " + line + "\n";
   const ExperimentConfig e = parse_experiment(yaml, "tiny.yaml");
   std::ostringstream os;
   describe_experiment(e, os);
@@ -129,8 +130,8 @@ model:
                      "      768 B\n"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("weights 0.000 MB (fp16)"), std::string::npos) << out;  // 436 B
+  EXPECT_NE(out.find("weights 0.000 MB (fp16)"), std::string::npos) << out; // 436 B
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

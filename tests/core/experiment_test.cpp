@@ -18,14 +18,14 @@ namespace fs = std::filesystem;
 
 // Lines 1-8: an inline two-conv graph and a target. Tests append from line 9.
 const std::string kBase =
-    "model:\n"                                                              // 1
-    "  input: {channels: 2, size: [8, 8]}\n"                                // 2
-    "  layers:\n"                                                           // 3
-    "    - {op: conv, name: c1, out_channels: 4, kernel: 3, padding: 1}\n"  // 4
-    "    - {op: relu, name: r1}\n"                                          // 5
-    "    - {op: conv, name: c2, out_channels: 4, kernel: 3, padding: 1}\n"  // 6
-    "    - {op: relu, name: r2}\n"                                          // 7
-    "target: {gpu: A100-40GB}\n";                                           // 8
+    "model:\n"                                                             // 1
+    "  input: {channels: 2, size: [8, 8]}\n"                               // 2
+    "  layers:\n"                                                          // 3
+    "    - {op: conv, name: c1, out_channels: 4, kernel: 3, padding: 1}\n" // 4
+    "    - {op: relu, name: r1}\n"                                         // 5
+    "    - {op: conv, name: c2, out_channels: 4, kernel: 3, padding: 1}\n" // 6
+    "    - {op: relu, name: r2}\n"                                         // 7
+    "target: {gpu: A100-40GB}\n";                                          // 8
 
 // kBase with line `line` (1-based) replaced by `text`.
 std::string base_with(int line, const std::string& text) {
@@ -70,7 +70,7 @@ bool zoo_has(const std::string& name) {
 TEST(Experiment, DefaultsOfAMinimalInlineExperiment) {
   const ExperimentConfig e = parse_experiment(kBase, "dir/small.yaml");
   EXPECT_EQ(e.file, "dir/small.yaml");
-  EXPECT_EQ(e.name, "small");  // the file's stem
+  EXPECT_EQ(e.name, "small"); // the file's stem
   EXPECT_EQ(e.model, "custom");
   EXPECT_EQ(e.batch, 1);
   EXPECT_EQ(e.precision, DType::kF32);
@@ -106,41 +106,40 @@ TEST(Experiment, DefaultsOfAMinimalInlineExperiment) {
 }
 
 TEST(Experiment, EveryKey) {
-  const std::string yaml = kBase +
-                           "name: full\n"
-                           "batch: 4\n"
-                           "input_size: [16, 12]\n"
-                           "input_channels: 3\n"
-                           "precision: fp16\n"
-                           "search:\n"
-                           "  brick_sizes: [8, 16]\n"
-                           "  channel_blocks: [0, 32]\n"
-                           "  max_group_len: 2\n"
-                           "  strategies: [memoized, layerwise]\n"
-                           "  threads: [128, 256]\n"
-                           "  searcher: random\n"
-                           "  random_samples: 50\n"
-                           "  partitions: [[1, 1], [2]]\n"
-                           "  subgraphs:\n"
-                           "    - {name: first pair, first: c1, last: r1}\n"
-                           "    - {first: c2, last: r2}\n"
-                           "measurement:\n"
-                           "  backend: cpu\n"
-                           "  warmup: 0\n"
-                           "  repetitions: 5\n"
-                           "  top_k: 2\n"
-                           "  counters: [dram__bytes_read.sum, flops]\n"
-                           "  flush_l2: false\n"
-                           "  collect_counters: false\n"
-                           "  timeout_s: 2.5\n"
-                           "  cpu_threads: 2\n"
-                           "  rtol: 1.0e-3\n"
-                           "  atol: 0\n"
-                           "  budget_s: 60\n"
-                           "  max_measurements: 7\n"
-                           "seed: 42\n"
-                           "database: runs/t.db\n"
-                           "output: results/full\n";
+  const std::string yaml = kBase + "name: full\n"
+                                   "batch: 4\n"
+                                   "input_size: [16, 12]\n"
+                                   "input_channels: 3\n"
+                                   "precision: fp16\n"
+                                   "search:\n"
+                                   "  brick_sizes: [8, 16]\n"
+                                   "  channel_blocks: [0, 32]\n"
+                                   "  max_group_len: 2\n"
+                                   "  strategies: [memoized, layerwise]\n"
+                                   "  threads: [128, 256]\n"
+                                   "  searcher: random\n"
+                                   "  random_samples: 50\n"
+                                   "  partitions: [[1, 1], [2]]\n"
+                                   "  subgraphs:\n"
+                                   "    - {name: first pair, first: c1, last: r1}\n"
+                                   "    - {first: c2, last: r2}\n"
+                                   "measurement:\n"
+                                   "  backend: cpu\n"
+                                   "  warmup: 0\n"
+                                   "  repetitions: 5\n"
+                                   "  top_k: 2\n"
+                                   "  counters: [dram__bytes_read.sum, flops]\n"
+                                   "  flush_l2: false\n"
+                                   "  collect_counters: false\n"
+                                   "  timeout_s: 2.5\n"
+                                   "  cpu_threads: 2\n"
+                                   "  rtol: 1.0e-3\n"
+                                   "  atol: 0\n"
+                                   "  budget_s: 60\n"
+                                   "  max_measurements: 7\n"
+                                   "seed: 42\n"
+                                   "database: runs/t.db\n"
+                                   "output: results/full\n";
   const ExperimentConfig e = parse_experiment(yaml, "exp.yaml");
   EXPECT_EQ(e.name, "full");
   EXPECT_EQ(e.batch, 4);
@@ -163,7 +162,7 @@ TEST(Experiment, EveryKey) {
   EXPECT_EQ(e.search.subgraphs[0].name, "first pair");
   EXPECT_EQ(e.search.subgraphs[0].first, "c1");
   EXPECT_EQ(e.search.subgraphs[0].last, "r1");
-  EXPECT_EQ(e.search.subgraphs[1].name, "c2..r2");  // default name
+  EXPECT_EQ(e.search.subgraphs[1].name, "c2..r2"); // default name
   const MeasurementConfig& m = e.measurement;
   EXPECT_EQ(m.backend, "cpu");
   EXPECT_EQ(m.options.warmup, 0);
@@ -178,7 +177,7 @@ TEST(Experiment, EveryKey) {
   EXPECT_DOUBLE_EQ(m.options.atol, 0);
   EXPECT_DOUBLE_EQ(m.budget_s, 60);
   EXPECT_EQ(m.max_measurements, 7);
-  EXPECT_EQ(m.options.seed, 42u);  // the experiment's seed drives the measurer's inputs
+  EXPECT_EQ(m.options.seed, 42u); // the experiment's seed drives the measurer's inputs
   EXPECT_EQ(e.seed, 42u);
   EXPECT_EQ(e.database, "runs/t.db");
   EXPECT_EQ(e.output_dir, "results/full");
@@ -193,8 +192,8 @@ TEST(Experiment, GpuOverridesAndShorthand) {
   EXPECT_DOUBLE_EQ(e.gpu.dram_bandwidth_gbs, 1400);
   EXPECT_DOUBLE_EQ(e.gpu.l2_bytes, 41943040);
   EXPECT_EQ(e.gpu.sm_count, 100);
-  EXPECT_DOUBLE_EQ(e.gpu.atomic_ns, 0);  // a cost a study may switch off
-  EXPECT_DOUBLE_EQ(e.gpu.fp32_tflops, find_gpu_spec("A100-40GB")->fp32_tflops);  // untouched
+  EXPECT_DOUBLE_EQ(e.gpu.atomic_ns, 0); // a cost a study may switch off
+  EXPECT_DOUBLE_EQ(e.gpu.fp32_tflops, find_gpu_spec("A100-40GB")->fp32_tflops); // untouched
   EXPECT_TRUE(contains(e.gpu.source,
                        "overridden by the experiment: dram_bandwidth_gbs, l2_bytes, sm_count"));
 
@@ -215,7 +214,7 @@ TEST(Experiment, CustomGpuNeedsEveryField) {
   EXPECT_EQ(e.gpu.name, "custom");
   EXPECT_EQ(e.gpu.sm_count, 80);
   EXPECT_DOUBLE_EQ(e.gpu.fp32_tflops, 15.7);
-  EXPECT_EQ(e.gpu.max_threads_per_block, 1024);  // a field with a default may be left out
+  EXPECT_EQ(e.gpu.max_threads_per_block, 1024); // a field with a default may be left out
   EXPECT_EQ(e.gpu.registers_per_thread_max, 255);
 
   // Leave out sm_count (line 9 + 7 = line 16 of the target's fields).
@@ -299,19 +298,18 @@ TEST(ExperimentErrors, OutOfRange) {
                "expected a number > 0, got 0");
   expect_error(kBase + "input_size: [1, 2, 3, 4]\n", 9, 13, "input_size",
                "expected [H, W] or [D, H, W], got a list of 4");
-  expect_error(
-      base_with(8, "target: {gpu: A100-40GB, smem_per_block_bytes: 200000}"), 8, 9, "target",
-      "smem_per_block_bytes (200000) exceeds smem_per_sm_bytes (167936)");
+  expect_error(base_with(8, "target: {gpu: A100-40GB, smem_per_block_bytes: 200000}"), 8, 9,
+               "target", "smem_per_block_bytes (200000) exceeds smem_per_sm_bytes (167936)");
 }
 
 TEST(ExperimentErrors, UnknownNamesListTheValidOnes) {
   const UserError g = expect_error(base_with(8, "target: {gpu: A100-40G}"), 8, 15, "target.gpu",
                                    "unknown GPU 'A100-40G' (did you mean 'A100-40GB'?)");
   EXPECT_TRUE(contains(g.what(), "valid: A100-40GB, A100-80GB, H100-SXM, H200, custom"));
-  expect_error(kBase + "search: {strategies: [padded, memoised]}\n", 9, 31,
-               "search.strategies[1]", "unknown strategy 'memoised' (did you mean 'memoized'?)");
-  expect_error(kBase + "search: {strategies: [padded, padded]}\n", 9, 31,
-               "search.strategies[1]", "padded is listed twice");
+  expect_error(kBase + "search: {strategies: [padded, memoised]}\n", 9, 31, "search.strategies[1]",
+               "unknown strategy 'memoised' (did you mean 'memoized'?)");
+  expect_error(kBase + "search: {strategies: [padded, padded]}\n", 9, 31, "search.strategies[1]",
+               "padded is listed twice");
   expect_error(kBase + "measurement: {backend: cuda12}\n", 9, 24, "measurement.backend",
                "unknown backend 'cuda12' (did you mean 'cuda'?); valid: auto, cuda, cpu, none");
   expect_error(kBase + "search: {searcher: dynamic}\n", 9, 20, "search.searcher",
@@ -406,20 +404,20 @@ TEST(ExperimentZoo, OverridesAndParameters) {
   EXPECT_EQ(e.graph.input_shape(), (TensorShape{1, 3, 1, 160, 160, 2}));
   EXPECT_EQ(e.graph.layer(e.graph.output()).out.c, 10);
   // A 3-D size for a 2-D model.
-  expect_error("model: resnet50\ninput_size: [16, 112, 112]\ntarget: H200\n", 2, 13,
-               "input_size", "model resnet50 is 2-D; input_size needs 2 extents");
+  expect_error("model: resnet50\ninput_size: [16, 112, 112]\ntarget: H200\n", 2, 13, "input_size",
+               "model resnet50 is 2-D; input_size needs 2 extents");
   // Too small an input: VGG's fifth 2x2 pool meets a 1x1 map (16 / 2^4); the builder's
   // ShapeError, at the model.
-  expect_error<ShapeError>("model: vgg16_bn\ninput_size: [16, 16]\ntarget: H200\n", 1, 8,
-                           "model", "model vgg16_bn with input_size [16, 16] does not fit");
+  expect_error<ShapeError>("model: vgg16_bn\ninput_size: [16, 16]\ntarget: H200\n", 1, 8, "model",
+                           "model vgg16_bn with input_size [16, 16] does not fit");
   const UserError u = expect_error("model: resnet5\ntarget: H200\n", 1, 8, "model",
                                    "unknown model 'resnet5' (did you mean 'resnet50'?)");
   EXPECT_TRUE(contains(u.what(), "inception_v4")) << u.what();
   // Subgraphs name the zoo's layers.
-  const ExperimentConfig s = parse_experiment(
-      "model: resnet50\ntarget: H200\nsearch:\n  subgraphs:\n"
-      "    - {name: block 1, first: layer1.0.conv1, last: layer1.0.relu_2}\n",
-      "exp.yaml");
+  const ExperimentConfig s =
+      parse_experiment("model: resnet50\ntarget: H200\nsearch:\n  subgraphs:\n"
+                       "    - {name: block 1, first: layer1.0.conv1, last: layer1.0.relu_2}\n",
+                       "exp.yaml");
   ASSERT_EQ(s.search.subgraphs.size(), 1u);
   EXPECT_LT(s.graph.find("layer1.0.conv1"), s.graph.find("layer1.0.relu_2"));
 }
@@ -448,7 +446,8 @@ TEST(ExperimentFiles, AllShippedFilesLoad) {
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
   int loaded = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() != ".yaml") continue;
+    if (entry.path().extension() != ".yaml")
+      continue;
     SCOPED_TRACE(entry.path().filename().string());
     try {
       const ExperimentConfig e = load_experiment(entry.path().string());
@@ -468,7 +467,7 @@ TEST(ExperimentFiles, PaperSetup) {
   for (const char* m : {"resnet50", "vgg16_bn", "darknet53", "drn_c_26", "inception_v4"}) {
     const ExperimentConfig e = load_experiment((dir / (std::string(m) + ".yaml")).string());
     EXPECT_EQ(e.model, m);
-    EXPECT_EQ(e.batch, 8) << m;  // our choice: the paper does not state its batch size
+    EXPECT_EQ(e.batch, 8) << m; // our choice: the paper does not state its batch size
     EXPECT_EQ(e.gpu.name, "A100-40GB") << m;
     EXPECT_EQ(e.measurement.backend, "auto") << m;
   }
@@ -481,13 +480,12 @@ TEST(ExperimentFiles, PaperSetup) {
   EXPECT_DOUBLE_EQ(quick.measurement.budget_s, 60);
   EXPECT_EQ(quick.search.max_group_len, 4);
   const ExperimentConfig g = load_experiment((dir / "micro_graphsize.yaml").string());
-  EXPECT_EQ(g.search.partitions,
-            (std::vector<std::vector<int>>{{2, 2, 2}, {3, 3}, {4, 2}, {6}}));
+  EXPECT_EQ(g.search.partitions, (std::vector<std::vector<int>>{{2, 2, 2}, {3, 3}, {4, 2}, {6}}));
   EXPECT_EQ(g.graph.input_shape(), (TensorShape{1, 3, 112, 112, 112, 3}));
   const ExperimentConfig b = load_experiment((dir / "micro_bricksize.yaml").string());
   EXPECT_EQ(b.search.brick_sizes, (std::vector<int>{4, 8, 16, 32}));
   EXPECT_EQ(b.graph.input_shape(), (TensorShape{1, 3, 224, 224, 224, 3}));
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

@@ -51,8 +51,8 @@ TEST(GraphBuilder, ShapeErrorNamesLayerAndShapes) {
     EXPECT_NE(m.find("1x4x8x8"), std::string::npos) << m;
     EXPECT_NE(m.find("1x4x4x4"), std::string::npos) << m;
   }
-  EXPECT_THROW(b.conv2d(b.input(), 4, 11), ShapeError);  // window larger than the input
-  EXPECT_THROW(b.conv2d(b.input(), 4, 3, 1, 1, 1, 2), ShapeError);  // 3 % 2 != 0
+  EXPECT_THROW(b.conv2d(b.input(), 4, 11), ShapeError);            // window larger than the input
+  EXPECT_THROW(b.conv2d(b.input(), 4, 3, 1, 1, 1, 2), ShapeError); // 3 % 2 != 0
 }
 
 TEST(Fusion, FoldsBatchNormAndRelu) {
@@ -64,7 +64,7 @@ TEST(Fusion, FoldsBatchNormAndRelu) {
   b.relu(s, "out");
   const Graph g = b.build();
   const Graph f = fuse_for_inference(g);
-  ASSERT_EQ(f.size(), 4);  // input, a.conv(+bn+relu), b.conv(+bn), add(+relu)
+  ASSERT_EQ(f.size(), 4); // input, a.conv(+bn+relu), b.conv(+bn), add(+relu)
   EXPECT_EQ(f.layer(1).activation, Activation::kRelu);
   EXPECT_TRUE(f.layer(1).bn_folded);
   EXPECT_TRUE(f.layer(1).bias);
@@ -91,5 +91,5 @@ TEST(Errors, DidYouMean) {
   EXPECT_EQ(did_you_mean("zzzzzz", {"batch", "model"}), "");
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 class TempDir {
- public:
+public:
   TempDir() {
     std::string tmpl = (fs::temp_directory_path() / "brickdl-store-XXXXXX").string();
     BRICKDL_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
@@ -33,7 +33,7 @@ class TempDir {
   }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
 
- private:
+private:
   fs::path path_;
 };
 
@@ -49,7 +49,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 
 // A raw connection, for setting up files the store must cope with and for checking rows.
 class RawDb {
- public:
+public:
   explicit RawDb(const std::string& path) {
     EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
   }
@@ -75,7 +75,7 @@ class RawDb {
   }
   sqlite3* handle() { return db_; }
 
- private:
+private:
   sqlite3* db_ = nullptr;
 };
 
@@ -145,7 +145,7 @@ TEST(TuningDb, ReadOnlyOpenLeavesTheFolderAsItWas) {
   std::vector<std::string> entries;
   for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
     entries.push_back(e.path().filename().string());
-  EXPECT_EQ(entries, std::vector<std::string>{"t.db"});  // no -wal / -shm left behind
+  EXPECT_EQ(entries, std::vector<std::string>{"t.db"}); // no -wal / -shm left behind
 }
 
 TEST(TuningDb, SchemaIsTheEmbeddedSqlFile) {
@@ -197,10 +197,10 @@ TEST(TuningDb, RunsMeasurementsAndPlansRoundTrip) {
   const int64_t target = db.target_id("cpu:test", "cpu");
   const int64_t w = db.workload_id({"sig", 3, "", 0});
   db.add_run_group(run, w, 1, 3, "a .. c", "subgraph 1");
-  db.add_run_group(run, w, 1, 3, "a .. c", "subgraph 1");  // same group again: ignored
+  db.add_run_group(run, w, 1, 3, "a .. c", "subgraph 1"); // same group again: ignored
   const int64_t c = db.candidate_id(w, memoized(8));
   db.put_prediction(c, "A100-40GB", "m1", PredictionRow{.time_ms = 2.0});
-  db.put_prediction(c, "A100-40GB", "m1", PredictionRow{.time_ms = 3.0});  // replaces
+  db.put_prediction(c, "A100-40GB", "m1", PredictionRow{.time_ms = 3.0}); // replaces
 
   EXPECT_FALSE(db.find_measurement(c, target).has_value());
   const MeasureResult r = ok_result({1.0, 4.0, 2.0, 3.0});
@@ -210,11 +210,11 @@ TEST(TuningDb, RunsMeasurementsAndPlansRoundTrip) {
   EXPECT_EQ(got->id, m);
   EXPECT_EQ(got->run_id, run);
   EXPECT_EQ(got->result.status, MeasureStatus::kOk);
-  EXPECT_EQ(got->result.samples_ms, (std::vector<double>{1.0, 4.0, 2.0, 3.0}));  // run order
+  EXPECT_EQ(got->result.samples_ms, (std::vector<double>{1.0, 4.0, 2.0, 3.0})); // run order
   EXPECT_DOUBLE_EQ(got->result.median_ms, 2.5);
   EXPECT_DOUBLE_EQ(got->result.min_ms, 1.0);
   EXPECT_DOUBLE_EQ(got->result.max_ms, 4.0);
-  EXPECT_DOUBLE_EQ(got->result.p25_ms, 1.75);  // quantile at position 0.75 of 1,2,3,4
+  EXPECT_DOUBLE_EQ(got->result.p25_ms, 1.75); // quantile at position 0.75 of 1,2,3,4
   EXPECT_DOUBLE_EQ(got->result.max_rel_error, 1e-6);
   EXPECT_EQ(got->result.counters, r.counters);
   EXPECT_FALSE(db.find_measurement(c, db.target_id("cpu:other", "cpu")).has_value());
@@ -299,7 +299,7 @@ TEST(TuningDb, InTransactionCommitsTogetherOrNotAtAll) {
   EXPECT_THROW(db.in_transaction([&] {
     db.workload_id({"a", 1, "", 0});
     db.workload_id({"b", 1, "", 0});
-    EXPECT_EQ(raw.count("workloads"), 0);  // not visible to others before the commit
+    EXPECT_EQ(raw.count("workloads"), 0); // not visible to others before the commit
     throw UserError("stop");
   }),
                UserError);
@@ -325,7 +325,7 @@ TEST(TuningDb, ReadOnlyConnectionRefusesWrites) {
 TEST(TuningDb, TwoProcessesWritingConcurrentlyLoseNothing) {
   TempDir dir;
   const std::string path = dir.file("t.db");
-  { TuningDb db(path); }  // closed before forking: no connection crosses fork()
+  { TuningDb db(path); } // closed before forking: no connection crosses fork()
   constexpr int kPerProcess = 150;
   std::vector<pid_t> children;
   for (int p = 0; p < 2; ++p) {
@@ -384,7 +384,8 @@ void expect_refused(const std::string& path, TuningDb::Mode mode, const std::str
   const fs::path folder = fs::path(path).parent_path();
   const std::string before = read_bytes(path);
   std::set<std::string> entries_before;
-  for (const auto& e : fs::directory_iterator(folder)) entries_before.insert(e.path().string());
+  for (const auto& e : fs::directory_iterator(folder))
+    entries_before.insert(e.path().string());
   try {
     TuningDb db(path, mode, busy_timeout_ms);
     ADD_FAILURE() << "opening " << path << " did not throw";
@@ -395,7 +396,8 @@ void expect_refused(const std::string& path, TuningDb::Mode mode, const std::str
   }
   EXPECT_EQ(read_bytes(path), before);
   std::set<std::string> entries_after;
-  for (const auto& e : fs::directory_iterator(folder)) entries_after.insert(e.path().string());
+  for (const auto& e : fs::directory_iterator(folder))
+    entries_after.insert(e.path().string());
   EXPECT_EQ(entries_after, entries_before);
 }
 
@@ -403,7 +405,8 @@ TEST(TuningDbRefuses, GarbageFile) {
   TempDir dir;
   const std::string path = dir.file("garbage.db");
   std::string garbage;
-  for (int i = 0; i < 8192; ++i) garbage += static_cast<char>((i * 7919) % 251);
+  for (int i = 0; i < 8192; ++i)
+    garbage += static_cast<char>((i * 7919) % 251);
   write_bytes(path, garbage);
   expect_refused(path, TuningDb::Mode::kReadWrite, "is not an SQLite database");
   expect_refused(path, TuningDb::Mode::kReadOnly, "is not an SQLite database");
@@ -420,7 +423,8 @@ TEST(TuningDbRefuses, CorruptDatabase) {
   // first page, which holds the table of tables.
   std::string bytes = read_bytes(path);
   ASSERT_GT(bytes.size(), 4096u);
-  for (size_t i = 100; i < 4096; ++i) bytes[i] = static_cast<char>(0xA5 ^ (i & 0xff));
+  for (size_t i = 100; i < 4096; ++i)
+    bytes[i] = static_cast<char>(0xA5 ^ (i & 0xff));
   write_bytes(path, bytes);
   expect_refused(path, TuningDb::Mode::kReadWrite, "corrupt");
   expect_refused(path, TuningDb::Mode::kReadOnly, "corrupt");
@@ -509,16 +513,13 @@ void make_version0(const std::string& path) {
   raw.exec("INSERT INTO meta VALUES ('application', 'brickdl'), ('schema_version', '0')");
   raw.exec("INSERT INTO targets (fingerprint, backend) VALUES ('cpu:old', 'cpu')");
   raw.exec("INSERT INTO workloads (signature, num_layers) VALUES ('sig', 1)");
-  raw.exec(
-      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-      "VALUES (1, 'padded', 1, 8, 8, 0, 256)");
-  raw.exec(
-      "INSERT INTO runs (experiment, model, batch, precision, gpu_spec, target_id, "
-      "git_revision, started_at, status) VALUES ('e', 'm', 1, 'fp32', 'A100-40GB', 1, "
-      "'r', '2023-01-01T00:00:00Z', 'complete')");
-  raw.exec(
-      "INSERT INTO measurements (candidate_id, target_id, run_id, status, median_ms, "
-      "created_at) VALUES (1, 1, 1, 'ok', 1.5, '2023-01-01T00:00:01Z')");
+  raw.exec("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
+           "VALUES (1, 'padded', 1, 8, 8, 0, 256)");
+  raw.exec("INSERT INTO runs (experiment, model, batch, precision, gpu_spec, target_id, "
+           "git_revision, started_at, status) VALUES ('e', 'm', 1, 'fp32', 'A100-40GB', 1, "
+           "'r', '2023-01-01T00:00:00Z', 'complete')");
+  raw.exec("INSERT INTO measurements (candidate_id, target_id, run_id, status, median_ms, "
+           "created_at) VALUES (1, 1, 1, 'ok', 1.5, '2023-01-01T00:00:01Z')");
 }
 
 std::map<std::string, std::set<std::string>> columns_of(const std::string& path) {
@@ -573,7 +574,7 @@ TEST(TuningDbMigration, ReadOnlyMigratesAnInMemoryCopyAndLeavesTheFile) {
   {
     TuningDb ro(path, TuningDb::Mode::kReadOnly);
     EXPECT_EQ(ro.schema_version(), 1);
-    RawDb check(path);  // the file itself still says version 0
+    RawDb check(path); // the file itself still says version 0
     EXPECT_EQ(check.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "0");
     auto m = ro.find_measurement(1, 1);
     ASSERT_TRUE(m.has_value());
@@ -593,5 +594,5 @@ TEST(TuningDbMigration, DamagedBrickdlDatabaseIsRefused) {
   expect_refused(path, TuningDb::Mode::kReadWrite, "table 'plan_groups' is missing");
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

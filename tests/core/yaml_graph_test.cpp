@@ -55,7 +55,7 @@ layers:
   EXPECT_EQ(a.out, (TensorShape{2, 8, 1, 8, 8, 2}));
   EXPECT_EQ(a.params, 288);
   EXPECT_EQ(a.macs, int64_t{2} * 8 * 64 * 36);
-  EXPECT_FALSE(a.bias);  // conv bias defaults to false
+  EXPECT_FALSE(a.bias); // conv bias defaults to false
   // Unnamed layers get the builder's automatic names.
   EXPECT_EQ(g.layer(2).name, "batch_norm1");
   EXPECT_EQ(g.layer(2).inputs, (std::vector<int>{1}));
@@ -123,7 +123,7 @@ layers:
   EXPECT_EQ(g.layer(g.find("cat")).out.c, 5);
   const Layer& fc = g.layer(g.find("fc"));
   EXPECT_EQ(fc.out, (TensorShape{1, 7, 1, 1, 1, 0}));
-  EXPECT_EQ(fc.params, 5 * 7 + 7);  // linear bias defaults to true
+  EXPECT_EQ(fc.params, 5 * 7 + 7); // linear bias defaults to true
   EXPECT_EQ(g.layer(g.find("fc2")).params, 7 * 2);
 }
 
@@ -140,7 +140,7 @@ TEST(YamlGraph, OptionsOverrideTheInput) {
   EXPECT_EQ(g.name(), "given");
   EXPECT_EQ(g.dtype(), DType::kF16);
   EXPECT_EQ(g.input_shape(), (TensorShape{3, 5, 6, 6, 6, 3}));
-  EXPECT_EQ(g.layer(1).out, (TensorShape{3, 2, 4, 4, 4, 3}));  // a 3x3x3 kernel now
+  EXPECT_EQ(g.layer(1).out, (TensorShape{3, 2, 4, 4, 4, 3})); // a 3x3x3 kernel now
   // With both overrides the input mapping may be left out.
   EXPECT_EQ(parse_yaml_graph("layers: [{op: relu}]\n", "g.yaml", o).size(), 2);
 }
@@ -152,7 +152,7 @@ TEST(YamlGraph, LoadsFromAFile) {
   const Graph g = load_yaml_graph(file.string());
   EXPECT_EQ(g.layer(1).out, (TensorShape{1, 3, 1, 1, 1, 2}));
   std::filesystem::remove(file);
-  EXPECT_THROW(load_yaml_graph(file.string()), UserError);  // gone: unreadable
+  EXPECT_THROW(load_yaml_graph(file.string()), UserError); // gone: unreadable
 }
 
 TEST(YamlGraphErrors, UnknownOpSuggestsTheNearest) {
@@ -172,8 +172,8 @@ TEST(YamlGraphErrors, KeyThatDoesNotApplyToTheOp) {
       "unknown key 'kernel' in a relu layer; valid keys: op, name, inputs");
   EXPECT_EQ(e.where().key, "layers[0].kernel");
   expect_graph_error(
-      "input: {channels: 1, size: [4, 4]}\nlayers:\n  - {op: conv, out_chanels: 2, kernel: 1}\n",
-      3, 16, "unknown key 'out_chanels' in a conv layer (did you mean 'out_channels'?)");
+      "input: {channels: 1, size: [4, 4]}\nlayers:\n  - {op: conv, out_chanels: 2, kernel: 1}\n", 3,
+      16, "unknown key 'out_chanels' in a conv layer (did you mean 'out_channels'?)");
 }
 
 TEST(YamlGraphErrors, WrongTypesAndRanges) {
@@ -210,8 +210,8 @@ TEST(YamlGraphErrors, DuplicateAndUnknownLayerNames) {
       head + "  - {op: relu, name: first}\n  - {op: add, inputs: [first, frist]}\n", 4, 31,
       "unknown input 'frist' (did you mean 'first'?)");
   EXPECT_EQ(e.where().key, "layers[1].inputs[1]");
-  expect_graph_error(head + "  - {op: relu, inputs: later}\n  - {op: relu, name: later}\n", 3,
-                     24, "input 'later' is layer 2, which is not defined yet");
+  expect_graph_error(head + "  - {op: relu, inputs: later}\n  - {op: relu, name: later}\n", 3, 24,
+                     "input 'later' is layer 2, which is not defined yet");
   // An automatic name that an explicit name took first.
   expect_graph_error(head + "  - {op: relu, name: relu1}\n  - {op: relu}\n", 4, 5,
                      "automatic name 'relu1' of this layer is already used");
@@ -248,5 +248,5 @@ TEST(YamlGraphErrors, MissingInputAndSyntax) {
                      "unknown key 'layer' in the graph (did you mean 'layers'?)");
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

@@ -40,8 +40,10 @@ void expect_rounds_to(int64_t value, double published, double unit, const char* 
 int64_t fvcore_macs(const Graph& g) {
   int64_t n = g.total_macs();
   for (const Layer& l : g.layers()) {
-    if (l.op == OpKind::kBatchNorm) n += 2 * l.out.numel();
-    if (l.op == OpKind::kGlobalAvgPool) n += g.layer(l.inputs[0]).out.numel();
+    if (l.op == OpKind::kBatchNorm)
+      n += 2 * l.out.numel();
+    if (l.op == OpKind::kGlobalAvgPool)
+      n += g.layer(l.inputs[0]).out.numel();
   }
   return n;
 }
@@ -125,18 +127,18 @@ TEST(Zoo, DrnC26MatchesReferenceParamsAndHandMacs) {
   // No published MAC figure: a hand count of drn_c_26 at 224 (stem at stride 1; levels 2-4
   // halve the map to 112, 56, 28; levels 5-8 stay at 28x28; 3x3 convs, 1x1 downsamples).
   const int64_t p1 = 224 * 224, p2 = 112 * 112, p3 = 56 * 56, p4 = 28 * 28;
-  int64_t macs = conv_macs(p1, 16, 3, 49);  // conv1
-  macs += 2 * conv_macs(p1, 16, 16, 9);     // layer1
+  int64_t macs = conv_macs(p1, 16, 3, 49); // conv1
+  macs += 2 * conv_macs(p1, 16, 16, 9);    // layer1
   macs += conv_macs(p2, 32, 16, 9) + conv_macs(p2, 32, 32, 9) + conv_macs(p2, 32, 16, 1);
   macs += conv_macs(p3, 64, 32, 9) + 3 * conv_macs(p3, 64, 64, 9) + conv_macs(p3, 64, 32, 1);
   macs += conv_macs(p4, 128, 64, 9) + 3 * conv_macs(p4, 128, 128, 9) +
-          conv_macs(p4, 128, 64, 1);  // layer4
+          conv_macs(p4, 128, 64, 1); // layer4
   macs += conv_macs(p4, 256, 128, 9) + 3 * conv_macs(p4, 256, 256, 9) +
-          conv_macs(p4, 256, 128, 1);  // layer5
+          conv_macs(p4, 256, 128, 1); // layer5
   macs += conv_macs(p4, 512, 256, 9) + 3 * conv_macs(p4, 512, 512, 9) +
-          conv_macs(p4, 512, 256, 1);      // layer6
-  macs += 4 * conv_macs(p4, 512, 512, 9);  // layer7-8
-  macs += 512 * 1000;                      // fc
+          conv_macs(p4, 512, 256, 1);     // layer6
+  macs += 4 * conv_macs(p4, 512, 512, 9); // layer7-8
+  macs += 512 * 1000;                     // fc
   EXPECT_EQ(g.total_macs(), macs);
   // Dilation 2 in layer5, 4 in layer6 (also in their first blocks), 2 then 1 in the
   // degridding layers, which have no residual add.
@@ -187,20 +189,20 @@ TEST(Zoo, DeepCamMatchesHandCount) {
   // counted here by hand from deeplab_xception.py (n_input 16, n_classes 3, os 16).
   const auto sep = [](int64_t cin, int64_t cout) { return 9 * cin + cin * cout; };
   const auto bn = [](int64_t c) { return 2 * c; };
-  int64_t params = 16 * 32 * 9 + bn(32) + 32 * 64 * 9 + bn(64);  // entry convs
+  int64_t params = 16 * 32 * 9 + bn(32) + 32 * 64 * 9 + bn(64); // entry convs
   params += sep(64, 128) + sep(128, 128) + 2 * bn(128) + sep(128, 128) + 64 * 128 + bn(128);
   params += sep(128, 256) + sep(256, 256) + 2 * bn(256) + sep(256, 256) + 128 * 256 + bn(256);
   params += sep(256, 728) + sep(728, 728) + 2 * bn(728) + sep(728, 728) + 256 * 728 + bn(728);
-  params += 16 * 3 * (sep(728, 728) + bn(728));  // middle flow
+  params += 16 * 3 * (sep(728, 728) + bn(728)); // middle flow
   params += sep(728, 728) + bn(728) + sep(728, 1024) + bn(1024) + sep(1024, 1024) + 728 * 1024 +
-            bn(1024);  // block20
+            bn(1024); // block20
   params += sep(1024, 1536) + bn(1536) + sep(1536, 1536) + bn(1536) + sep(1536, 2048) + bn(2048);
-  params += 2048 * 256 + bn(256) + 3 * (2048 * 256 * 9 + bn(256));  // ASPP
-  params += 2048 * 256 + 2 * 256 + 1280 * 256 + bn(256);  // image pool (+ affine), projection
-  params += 128 * 48 + bn(48);                            // low level
-  params += 2 * (256 * 256 * 9 + bn(256));                // deconv1
-  params += 304 * 256 * 9 + bn(256) + 256 * 256 * 9 + bn(256) + 256 * 256 + 256;  // conv1
-  params += 256 * 256 * 9 + bn(256) + 256 * 3 * 9;                                // deconv2, last
+  params += 2048 * 256 + bn(256) + 3 * (2048 * 256 * 9 + bn(256)); // ASPP
+  params += 2048 * 256 + 2 * 256 + 1280 * 256 + bn(256); // image pool (+ affine), projection
+  params += 128 * 48 + bn(48);                           // low level
+  params += 2 * (256 * 256 * 9 + bn(256));               // deconv1
+  params += 304 * 256 * 9 + bn(256) + 256 * 256 * 9 + bn(256) + 256 * 256 + 256; // conv1
+  params += 256 * 256 * 9 + bn(256) + 256 * 3 * 9;                               // deconv2, last
   EXPECT_EQ(g.total_params(), params);
 
   // MACs. Grids: A = 384x576 (stride 2), B = 192x288, C = 96x144, D = 48x72 (stride 16),
@@ -211,23 +213,23 @@ TEST(Zoo, DeepCamMatchesHandCount) {
   };
   int64_t macs = conv_macs(A, 32, 16, 9) + conv_macs(A, 64, 32, 9);
   macs += sep_macs(A, 64, 128) + sep_macs(A, 128, 128) + sep_macs(B, 128, 128) +
-          conv_macs(B, 128, 64, 1);  // block1
+          conv_macs(B, 128, 64, 1); // block1
   macs += sep_macs(B, 128, 256) + sep_macs(B, 256, 256) + sep_macs(C, 256, 256) +
-          conv_macs(C, 256, 128, 1);  // block2
+          conv_macs(C, 256, 128, 1); // block2
   macs += sep_macs(C, 256, 728) + sep_macs(C, 728, 728) + sep_macs(D, 728, 728) +
-          conv_macs(D, 728, 256, 1);  // block3
+          conv_macs(D, 728, 256, 1); // block3
   macs += 16 * 3 * sep_macs(D, 728, 728);
   macs += sep_macs(D, 728, 728) + sep_macs(D, 728, 1024) + sep_macs(D, 1024, 1024) +
-          conv_macs(D, 1024, 728, 1);  // block20
+          conv_macs(D, 1024, 728, 1); // block20
   macs += sep_macs(D, 1024, 1536) + sep_macs(D, 1536, 1536) + sep_macs(D, 1536, 2048);
   macs += conv_macs(D, 256, 2048, 1) + 3 * conv_macs(D, 256, 2048, 9) + conv_macs(1, 256, 2048, 1) +
-          conv_macs(D, 256, 1280, 1);  // ASPP, image pool, projection
-  macs += conv_macs(B, 48, 128, 1);    // low level
+          conv_macs(D, 256, 1280, 1); // ASPP, image pool, projection
+  macs += conv_macs(B, 48, 128, 1);   // low level
   // Decoder. Each ConvTranspose2d(3, stride 2) is modelled as upsample + 3x3 conv, which
   // counts its MACs on the output grid: 4x the transposed conv's (see core/zoo/deepcam.cpp).
-  macs += conv_macs(C, 256, 256, 9) + conv_macs(B, 256, 256, 9);  // deconv1
+  macs += conv_macs(C, 256, 256, 9) + conv_macs(B, 256, 256, 9); // deconv1
   macs += conv_macs(B, 256, 304, 9) + conv_macs(B, 256, 256, 9) + conv_macs(B, 256, 256, 1);
-  macs += conv_macs(A, 256, 256, 9) + conv_macs(F, 3, 256, 9);  // deconv2, last_deconv
+  macs += conv_macs(A, 256, 256, 9) + conv_macs(F, 3, 256, 9); // deconv2, last_deconv
   EXPECT_EQ(g.total_macs(), macs);
 
   EXPECT_EQ(g.input_shape(), (TensorShape{1, 16, 1, 768, 1152, 2}));
@@ -263,7 +265,7 @@ TEST(Zoo, Microbenchmarks) {
   const Graph g1 = build("micro_graphsize");
   EXPECT_EQ(g1.total_macs(), 6 * conv_macs(112 * 112 * 112, 3, 3, 27));
   EXPECT_EQ(g1.total_params(), 6 * 3 * 3 * 27);
-  EXPECT_EQ(g1.size(), 1 + 6 * 2);  // input, 6 x (conv, relu)
+  EXPECT_EQ(g1.size(), 1 + 6 * 2); // input, 6 x (conv, relu)
   EXPECT_EQ(g1.layer(g1.output()).out, (TensorShape{1, 3, 112, 112, 112, 3}));
   // Microbenchmark 2: three such convs on 224^3.
   const Graph g2 = build("micro_bricksize");
@@ -297,7 +299,7 @@ TEST(Zoo, ConvChainByHand) {
   // Dilation 2 pads by 2 and keeps 10^3; each conv 4x4x27 per point, each batch-norm 2 x 4.
   EXPECT_EQ(h.total_macs(), 2 * conv_macs(1000, 4, 4, 27));
   EXPECT_EQ(h.total_params(), 2 * 4 * 4 * 27 + 2 * 2 * 4);
-  ASSERT_EQ(h.size(), 5);  // input, conv1, bn1, conv2, bn2
+  ASSERT_EQ(h.size(), 5); // input, conv1, bn1, conv2, bn2
   EXPECT_EQ(h.layer(4).name, "bn2");
   EXPECT_EQ(h.layer(4).out, (TensorShape{1, 4, 10, 10, 10, 3}));
 
@@ -314,7 +316,7 @@ TEST(Zoo, FusionKeepsMacsOfEveryModel) {
     const Graph g = e.build(ZooOptions{});
     const Graph f = fuse_for_inference(g);
     EXPECT_EQ(f.total_macs(), g.total_macs()) << e.name;
-    EXPECT_LT(f.size(), g.size()) << e.name;  // every model has a foldable batch-norm or relu
+    EXPECT_LT(f.size(), g.size()) << e.name; // every model has a foldable batch-norm or relu
     EXPECT_EQ(f.layer(f.output()).out, g.layer(g.output()).out) << e.name;
   }
 }
@@ -379,7 +381,7 @@ TEST(Zoo, InputSizeOverride) {
   const Graph v = build_zoo_model("vgg16_bn", o);
   EXPECT_EQ(layer(v, "avgpool").out, (TensorShape{1, 512, 1, 7, 7, 2}));
   EXPECT_EQ(v.total_params(), 138365992);
-  o.input_size = {256, 256};  // 8x8 features: not a uniform pool to 7x7
+  o.input_size = {256, 256}; // 8x8 features: not a uniform pool to 7x7
   EXPECT_THROW(build_zoo_model("vgg16_bn", o), ShapeError);
   // A 3-D model takes [D, H, W].
   o.input_size = {8, 64, 64};
@@ -434,7 +436,7 @@ TEST(Zoo, TooSmallInputsGiveShapeErrors) {
   }
   ZooOptions o;
   o.input_size = {16, 16};
-  EXPECT_THROW(build_zoo_model("vgg16_bn", o), ShapeError);  // a 2x2 pool on a 1x1 map
+  EXPECT_THROW(build_zoo_model("vgg16_bn", o), ShapeError); // a 2x2 pool on a 1x1 map
   o.input_size = {32, 32};
   EXPECT_THROW(build_zoo_model("inception_v4", o), ShapeError);
   // DeepCAM at 100x100: the decoder's 7 -> 14 -> 28 does not meet the 25x25 low-level map.
@@ -454,10 +456,10 @@ TEST(Zoo, UnknownNameSuggests) {
   } catch (const UserError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("did you mean 'resnet50'"), std::string::npos) << m;
-    EXPECT_NE(m.find("inception_v4"), std::string::npos) << m;  // the valid names are listed
+    EXPECT_NE(m.find("inception_v4"), std::string::npos) << m; // the valid names are listed
   }
   EXPECT_THROW(build_zoo_model("", ZooOptions{}), UserError);
 }
 
-}  // namespace
-}  // namespace brickdl
+} // namespace
+} // namespace brickdl

@@ -175,13 +175,13 @@ TEST(SearchSpace, NamedSubgraphs) {
   cfg.subgraphs = {{"tail", "c2", "add"}, {"pair", "relu1", "c3"}};
   const SearchSpace sp = SearchSpace::build(g, cfg);
   ASSERT_EQ(sp.subgraphs().size(), 2u);
-  EXPECT_EQ(sp.group(sp.subgraphs()[0]).group, (Group{2, 4}));  // longer than max_group_len
+  EXPECT_EQ(sp.group(sp.subgraphs()[0]).group, (Group{2, 4})); // longer than max_group_len
   EXPECT_EQ(sp.group(sp.subgraphs()[1]).group, (Group{2, 3}));
   EXPECT_EQ(sp.subgraph_names()[1], "pair");
   EXPECT_EQ(fused_layer_id(g, "relu1"), 2);
   EXPECT_EQ(fused_layer_id(g, "nope"), -1);
 
-  cfg.subgraphs = {{"cut", "c1", "c3"}};  // c1 is read by add, outside
+  cfg.subgraphs = {{"cut", "c1", "c3"}}; // c1 is read by add, outside
   try {
     SearchSpace::build(g, cfg, "fig8.yaml");
     FAIL() << "expected UserError";

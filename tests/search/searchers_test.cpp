@@ -259,13 +259,14 @@ TEST(Searchers, MeasureAllProposesEveryFeasibleCandidateOnce) {
 TEST(Searchers, SubgraphsAreMeasuredLikePlanGroups) {
   GraphBuilder b("chain", TensorShape{1, 4, 1, 16, 16, 2});
   int x = b.input();
-  for (int i = 0; i < 5; ++i) x = b.conv2d(x, 4, 3, 1, 1, 1, 1, false, "c" + std::to_string(i));
+  for (int i = 0; i < 5; ++i)
+    x = b.conv2d(x, 4, 3, 1, 1, 1, 1, false, "c" + std::to_string(i));
   SearchSpaceConfig cfg;
   cfg.brick_sizes = {4, 8};
   cfg.subgraphs = {{"mid", "c1", "c3"}};
   const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
   const int mid = sp.find(Group{2, 4});
-  const Evaluation ev = evaluate(sp, FakePredictor(2, 0, 0));  // all feasible
+  const Evaluation ev = evaluate(sp, FakePredictor(2, 0, 0)); // all feasible
   // measure_all with a named subgraph: the subgraph's candidates and its layers' baselines.
   SearcherOptions o;
   o.name = "measure_all";
@@ -277,14 +278,16 @@ TEST(Searchers, SubgraphsAreMeasuredLikePlanGroups) {
     s->notify({MeasuredCandidate{c[0], 1.0}});
   }
   std::set<CandidateRef> want;
-  for (int l = 2; l <= 4; ++l) want.insert(CandidateRef{sp.singleton(l), 0});
+  for (int l = 2; l <= 4; ++l)
+    want.insert(CandidateRef{sp.singleton(l), 0});
   for (size_t i = 0; i < sp.group(mid).candidates.size(); ++i)
     want.insert(CandidateRef{mid, static_cast<int>(i)});
   EXPECT_EQ(got, want);
   // dp: the subgraph's top-k besides the plan's, also when the plan (layerwise here) does not
   // use the subgraph.
   CostMatrix cost = make_cost_matrix(sp, 5.0);
-  for (int l = 1; l <= 5; ++l) cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
+  for (int l = 1; l <= 5; ++l)
+    cost[static_cast<size_t>(sp.singleton(l))][0] = 1.0;
   o.name = "dp";
   o.top_k = 1;
   auto d = make_searcher(o);
