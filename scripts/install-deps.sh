@@ -4,7 +4,7 @@
 # backend and the model carry the whole pipeline).
 set -euo pipefail
 packages=(
-  build-essential cmake git ccache pkg-config
+  build-essential cmake git ccache pkg-config clang-format
   libyaml-cpp-dev libsqlite3-dev sqlite3 libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
