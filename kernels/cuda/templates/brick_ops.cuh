@@ -99,8 +99,10 @@ BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, in
 
 // ---- staging ------------------------------------------------------------------------------
 
-// dst (shared memory) <- channels [c0, c1) of an NCDHW tensor over dst's box; 0 outside.
-BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src, int c0, int c1) {
+// dst (shared memory) <- channels [c0, c1) over dst's box, each value from load(c, z, y, x),
+// which returns 0 outside the source tensor. One traversal for every kind of source.
+template <class Load>
+BRICKDL_DEVICE void stage_region(const RegionBuf& dst, int c0, int c1, const Load& load) {
   const int plane = dst.e[1] * dst.e[2];
   const int vol = dst.e[0] * plane;
   const int total = (c1 - c0) * vol;
@@ -111,38 +113,32 @@ BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src
       const int z = dst.o[0] + r / plane;
       const int y = dst.o[1] + (r % plane) / dst.e[2];
       const int x = dst.o[2] + r % dst.e[2];
-      float v = 0.f;
-      if (inside(src.dims, z, y, x))
-        v = load_cached(src.p + tensor_index(src.dims, src.n, c, z, y, x));
-      dst.p[region_index(dst, c, z, y, x)] = v;
+      dst.p[region_index(dst, c, z, y, x)] = load(c, z, y, x);
     }
   }
+}
+
+// dst (shared memory) <- channels [c0, c1) of an NCDHW tensor over dst's box; 0 outside.
+BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src, int c0, int c1) {
+  stage_region(dst, c0, c1, [&](int c, int z, int y, int x) {
+    return inside(src.dims, z, y, x)
+               ? load_cached(src.p + tensor_index(src.dims, src.n, c, z, y, x))
+               : 0.f;
+  });
 }
 
 // dst (shared memory) <- channels [c0, c1) of memoized layer P (shape P.out) over dst's box.
 BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, const float* memo,
                                       int n, int c0, int c1) {
-  const int plane = dst.e[1] * dst.e[2];
-  const int vol = dst.e[0] * plane;
-  const int total = (c1 - c0) * vol;
-  BRICKDL_FOR_EACH_THREAD(t) {
-    for (int i = t; i < total; i += BRICKDL_NUM_THREADS()) {
-      const int c = c0 + i / vol;
-      const int r = i % vol;
-      const int z = dst.o[0] + r / plane;
-      const int y = dst.o[1] + (r % plane) / dst.e[2];
-      const int x = dst.o[2] + r % dst.e[2];
-      float v = 0.f;
-      if (inside(P.out, z, y, x)) {
-        const int lin = brick_linear(P, n, c / P.cb, z / P.bext[0], y / P.bext[1], x / P.bext[2]);
-        const int off =
-            (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] + y % P.bext[1]) * P.bext[2] +
-            x % P.bext[2];
-        v = load_coherent(memo + P.memo_offset + (long long)lin * P.brick_stride + off);
-      }
-      dst.p[region_index(dst, c, z, y, x)] = v;
-    }
-  }
+  stage_region(dst, c0, c1, [&](int c, int z, int y, int x) {
+    if (!inside(P.out, z, y, x))
+      return 0.f;
+    const int lin = brick_linear(P, n, c / P.cb, z / P.bext[0], y / P.bext[1], x / P.bext[2]);
+    const int off =
+        (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] + y % P.bext[1]) * P.bext[2] +
+        x % P.bext[2];
+    return load_coherent(memo + P.memo_offset + (long long)lin * P.brick_stride + off);
+  });
 }
 
 // ---- layers -------------------------------------------------------------------------------
