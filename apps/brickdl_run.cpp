@@ -146,26 +146,12 @@ int run(const Options& o) {
                         {"shape", shape_json(l.out)}};
     if (l.activation != Activation::kNone)
       j["activation"] = activation_name(l.activation);
-    if (l.activation == Activation::kLeakyRelu || l.op == OpKind::kLeakyRelu)
+    if (l.activation == Activation::kLeakyRelu)
       j["leaky_slope"] = l.leaky_slope;
     if (!l.fused_from.empty())
       j["fused_from"] = l.fused_from;
-    if (l.op == OpKind::kConv || l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool) {
-      j["kernel"] = l.window.kernel;
-      j["stride"] = l.window.stride;
-      j["padding"] = l.window.pad;
-      j["dilation"] = l.window.dilation;
-    }
-    if (l.op == OpKind::kConv)
-      j["groups"] = l.groups;
-    if (l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool)
-      j["ceil_mode"] = l.ceil_mode;
-    if (l.op == OpKind::kAvgPool)
-      j["count_include_pad"] = l.count_include_pad;
-    if (l.op == OpKind::kUpsample) {
-      j["scale"] = l.upsample_scale;
-      j["mode"] = l.bilinear ? "bilinear" : "nearest";
-    }
+    if (!traits(l.op).attributes.empty())
+      j["attributes"] = attribute_json(l); // under the YAML keys (core/op_traits.h)
     const LayerWeights& w = weights.at(l.id);
     const std::string stem = file_stem(l.name);
     if (!w.weight.empty()) {

@@ -1,9 +1,7 @@
 #pragma once
 // Candidates: the unit the model predicts, the measurers run and the database stores.
 //
-//   Group  = contiguous range [first, last] of a (fused) graph's topological order; its only
-//            output leaving the group is the last layer's (a residual input may come from
-//            outside). Layer 0 (the graph input) is never in a group.
+//   Group  = layers one merged kernel runs (core/group.h: what is a group, what it reads).
 //   Brick  = the block of every activation tensor of the group owned by one unit of work:
 //            spatial extents bd × bh × bw (bd == 1 for 2-D) and a channel block cb
 //            (0 = all channels of the tensor). Each tensor of the group is bricked with the
@@ -12,19 +10,13 @@
 #include <cstdint>
 #include <string>
 
+#include "core/group.h"
+
 namespace brickdl {
 
 enum class Strategy { kLayerwise, kPadded, kMemoized };
 const char* strategy_name(Strategy s);
 bool parse_strategy(const std::string& s, Strategy* out);
-
-struct Group {
-  int first = 1; // inclusive
-  int last = 1;  // inclusive
-  int size() const { return last - first + 1; }
-  bool contains(int id) const { return id >= first && id <= last; }
-  bool operator==(const Group& o) const = default;
-};
 
 struct BrickShape {
   int d = 1, h = 8, w = 8;

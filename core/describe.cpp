@@ -37,31 +37,6 @@ std::string bytes_str(int64_t b) {
   return fmt::format("{:.2f} GB", x / 1e9);
 }
 
-// The spatial dims a layer's window uses: (d, h, w) for 3-D, (h, w) for 2-D.
-std::vector<int> window_dims(const std::array<int, 3>& v, int rank) {
-  return rank == 3 ? std::vector<int>{v[0], v[1], v[2]} : std::vector<int>{v[1], v[2]};
-}
-
-// "3" when every dim agrees, else "1,2,2".
-std::string uniform_or_list(const std::vector<int>& v) {
-  if (std::all_of(v.begin(), v.end(), [&](int x) { return x == v[0]; }))
-    return std::to_string(v[0]);
-  return fmt::format("{}", fmt::join(v, ","));
-}
-
-std::string window_str(const Layer& l, bool with_dilation) {
-  const int rank = l.out.spatial_rank == 3 ? 3 : 2;
-  const Window& w = l.window;
-  std::string s = fmt::format(" {}/{} p{}", fmt::join(window_dims(w.kernel, rank), "x"),
-                              uniform_or_list(window_dims(w.stride, rank)),
-                              uniform_or_list(window_dims(w.pad, rank)));
-  const std::vector<int> dil = window_dims(w.dilation, rank);
-  const bool dilated = std::any_of(dil.begin(), dil.end(), [](int x) { return x != 1; });
-  if (with_dilation || dilated)
-    s += " d" + uniform_or_list(dil);
-  return s;
-}
-
 std::string epilogue_str(const Layer& l) {
   std::string s;
   if (l.bias && !l.bn_folded)
@@ -129,28 +104,7 @@ std::string measurement_str(const MeasurementConfig& m) {
 } // namespace
 
 std::string describe_op(const Layer& l) {
-  std::string s = op_name(l.op);
-  switch (l.op) {
-  case OpKind::kConv: s += window_str(l, true) + " g" + std::to_string(l.groups); break;
-  case OpKind::kMaxPool:
-    s += window_str(l, false);
-    if (l.ceil_mode)
-      s += " ceil";
-    break;
-  case OpKind::kAvgPool:
-    s += window_str(l, false);
-    if (l.ceil_mode)
-      s += " ceil";
-    if (!l.count_include_pad)
-      s += " excl_pad";
-    break;
-  case OpKind::kLeakyRelu: s += fmt::format(" {:g}", l.leaky_slope); break;
-  case OpKind::kUpsample:
-    s += fmt::format(" x{} {}", l.upsample_scale, l.bilinear ? "bilinear" : "nearest");
-    break;
-  default: break;
-  }
-  return s + epilogue_str(l);
+  return op_name(l.op) + attribute_display(l) + epilogue_str(l);
 }
 
 void describe_graph(const Graph& graph, std::ostream& os) {

@@ -50,46 +50,6 @@ std::string TensorShape::str() const {
   return s;
 }
 
-namespace {
-struct OpEntry {
-  OpKind op;
-  const char* name;
-};
-constexpr OpEntry kOps[] = {
-    {OpKind::kInput, "input"},          {OpKind::kConv, "conv"},
-    {OpKind::kBatchNorm, "batch_norm"}, {OpKind::kRelu, "relu"},
-    {OpKind::kLeakyRelu, "leaky_relu"}, {OpKind::kAdd, "add"},
-    {OpKind::kConcat, "concat"},        {OpKind::kMaxPool, "max_pool"},
-    {OpKind::kAvgPool, "avg_pool"},     {OpKind::kGlobalAvgPool, "global_avg_pool"},
-    {OpKind::kUpsample, "upsample"},    {OpKind::kFlatten, "flatten"},
-    {OpKind::kLinear, "linear"},
-};
-} // namespace
-
-const char* op_name(OpKind op) {
-  for (const auto& e : kOps)
-    if (e.op == op)
-      return e.name;
-  return "?";
-}
-
-bool parse_op(const std::string& s, OpKind* out) {
-  for (const auto& e : kOps) {
-    if (s == e.name) {
-      *out = e.op;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::vector<std::string> op_names() {
-  std::vector<std::string> v;
-  for (const auto& e : kOps)
-    v.emplace_back(e.name);
-  return v;
-}
-
 const char* activation_name(Activation a) {
   switch (a) {
   case Activation::kNone: return "none";
@@ -97,6 +57,14 @@ const char* activation_name(Activation a) {
   case Activation::kLeakyRelu: return "leaky_relu";
   }
   return "?";
+}
+
+Activation applied_activation(const Layer& l) {
+  switch (l.op) {
+  case OpKind::kRelu: return Activation::kRelu;
+  case OpKind::kLeakyRelu: return Activation::kLeakyRelu;
+  default: return l.activation;
+  }
 }
 
 Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers)
@@ -173,20 +141,18 @@ Graph fuse_for_inference(const Graph& g) {
     // The producer may absorb this layer only if this layer is its only reader.
     if (g.consumers(l.inputs[0]).size() != 1)
       continue;
-    const bool bn_fold = l.op == OpKind::kBatchNorm &&
-                         (prod.op == OpKind::kConv || prod.op == OpKind::kLinear) &&
+    const OpTraits& into = traits(prod.op);
+    const bool bn_fold = l.op == OpKind::kBatchNorm && into.folds_batch_norm &&
                          prod.activation == Activation::kNone && !prod.bn_folded;
     const bool act_fold =
-        (l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu) &&
-        (prod.op == OpKind::kConv || prod.op == OpKind::kLinear || prod.op == OpKind::kAdd) &&
-        prod.activation == Activation::kNone;
+        traits(l.op).is_activation && into.takes_epilogue && prod.activation == Activation::kNone;
     if (!bn_fold && !act_fold)
       continue;
     if (bn_fold) {
       prod.bn_folded = true;
       prod.bias = true;
     } else {
-      prod.activation = l.op == OpKind::kRelu ? Activation::kRelu : Activation::kLeakyRelu;
+      prod.activation = applied_activation(l);
       prod.leaky_slope = l.leaky_slope;
     }
     prod.fused_from.push_back(l.name);

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/op_traits.h"
+
 namespace brickdl {
 
 enum class DType { kF32, kF16, kBF16 };
@@ -38,28 +40,13 @@ struct TensorShape {
   bool operator==(const TensorShape& o) const = default;
 };
 
-enum class OpKind {
-  kInput,
-  kConv,
-  kBatchNorm,
-  kRelu,
-  kLeakyRelu,
-  kAdd,
-  kConcat,
-  kMaxPool,
-  kAvgPool,
-  kGlobalAvgPool,
-  kUpsample,
-  kFlatten,
-  kLinear,
-};
-const char* op_name(OpKind op);
-bool parse_op(const std::string& s, OpKind* out);
-std::vector<std::string> op_names();
-
 // Activation applied as an epilogue of a conv / add / linear after fusion.
 enum class Activation { kNone, kRelu, kLeakyRelu };
 const char* activation_name(Activation a);
+
+// The activation `layer` applies: its fused epilogue, or its own op for relu / leaky_relu
+// (with Layer::leaky_slope).
+Activation applied_activation(const Layer& layer);
 
 // Sliding-window attributes in (d, h, w) order.
 struct Window {

@@ -22,14 +22,25 @@ std::string shapes_str(const std::vector<const TensorShape*>& in) {
   return s;
 }
 
-void check_arity(const Layer& l, const std::vector<const TensorShape*>& in, size_t want) {
-  if (in.size() != want)
-    shape_error(l, "takes " + std::to_string(want) + " input(s), got " + std::to_string(in.size()));
+// The number of inputs the op's traits allow.
+void check_arity(const Layer& l, const std::vector<const TensorShape*>& in) {
+  const OpTraits& t = traits(l.op);
+  const int n = static_cast<int>(in.size());
+  if (t.max_inputs < 0 && n < t.min_inputs)
+    shape_error(l, "takes at least " + std::to_string(t.min_inputs) + " inputs, got " +
+                       std::to_string(n));
+  if (t.max_inputs >= 0 && (n < t.min_inputs || n > t.max_inputs))
+    shape_error(l, "takes " + std::to_string(t.min_inputs) + " input(s), got " + std::to_string(n));
+}
+
+// A spatial input, or a ShapeError.
+void require_spatial(const Layer& l, const TensorShape& x) {
+  if (x.spatial_rank == 0)
+    shape_error(l, "needs a spatial input, got " + x.str());
 }
 
 void infer_window(Layer& l, const TensorShape& x) {
-  if (x.spatial_rank == 0)
-    shape_error(l, "needs a spatial input, got " + x.str());
+  require_spatial(l, x);
   const Window& w = l.window;
   for (int a = 0; a < 3; ++a) {
     if (w.kernel[a] < 1 || w.stride[a] < 1 || w.dilation[a] < 1 || w.pad[a] < 0)
@@ -72,97 +83,88 @@ int64_t window_out_extent(int64_t in, int kernel, int stride, int pad, int dilat
   return out;
 }
 
+namespace {
+
+void infer_conv(Layer& l, const TensorShape& x) {
+  if (l.out_channels < 1)
+    shape_error(l, "out_channels must be >= 1");
+  if (l.groups < 1 || x.c % l.groups != 0 || l.out_channels % l.groups != 0)
+    shape_error(l, "groups " + std::to_string(l.groups) + " must divide input channels " +
+                       std::to_string(x.c) + " (input " + x.str() + ") and out_channels " +
+                       std::to_string(l.out_channels));
+  infer_window(l, x);
+  l.out.c = l.out_channels;
+  const int64_t per_out = (x.c / l.groups) * kernel_volume(l.window);
+  l.params = l.out_channels * per_out + (l.bias ? l.out_channels : 0);
+  l.macs = l.out.n * l.out.c * l.out.spatial() * per_out;
+}
+
+void infer_concat(Layer& l, const std::vector<const TensorShape*>& in) {
+  l.out = *in[0];
+  l.out.c = 0;
+  for (const auto* s : in) {
+    TensorShape a = *s, b = *in[0];
+    a.c = b.c = 0;
+    if (!(a == b))
+      shape_error(l, "inputs must agree in all dims but channels, got " + shapes_str(in));
+    l.out.c += s->c;
+  }
+}
+
+void infer_upsample(Layer& l, const TensorShape& x) {
+  if (l.upsample_scale < 1)
+    shape_error(l, "scale must be >= 1");
+  require_spatial(l, x);
+  l.out = x;
+  if (l.out.spatial_rank == 3)
+    l.out.d *= l.upsample_scale;
+  l.out.h *= l.upsample_scale;
+  l.out.w *= l.upsample_scale;
+}
+
+void infer_linear(Layer& l, const TensorShape& x) {
+  if (x.spatial_rank != 0 && x.spatial() != 1)
+    shape_error(l, "needs a flat input (flatten first), got " + x.str());
+  if (l.out_channels < 1)
+    shape_error(l, "out_features must be >= 1");
+  l.out = TensorShape{x.n, l.out_channels, 1, 1, 1, 0};
+  l.params = x.c * l.out_channels + (l.bias ? l.out_channels : 0);
+  l.macs = x.n * x.c * l.out_channels;
+}
+
+} // namespace
+
 void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   l.params = 0;
   l.macs = 0;
+  check_arity(l, in);
   switch (l.op) {
   case OpKind::kInput: break;
-  case OpKind::kConv: {
-    check_arity(l, in, 1);
-    const TensorShape& x = *in[0];
-    if (l.out_channels < 1)
-      shape_error(l, "out_channels must be >= 1");
-    if (l.groups < 1 || x.c % l.groups != 0 || l.out_channels % l.groups != 0)
-      shape_error(l, "groups " + std::to_string(l.groups) + " must divide input channels " +
-                         std::to_string(x.c) + " (input " + x.str() + ") and out_channels " +
-                         std::to_string(l.out_channels));
-    infer_window(l, x);
-    l.out.c = l.out_channels;
-    const int64_t per_out = (x.c / l.groups) * kernel_volume(l.window);
-    l.params = l.out_channels * per_out + (l.bias ? l.out_channels : 0);
-    l.macs = l.out.n * l.out.c * l.out.spatial() * per_out;
-    break;
-  }
+  case OpKind::kConv: infer_conv(l, *in[0]); break;
   case OpKind::kBatchNorm:
-    check_arity(l, in, 1);
     l.out = *in[0];
     l.params = 2 * l.out.c; // weight and bias; running mean/var are buffers
     break;
   case OpKind::kRelu:
-  case OpKind::kLeakyRelu:
-    check_arity(l, in, 1);
-    l.out = *in[0];
-    break;
+  case OpKind::kLeakyRelu: l.out = *in[0]; break;
   case OpKind::kAdd:
-    check_arity(l, in, 2);
     if (!(*in[0] == *in[1]))
       shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
     l.out = *in[0];
     break;
-  case OpKind::kConcat: {
-    if (in.size() < 2)
-      shape_error(l, "takes at least 2 inputs");
-    l.out = *in[0];
-    l.out.c = 0;
-    for (const auto* s : in) {
-      TensorShape a = *s, b = *in[0];
-      a.c = b.c = 0;
-      if (!(a == b))
-        shape_error(l, "inputs must agree in all dims but channels, got " + shapes_str(in));
-      l.out.c += s->c;
-    }
-    break;
-  }
+  case OpKind::kConcat: infer_concat(l, in); break;
   case OpKind::kMaxPool:
-  case OpKind::kAvgPool:
-    check_arity(l, in, 1);
-    infer_window(l, *in[0]);
-    break;
+  case OpKind::kAvgPool: infer_window(l, *in[0]); break;
   case OpKind::kGlobalAvgPool:
-    check_arity(l, in, 1);
-    if (in[0]->spatial_rank == 0)
-      shape_error(l, "needs a spatial input, got " + in[0]->str());
+    require_spatial(l, *in[0]);
     l.out = *in[0];
     l.out.d = l.out.h = l.out.w = 1;
     break;
-  case OpKind::kUpsample:
-    check_arity(l, in, 1);
-    if (l.upsample_scale < 1)
-      shape_error(l, "scale must be >= 1");
-    if (in[0]->spatial_rank == 0)
-      shape_error(l, "needs a spatial input, got " + in[0]->str());
-    l.out = *in[0];
-    if (l.out.spatial_rank == 3)
-      l.out.d *= l.upsample_scale;
-    l.out.h *= l.upsample_scale;
-    l.out.w *= l.upsample_scale;
-    break;
+  case OpKind::kUpsample: infer_upsample(l, *in[0]); break;
   case OpKind::kFlatten:
-    check_arity(l, in, 1);
     l.out = TensorShape{in[0]->n, in[0]->c * in[0]->spatial(), 1, 1, 1, 0};
     break;
-  case OpKind::kLinear: {
-    check_arity(l, in, 1);
-    const TensorShape& x = *in[0];
-    if (x.spatial_rank != 0 && x.spatial() != 1)
-      shape_error(l, "needs a flat input (flatten first), got " + x.str());
-    if (l.out_channels < 1)
-      shape_error(l, "out_features must be >= 1");
-    l.out = TensorShape{x.n, l.out_channels, 1, 1, 1, 0};
-    l.params = x.c * l.out_channels + (l.bias ? l.out_channels : 0);
-    l.macs = x.n * x.c * l.out_channels;
-    break;
-  }
+  case OpKind::kLinear: infer_linear(l, *in[0]); break;
   }
 }
 

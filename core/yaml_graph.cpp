@@ -14,19 +14,6 @@ using detail::YamlValue;
 
 const std::vector<std::string> kCommonKeys = {"op", "name", "inputs"};
 
-std::vector<std::string> attribute_keys(OpKind op) {
-  switch (op) {
-  case OpKind::kConv:
-    return {"out_channels", "kernel", "stride", "padding", "dilation", "groups", "bias"};
-  case OpKind::kMaxPool: return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
-  case OpKind::kAvgPool: return {"kernel", "stride", "padding", "ceil_mode", "count_include_pad"};
-  case OpKind::kLeakyRelu: return {"slope"};
-  case OpKind::kUpsample: return {"scale", "mode"};
-  case OpKind::kLinear: return {"out_features", "out_channels", "bias"};
-  default: return {};
-  }
-}
-
 // The ops a YAML layer may have: all but the graph input.
 std::vector<std::string> layer_op_names() {
   std::vector<std::string> v = op_names();
@@ -215,50 +202,61 @@ private:
   }
 
   void read_attributes(const YamlValue& m, Layer* l) const {
-    switch (l->op) {
-    case OpKind::kConv:
-      l->out_channels = m.require("out_channels", "the number of output channels").as_int64(1);
-      l->window = read_window(m, rank_, false);
+    for (Attr a : traits(l->op).attributes)
+      read_attribute(m, a, l);
+  }
+
+  void read_attribute(const YamlValue& m, Attr a, Layer* l) const {
+    switch (a) {
+    case Attr::kConvWindow: l->window = read_window(m, rank_, false); break;
+    case Attr::kPoolWindow:
+    case Attr::kAvgPoolWindow: l->window = read_window(m, rank_, true); break;
+    case Attr::kGroups:
       if (m.has("groups"))
         l->groups = m.get("groups").as_int(1);
-      if (m.has("bias"))
-        l->bias = m.get("bias").as_bool();
       break;
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      l->window = read_window(m, rank_, true);
-      if (m.has("ceil_mode"))
-        l->ceil_mode = m.get("ceil_mode").as_bool();
-      if (m.has("count_include_pad"))
-        l->count_include_pad = m.get("count_include_pad").as_bool();
+    case Attr::kOutChannels:
+      l->out_channels = m.require("out_channels", "the number of output channels").as_int64(1);
       break;
-    case OpKind::kLeakyRelu:
-      if (m.has("slope"))
-        l->leaky_slope = static_cast<float>(m.get("slope").as_double());
-      break;
-    case OpKind::kUpsample: {
-      l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
-      if (m.has("mode")) {
-        const YamlValue mode = m.get("mode");
-        const std::string s = mode.as_string();
-        if (s != "nearest" && s != "bilinear")
-          mode.fail("unknown mode '" + s + "'" + did_you_mean(s, {"nearest", "bilinear"}) +
-                    "; valid: nearest, bilinear");
-        l->bilinear = s == "bilinear";
-      }
-      break;
-    }
-    case OpKind::kLinear: {
+    case Attr::kOutFeatures: {
       if (m.has("out_features") && m.has("out_channels"))
         m.get("out_channels").fail("give out_features or out_channels, not both");
       const YamlValue n = m.has("out_channels")
                               ? m.get("out_channels")
                               : m.require("out_features", "the number of output features");
       l->out_channels = n.as_int64(1);
-      l->bias = m.has("bias") ? m.get("bias").as_bool() : true;
       break;
     }
-    default: break;
+    // As the zoo builds them: a linear layer has a bias unless told otherwise, a conv not.
+    case Attr::kBias:
+      l->bias = m.has("bias") ? m.get("bias").as_bool() : l->op == OpKind::kLinear;
+      break;
+    case Attr::kCeilMode:
+      if (m.has("ceil_mode"))
+        l->ceil_mode = m.get("ceil_mode").as_bool();
+      break;
+    case Attr::kCountIncludePad:
+      if (m.has("count_include_pad"))
+        l->count_include_pad = m.get("count_include_pad").as_bool();
+      break;
+    case Attr::kScale:
+      l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
+      break;
+    case Attr::kMode: {
+      if (!m.has("mode"))
+        break;
+      const YamlValue mode = m.get("mode");
+      const std::string s = mode.as_string();
+      if (s != "nearest" && s != "bilinear")
+        mode.fail("unknown mode '" + s + "'" + did_you_mean(s, {"nearest", "bilinear"}) +
+                  "; valid: nearest, bilinear");
+      l->bilinear = s == "bilinear";
+      break;
+    }
+    case Attr::kSlope:
+      if (m.has("slope"))
+        l->leaky_slope = static_cast<float>(m.get("slope").as_double());
+      break;
     }
   }
 
@@ -274,8 +272,9 @@ private:
 
 std::vector<std::string> yaml_layer_keys(OpKind op) {
   std::vector<std::string> keys = kCommonKeys;
-  for (auto& k : attribute_keys(op))
-    keys.push_back(std::move(k));
+  for (Attr a : traits(op).attributes)
+    for (auto& k : attribute_keys(a))
+      keys.push_back(std::move(k));
   return keys;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/group.h"
 #include "kernels/merged_executor.h"
 #include "kernels/reference.h"
 #include "kernels/weights.h"
@@ -88,23 +89,14 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   const ModelWeights weights = make_weights(graph, options.seed, grp.first, grp.last);
   const ExecOptions exec{threads_};
 
-  // Everything the reference depends on: the seed and each layer's name (which keys its
-  // weights), op, attributes and shapes.
-  std::string key = graph.name() + "/" + std::to_string(grp.first) + "-" +
-                    std::to_string(grp.last) + "/seed" + std::to_string(options.seed);
-  for (int id = grp.first; id <= grp.last; ++id) {
-    const Layer& l = graph.layer(id);
-    key += "/" + l.name + ":" + op_name(l.op) + ":" + l.out.str();
-    for (int p : l.inputs)
-      key += "<" + graph.layer(p).out.str();
-    for (int a = 0; a < 3; ++a)
-      key += "," + std::to_string(l.window.kernel[a]) + "," + std::to_string(l.window.stride[a]) +
-             "," + std::to_string(l.window.pad[a]) + "," + std::to_string(l.window.dilation[a]);
-    key += "," + std::to_string(l.groups) + activation_name(l.activation) +
-           std::to_string(l.leaky_slope) + (l.bn_folded ? "bn" : "") + (l.bias ? "b" : "") +
-           (l.ceil_mode ? "c" : "") + (l.count_include_pad ? "i" : "") + (l.bilinear ? "l" : "") +
-           std::to_string(l.upsample_scale);
-  }
+  // Everything the reference depends on: the work (the workload signature), the seed, each
+  // layer's name (which seeds its weights) and whether a batch-norm was folded into it, and
+  // which graph layers the inputs are (their ids seed them).
+  std::string key = workload_signature(graph, grp) + " | seed" + std::to_string(options.seed);
+  for (int id = grp.first; id <= grp.last; ++id)
+    key += " | " + graph.layer(id).name + (graph.layer(id).bn_folded ? " bn" : "");
+  for (int id : ext_ids)
+    key += " | X" + std::to_string(id);
   if (key != reference_key_) {
     reference_ = reference_group(graph, grp, ext_ids, ext, weights);
     reference_key_ = key;

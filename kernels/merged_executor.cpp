@@ -138,7 +138,7 @@ int resolve_threads(int threads) {
 // them; there are about four units per worker.
 Tensor run_whole_layer(const Graph& g, const Layer& l, const std::vector<const Tensor*>& in,
                        const LayerWeights& w, int threads) {
-  if (!detail::is_block_op(l.op))
+  if (!traits(l.op).brickable)
     return run_layer(l, in, w);
   Tensor y(l.out);
   const int64_t want = 4 * int64_t{threads};
@@ -504,36 +504,13 @@ std::map<std::string, double> ExecCounters::to_map() const {
 
 // ---- entry points -------------------------------------------------------------------------
 
-std::vector<int> group_external_inputs(const Graph& g, const Group& grp) {
-  std::vector<int> ids;
-  for (int id = grp.first; id <= grp.last; ++id)
-    for (int p : g.layer(id).inputs)
-      if (!grp.contains(p) && std::find(ids.begin(), ids.end(), p) == ids.end())
-        ids.push_back(p);
-  return ids;
-}
-
 std::string unsupported_reason(const Graph& g, const Candidate& c) {
-  const Group& grp = c.group;
-  if (grp.first < 1 || grp.last >= g.size() || grp.first > grp.last)
-    return "group [" + std::to_string(grp.first) + ", " + std::to_string(grp.last) +
-           "] is not a range of layers 1.." + std::to_string(g.size() - 1);
-  for (int id = grp.first; id < grp.last; ++id)
-    for (int consumer : g.consumers(id))
-      if (!grp.contains(consumer))
-        return "layer '" + g.layer(id).name + "' is read by '" + g.layer(consumer).name +
-               "' outside the group: only the last layer's output may leave a group";
-  if (c.strategy == Strategy::kLayerwise)
-    return "";
+  std::string why = group_invalid_reason(g, c.group);
+  if (!why.empty() || c.strategy == Strategy::kLayerwise)
+    return why;
   if (c.brick.d < 1 || c.brick.h < 1 || c.brick.w < 1 || c.brick.cb < 0)
     return "brick " + c.brick.str() + " has an extent < 1 or a negative channel block";
-  for (int id = grp.first; id <= grp.last; ++id) {
-    const Layer& l = g.layer(id);
-    if (!detail::is_block_op(l.op))
-      return std::string(strategy_name(c.strategy)) + " cannot run layer '" + l.name + "' (" +
-             op_name(l.op) + "): it needs its whole input; run this group layerwise";
-  }
-  return "";
+  return brick_blocker(g, c.group);
 }
 
 GroupResult execute_group(const Graph& graph, const Candidate& candidate,

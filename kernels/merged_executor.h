@@ -88,18 +88,15 @@ struct GroupResult {
   ExecCounters counters;
 };
 
-// The tensors (producer layer ids) that layers of `group` read but the group does not
-// produce, in order of first read: the first layer's input, residual skips, ...
-std::vector<int> group_external_inputs(const Graph& graph, const Group& group);
-
-// Empty when `candidate` can run on the CPU executor, else why not (a group whose
-// intermediates leave it, an op without a block kernel for padded / memoized, ...).
+// Empty when `candidate` can run on the CPU executor, else why not: the group rules of
+// core/group.h (an intermediate that leaves the group; for padded / memoized, a layer that is
+// not brickable) or a brick with an extent < 1.
 std::string unsupported_reason(const Graph& graph, const Candidate& candidate);
 
 // Runs `candidate` on `graph` (fused or not). inputs[k] is the full output tensor of
-// group_external_inputs(graph, group)[k]; weights cover the group's layers. An unsupported
-// candidate returns supported = false and no output. Elements of the output that a strategy
-// failed to write would be NaN (the output starts as NaN for padded and memoized).
+// group_external_inputs(graph, group)[k] (core/group.h); weights cover the group's layers. An
+// unsupported candidate returns supported = false and no output. Elements of the output that a
+// strategy failed to write would be NaN (the output starts as NaN for padded and memoized).
 GroupResult execute_group(const Graph& graph, const Candidate& candidate,
                           const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
                           const ExecOptions& options = {});

@@ -86,29 +86,37 @@ Region input_need(const Graph& graph, const Layer& l, int slot, const Region& ou
   if (out.empty())
     return Region{};
   Region r = out;
-  switch (l.op) {
-  case OpKind::kConv:
-  case OpKind::kMaxPool:
-  case OpKind::kAvgPool: {
+  const OpTraits& t = traits(l.op);
+  switch (t.spatial) {
+  case SpatialRule::kWindow: {
     const Window& w = l.window;
     for (size_t a = 0; a < 3; ++a) {
       r.lo[a] = out.lo[a] * w.stride[a] - w.pad[a];
       r.hi[a] =
           (out.hi[a] - 1) * w.stride[a] - w.pad[a] + int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
     }
-    if (l.op == OpKind::kConv) {
-      const int64_t cout_g = l.out_channels / l.groups;
-      const int64_t cin_g = in.c / l.groups;
-      r.c0 = (out.c0 / cout_g) * cin_g;
-      r.c1 = ((out.c1 - 1) / cout_g + 1) * cin_g;
-    }
     break;
   }
-  case OpKind::kBatchNorm:
-  case OpKind::kRelu:
-  case OpKind::kLeakyRelu:
-  case OpKind::kAdd: break;
-  case OpKind::kConcat: {
+  case SpatialRule::kUpsample:
+    for (size_t a = 0; a < 3; ++a) {
+      const int64_t f = upsample_factor(l, static_cast<int>(a));
+      r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
+      r.hi[a] = floor_div(out.hi[a] - 1, f) + 1 + (l.bilinear ? 1 : 0);
+    }
+    break;
+  case SpatialRule::kSame: break;
+  case SpatialRule::kWhole: return Region::whole(in);
+  case SpatialRule::kNone: BRICKDL_CHECK(false, "the input layer reads nothing");
+  }
+  switch (t.channels) {
+  case ChannelRule::kConvGroups: {
+    const int64_t cout_g = l.out_channels / l.groups;
+    const int64_t cin_g = in.c / l.groups;
+    r.c0 = (out.c0 / cout_g) * cin_g;
+    r.c1 = ((out.c1 - 1) / cout_g + 1) * cin_g;
+    break;
+  }
+  case ChannelRule::kConcatSlice: {
     int64_t offset = 0;
     for (int i = 0; i < slot; ++i)
       offset += graph.layer(l.inputs[static_cast<size_t>(i)]).out.c;
@@ -116,17 +124,9 @@ Region input_need(const Graph& graph, const Layer& l, int slot, const Region& ou
     r.c1 = std::min<int64_t>(out.c1 - offset, in.c);
     break;
   }
-  case OpKind::kUpsample:
-    for (size_t a = 0; a < 3; ++a) {
-      const int64_t f = upsample_factor(l, static_cast<int>(a));
-      r.lo[a] = floor_div(out.lo[a], f) - (l.bilinear ? 1 : 0);
-      r.hi[a] = floor_div(out.hi[a] - 1, f) + 1 + (l.bilinear ? 1 : 0);
-    }
-    break;
-  case OpKind::kGlobalAvgPool:
-  case OpKind::kFlatten:
-  case OpKind::kLinear: return Region::whole(in);
-  case OpKind::kInput: BRICKDL_CHECK(false, "the input layer reads nothing");
+  case ChannelRule::kSame: break;
+  case ChannelRule::kWhole: r.c0 = 0, r.c1 = in.c; break;
+  case ChannelRule::kNone: BRICKDL_CHECK(false, "the input layer reads nothing");
   }
   return clip(r, in);
 }

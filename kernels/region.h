@@ -4,15 +4,18 @@
 //   output Region of a layer ──input_need(graph, layer, slot, region)──► Region of its input
 //
 // A Region is a channel range [c0, c1) times a box [lo, hi) per spatial axis (d, h, w), in
-// tensor coordinates; all bounds are half-open. The rule is the one documented at the top of
-// model/cost_model.h, so that the executor and the analytic model count the same regions:
-//  - window layer (conv, pools), output [a, b] (inclusive) on an axis:
+// tensor coordinates; all bounds are half-open. Which rule a layer follows is its op's
+// SpatialRule and ChannelRule (core/op_traits.h); the arithmetic of the rules is the one
+// documented at the top of model/cost_model.h, so that the executor and the analytic model
+// count the same regions. It is written twice on purpose, here over regions and in
+// model/detail/geometry.h over per-axis maps, and the agreement tests compare the two:
+//  - kWindow, output [a, b] (inclusive) on an axis:
 //      input [a·s − p, b·s − p + dil·(k − 1)], clipped to [0, extent − 1];
-//  - elementwise layers (batch_norm, relu, leaky_relu, add, concat): the same box;
-//  - upsample by r: nearest [floor(a/r), floor(b/r)]; bilinear one more on each side, clipped;
-//  - global_avg_pool, flatten, linear: the whole input.
-// Channels: conv reads the input channels of the groups that the output channels belong to;
-// elementwise ops and pools the same channels; concat the slice of each input that overlaps.
+//  - kSame: the same box;
+//  - kUpsample by r: nearest [floor(a/r), floor(b/r)]; bilinear one more on each side, clipped;
+//  - kWhole: the whole input.
+// Channels: kConvGroups, the input channels of the conv groups that the output channels
+// belong to; kSame, the same channels; kConcatSlice, the slice of each input that overlaps.
 #include <array>
 #include <cstdint>
 #include <string>

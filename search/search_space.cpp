@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "search/workload.h"
 
 namespace brickdl::search {
 
@@ -96,26 +95,6 @@ int fused_layer_id(const Graph& fused, const std::string& name) {
   return -1;
 }
 
-bool is_valid_group(const Graph& graph, const Group& group) {
-  if (group.first < 1 || group.last >= graph.size() || group.first > group.last)
-    return false;
-  for (int id = group.first; id < group.last; ++id)
-    for (int c : graph.consumers(id))
-      if (c > group.last)
-        return false;
-  return true;
-}
-
-bool is_mergeable_layer(const Layer& layer) {
-  switch (layer.op) {
-  case OpKind::kInput:
-  case OpKind::kGlobalAvgPool:
-  case OpKind::kFlatten:
-  case OpKind::kLinear: return false;
-  default: return layer.out.spatial_rank >= 2;
-  }
-}
-
 Candidate layerwise_candidate(const Group& group) {
   Candidate c;
   c.group = group;
@@ -164,8 +143,7 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
   e.signature = workload_signature(graph_, grp);
   e.description = workload_description(graph_, grp);
   e.layer_names = group_layer_names(graph_, grp);
-  for (int id = grp.first; id <= grp.last; ++id)
-    e.mergeable = e.mergeable && is_mergeable_layer(graph_.layer(id));
+  e.mergeable = brick_blocker(graph_, grp).empty();
 
   if (grp.size() == 1) {
     e.layerwise = 0;
@@ -297,9 +275,7 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
       const Group g{first, last};
       if (!is_valid_group(fused, g))
         continue;
-      bool mergeable = true;
-      for (int id = first; id <= last; ++id)
-        mergeable = mergeable && is_mergeable_layer(fused.layer(id));
+      const bool mergeable = brick_blocker(fused, g).empty();
       const bool in_partition = std::find(extra.begin(), extra.end(), g) != extra.end();
       if (!mergeable && g.size() > 1 && !in_partition)
         continue; // nothing to run it with

@@ -36,10 +36,10 @@ struct CandidateRef {
 
 struct GroupEntry {
   Group group;
-  std::string signature;             // workload key (search/workload.h)
+  std::string signature;             // workload key (core/group.h)
   std::string description;           // human-readable
   std::string layer_names;           // "a .. b"
-  bool mergeable = true;             // false: some layer has no spatial extent; layerwise only
+  bool mergeable = true;             // false: some layer is not brickable; layerwise only
   int layerwise = -1;                // index of the layerwise candidate (singletons), else -1
   std::vector<Candidate> candidates; // layerwise first, then bricks × cb × strategy × threads
 };
@@ -99,13 +99,6 @@ private:
 // The id in `fused` of the layer that an unfused layer name became (itself, or the layer it
 // was folded into by fuse_for_inference), or -1.
 int fused_layer_id(const Graph& fused, const std::string& name);
-
-// True when only the last layer's output of [first, last] is read outside it.
-bool is_valid_group(const Graph& graph, const Group& group);
-
-// False for layers without spatial extent (global pool, flatten, linear, flat tensors): they
-// run only as library kernels.
-bool is_mergeable_layer(const Layer& layer);
 
 // The canonical layerwise candidate of a singleton group (brick and threads are irrelevant
 // and fixed, so the database holds one row per layer workload).

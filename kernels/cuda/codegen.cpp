@@ -55,52 +55,40 @@ struct GroupInfo {
   int rank = 2;
 };
 
+// Throws Unsupported when a layer of the group is outside what the templates implement.
+void check_template_layer(const Graph& g, const Layer& l, int rank) {
+  if (!traits(l.op).generated)
+    throw Unsupported("no kernel template for " + op_label(l));
+  if (l.out.spatial_rank != rank)
+    throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
+  if (l.inputs.size() > static_cast<size_t>(dev::kMaxSources))
+    throw Unsupported(op_label(l) + " has more than " + std::to_string(dev::kMaxSources) +
+                      " inputs");
+  for (int in : l.inputs) {
+    if (g.layer(in).out.spatial_rank != rank)
+      throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
+    // The elementwise template reads every operand at the output's coordinates.
+    if (traits(l.op).spatial == SpatialRule::kSame && !(g.layer(in).out == l.out))
+      throw Unsupported(op_label(l) + " reads a tensor of another shape");
+  }
+}
+
 GroupInfo inspect_group(const Graph& g, const Group& group) {
-  if (group.first < 1 || group.last >= g.size() || group.first > group.last)
-    throw Unsupported("group [" + std::to_string(group.first) + ", " + std::to_string(group.last) +
-                      "] is outside the graph (1.." + std::to_string(g.size() - 1) + ")");
+  const std::string invalid = group_invalid_reason(g, group);
+  if (!invalid.empty())
+    throw Unsupported(invalid);
   if (g.dtype() != DType::kF32)
     throw Unsupported(std::string("generated kernels compute fp32 only, the graph is ") +
                       dtype_name(g.dtype()));
-  GroupInfo info;
-  info.rank = g.layer(group.last).out.spatial_rank;
   if (group.size() > dev::kMaxLayers)
     throw Unsupported("groups of at most " + std::to_string(dev::kMaxLayers) + " layers");
+  GroupInfo info;
+  info.rank = g.layer(group.last).out.spatial_rank;
   for (int id = group.first; id <= group.last; ++id) {
-    const Layer& l = g.layer(id);
+    check_template_layer(g, g.layer(id), info.rank);
     info.ids.push_back(id);
-    switch (l.op) {
-    case OpKind::kConv:
-    case OpKind::kAdd:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu:
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool: break;
-    default: throw Unsupported("no kernel template for " + op_label(l));
-    }
-    if (l.out.spatial_rank != info.rank)
-      throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
-    if (l.inputs.size() > static_cast<size_t>(dev::kMaxSources))
-      throw Unsupported(op_label(l) + " has more than " + std::to_string(dev::kMaxSources) +
-                        " inputs");
-    for (int in : l.inputs) {
-      if (g.layer(in).out.spatial_rank != info.rank)
-        throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
-      if (!group.contains(in) &&
-          std::find(info.inputs.begin(), info.inputs.end(), in) == info.inputs.end())
-        info.inputs.push_back(in);
-    }
-    if (id != group.last) {
-      for (int c : g.consumers(id))
-        if (!group.contains(c))
-          throw Unsupported(l.name + " is read outside the group (by " + g.layer(c).name + ")");
-    }
-    if ((l.op == OpKind::kAdd || l.op == OpKind::kRelu || l.op == OpKind::kLeakyRelu)) {
-      for (int in : l.inputs)
-        if (!(g.layer(in).out == l.out))
-          throw Unsupported(op_label(l) + " reads a tensor of another shape");
-    }
   }
+  info.inputs = group_external_inputs(g, group);
   if (static_cast<int>(info.inputs.size()) > dev::kMaxExternal)
     throw Unsupported("groups read at most " + std::to_string(dev::kMaxExternal) +
                       " external tensors");
@@ -118,11 +106,7 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   case OpKind::kAvgPool: d.op = dev::kOpAvgPool; break;
   default: d.op = dev::kOpEltwise; break;
   }
-  Activation act = l.activation;
-  if (l.op == OpKind::kRelu)
-    act = Activation::kRelu;
-  if (l.op == OpKind::kLeakyRelu)
-    act = Activation::kLeakyRelu;
+  const Activation act = applied_activation(l);
   d.act = act == Activation::kRelu        ? dev::kActRelu
           : act == Activation::kLeakyRelu ? dev::kActLeaky
                                           : dev::kActNone;

@@ -149,7 +149,7 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
                                Algorithms algorithms)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  const std::vector<int> inputs = kernels::group_external_inputs(graph, group);
+  const std::vector<int> inputs = group_external_inputs(graph, group);
   auto operand = [&](int id) {
     if (group.contains(id))
       return Operand{false, id - group.first};

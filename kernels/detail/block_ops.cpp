@@ -299,26 +299,11 @@ void upsample_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
 
 } // namespace
 
-bool is_block_op(OpKind op) {
-  switch (op) {
-  case OpKind::kConv:
-  case OpKind::kBatchNorm:
-  case OpKind::kRelu:
-  case OpKind::kLeakyRelu:
-  case OpKind::kAdd:
-  case OpKind::kConcat:
-  case OpKind::kMaxPool:
-  case OpKind::kAvgPool:
-  case OpKind::kUpsample: return true;
-  default: return false;
-  }
-}
-
 void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
                    std::span<const ConstBlock> inputs, const Block& out, const Region& what) {
   if (what.empty())
     return;
-  BRICKDL_CHECK(is_block_op(l.op),
+  BRICKDL_CHECK(traits(l.op).brickable,
                 "layer " << l.name << " (" << op_name(l.op) << ") has no block kernel");
   BRICKDL_CHECK(inputs.size() == l.inputs.size(), "layer " << l.name << ": inputs");
   BRICKDL_CHECK(out.stored.contains(what), "layer " << l.name << ": output block "

@@ -22,14 +22,11 @@ struct Block {
   Region stored;
 };
 
-// Computes region `what` of the output of `layer` (spatial layers only: not global_avg_pool,
-// flatten, linear) into `out`, which must cover `what`. inputs[i] holds layer.inputs[i] and
-// must cover input_need(graph, layer, i, what); an input that is not needed may be empty.
-// Padding follows PyTorch (see kernels/reference.h), and so does the summation order.
+// Computes region `what` of the output of `layer` (a brickable op, core/op_traits.h) into `out`,
+// which must cover `what`. inputs[i] holds layer.inputs[i] and must cover input_need(graph, layer,
+// i, what); an input that is not needed may be empty. Padding follows PyTorch (see
+// kernels/reference.h), and so does the summation order.
 void compute_block(const Graph& graph, const Layer& layer, const LayerWeights& weights,
                    std::span<const ConstBlock> inputs, const Block& out, const Region& what);
-
-// Whether compute_block handles `op`.
-bool is_block_op(OpKind op);
 
 } // namespace brickdl::kernels::detail

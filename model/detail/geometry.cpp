@@ -8,27 +8,25 @@ namespace brickdl::model::detail {
 
 namespace {
 
-bool is_window(OpKind op) {
-  return op == OpKind::kConv || op == OpKind::kMaxPool || op == OpKind::kAvgPool;
-}
-
 AxisMap spatial_map(const Layer& l, int axis, int64_t producer_extent) {
   AxisMap m;
   m.extent = producer_extent;
   const size_t w = static_cast<size_t>(axis - 1); // Window slots are (d, h, w)
-  if (is_window(l.op)) {
+  switch (traits(l.op).spatial) {
+  case SpatialRule::kWindow:
     m.kind = MapKind::kWindow;
     m.a = l.window.stride[w];
     m.b = l.window.pad[w];
     m.c = int64_t{l.window.dilation[w]} * (l.window.kernel[w] - 1);
-  } else if (l.op == OpKind::kUpsample) {
+    break;
+  case SpatialRule::kUpsample:
     // A 2-D tensor is not scaled in depth.
     m.a = (axis == 1 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
     m.kind = l.bilinear ? MapKind::kUpBilinear : MapKind::kUpNearest;
-  } else if (is_brickable(l.op)) {
-    m.kind = MapKind::kIdentity;
-  } else {
-    m.kind = MapKind::kAll;
+    break;
+  case SpatialRule::kSame: m.kind = MapKind::kIdentity; break;
+  case SpatialRule::kWhole:
+  case SpatialRule::kNone: m.kind = MapKind::kAll; break;
   }
   return m;
 }
@@ -36,8 +34,8 @@ AxisMap spatial_map(const Layer& l, int axis, int64_t producer_extent) {
 AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t producer_channels) {
   AxisMap m;
   m.extent = producer_channels;
-  switch (l.op) {
-  case OpKind::kConv:
+  switch (traits(l.op).channels) {
+  case ChannelRule::kConvGroups:
     if (l.groups == 1) {
       m.kind = MapKind::kAll;
     } else {
@@ -46,40 +44,19 @@ AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t produc
       m.b = producer_channels / l.groups;
     }
     break;
-  case OpKind::kConcat: {
+  case ChannelRule::kConcatSlice:
     m.kind = MapKind::kShift;
     for (int s = 0; s < slot; ++s)
       m.a += graph.layer(l.inputs[static_cast<size_t>(s)]).out.c;
     break;
-  }
-  case OpKind::kBatchNorm:
-  case OpKind::kRelu:
-  case OpKind::kLeakyRelu:
-  case OpKind::kAdd:
-  case OpKind::kMaxPool:
-  case OpKind::kAvgPool:
-  case OpKind::kUpsample: m.kind = MapKind::kIdentity; break;
-  default: m.kind = MapKind::kAll; break;
+  case ChannelRule::kSame: m.kind = MapKind::kIdentity; break;
+  case ChannelRule::kWhole:
+  case ChannelRule::kNone: m.kind = MapKind::kAll; break;
   }
   return m;
 }
 
 } // namespace
-
-bool is_brickable(OpKind op) {
-  switch (op) {
-  case OpKind::kConv:
-  case OpKind::kBatchNorm:
-  case OpKind::kRelu:
-  case OpKind::kLeakyRelu:
-  case OpKind::kAdd:
-  case OpKind::kConcat:
-  case OpKind::kMaxPool:
-  case OpKind::kAvgPool:
-  case OpKind::kUpsample: return true;
-  default: return false;
-  }
-}
 
 bool same_axis(const GroupGeometry& g, int a, int b) {
   const size_t x = static_cast<size_t>(a), y = static_cast<size_t>(b);
@@ -105,8 +82,10 @@ namespace {
 // raw pointer: this runs on every prediction.
 void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& key) {
   size_t n = 3;
-  for (int id = grp.first; id <= grp.last; ++id)
-    n += 27 + 7 * graph.layer(id).inputs.size();
+  for (int id = grp.first; id <= grp.last; ++id) {
+    const Layer& l = graph.layer(id);
+    n += 11 + static_cast<size_t>(attribute_value_count(l.op)) + 7 * l.inputs.size();
+  }
   key.resize(n);
   int64_t* k = key.data();
   const auto shape = [&](const TensorShape& t) {
@@ -123,19 +102,10 @@ void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& k
   *k++ = grp.size();
   for (int id = grp.first; id <= grp.last; ++id) {
     const Layer& l = graph.layer(id);
-    *k++ = static_cast<int64_t>(l.op);
-    *k++ = l.groups;
-    *k++ = l.out_channels;
-    *k++ = l.upsample_scale;
-    *k++ = l.bilinear;
+    *k++ = static_cast<int64_t>(l.op); // the op fixes how many attribute values follow
     *k++ = l.params;
     *k++ = l.macs;
-    for (size_t a = 0; a < 3; ++a) {
-      *k++ = l.window.kernel[a];
-      *k++ = l.window.stride[a];
-      *k++ = l.window.pad[a];
-      *k++ = l.window.dilation[a];
-    }
+    k += attribute_values(l, k);
     shape(l.out);
     *k++ = static_cast<int64_t>(l.inputs.size());
     for (int in : l.inputs) {
@@ -151,24 +121,17 @@ void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& k
   BRICKDL_CHECK(k == key.data() + key.size(), "structure key size");
 }
 
-// Everything but the brick-dependent tensors grid and brick_reason.
-void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
-  g.invalid_reason.clear();
-  g.structure_reason.clear();
+// The group's layers, then its external inputs (core/group.h), each with its extents.
+void collect_tensors(const Graph& graph, const Group& grp, GroupGeometry& g) {
   const int L = g.layer_count;
   g.tensor_ids.clear();
   for (int id = grp.first; id <= grp.last; ++id)
     g.tensor_ids.push_back(id);
-  // External inputs, in order of first read.
-  for (const Layer* l : g.layers)
-    for (int in : l->inputs)
-      if (!grp.contains(in) &&
-          std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), in) == g.tensor_ids.end())
-        g.tensor_ids.push_back(in);
+  for (int id : group_external_inputs(graph, grp))
+    g.tensor_ids.push_back(id);
   g.external_count = static_cast<int>(g.tensor_ids.size()) - L;
   const int T = g.tensor_count();
-
-  // Extents now (maps need the producers'); bricks come in apply_brick().
+  // Extents now (maps need the producers'); bricks come in build_geometry().
   g.tensors.resize(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t) {
     const TensorShape& s = graph.layer(g.tensor_ids[static_cast<size_t>(t)]).out;
@@ -176,77 +139,78 @@ void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
                   "tensor " << s.str() << " has an extent beyond the model's 32-bit arithmetic");
     g.tensors[static_cast<size_t>(t)].extent = {s.c, s.d, s.h, s.w};
   }
-
   g.first_use.assign(static_cast<size_t>(T), -1);
   g.last_use.assign(static_cast<size_t>(T), -1);
   g.staged.assign(static_cast<size_t>(T), false);
+}
+
+// FLOPs per output point and parameters of group layer i.
+void layer_costs(const Graph& graph, const Layer& l, int i, GroupGeometry& g) {
+  g.params[static_cast<size_t>(i)] = static_cast<double>(l.params);
+  if (l.op == OpKind::kConv) {
+    const int64_t cin = graph.layer(l.inputs[0]).out.c;
+    const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
+    g.flops_per_point[static_cast<size_t>(i)] = 2.0 * static_cast<double>(cin / l.groups * kvol);
+  } else if (l.op == OpKind::kLinear) {
+    g.flops_per_point[static_cast<size_t>(i)] =
+        2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
+  }
+}
+
+// The edges of group layer i: one per distinct tensor it reads, with one channel map per
+// input slot reading it; records first / last use and staging of the producers.
+void add_edges(const Graph& graph, const Group& grp, const Layer& l, int i, GroupGeometry& g) {
+  const int L = g.layer_count;
+  g.edge_begin[static_cast<size_t>(i)] = static_cast<int>(g.edges.size());
+  for (size_t s = 0; s < l.inputs.size(); ++s) {
+    const int in = l.inputs[s];
+    const int p =
+        grp.contains(in)
+            ? in - grp.first
+            : static_cast<int>(std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), in) -
+                               g.tensor_ids.begin());
+    Edge* e = nullptr;
+    for (int k = g.edge_begin[static_cast<size_t>(i)]; k < static_cast<int>(g.edges.size()); ++k)
+      if (g.edges[static_cast<size_t>(k)].producer == p)
+        e = &g.edges[static_cast<size_t>(k)];
+    const TensorGrid& pg = g.tensors[static_cast<size_t>(p)];
+    const AxisMap cm = channel_map(graph, l, static_cast<int>(s), pg.extent[0]);
+    if (e == nullptr) {
+      e = &g.edges.emplace_back();
+      e->consumer = i;
+      e->producer = p;
+      e->slots = 1;
+      e->channel[0] = cm;
+      for (int a = 1; a < kAxes; ++a)
+        e->axis[static_cast<size_t>(a)] = spatial_map(l, a, pg.extent[static_cast<size_t>(a)]);
+    } else if (e->slots < kMaxSlotsPerEdge) {
+      e->channel[static_cast<size_t>(e->slots++)] = cm;
+    } else if (g.structure_reason.empty()) {
+      g.structure_reason = "layer '" + l.name + "' reads one tensor through more than " +
+                           std::to_string(kMaxSlotsPerEdge) + " inputs";
+    }
+    if (g.first_use[static_cast<size_t>(p)] < 0)
+      g.first_use[static_cast<size_t>(p)] = i;
+    g.last_use[static_cast<size_t>(p)] = i;
+    if (traits(l.op).windowed())
+      g.staged[static_cast<size_t>(p)] = true;
+  }
+}
+
+// Everything but the brick-dependent tensors grid and brick_reason.
+void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
+  g.invalid_reason = group_invalid_reason(graph, grp);
+  g.structure_reason = brick_blocker(graph, grp);
+  const int L = g.layer_count;
+  collect_tensors(graph, grp, g);
   g.flops_per_point.assign(static_cast<size_t>(L), 0.0);
   g.params.assign(static_cast<size_t>(L), 0.0);
   g.edges.clear();
   g.edge_begin.assign(static_cast<size_t>(L + 1), 0);
-
-  const auto tensor_index = [&](int id) {
-    if (grp.contains(id))
-      return id - grp.first;
-    return static_cast<int>(std::find(g.tensor_ids.begin() + L, g.tensor_ids.end(), id) -
-                            g.tensor_ids.begin());
-  };
-
   for (int i = 0; i < L; ++i) {
     const Layer& l = *g.layers[static_cast<size_t>(i)];
-    g.edge_begin[static_cast<size_t>(i)] = static_cast<int>(g.edges.size());
-    g.params[static_cast<size_t>(i)] = static_cast<double>(l.params);
-    if (l.op == OpKind::kConv) {
-      const int64_t cin = graph.layer(l.inputs[0]).out.c;
-      const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
-      g.flops_per_point[static_cast<size_t>(i)] = 2.0 * static_cast<double>(cin / l.groups * kvol);
-    } else if (l.op == OpKind::kLinear) {
-      g.flops_per_point[static_cast<size_t>(i)] =
-          2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
-    }
-    if (!is_brickable(l.op) && g.structure_reason.empty())
-      g.structure_reason = std::string("padded and memoized need brick-wise ops; layer '") +
-                           l.name + "' is a " + op_name(l.op) + " (layerwise only)";
-    if (i < L - 1) {
-      for (int c : graph.consumers(l.id)) {
-        if (!grp.contains(c)) {
-          g.invalid_reason = "the output of layer '" + l.name + "' is read by '" +
-                             graph.layer(c).name + "' outside the group [" +
-                             graph.layer(grp.first).name + " .. " + graph.layer(grp.last).name +
-                             "]; only the last layer's output may leave a group";
-          break;
-        }
-      }
-    }
-    for (size_t s = 0; s < l.inputs.size(); ++s) {
-      const int p = tensor_index(l.inputs[s]);
-      Edge* e = nullptr;
-      for (int k = g.edge_begin[static_cast<size_t>(i)]; k < static_cast<int>(g.edges.size()); ++k)
-        if (g.edges[static_cast<size_t>(k)].producer == p)
-          e = &g.edges[static_cast<size_t>(k)];
-      const TensorGrid& pg = g.tensors[static_cast<size_t>(p)];
-      const AxisMap cm = channel_map(graph, l, static_cast<int>(s), pg.extent[0]);
-      if (e == nullptr) {
-        g.edges.emplace_back();
-        e = &g.edges.back();
-        e->consumer = i;
-        e->producer = p;
-        e->slots = 1;
-        e->channel[0] = cm;
-        for (int a = 1; a < kAxes; ++a)
-          e->axis[static_cast<size_t>(a)] = spatial_map(l, a, pg.extent[static_cast<size_t>(a)]);
-      } else if (e->slots < kMaxSlotsPerEdge) {
-        e->channel[static_cast<size_t>(e->slots++)] = cm;
-      } else if (g.structure_reason.empty()) {
-        g.structure_reason = "layer '" + l.name + "' reads one tensor through more than " +
-                             std::to_string(kMaxSlotsPerEdge) + " inputs";
-      }
-      if (g.first_use[static_cast<size_t>(p)] < 0)
-        g.first_use[static_cast<size_t>(p)] = i;
-      g.last_use[static_cast<size_t>(p)] = i;
-      if (is_window(l.op))
-        g.staged[static_cast<size_t>(p)] = true;
-    }
+    layer_costs(graph, l, i, g);
+    add_edges(graph, grp, l, i, g);
   }
   g.edge_begin[static_cast<size_t>(L)] = static_cast<int>(g.edges.size());
   g.first_use[static_cast<size_t>(L - 1)] = L - 1;

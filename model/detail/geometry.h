@@ -19,6 +19,7 @@
 
 #include "core/candidate.h"
 #include "core/graph.h"
+#include "core/group.h"
 
 namespace brickdl::model::detail {
 
@@ -182,8 +183,5 @@ bool same_axis(const GroupGeometry& g, int a, int b);
 
 // Fills `g` (reusing its storage) for `candidate` on the fused `graph`.
 void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g);
-
-// True for ops padded / memoized can compute brick by brick.
-bool is_brickable(OpKind op);
 
 } // namespace brickdl::model::detail

@@ -31,7 +31,7 @@ struct Data {
 
 Data make_data(const Graph& g, const Group& grp) {
   Data d;
-  for (int id : kernels::group_external_inputs(g, grp))
+  for (int id : group_external_inputs(g, grp))
     d.inputs.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
   for (const auto& t : d.inputs)
     d.ptrs.push_back(&t);

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/graph_builder.h"
+#include "core/group.h"
 #include "core/store.h"
 #include "search/driver.h"
 #include "search/progress.h"
 #include "search/searcher.h"
-#include "search/workload.h"
 #include "tests/search/test_graphs.h"
 
 namespace brickdl::search {

@@ -5,7 +5,6 @@
 #include "core/error.h"
 #include "core/graph_builder.h"
 #include "search/search_space.h"
-#include "search/workload.h"
 
 namespace brickdl::search {
 namespace {
@@ -31,13 +30,6 @@ SearchSpaceConfig small_config() {
 TEST(SearchSpace, GroupsHaveOneOutput) {
   const Graph g = residual_graph();
   ASSERT_EQ(g.size(), 6);
-  EXPECT_TRUE(is_valid_group(g, Group{2, 4})); // c1 comes from outside: allowed
-  EXPECT_TRUE(is_valid_group(g, Group{1, 4}));
-  EXPECT_FALSE(is_valid_group(g, Group{1, 3})); // c1 is read by add, outside
-  EXPECT_FALSE(is_valid_group(g, Group{1, 2}));
-  EXPECT_TRUE(is_valid_group(g, Group{1, 1}));
-  EXPECT_FALSE(is_valid_group(g, Group{0, 1})); // the input is never in a group
-
   const SearchSpace sp = SearchSpace::build(g, small_config());
   std::vector<Group> groups;
   for (const auto& e : sp.groups())
@@ -201,51 +193,6 @@ TEST(SearchSpace, BadConfig) {
   cfg = SearchSpaceConfig{};
   cfg.threads = {0};
   EXPECT_THROW(SearchSpace::build(residual_graph(), cfg), UserError);
-}
-
-// Workload signatures: equal for the same work wherever it sits, different otherwise.
-Graph two_blocks(int64_t channels_second, const std::string& prefix) {
-  GraphBuilder b("blocks", TensorShape{2, 16, 1, 14, 14, 2});
-  int x = b.input();
-  for (int i = 0; i < 2; ++i) {
-    const int64_t ch = i == 0 ? 16 : channels_second;
-    const std::string p = prefix + std::to_string(i);
-    const int y = b.conv_bn_relu(x, ch, 3, 1, 1, 1, p + ".a");
-    const int z = b.batch_norm(b.conv2d(y, 16, 3, 1, 1, 1, 1, false, p + ".b.conv"), p + ".b.bn");
-    x = b.relu(b.add(z, x, p + ".add"), p + ".relu");
-  }
-  return fuse_for_inference(b.build());
-}
-
-TEST(Workload, RepeatedBlocksShareASignature) {
-  const Graph g = two_blocks(16, "layer");
-  ASSERT_EQ(g.size(), 7); // input, (conv, conv, add) × 2
-  const std::string first = workload_signature(g, Group{1, 3});
-  EXPECT_EQ(first, workload_signature(g, Group{4, 6}));
-  // Names do not matter; shapes do.
-  EXPECT_EQ(first, workload_signature(two_blocks(16, "other"), Group{4, 6}));
-  EXPECT_NE(first, workload_signature(two_blocks(32, "layer"), Group{4, 6}));
-  EXPECT_NE(first, workload_signature(g, Group{1, 2}));
-  EXPECT_NE(workload_signature(g, Group{2, 3}), workload_signature(g, Group{1, 2}));
-  // The description is for people.
-  EXPECT_EQ(workload_description(g, Group{1, 3}),
-            "conv3x3 16->16 14x14 +relu | conv3x3 16->16 14x14 | add 14x14 +relu");
-  EXPECT_EQ(group_layer_names(g, Group{1, 3}), "layer0.a.conv .. layer0.add");
-}
-
-TEST(Workload, SignatureDistinguishesBatchAndEpilogue) {
-  auto one = [](int batch, bool relu) {
-    GraphBuilder b("one", TensorShape{batch, 4, 1, 8, 8, 2});
-    const int c = b.conv2d(b.input(), 4, 3, 1, 1);
-    if (relu)
-      b.relu(c);
-    return fuse_for_inference(b.build());
-  };
-  const std::string base = workload_signature(one(1, true), Group{1, 1});
-  EXPECT_EQ(base, workload_signature(one(1, true), Group{1, 1}));
-  EXPECT_NE(base, workload_signature(one(2, true), Group{1, 1}));
-  EXPECT_NE(base, workload_signature(one(1, false), Group{1, 1}));
-  EXPECT_NE(base.find("relu"), std::string::npos) << base;
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 #include "tests/search/test_graphs.h"
 
-#include "search/workload.h"
+#include "core/group.h"
 
 namespace brickdl::search::testing {
 

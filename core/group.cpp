@@ -1,0 +1,160 @@
+#include "core/group.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace brickdl {
+
+namespace {
+
+bool in_range(const Graph& graph, const Group& group) {
+  return group.first >= 1 && group.first <= group.last && group.last < graph.size();
+}
+
+void check_range(const Graph& graph, const Group& group) {
+  BRICKDL_CHECK(in_range(graph, group), "group [" << group.first << ", " << group.last
+                                                  << "] outside graph of " << graph.size()
+                                                  << " layers");
+}
+
+// Shape without the batch: "64x56x56", "3x112x112x112", "1000".
+std::string shape_wo_batch(const TensorShape& s) {
+  std::string r = std::to_string(s.c);
+  if (s.spatial_rank == 3)
+    r += "x" + std::to_string(s.d);
+  if (s.spatial_rank >= 2)
+    r += "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
+  return r;
+}
+
+std::string epilogue_text(const Layer& l) {
+  switch (l.activation) {
+  case Activation::kNone: return "";
+  case Activation::kRelu: return " relu";
+  case Activation::kLeakyRelu: return fmt::format(" leaky{}", l.leaky_slope);
+  }
+  return "";
+}
+
+// "conv3x3/2 64->128 28x28", "maxpool3x3/2 56x56", "linear 2048->1000", "add 56x56".
+std::string layer_description(const Graph& graph, const Layer& l) {
+  const int64_t in_c = l.inputs.empty() ? 0 : graph.layer(l.inputs[0]).out.c;
+  std::string spatial;
+  if (l.out.spatial_rank == 3)
+    spatial = fmt::format(" {}x{}x{}", l.out.d, l.out.h, l.out.w);
+  if (l.out.spatial_rank == 2)
+    spatial = fmt::format(" {}x{}", l.out.h, l.out.w);
+  const auto& k = l.window.kernel;
+  const std::string kern = l.out.spatial_rank == 3 ? fmt::format("{}x{}x{}", k[0], k[1], k[2])
+                                                   : fmt::format("{}x{}", k[1], k[2]);
+  const std::string stride = l.window.stride[2] > 1 ? "/" + std::to_string(l.window.stride[2]) : "";
+  switch (l.op) {
+  case OpKind::kConv: return fmt::format("conv{}{} {}->{}{}", kern, stride, in_c, l.out.c, spatial);
+  case OpKind::kMaxPool: return fmt::format("maxpool{}{}{}", kern, stride, spatial);
+  case OpKind::kAvgPool: return fmt::format("avgpool{}{}{}", kern, stride, spatial);
+  case OpKind::kLinear: return fmt::format("linear {}->{}", in_c, l.out.c);
+  default: return std::string(op_name(l.op)) + spatial;
+  }
+}
+
+} // namespace
+
+std::string group_invalid_reason(const Graph& graph, const Group& group) {
+  if (!in_range(graph, group))
+    return "group [" + std::to_string(group.first) + ", " + std::to_string(group.last) +
+           "] is not a range of layers 1.." + std::to_string(graph.size() - 1);
+  for (int id = group.first; id < group.last; ++id)
+    for (int c : graph.consumers(id))
+      if (!group.contains(c))
+        return "the output of layer '" + graph.layer(id).name + "' is read by '" +
+               graph.layer(c).name + "' outside the group [" + graph.layer(group.first).name +
+               " .. " + graph.layer(group.last).name +
+               "]; only the last layer's output may leave a group";
+  return "";
+}
+
+bool is_valid_group(const Graph& graph, const Group& group) {
+  if (!in_range(graph, group))
+    return false;
+  // Consumers come later in the topological order: one outside the group is after it.
+  for (int id = group.first; id < group.last; ++id)
+    for (int c : graph.consumers(id))
+      if (c > group.last)
+        return false;
+  return true;
+}
+
+std::vector<int> group_external_inputs(const Graph& graph, const Group& group) {
+  check_range(graph, group);
+  std::vector<int> ids;
+  for (int id = group.first; id <= group.last; ++id)
+    for (int p : graph.layer(id).inputs)
+      if (!group.contains(p) && std::find(ids.begin(), ids.end(), p) == ids.end())
+        ids.push_back(p);
+  return ids;
+}
+
+std::string brick_blocker(const Graph& graph, const Group& group) {
+  check_range(graph, group);
+  for (int id = group.first; id <= group.last; ++id) {
+    const Layer& l = graph.layer(id);
+    if (!is_brickable(l))
+      return "layer '" + l.name + "' (" + op_name(l.op) + ", output " + l.out.str() +
+             ") cannot be computed brick by brick, so padded and memoized cannot run the "
+             "group; it runs layerwise";
+  }
+  return "";
+}
+
+std::string workload_signature(const Graph& graph, const Group& group) {
+  check_range(graph, group);
+  std::map<int, int> external; // producer id -> X index, in order of first read
+  std::string ext_part;
+  std::string layer_part;
+  for (int id = group.first; id <= group.last; ++id) {
+    const Layer& l = graph.layer(id);
+    std::string ins;
+    for (int in : l.inputs) {
+      if (!ins.empty())
+        ins += ",";
+      if (group.contains(in)) {
+        ins += "L" + std::to_string(in - group.first);
+        continue;
+      }
+      auto [it, fresh] = external.emplace(in, static_cast<int>(external.size()));
+      if (fresh)
+        ext_part += fmt::format(" | X{}={}", it->second, shape_wo_batch(graph.layer(in).out));
+      ins += "X" + std::to_string(it->second);
+    }
+    layer_part += fmt::format(" | L{}={}({}){}{} -> {}", id - group.first, op_name(l.op), ins,
+                              attribute_text(l), epilogue_text(l), shape_wo_batch(l.out));
+  }
+  return fmt::format("v1 n{} {}", graph.batch(), dtype_name(graph.dtype())) + ext_part + layer_part;
+}
+
+std::string workload_description(const Graph& graph, const Group& group) {
+  check_range(graph, group);
+  std::string s;
+  for (int id = group.first; id <= group.last; ++id) {
+    const Layer& l = graph.layer(id);
+    if (!s.empty())
+      s += " | ";
+    s += layer_description(graph, l);
+    if (l.activation != Activation::kNone)
+      s += std::string(" +") + activation_name(l.activation);
+  }
+  return s;
+}
+
+std::string group_layer_names(const Graph& graph, const Group& group) {
+  check_range(graph, group);
+  if (group.size() == 1)
+    return graph.layer(group.first).name;
+  return graph.layer(group.first).name + " .. " + graph.layer(group.last).name;
+}
+
+} // namespace brickdl

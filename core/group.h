@@ -1,0 +1,62 @@
+#pragma once
+// Groups: the layers one merged kernel runs (the paper's subgraphs), and every rule about
+// them, in one place.
+//
+//   Graph + Group ──group_invalid_reason()──► "" when it is a group at all
+//                 ──brick_blocker()─────────► "" when padded / memoized can run it
+//                 ──group_external_inputs()─► the tensors it reads from outside
+//                 ──workload_signature()────► the key the tuning database shares results by
+//
+// A group is a contiguous range [first, last] of a (fused) graph's topological order whose
+// only output leaving the group is its last layer's; inputs may come from outside (residual
+// skips). Layer 0, the graph input, is never in a group. The model (model/detail/geometry),
+// the search space, the CPU executor and the CUDA code generator all ask these functions, so
+// they agree on what a group is and what it reads.
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace brickdl {
+
+struct Group {
+  int first = 1; // inclusive
+  int last = 1;  // inclusive
+  int size() const { return last - first + 1; }
+  bool contains(int id) const { return id >= first && id <= last; }
+  bool operator==(const Group& o) const = default;
+};
+
+// Empty when `group` is a group of `graph`; else why not: a range outside layers
+// 1..size−1, or a layer before the last whose output is read outside the group (named).
+std::string group_invalid_reason(const Graph& graph, const Group& group);
+bool is_valid_group(const Graph& graph, const Group& group);
+
+// The tensors (producer layer ids) that layers of `group` read but the group does not
+// produce, in order of first read: the first layer's input, residual skips, ...
+std::vector<int> group_external_inputs(const Graph& graph, const Group& group);
+
+// Empty when padded and memoized can compute every layer of the (valid) group brick by
+// brick (is_brickable, core/op_traits.h); else why not, naming the first layer that stops
+// them.
+std::string brick_blocker(const Graph& graph, const Group& group);
+
+// The canonical workload signature of a group: the key under which the tuning database
+// shares predictions and measurements across positions, runs and models (ResNet's repeated
+// blocks are one workload). It names every layer by its position in the group (L0, L1, ...)
+// and every tensor read from outside by the order in which the group first reads it (X0,
+// X1, ...), so it depends neither on layer names nor on where the group sits. It holds what
+// determines the work: ops, attributes (attribute_text, core/op_traits.h), epilogues, the
+// shapes of the external inputs and of every layer's output (without the batch), the batch
+// and the precision, e.g.
+//   "v1 n8 fp32 | X0=64x56x56 | L0=conv(X0) k1x3x3 s1x1x1 p0x1x1 d1x1x1 g1 c64 b1 relu
+//    -> 64x56x56 | ..."
+std::string workload_signature(const Graph& graph, const Group& group);
+
+// Human-readable summary: "conv3x3 64->64 56x56 +relu | add +relu".
+std::string workload_description(const Graph& graph, const Group& group);
+
+// "layer1.0.conv1 .. layer1.0.conv3", or the single layer's name.
+std::string group_layer_names(const Graph& graph, const Group& group);
+
+} // namespace brickdl

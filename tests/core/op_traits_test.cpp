@@ -1,0 +1,175 @@
+// The op-traits table: one row per op, names, the canonical attribute text (part of the
+// database's workload keys, so pinned here), the numeric key form, and the JSON form read
+// back through the YAML reader.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/graph_builder.h"
+#include "core/op_traits.h"
+#include "core/yaml_graph.h"
+
+namespace brickdl {
+namespace {
+
+constexpr OpKind kAllOps[] = {
+    OpKind::kInput,     OpKind::kConv,          OpKind::kBatchNorm, OpKind::kRelu,
+    OpKind::kLeakyRelu, OpKind::kAdd,           OpKind::kConcat,    OpKind::kMaxPool,
+    OpKind::kAvgPool,   OpKind::kGlobalAvgPool, OpKind::kUpsample,  OpKind::kFlatten,
+    OpKind::kLinear,
+};
+
+TEST(OpTraits, EveryOpHasItsRowAndNameRoundTrips) {
+  std::set<std::string> names;
+  for (OpKind op : kAllOps) {
+    EXPECT_EQ(traits(op).op, op);
+    names.insert(op_name(op));
+    OpKind back = OpKind::kInput;
+    ASSERT_TRUE(parse_op(op_name(op), &back)) << op_name(op);
+    EXPECT_EQ(back, op);
+  }
+  EXPECT_EQ(names.size(), std::size(kAllOps));
+  EXPECT_EQ(op_names().size(), std::size(kAllOps));
+  OpKind ignored;
+  EXPECT_FALSE(parse_op("convolution", &ignored));
+}
+
+TEST(OpTraits, RulesFollowFromTheOp) {
+  // Windowed ops are exactly the ones with a window attribute; whole-input ops are not
+  // brickable; only brickable ops are computed by the generated kernels.
+  for (OpKind op : kAllOps) {
+    const OpTraits& t = traits(op);
+    const bool window_attr = t.has_attribute(Attr::kConvWindow) ||
+                             t.has_attribute(Attr::kPoolWindow) ||
+                             t.has_attribute(Attr::kAvgPoolWindow);
+    EXPECT_EQ(t.windowed(), window_attr) << t.name;
+    if (t.spatial == SpatialRule::kWhole)
+      EXPECT_FALSE(t.brickable) << t.name;
+    if (t.generated)
+      EXPECT_TRUE(t.brickable) << t.name;
+    EXPECT_GE(t.min_inputs, op == OpKind::kInput ? 0 : 1) << t.name;
+  }
+  EXPECT_TRUE(traits(OpKind::kConv).folds_batch_norm);
+  EXPECT_TRUE(traits(OpKind::kAdd).takes_epilogue);
+  EXPECT_TRUE(traits(OpKind::kLeakyRelu).is_activation);
+  EXPECT_EQ(traits(OpKind::kConcat).max_inputs, -1);
+}
+
+// A 2-D graph with one layer of every op but the input.
+Graph every_op_graph() {
+  GraphBuilder b("every_op", TensorShape{1, 8, 1, 8, 8, 2});
+  const int c = b.conv2d(b.input(), 8, 3, 2, 1, 2, 2, true, "conv");
+  const int n = b.batch_norm(c, "bn");
+  const int r = b.relu(n, "relu");
+  const int k = b.leaky_relu(r, 0.2f, "leaky");
+  const int a = b.add(k, r, "add");
+  const int cat = b.concat({a, k}, "cat");
+  const int mp = b.max_pool(cat, 3, 1, 1, true, "max");
+  const int ap = b.avg_pool(mp, 3, 1, 1, false, "avg");
+  const int up = b.upsample(ap, 2, true, "up");
+  const int gap = b.global_avg_pool(up, "gap");
+  const int fl = b.flatten(gap, "flat");
+  b.linear(fl, 10, false, "fc");
+  return b.build();
+}
+
+TEST(OpTraits, AttributeTextIsTheWorkloadKeyFormat) {
+  // Tuning databases share results under signatures made of these strings: a change here
+  // orphans every stored result.
+  const Graph g = every_op_graph();
+  const auto text = [&](const char* name) { return attribute_text(g.layer(g.find(name))); };
+  EXPECT_EQ(text("conv"), " k1x3x3 s1x2x2 p0x1x1 d1x2x2 g2 c8 b1");
+  EXPECT_EQ(text("bn"), "");
+  EXPECT_EQ(text("leaky"), " slope0.2");
+  EXPECT_EQ(text("max"), " k1x3x3 s1x1x1 p0x1x1 d1x1x1 ceil");
+  EXPECT_EQ(text("avg"), " k1x3x3 s1x1x1 p0x1x1 d1x1x1");
+  EXPECT_EQ(text("up"), " x2 bilinear");
+  EXPECT_EQ(text("fc"), " c10 b0");
+}
+
+TEST(OpTraits, AttributeValuesChangeWithEveryAttribute) {
+  const Graph g = every_op_graph();
+  for (const Layer& base : g.layers()) {
+    int64_t v0[kMaxAttributeValues];
+    const int n = attribute_values(base, v0);
+    EXPECT_EQ(n, attribute_value_count(base.op)) << base.name;
+    // Change each attribute in turn: the values must change too.
+    for (int field = 0; field < 9; ++field) {
+      Layer l = base;
+      switch (field) {
+      case 0: l.window.kernel[2] += 2; break;
+      case 1: l.groups *= 2; break;
+      case 2: l.out_channels += 1; break;
+      case 3: l.bias = !l.bias; break;
+      case 4: l.ceil_mode = !l.ceil_mode; break;
+      case 5: l.count_include_pad = !l.count_include_pad; break;
+      case 6: l.upsample_scale += 1; break;
+      case 7: l.bilinear = !l.bilinear; break;
+      case 8: l.leaky_slope += 0.25f; break;
+      }
+      int64_t v1[kMaxAttributeValues];
+      ASSERT_EQ(attribute_values(l, v1), n);
+      const bool values_differ = !std::equal(v0, v0 + n, v1);
+      EXPECT_EQ(values_differ, attribute_text(l) != attribute_text(base))
+          << base.name << " field " << field;
+    }
+  }
+}
+
+// Every layer's attribute_json() read back through the YAML reader gives the same layer:
+// the JSON keys are the YAML keys, and nothing is lost.
+TEST(OpTraits, AttributeJsonReadsBackThroughYaml) {
+  const Graph g = every_op_graph();
+  std::string yaml = "input: {channels: 8, size: [8, 8]}\nlayers:\n";
+  for (const Layer& l : g.layers()) {
+    if (l.op == OpKind::kInput)
+      continue;
+    nlohmann::json j = attribute_json(l);
+    // Windows are written as (d, h, w) triples; a 2-D YAML graph takes (h, w).
+    for (const char* key : {"kernel", "stride", "padding", "dilation"})
+      if (j.contains(key))
+        j[key] = {j[key][1], j[key][2]};
+    j["op"] = op_name(l.op);
+    j["name"] = l.name;
+    nlohmann::json inputs = nlohmann::json::array();
+    for (int in : l.inputs)
+      inputs.push_back(g.layer(in).name);
+    j["inputs"] = inputs;
+    yaml += "  - " + j.dump() + "\n";
+  }
+  const Graph back = parse_yaml_graph(yaml, "every_op.yaml");
+  ASSERT_EQ(back.size(), g.size());
+  for (const Layer& l : g.layers()) {
+    const Layer& r = back.layer(l.id);
+    EXPECT_EQ(attribute_text(r), attribute_text(l)) << l.name;
+    EXPECT_EQ(r.out, l.out) << l.name;
+    EXPECT_EQ(r.params, l.params) << l.name;
+  }
+}
+
+TEST(OpTraits, YamlKeysComeFromTheAttributes) {
+  EXPECT_EQ(yaml_layer_keys(OpKind::kRelu), (std::vector<std::string>{"op", "name", "inputs"}));
+  const std::vector<std::string> conv = yaml_layer_keys(OpKind::kConv);
+  for (Attr a : traits(OpKind::kConv).attributes)
+    for (const std::string& k : attribute_keys(a))
+      EXPECT_NE(std::find(conv.begin(), conv.end(), k), conv.end()) << k;
+  const std::vector<std::string> avg = yaml_layer_keys(OpKind::kAvgPool);
+  EXPECT_EQ(std::find(avg.begin(), avg.end(), "dilation"), avg.end());
+}
+
+TEST(OpTraits, BrickableNeedsASpatialOutput) {
+  GraphBuilder b("flat", TensorShape{2, 4, 1, 4, 4, 2});
+  const int f = b.flatten(b.input());
+  const int sum = b.add(f, f);
+  const Graph g = b.build();
+  EXPECT_TRUE(traits(OpKind::kAdd).brickable);
+  EXPECT_FALSE(is_brickable(g.layer(sum))); // a flat tensor has no bricks
+  EXPECT_FALSE(is_brickable(g.layer(f)));
+}
+
+} // namespace
+} // namespace brickdl
