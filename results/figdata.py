@@ -1,4 +1,4 @@
-"""Reads a brickdl tuning database (core/store_schema.sql) into the numbers of Figs 7-12.
+"""Reads a brickdl tuning database (core/store/schema.sql) into the numbers of Figs 7-12.
 
 Only the standard library is used here, so the extraction can be tested without matplotlib.
 

@@ -18,7 +18,7 @@ EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMA = os.path.join(HERE, "..", "..", "core", "store_schema.sql")
+SCHEMA = os.path.join(HERE, "..", "..", "core", "store", "schema.sql")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
@@ -178,7 +178,7 @@ def _now():
 
 
 def open_db(path):
-    """Opens (or creates, from core/store_schema.sql) a brickdl tuning database."""
+    """Opens (or creates, from core/store/schema.sql) a brickdl tuning database."""
     existed = os.path.exists(path)
     conn = sqlite3.connect(path, timeout=10)
     try:
@@ -191,9 +191,7 @@ def open_db(path):
                                     "than these scripts know (1)")
         else:
             with open(SCHEMA) as f:
-                conn.executescript(f.read())
-            conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                             [("application", "brickdl"), ("schema_version", "1")])
+                conn.executescript(f.read())  # writes the meta rows too
             conn.commit()
     except sqlite3.DatabaseError as e:
         conn.close()

@@ -1,4 +1,4 @@
-"""A small synthetic tuning database built from core/store_schema.sql with known rows.
+"""A small synthetic tuning database built from core/store/schema.sql with known rows.
 
 The numbers are chosen so that every value the figure scripts extract can be checked by hand;
 the expected values are written out in test_figdata.py next to each assertion.
@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCHEMA = os.path.join(ROOT, "core", "store_schema.sql")
+SCHEMA = os.path.join(ROOT, "core", "store", "schema.sql")
 
 MODEL_TARGET = "model:A100-40GB"
 CPU_TARGET = "cpu:Synthetic CPU"
@@ -23,9 +23,7 @@ class Builder:
     def __init__(self, path):
         self.conn = sqlite3.connect(path)
         with open(SCHEMA) as f:
-            self.conn.executescript(f.read())
-        self.conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
-                              [("application", "brickdl"), ("schema_version", "1")])
+            self.conn.executescript(f.read())  # writes the meta rows too
         self._workloads = 0
 
     def _insert(self, sql, args):

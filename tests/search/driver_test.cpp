@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/graph_builder.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 #include "search/driver.h"
 #include "search/progress.h"
 #include "search/searcher.h"
