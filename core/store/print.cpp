@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>

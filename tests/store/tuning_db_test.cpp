@@ -194,6 +194,8 @@ TEST(TuningDb, GetOrInsertReturnsTheSameIds) {
   EXPECT_EQ(raw.count("workloads"), 2);
 }
 
+// Long on purpose: one run's life through every table in order; the fixed clock numbers the
+// writes, so the steps cannot be split into separate tests.
 TEST(TuningDb, RunsMeasurementsAndPlansRoundTrip) {
   TempDir dir;
   TuningDb db(dir.file("t.db"));
