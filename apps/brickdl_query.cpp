@@ -11,9 +11,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/query.h"
-#include "core/store.h"
-#include "core/store_merge.h"
+#include "core/store/merge.h"
+#include "core/store/print.h"
+#include "core/store/queries.h"
+#include "core/store/tuning_db.h"
 
 namespace {
 
@@ -26,65 +27,128 @@ void remove_database(const std::string& path) {
     std::filesystem::remove(path + suffix, ec);
 }
 
+// The command line: the options of every subcommand, filled by parsing.
+struct Args {
+  std::string db_path = "brickdl.db";
+  // best
+  query::BestFilter filter;
+  std::optional<int> batch;
+  bool json = false;
+  // show, compare
+  int64_t show_run = 0, run_a = 0, run_b = 0;
+  // export
+  std::string format = "csv", out_path;
+  std::optional<int64_t> export_run;
+  // merge
+  std::string merge_out;
+  std::vector<std::string> merge_inputs;
+  brickdl::MergeOptions merge_options;
+};
+
+CLI::App* add_best(CLI::App& app, Args& a) {
+  CLI::App* best = app.add_subcommand(
+      "best", "Best configuration per model, group, target, precision and batch: the fastest "
+              "ok measurement, else the best prediction (marked 'predicted')");
+  best->add_option("--model", a.filter.model, "Only this model (zoo name or 'custom')");
+  best->add_option("--gpu", a.filter.gpu, "Only runs that predicted for this GPU spec");
+  best->add_option("--precision", a.filter.precision, "Only this precision")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  best->add_option("--batch", a.batch, "Only this batch size")->check(CLI::PositiveNumber);
+  best->add_option("--target", a.filter.target, "Only targets whose fingerprint contains this");
+  best->add_flag("--json", a.json, "JSON instead of a table");
+  return best;
+}
+
+CLI::App* add_export(CLI::App& app, Args& a) {
+  CLI::App* exp = app.add_subcommand(
+      "export", "One row per measurement with its candidate, workload, run, target, "
+                "prediction and counters");
+  exp->add_option("--format", a.format, "csv or json")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->capture_default_str();
+  exp->add_option("--run", a.export_run, "Only this run's measurements");
+  exp->add_option("--out", a.out_path, "Write to this file instead of standard output");
+  return exp;
+}
+
+CLI::App* add_merge(CLI::App& app, Args& a) {
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Copy databases into OUT (created when absent), remapping ids; merging the same "
+               "input again adds nothing");
+  merge->add_option("OUT", a.merge_out, "The database to merge into")->required();
+  merge->add_option("IN", a.merge_inputs, "Databases to copy from")->required();
+  merge->add_flag("--allow-mixed-targets", a.merge_options.allow_mixed_targets,
+                  "Accept measurements of different targets side by side");
+  return merge;
+}
+
+int run_merge(const Args& a) {
+  const bool existed = std::filesystem::exists(a.merge_out);
+  try {
+    TuningDb out(a.merge_out);
+    for (const auto& s : brickdl::merge_databases(out, a.merge_inputs, a.merge_options)) {
+      std::cout << fmt::format(
+          "merged {}: runs +{} ({} already present), measurements +{} ({} already present), "
+          "predictions +{}, plans +{}, baselines +{}\n",
+          s.input, s.runs_added, s.runs_present, s.measurements_added, s.measurements_present,
+          s.predictions_added, s.plans_added, s.baselines_added);
+    }
+  } catch (...) {
+    if (!existed)
+      remove_database(a.merge_out); // a refused merge leaves no new file
+    throw;
+  }
+  return 0;
+}
+
+void run_best(TuningDb& db, const Args& a) {
+  query::BestFilter filter = a.filter;
+  filter.batch = a.batch;
+  const auto rows = query::best(db, filter);
+  if (a.json) {
+    std::cout << query::best_json(rows).dump(2) << "\n";
+  } else {
+    query::print_best(rows, std::cout);
+  }
+}
+
+void run_export(TuningDb& db, const Args& a) {
+  const auto format = a.format == "json" ? query::ExportFormat::kJson : query::ExportFormat::kCsv;
+  const query::ExportTable table =
+      query::export_measurements(db, a.export_run, format == query::ExportFormat::kJson);
+  if (a.out_path.empty()) {
+    query::print_export(table, format, std::cout);
+    return;
+  }
+  std::ofstream out(a.out_path, std::ios::trunc);
+  if (!out) {
+    throw brickdl::UserError("cannot write '" + a.out_path +
+                             "'; check that its folder exists and is writable");
+  }
+  query::print_export(table, format, out);
+  out.close();
+  if (!out)
+    throw brickdl::UserError("writing '" + a.out_path + "' failed");
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
                "tuning database, and merging of databases"};
   app.require_subcommand(1);
-  std::string db_path = "brickdl.db";
-  app.add_option("--db", db_path, "The tuning database to read")->capture_default_str();
-
-  // best
-  CLI::App* best = app.add_subcommand(
-      "best", "Best configuration per model, group, target, precision and batch: the fastest "
-              "ok measurement, else the best prediction (marked 'predicted')");
-  query::BestFilter filter;
-  std::optional<int> batch;
-  bool json = false;
-  best->add_option("--model", filter.model, "Only this model (zoo name or 'custom')");
-  best->add_option("--gpu", filter.gpu, "Only runs that predicted for this GPU spec");
-  best->add_option("--precision", filter.precision, "Only this precision")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-  best->add_option("--batch", batch, "Only this batch size")->check(CLI::PositiveNumber);
-  best->add_option("--target", filter.target, "Only targets whose fingerprint contains this");
-  best->add_flag("--json", json, "JSON instead of a table");
-
-  // runs, show, compare
+  Args a;
+  app.add_option("--db", a.db_path, "The tuning database to read")->capture_default_str();
+  CLI::App* best = add_best(app, a);
   CLI::App* runs = app.add_subcommand("runs", "List the tuning runs");
   CLI::App* show = app.add_subcommand("show", "A run's configuration, groups, measurements and "
                                               "plans");
-  int64_t show_run = 0;
-  show->add_option("RUN", show_run, "Run id (see `runs`)")->required();
+  show->add_option("RUN", a.show_run, "Run id (see `runs`)")->required();
   CLI::App* compare = app.add_subcommand(
       "compare", "Per workload measured in both runs: each run's best candidate, median and "
                  "spread, and the ratio B/A");
-  int64_t run_a = 0, run_b = 0;
-  compare->add_option("RUN_A", run_a, "Run id")->required();
-  compare->add_option("RUN_B", run_b, "Run id")->required();
-
-  // export
-  CLI::App* exp = app.add_subcommand(
-      "export", "One row per measurement with its candidate, workload, run, target, "
-                "prediction and counters");
-  std::string format = "csv", out_path;
-  std::optional<int64_t> export_run;
-  exp->add_option("--format", format, "csv or json")
-      ->check(CLI::IsMember({"csv", "json"}))
-      ->capture_default_str();
-  exp->add_option("--run", export_run, "Only this run's measurements");
-  exp->add_option("--out", out_path, "Write to this file instead of standard output");
-
-  // merge
-  CLI::App* merge = app.add_subcommand(
-      "merge", "Copy databases into OUT (created when absent), remapping ids; merging the same "
-               "input again adds nothing");
-  std::string merge_out;
-  std::vector<std::string> merge_inputs;
-  brickdl::MergeOptions merge_options;
-  merge->add_option("OUT", merge_out, "The database to merge into")->required();
-  merge->add_option("IN", merge_inputs, "Databases to copy from")->required();
-  merge->add_flag("--allow-mixed-targets", merge_options.allow_mixed_targets,
-                  "Accept measurements of different targets side by side");
-
+  compare->add_option("RUN_A", a.run_a, "Run id")->required();
+  compare->add_option("RUN_B", a.run_b, "Run id")->required();
+  CLI::App* exp = add_export(app, a);
+  CLI::App* merge = add_merge(app, a);
   // `--db` may also follow the subcommand.
   for (CLI::App* sub : {best, runs, show, compare, exp, merge})
     sub->fallthrough();
@@ -95,56 +159,20 @@ int run(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : brickdl::kExitUserError;
   }
+  if (merge->parsed())
+    return run_merge(a);
 
-  if (merge->parsed()) {
-    const bool existed = std::filesystem::exists(merge_out);
-    try {
-      TuningDb out(merge_out);
-      for (const auto& s : brickdl::merge_databases(out, merge_inputs, merge_options)) {
-        std::cout << fmt::format(
-            "merged {}: runs +{} ({} already present), measurements +{} ({} already present), "
-            "predictions +{}, plans +{}, baselines +{}\n",
-            s.input, s.runs_added, s.runs_present, s.measurements_added, s.measurements_present,
-            s.predictions_added, s.plans_added, s.baselines_added);
-      }
-    } catch (...) {
-      if (!existed)
-        remove_database(merge_out); // a refused merge leaves no new file
-      throw;
-    }
-    return 0;
-  }
-
-  TuningDb db(db_path, TuningDb::Mode::kReadOnly);
+  TuningDb db(a.db_path, TuningDb::Mode::kReadOnly);
   if (best->parsed()) {
-    filter.batch = batch;
-    const auto rows = query::best(db, filter);
-    if (json) {
-      std::cout << query::best_json(rows).dump(2) << "\n";
-    } else {
-      query::print_best(rows, std::cout);
-    }
+    run_best(db, a);
   } else if (runs->parsed()) {
-    query::print_runs(db, std::cout);
+    query::print_runs(query::runs(db), db.path(), std::cout);
   } else if (show->parsed()) {
-    query::print_run(db, show_run, std::cout);
+    query::print_run(query::run_details(db, a.show_run), std::cout);
   } else if (compare->parsed()) {
-    query::print_comparison(db, run_a, run_b, std::cout);
+    query::print_comparison(query::compare_runs(db, a.run_a, a.run_b), std::cout);
   } else if (exp->parsed()) {
-    const auto fmt = format == "json" ? query::ExportFormat::kJson : query::ExportFormat::kCsv;
-    if (out_path.empty()) {
-      query::export_measurements(db, fmt, export_run, std::cout);
-    } else {
-      std::ofstream out(out_path, std::ios::trunc);
-      if (!out) {
-        throw brickdl::UserError("cannot write '" + out_path +
-                                 "'; check that its folder exists and is writable");
-      }
-      query::export_measurements(db, fmt, export_run, out);
-      out.close();
-      if (!out)
-        throw brickdl::UserError("writing '" + out_path + "' failed");
-    }
+    run_export(db, a);
   }
   return 0;
 }

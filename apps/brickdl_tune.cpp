@@ -7,8 +7,6 @@
 //                [--quiet] [--progress]
 //
 // Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
-#include <sqlite3.h>
-
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -19,7 +17,7 @@
 #include "core/describe.h"
 #include "core/error.h"
 #include "core/experiment.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 #include "model/report.h"
 #include "search/driver.h"
 #include "search/interrupt.h"
@@ -42,19 +40,14 @@ struct Args {
 
 // Marks a run aborted through a connection of its own (called from the interrupt watcher
 // while the main thread may be inside a measurement); a run already ended stays as it is.
+// The process exits right after, so a failure is reported here, not thrown.
 void mark_aborted(const std::string& db_path, int64_t run_id) {
-  TuningDb db(db_path);
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(),
-                         "UPDATE runs SET status = 'aborted', ended_at = ? "
-                         "WHERE id = ? AND status = 'running'",
-                         -1, &st, nullptr) != SQLITE_OK)
-    return;
-  const std::string now = db.now();
-  sqlite3_bind_text(st, 1, now.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st, 2, run_id);
-  sqlite3_step(st);
-  sqlite3_finalize(st);
+  try {
+    TuningDb db(db_path);
+    db.mark_run_aborted(run_id);
+  } catch (const std::exception& e) {
+    std::cerr << "brickdl-tune: could not mark run " << run_id << " aborted: " << e.what() << '\n';
+  }
 }
 
 int run(const Args& a, search::InterruptHandler& interrupt) {

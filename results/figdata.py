@@ -1,4 +1,4 @@
-"""Reads a brickdl tuning database (core/store_schema.sql) into the numbers of Figs 7-12.
+"""Reads a brickdl tuning database (core/store/schema.sql) into the numbers of Figs 7-12.
 
 Only the standard library is used here, so the extraction can be tested without matplotlib.
 
@@ -20,16 +20,16 @@ import json
 import math
 import os
 import re
-import sqlite3
-import urllib.parse
+import sys
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brickdl_store  # noqa: E402
 
 SOURCE_GPU = "measured (GPU)"
 SOURCE_CPU = "measured (CPU)"
 SOURCE_MODEL = "predicted (model)"
 SOURCE_SHORT = {SOURCE_GPU: "GPU", SOURCE_CPU: "CPU", SOURCE_MODEL: "model"}
-
-SUPPORTED_SCHEMA_VERSION = 1
 
 # GPU counters (CUPTI metric names) used for Fig 9 and Fig 12.
 COUNTER_L1 = "l1tex__t_bytes.sum"
@@ -50,32 +50,16 @@ STRATEGIES = ("layerwise", "padded", "memoized")
 FUSED = ("padded", "memoized")
 
 
-class DataError(Exception):
-    """The database cannot be read as a brickdl tuning database."""
+# The database cannot be read as a brickdl tuning database (brickdl_store's one error class;
+# the message names the file).
+DataError = brickdl_store.StoreError
 
 
 # ---- opening ---------------------------------------------------------------------------
 
 def open_db(path):
     """Opens a tuning database read-only; raises DataError naming the file and the problem."""
-    if not os.path.isfile(path):
-        raise DataError(f"{path}: no such database file (run brickdl-tune first, or give "
-                        "the path of an existing tuning database)")
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-        conn.row_factory = sqlite3.Row
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.DatabaseError as e:
-        raise DataError(f"{path}: not a brickdl tuning database ({e})") from None
-    if meta.get("application") != "brickdl":
-        raise DataError(f"{path}: not a brickdl tuning database (meta.application is "
-                        f"{meta.get('application')!r}, expected 'brickdl')")
-    version = int(meta.get("schema_version", "0"))
-    if version > SUPPORTED_SCHEMA_VERSION:
-        raise DataError(f"{path}: schema version {version} is newer than these scripts "
-                        f"support ({SUPPORTED_SCHEMA_VERSION}); update brickdl")
-    return conn
+    return brickdl_store.open_db(path)
 
 
 # ---- runs and candidates ---------------------------------------------------------------

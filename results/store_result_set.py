@@ -8,10 +8,11 @@ it reads without -wal / -shm files, also from a read-only checkout) and OUTDIR/f
 results/figures/NAME/."""
 import os
 import shutil
-import sqlite3
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import brickdl_store  # noqa: E402
 
 
 def main(argv):
@@ -26,13 +27,17 @@ def main(argv):
               "scripts/reproduce.sh OUTDIR first)", file=sys.stderr)
         return 2
     db = os.path.join(HERE, "data", f"{name}.db")
+    try:
+        conn = brickdl_store.open_db(src)  # read-only: checks that it is a tuning database
+    except brickdl_store.StoreError as e:
+        print(f"store_result_set.py: {e}", file=sys.stderr)
+        return 2
     os.makedirs(os.path.dirname(db), exist_ok=True)
     if os.path.exists(db):
         os.remove(db)
-    conn = sqlite3.connect(src)
     conn.execute("VACUUM INTO ?", (db,))
     conn.close()
-    conn = sqlite3.connect(db)
+    conn = brickdl_store.open_db(db, write=True)
     conn.execute("PRAGMA journal_mode=DELETE")
     conn.close()
     dest = os.path.join(HERE, "figures", name)

@@ -1,7 +1,5 @@
 #include "search/driver.h"
 
-#include <sqlite3.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -91,30 +89,6 @@ std::vector<std::string> group_labels(const SearchSpace& space) {
   return labels;
 }
 
-// The latest measurement of a candidate on any target but `own`.
-std::optional<StoredMeasurement> find_on_other_targets(TuningDb& db, int64_t candidate_id,
-                                                       int64_t own, std::string* fingerprint) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db.handle(), "SELECT id, fingerprint FROM targets WHERE id != ?", -1, &st,
-                         nullptr) != SQLITE_OK)
-    throw UserError(db.path() + ": cannot list targets: " + sqlite3_errmsg(db.handle()));
-  sqlite3_bind_int64(st, 1, own);
-  std::vector<std::pair<int64_t, std::string>> targets;
-  while (sqlite3_step(st) == SQLITE_ROW)
-    targets.emplace_back(sqlite3_column_int64(st, 0),
-                         reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
-  sqlite3_finalize(st);
-  std::optional<StoredMeasurement> best;
-  for (const auto& [id, fp] : targets) {
-    auto m = db.find_measurement(candidate_id, id);
-    if (m && (!best || m->id > best->id)) {
-      best = std::move(m);
-      *fingerprint = fp;
-    }
-  }
-  return best;
-}
-
 // The database writer: the first callback, so a result is committed before anything else
 // reacts to it.
 class DbWriter final : public MeasureCallback {
@@ -163,6 +137,8 @@ private:
   bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
   void store_space();
   void measure();
+  std::optional<StoredMeasurement> stored_measurement(int64_t candidate_id,
+                                                      std::string* measured_on);
   std::string budget_exhausted(double elapsed_s, int fresh) const;
 
   TuneContext& ctx_;
@@ -217,6 +193,23 @@ std::string Run::budget_exhausted(double elapsed_s, int fresh) const {
   return "";
 }
 
+// What the database already has of a candidate: its latest measurement on this target (unless
+// options.fresh), else, with options.use_other_targets, on another one (`measured_on` is then
+// set to that target's fingerprint).
+std::optional<StoredMeasurement> Run::stored_measurement(int64_t candidate_id,
+                                                         std::string* measured_on) {
+  std::optional<StoredMeasurement> prior;
+  if (!ctx_.options.fresh)
+    prior = ctx_.db->find_measurement(candidate_id, target_id_);
+  if (!prior && ctx_.options.use_other_targets) {
+    if (auto other = ctx_.db->find_measurement_on_other_targets(candidate_id, target_id_)) {
+      prior = std::move(other->measurement);
+      *measured_on = other->target_fingerprint;
+    }
+  }
+  return prior;
+}
+
 void Run::measure() {
   Measurer& measurer = *ctx_.measurer;
   DbWriter writer(*ctx_.db, target_id_, run_id_);
@@ -239,12 +232,8 @@ void Run::measure() {
     // (and a UNIQUE violation in the database).
     BRICKDL_CHECK(!ce.measurement, "candidate proposed twice: " << cand.config_str());
 
-    std::optional<StoredMeasurement> prior;
     std::string measured_on = report_.target;
-    if (!ctx_.options.fresh)
-      prior = ctx_.db->find_measurement(ce.candidate_id, target_id_);
-    if (!prior && ctx_.options.use_other_targets)
-      prior = find_on_other_targets(*ctx_.db, ce.candidate_id, target_id_, &measured_on);
+    std::optional<StoredMeasurement> prior = stored_measurement(ce.candidate_id, &measured_on);
 
     MeasureResult result;
     const bool resumed = prior.has_value();

@@ -18,7 +18,7 @@
 #include "core/candidate.h"
 #include "core/experiment.h"
 #include "core/measurer.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 #include "search/predictor.h"
 #include "search/search_space.h"
 

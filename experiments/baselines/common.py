@@ -9,7 +9,6 @@ import datetime
 import json
 import os
 import re
-import sqlite3
 import sys
 
 import netdefs
@@ -18,7 +17,9 @@ EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMA = os.path.join(HERE, "..", "..", "core", "store_schema.sql")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "results"))
+import brickdl_store  # noqa: E402  (results/: opens and checks tuning databases)
+
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
@@ -178,30 +179,12 @@ def _now():
 
 
 def open_db(path):
-    """Opens (or creates, from core/store_schema.sql) a brickdl tuning database."""
-    existed = os.path.exists(path)
-    conn = sqlite3.connect(path, timeout=10)
+    """Opens (or creates, from core/store/schema.sql) a brickdl tuning database for writing;
+    raises BaselineError naming the file when it is not one these scripts can write."""
     try:
-        if existed:
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("application") != "brickdl":
-                raise BaselineError(f"{path}: not a brickdl tuning database")
-            if int(meta.get("schema_version", "0")) > 1:
-                raise BaselineError(f"{path}: schema version {meta['schema_version']} is newer "
-                                    "than these scripts know (1)")
-        else:
-            with open(SCHEMA) as f:
-                conn.executescript(f.read())
-            conn.executemany("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                             [("application", "brickdl"), ("schema_version", "1")])
-            conn.commit()
-    except sqlite3.DatabaseError as e:
-        conn.close()
-        raise BaselineError(f"{path}: not a brickdl tuning database ({e})") from None
-    except BaselineError:
-        conn.close()
-        raise
-    return conn
+        return brickdl_store.open_db(path, write=True, create=True)
+    except brickdl_store.StoreError as e:
+        raise BaselineError(str(e)) from None
 
 
 def gpu_fingerprint(name, cc=None, driver=None, cuda=None, cudnn=None):

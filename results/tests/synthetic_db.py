@@ -1,14 +1,15 @@
-"""A small synthetic tuning database built from core/store_schema.sql with known rows.
+"""A small synthetic tuning database built from core/store/schema.sql with known rows.
 
 The numbers are chosen so that every value the figure scripts extract can be checked by hand;
 the expected values are written out in test_figdata.py next to each assertion.
 """
 import json
 import os
-import sqlite3
+import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCHEMA = os.path.join(ROOT, "core", "store_schema.sql")
+RESULTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, RESULTS)
+import brickdl_store  # noqa: E402
 
 MODEL_TARGET = "model:A100-40GB"
 CPU_TARGET = "cpu:Synthetic CPU"
@@ -21,11 +22,8 @@ class Builder:
     """Thin insert helpers over the schema (the figure scripts only ever read)."""
 
     def __init__(self, path):
-        self.conn = sqlite3.connect(path)
-        with open(SCHEMA) as f:
-            self.conn.executescript(f.read())
-        self.conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
-                              [("application", "brickdl"), ("schema_version", "1")])
+        # Created from the schema file, meta rows included, as the Python side creates one.
+        self.conn = brickdl_store.open_db(path, write=True, create=True)
         self._workloads = 0
 
     def _insert(self, sql, args):

@@ -232,10 +232,11 @@ class OpenDbTest(unittest.TestCase):
             path = os.path.join(tmp, "new.db")
             synthetic_db.build_empty(path)
             conn = sqlite3.connect(path)
-            conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+            newer = fd.brickdl_store.schema_version() + 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(newer),))
             conn.commit()
             conn.close()
-            with self.assertRaisesRegex(fd.DataError, "schema version 2 is newer"):
+            with self.assertRaisesRegex(fd.DataError, f"schema version {newer} is newer"):
                 fd.open_db(path)
 
 

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 
 namespace brickdl {
 namespace {

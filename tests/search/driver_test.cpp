@@ -11,7 +11,7 @@
 
 #include "core/graph_builder.h"
 #include "core/group.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 #include "search/driver.h"
 #include "search/progress.h"
 #include "search/searcher.h"

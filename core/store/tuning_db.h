@@ -1,5 +1,20 @@
 #pragma once
-// The SQLite tuning database (schema: core/store_schema.sql).
+// The SQLite tuning database: brickdl's store module (core/store/, target brickdl::store).
+// Nothing outside the module sees SQLite or a connection; callers use TuningDb's typed
+// methods, the read queries of queries.h and the merge of merge.h.
+//
+//   schema.sql ──CMake: embedded + its version──► detail/schema: create, classify, migrate
+//                                                          │
+//   tuning_db.h  TuningDb ◄── opens through ───────────────┘
+//     │  writes (runs, workloads, candidates, predictions, measurements, plans) and the
+//     │  tuner's look-ups (find_measurement, find_measurement_on_other_targets)
+//     ├── queries.h   brickdl-query's reads ──► typed rows (BestRow, RunRow, RunDetails,
+//     │                                          Comparison, ExportTable)
+//     │                 └── print.h   rows ──► tables, CSV, JSON (no SQL, no TuningDb)
+//     └── merge.h     copies databases into one
+//   detail/sqlite.h  checked SQLite calls; detail/access.h  the connection, for queries/merge
+//
+// What the tuner writes:
 //
 //   driver ──begin_run──► runs          candidates ◄── candidate(workload, config)
 //      │                  workloads ◄── workload(signature)
@@ -24,15 +39,22 @@
 
 struct sqlite3;
 
+#ifndef BRICKDL_STORE_SCHEMA_VERSION
+#error "BRICKDL_STORE_SCHEMA_VERSION is set by core/store/CMakeLists.txt: link brickdl::store"
+#endif
+
 namespace brickdl {
-namespace detail {
+namespace store::detail {
 class Statement;
-} // namespace detail
+class StoreAccess;
+} // namespace store::detail
 
-inline constexpr int kStoreSchemaVersion = 1;
+// The schema version this build writes and reads up to: stated once, in core/store/schema.sql
+// (its meta statement), and read from there by CMake.
+inline constexpr int kStoreSchemaVersion = BRICKDL_STORE_SCHEMA_VERSION;
 
-// The schema script (core/store_schema.sql, embedded at build time): the tables of the current
-// schema version, every statement `CREATE ... IF NOT EXISTS`.
+// The schema script (core/store/schema.sql, embedded at build time): the tables of the current
+// schema version, every statement `CREATE ... IF NOT EXISTS`, and the meta rows.
 const char* store_schema_sql();
 
 struct RunInfo {
@@ -70,6 +92,12 @@ struct StoredMeasurement {
   int64_t id = 0;
   int64_t run_id = 0;
   MeasureResult result; // status, error, samples, summary, counters
+};
+
+// A measurement taken on another target than the one asked about, with that target.
+struct OtherTargetMeasurement {
+  StoredMeasurement measurement;
+  std::string target_fingerprint;
 };
 
 struct PlanGroupRow {
@@ -122,7 +150,12 @@ public:
                     const std::string& description = "");
   int64_t begin_run(const RunInfo& info);
   void end_run(int64_t run_id, const std::string& status); // complete | aborted
-  int64_t workload_id(const WorkloadInfo& w);              // get or insert
+  // Marks a run `aborted` (now) if it is still `running`; a run that has ended stays as it
+  // is. Returns whether the run changed. For an interrupted tuner, through a connection of
+  // its own while another may be writing; throws UserError when the database refuses (e.g.
+  // locked past the busy timeout), so the caller decides what to report.
+  bool mark_run_aborted(int64_t run_id);
+  int64_t workload_id(const WorkloadInfo& w); // get or insert
   void add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
                      const std::string& layer_names, const std::string& label = "");
   // Get or insert (group ignored). A layerwise candidate is stored with bd = bh = bw = cb =
@@ -133,27 +166,35 @@ public:
                       const std::string& model_version, const PredictionRow& p);
   // The latest measurement of a candidate on a target (any run), for resume.
   std::optional<StoredMeasurement> find_measurement(int64_t candidate_id, int64_t target_id);
+  // The latest measurement of a candidate on any target but `own_target_id`, with the
+  // fingerprint of the target it was taken on (resuming from other targets).
+  std::optional<OtherTargetMeasurement> find_measurement_on_other_targets(int64_t candidate_id,
+                                                                          int64_t own_target_id);
   // Inserts measurement + samples + counters in one transaction; returns its id.
   int64_t put_measurement(int64_t candidate_id, int64_t target_id, int64_t run_id,
                           const MeasureResult& r);
   int64_t put_plan(const PlanRow& plan);
 
-  sqlite3* handle() { return db_; } // for read-only queries (brickdl-query)
-
 private:
+  friend class store::detail::StoreAccess; // the store's queries and merge read db_
   class CachedStatement;
   void open_schema(int busy_timeout_ms);
+  void open_read_only(int version);
+  void open_read_write();
   void require_writable(const char* what) const;
   // The prepared statement for `sql`, prepared once per connection (preparing costs about as
   // much as running these small statements); reset when the returned lease ends.
   CachedStatement cached(const std::string& sql, const char* what);
+  // The measurement row `st` is on (columns: id, run_id, status, error, median_ms, min_ms,
+  // max_ms, p25_ms, p75_ms, max_rel_error), with its samples and counters.
+  StoredMeasurement read_measurement(const store::detail::Statement& st);
 
   std::string path_;
   Mode mode_;
   sqlite3* db_ = nullptr;
   int transaction_depth_ = 0;
   std::function<std::string()> clock_;
-  std::map<std::string, std::unique_ptr<detail::Statement>> statements_;
+  std::map<std::string, std::unique_ptr<store::detail::Statement>> statements_;
 };
 
 } // namespace brickdl

@@ -1,5 +1,5 @@
-// Tests of the tuning database (core/store.h): round trips, get-or-insert, atomic writes,
-// concurrent writers, migrations, and the refusals that leave a file untouched.
+// Tests of the tuning database (core/store/tuning_db.h): round trips, get-or-insert, atomic
+// writes, concurrent writers, migrations, and the refusals that leave a file untouched.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 
 namespace brickdl {
 namespace {
@@ -47,7 +47,8 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-// A raw connection, for setting up files the store must cope with and for checking rows.
+// A raw connection of its own (the store lends none), for setting up files the store must cope
+// with and for checking rows.
 class RawDb {
 public:
   explicit RawDb(const std::string& path) {
@@ -73,7 +74,7 @@ public:
   int64_t count(const std::string& table) {
     return std::stoll(scalar("SELECT count(*) FROM " + table));
   }
-  sqlite3* handle() { return db_; }
+  sqlite3* connection() { return db_; }
 
 private:
   sqlite3* db_ = nullptr;
@@ -123,7 +124,8 @@ TEST(TuningDb, FreshDatabaseIsBrickdlVersion1InWalMode) {
   }
   RawDb raw(path);
   EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'application'"), "brickdl");
-  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(kStoreSchemaVersion));
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
   // Reopening (read-write and read-only) accepts it and writes no second meta row.
   TuningDb again(path);
@@ -149,10 +151,13 @@ TEST(TuningDb, ReadOnlyOpenLeavesTheFolderAsItWas) {
 }
 
 TEST(TuningDb, SchemaIsTheEmbeddedSqlFile) {
-  std::ifstream in(std::string(BRICKDL_SOURCE_DIR) + "/core/store_schema.sql");
+  std::ifstream in(std::string(BRICKDL_SOURCE_DIR) + "/core/store/schema.sql");
   const std::string file((std::istreambuf_iterator<char>(in)), {});
   EXPECT_FALSE(file.empty());
   EXPECT_EQ(std::string(store_schema_sql()), file);
+  // The version is the one the file states in its meta statement (read by CMake).
+  const std::string stated = "('schema_version', '" + std::to_string(kStoreSchemaVersion) + "')";
+  EXPECT_NE(file.find(stated), std::string::npos) << stated;
 }
 
 TEST(TuningDb, GetOrInsertReturnsTheSameIds) {
@@ -189,6 +194,8 @@ TEST(TuningDb, GetOrInsertReturnsTheSameIds) {
   EXPECT_EQ(raw.count("workloads"), 2);
 }
 
+// Long on purpose: one run's life through every table in order; the fixed clock numbers the
+// writes, so the steps cannot be split into separate tests.
 TEST(TuningDb, RunsMeasurementsAndPlansRoundTrip) {
   TempDir dir;
   TuningDb db(dir.file("t.db"));
@@ -273,15 +280,14 @@ TEST(TuningDb, MeasurementIsAllOrNothing) {
   const int64_t target = db.target_id("cpu:test", "cpu");
   const int64_t c = db.candidate_id(db.workload_id({"sig", 1, "", 0}), memoized(8));
   // Make the last insert of put_measurement (a counter) fail after the measurement row and
-  // its samples went in: nothing of it may remain.
-  sqlite3_exec(db.handle(),
-               "CREATE TEMP TRIGGER fail_counter BEFORE INSERT ON counters "
-               "WHEN NEW.name = 'zz_boom' BEGIN SELECT RAISE(ABORT, 'injected'); END",
-               nullptr, nullptr, nullptr);
+  // its samples went in: nothing of it may remain. (The trigger is written through a connection
+  // of its own; the store's connection sees the schema change.)
+  RawDb raw(db.path());
+  raw.exec("CREATE TRIGGER fail_counter BEFORE INSERT ON counters "
+           "WHEN NEW.name = 'zz_boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
   MeasureResult r = ok_result({1, 2, 3});
   r.counters["zz_boom"] = 1;
   EXPECT_THROW(db.put_measurement(c, target, run, r), InternalError);
-  RawDb raw(db.path());
   EXPECT_EQ(raw.count("measurements"), 0);
   EXPECT_EQ(raw.count("samples"), 0);
   EXPECT_EQ(raw.count("counters"), 0);
@@ -318,6 +324,82 @@ TEST(TuningDb, ReadOnlyConnectionRefusesWrites) {
   TuningDb ro(path, TuningDb::Mode::kReadOnly);
   EXPECT_THROW(ro.begin_run(test_run()), InternalError);
   EXPECT_THROW(ro.workload_id({"new", 1, "", 0}), InternalError);
+}
+
+TEST(TuningDb, MarkRunAbortedChangesOnlyARunningRun) {
+  TempDir dir;
+  TuningDb db(dir.file("t.db"));
+  db.set_clock(fixed_clock());
+  const int64_t running = db.begin_run(test_run());
+  const int64_t complete = db.begin_run(test_run());
+  db.end_run(complete, "complete");
+  RawDb raw(db.path());
+  const std::string ended_before =
+      raw.scalar("SELECT ended_at FROM runs WHERE id = " + std::to_string(complete));
+
+  // Another connection (as the interrupt watcher uses) marks the running run.
+  TuningDb other(db.path());
+  EXPECT_TRUE(other.mark_run_aborted(running));
+  EXPECT_EQ(raw.scalar("SELECT status FROM runs WHERE id = " + std::to_string(running)), "aborted");
+  EXPECT_NE(raw.scalar("SELECT ended_at FROM runs WHERE id = " + std::to_string(running)), "");
+  // Twice, an ended run and an unknown run: nothing changes.
+  EXPECT_FALSE(other.mark_run_aborted(running));
+  EXPECT_FALSE(other.mark_run_aborted(complete));
+  EXPECT_FALSE(other.mark_run_aborted(999));
+  EXPECT_EQ(raw.scalar("SELECT status FROM runs WHERE id = " + std::to_string(complete)),
+            "complete");
+  EXPECT_EQ(raw.scalar("SELECT ended_at FROM runs WHERE id = " + std::to_string(complete)),
+            ended_before);
+  TuningDb ro(db.path(), TuningDb::Mode::kReadOnly);
+  EXPECT_THROW(ro.mark_run_aborted(running), InternalError);
+}
+
+TEST(TuningDb, MarkRunAbortedReportsALockedDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  int64_t run = 0;
+  {
+    TuningDb db(path);
+    run = db.begin_run(test_run());
+  }
+  TuningDb db(path, TuningDb::Mode::kReadWrite, /*busy_timeout_ms=*/100);
+  RawDb holder(path);
+  holder.exec("BEGIN IMMEDIATE");
+  EXPECT_THROW(db.mark_run_aborted(run), UserError);
+  holder.exec("ROLLBACK");
+  EXPECT_EQ(holder.scalar("SELECT status FROM runs"), "running");
+  EXPECT_TRUE(db.mark_run_aborted(run));
+}
+
+TEST(TuningDb, FindsTheLatestMeasurementOnOtherTargets) {
+  TempDir dir;
+  TuningDb db(dir.file("t.db"));
+  const int64_t own = db.target_id("cpu:own", "cpu");
+  const int64_t a = db.target_id("cpu:a", "cpu");
+  const int64_t b = db.target_id("cpu:b", "cpu");
+  const int64_t run = db.begin_run(test_run("cpu:own"));
+  const int64_t w = db.workload_id({"sig", 1, "", 0});
+  const int64_t c = db.candidate_id(w, memoized(8));
+  const int64_t unmeasured = db.candidate_id(w, memoized(4));
+  EXPECT_FALSE(db.find_measurement_on_other_targets(c, own).has_value());
+
+  db.put_measurement(c, a, run, ok_result({1.0}));
+  const int64_t latest = db.put_measurement(c, b, run, ok_result({2.0, 4.0}));
+  const int64_t own_id = db.put_measurement(c, own, run, ok_result({3.0}));
+  // The latest of the other targets' measurements (not the own target's, though newer).
+  auto found = db.find_measurement_on_other_targets(c, own);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->measurement.id, latest);
+  EXPECT_EQ(found->target_fingerprint, "cpu:b");
+  EXPECT_EQ(found->measurement.run_id, run);
+  EXPECT_EQ(found->measurement.result.samples_ms, (std::vector<double>{2.0, 4.0}));
+  EXPECT_EQ(found->measurement.result.counters.at("flops"), 1000);
+  // From target b's side, the latest other one is the own target's.
+  found = db.find_measurement_on_other_targets(c, b);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->measurement.id, own_id);
+  EXPECT_EQ(found->target_fingerprint, "cpu:own");
+  EXPECT_FALSE(db.find_measurement_on_other_targets(unmeasured, own).has_value());
 }
 
 // Two tuner processes writing the same database at once, with the same workloads and
@@ -455,9 +537,11 @@ TEST(TuningDbRefuses, NewerSchemaVersion) {
   { TuningDb db(path); }
   {
     RawDb raw(path);
-    raw.exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    raw.exec("UPDATE meta SET value = '" + std::to_string(kStoreSchemaVersion + 1) +
+             "' WHERE key = 'schema_version'");
   }
-  expect_refused(path, TuningDb::Mode::kReadWrite, "newer brickdl (schema version 2");
+  expect_refused(path, TuningDb::Mode::kReadWrite,
+                 "newer brickdl (schema version " + std::to_string(kStoreSchemaVersion + 1));
   expect_refused(path, TuningDb::Mode::kReadOnly, "newer brickdl");
 }
 
@@ -508,9 +592,9 @@ TEST(TuningDbRefuses, EmptyFileReadOnly) {
 // measurement in it.
 void make_version0(const std::string& path) {
   RawDb raw(path);
-  raw.exec(store_schema_sql());
+  raw.exec(store_schema_sql()); // writes the meta rows of the current version
   raw.exec("ALTER TABLE measurements DROP COLUMN max_rel_error");
-  raw.exec("INSERT INTO meta VALUES ('application', 'brickdl'), ('schema_version', '0')");
+  raw.exec("UPDATE meta SET value = '0' WHERE key = 'schema_version'");
   raw.exec("INSERT INTO targets (fingerprint, backend) VALUES ('cpu:old', 'cpu')");
   raw.exec("INSERT INTO workloads (signature, num_layers) VALUES ('sig', 1)");
   raw.exec("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
@@ -526,7 +610,7 @@ std::map<std::string, std::set<std::string>> columns_of(const std::string& path)
   RawDb raw(path);
   std::map<std::string, std::set<std::string>> out;
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(raw.handle(),
+  sqlite3_prepare_v2(raw.connection(),
                      "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
                      "WHERE m.type = 'table'",
                      -1, &st, nullptr);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 
 namespace brickdl {
 

@@ -1,4 +1,4 @@
-#include "core/store_merge.h"
+#include "core/store/merge.h"
 
 #include <filesystem>
 #include <map>
@@ -7,12 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "core/detail/sqlite.h"
 #include "core/error.h"
+#include "core/store/detail/access.h"
+#include "core/store/detail/sqlite.h"
 
 namespace brickdl {
 
-using detail::Statement;
+using store::detail::Statement;
+using store::detail::StoreAccess;
 
 namespace {
 
@@ -42,7 +44,8 @@ int64_t mapped(const std::map<int64_t, int64_t>& ids, int64_t id, const char* wh
 // Copies one input into the output; runs inside the output's transaction.
 class Merger {
 public:
-  Merger(TuningDb& out, TuningDb& in) : out_(out), o_(out.handle()), i_(in.handle()) {}
+  Merger(TuningDb& out, TuningDb& in)
+      : out_(out), o_(StoreAccess::connection(out)), i_(StoreAccess::connection(in)) {}
 
   void run(MergeStats* stats) {
     stats_ = stats;
@@ -344,10 +347,10 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
   }
 
   std::map<std::string, std::vector<std::string>> where; // measured target → databases
-  for (const auto& fp : measured_targets(out.handle()))
+  for (const auto& fp : measured_targets(StoreAccess::connection(out)))
     where[fp].push_back(out.path());
   for (const auto& db : dbs)
-    for (const auto& fp : measured_targets(db->handle()))
+    for (const auto& fp : measured_targets(StoreAccess::connection(*db)))
       where[fp].push_back(db->path());
   if (where.size() > 1 && !options.allow_mixed_targets) {
     std::vector<std::string> parts;

@@ -1,4 +1,4 @@
-#include "core/store.h"
+#include "core/store/tuning_db.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -6,47 +6,26 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <iterator>
-#include <set>
 
 #include <fmt/format.h>
 
-#include "core/detail/sqlite.h"
 #include "core/error.h"
+#include "core/store/detail/schema.h"
+#include "core/store/detail/sqlite.h"
 #include "generated/store_schema_sql.h"
 
 namespace brickdl {
 
-using detail::check_sqlite;
-using detail::exec_sql;
-using detail::Statement;
-using detail::Transaction;
+using store::detail::check_sqlite;
+using store::detail::exec_sql;
+using store::detail::Statement;
+using store::detail::Transaction;
 
 const char* store_schema_sql() {
-  return detail::kStoreSchemaSql;
+  return store::detail::kSchemaSql;
 }
 
 namespace {
-
-constexpr const char* kApplication = "brickdl";
-
-// Forward migrations: step i turns a database of schema version i into version i + 1. The
-// schema script always describes the newest version (fresh databases are created from it);
-// a step is the delta from its predecessor, so older databases end up with the same tables
-// and columns (checked by verify_schema after migrating).
-struct Migration {
-  int from_version;
-  const char* what;
-  const char* sql;
-};
-constexpr Migration kMigrations[] = {
-    // Version 1 is the first released schema. Version 0 is a hypothetical predecessor kept
-    // to exercise the mechanism: it lacked the validation error of each measurement.
-    {0, "adding measurements.max_rel_error",
-     "ALTER TABLE measurements ADD COLUMN max_rel_error REAL"},
-};
-static_assert(std::size(kMigrations) == kStoreSchemaVersion,
-              "one migration step per schema version above 0");
 
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
@@ -57,167 +36,6 @@ std::string utc_now() {
   gmtime_r(&secs, &t);
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1,
                      t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms % 1000);
-}
-
-// What an opened file holds, read without writing anything.
-struct DbState {
-  int num_tables = 0;
-  std::vector<std::string> tables; // a few names, for error messages
-  bool has_meta = false;
-  std::string application;
-  std::string version_text;
-};
-
-DbState inspect(sqlite3* db) {
-  DbState s;
-  {
-    // The first read of the file: fails with SQLITE_NOTADB / SQLITE_CORRUPT on garbage.
-    Statement st(db,
-                 "SELECT name FROM sqlite_master WHERE type = 'table' "
-                 "AND name NOT LIKE 'sqlite_%' ORDER BY name",
-                 "reading the list of tables");
-    while (st.step()) {
-      ++s.num_tables;
-      if (s.tables.size() < 6)
-        s.tables.push_back(st.text(0));
-      if (st.text(0) == "meta")
-        s.has_meta = true;
-    }
-  }
-  if (!s.has_meta)
-    return s;
-  {
-    // A foreign database may have its own `meta` table with other columns.
-    Statement st(db, "SELECT name FROM pragma_table_info('meta')", "reading the meta table");
-    std::set<std::string> cols;
-    while (st.step())
-      cols.insert(st.text(0));
-    if (!cols.count("key") || !cols.count("value")) {
-      s.has_meta = false;
-      return s;
-    }
-  }
-  Statement st(db, "SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')",
-               "reading the meta table");
-  while (st.step()) {
-    if (st.text(0) == "application")
-      s.application = st.text(1);
-    if (st.text(0) == "schema_version")
-      s.version_text = st.text(1);
-  }
-  return s;
-}
-
-// The schema version of a brickdl database; 0 tables means a new (empty) file → -1.
-// Throws UserError for a foreign, damaged or newer database.
-int classify(const DbState& s, const std::string& path) {
-  if (s.num_tables == 0)
-    return -1;
-  if (!s.has_meta || s.application != kApplication) {
-    std::string tables = join_names(s.tables);
-    if (s.num_tables > static_cast<int>(s.tables.size()))
-      tables += ", ...";
-    throw UserError("'" + path + "' is an SQLite database of another application (tables: " +
-                    tables + "; no meta row application = 'brickdl'); pass the path of a " +
-                    "brickdl tuning database, or a new path to create one");
-  }
-  int version = -1;
-  try {
-    size_t used = 0;
-    version = std::stoi(s.version_text, &used);
-    if (used != s.version_text.size())
-      version = -1;
-  } catch (const std::exception&) {
-    version = -1;
-  }
-  if (version < 0) {
-    throw UserError("'" + path + "' is a damaged brickdl database: meta 'schema_version' is '" +
-                    s.version_text + "', expected a number; restore it from a copy");
-  }
-  if (version > kStoreSchemaVersion) {
-    throw UserError(fmt::format(
-        "'{}' was written by a newer brickdl (schema version {}; this build reads versions up "
-        "to {}); update brickdl to use it",
-        path, version, kStoreSchemaVersion));
-  }
-  return version;
-}
-
-using TableColumns = std::map<std::string, std::set<std::string>>;
-
-TableColumns table_columns(sqlite3* db) {
-  TableColumns out;
-  Statement tables(db,
-                   "SELECT name FROM sqlite_master WHERE type = 'table' "
-                   "AND name NOT LIKE 'sqlite_%'",
-                   "reading the list of tables");
-  while (tables.step()) {
-    const std::string table = tables.text(0);
-    Statement cols(db, "SELECT name FROM pragma_table_info(?1)", "reading table columns");
-    cols.bind_all(table);
-    auto& set = out[table];
-    while (cols.step())
-      set.insert(cols.text(0));
-  }
-  return out;
-}
-
-// The tables and columns of a fresh database, built once from the schema script.
-const TableColumns& expected_columns() {
-  static const TableColumns expected = [] {
-    sqlite3* mem = nullptr;
-    const int rc = sqlite3_open(":memory:", &mem);
-    TableColumns out;
-    try {
-      check_sqlite(mem, rc, "opening an in-memory database");
-      exec_sql(mem, store_schema_sql(), "creating the reference schema");
-      out = table_columns(mem);
-    } catch (...) {
-      sqlite3_close(mem);
-      throw;
-    }
-    sqlite3_close(mem);
-    return out;
-  }();
-  return expected;
-}
-
-// Every table and column the current schema has must be there (extra ones are tolerated).
-void verify_schema(sqlite3* db, const std::string& path) {
-  const TableColumns have = table_columns(db);
-  for (const auto& [table, cols] : expected_columns()) {
-    auto it = have.find(table);
-    if (it == have.end()) {
-      throw UserError("'" + path + "' is a damaged brickdl database: table '" + table +
-                      "' is missing; restore it from a copy");
-    }
-    for (const auto& col : cols) {
-      if (!it->second.count(col)) {
-        throw UserError("'" + path + "' is a damaged brickdl database: table '" + table +
-                        "' lacks column '" + col + "'; restore it from a copy");
-      }
-    }
-  }
-}
-
-void migrate(sqlite3* db, int from_version) {
-  for (int v = from_version; v < kStoreSchemaVersion; ++v) {
-    const Migration& m = kMigrations[v];
-    BRICKDL_CHECK(m.from_version == v, "migration list out of order at " << v);
-    exec_sql(db, m.sql, fmt::format("migrating from schema version {}: {}", v, m.what));
-  }
-  Statement st(db, "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
-               "recording the schema version");
-  st.bind_all(std::to_string(kStoreSchemaVersion)).run();
-}
-
-void create_schema(sqlite3* db) {
-  exec_sql(db, store_schema_sql(), "creating the schema");
-  Statement st(db,
-               "INSERT INTO meta (key, value) VALUES ('application', ?1), "
-               "('schema_version', ?2)",
-               "writing the meta rows");
-  st.bind_all(kApplication, std::to_string(kStoreSchemaVersion)).run();
 }
 
 // A file this constructor created (with its WAL side files) goes again when opening fails.
@@ -280,37 +98,30 @@ void TuningDb::open_schema(int busy_timeout_ms) {
                     "' is not writable; check its permissions, or read it with brickdl-query");
   }
   // Everything up to here only reads: a foreign, newer or garbage file stays untouched.
-  const int version = classify(inspect(db_), path_);
-
+  const int version = store::detail::classify(db_, path_);
   if (mode_ == Mode::kReadOnly) {
-    if (version < 0) {
-      throw UserError("'" + path_ +
-                      "' is an empty SQLite file, not a brickdl tuning database; pass the "
-                      "path of a database brickdl-tune wrote");
-    }
-    if (version < kStoreSchemaVersion) {
-      // Read the old file as it is: migrate a private in-memory copy.
-      sqlite3* mem = nullptr;
-      const int rc = sqlite3_open(":memory:", &mem);
-      try {
-        check_sqlite(mem, rc, "opening an in-memory copy");
-        sqlite3_backup* backup = sqlite3_backup_init(mem, "main", db_, "main");
-        if (!backup)
-          detail::throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
-        sqlite3_backup_step(backup, -1); // its error, if any, is what finish returns
-        check_sqlite(mem, sqlite3_backup_finish(backup), "copying it to memory");
-        migrate(mem, version);
-      } catch (...) {
-        sqlite3_close(mem);
-        throw;
-      }
-      sqlite3_close(db_);
-      db_ = mem;
-    }
-    verify_schema(db_, path_);
-    return;
+    open_read_only(version);
+  } else {
+    open_read_write();
   }
+}
 
+void TuningDb::open_read_only(int version) {
+  if (version < 0) {
+    throw UserError("'" + path_ +
+                    "' is an empty SQLite file, not a brickdl tuning database; pass the "
+                    "path of a database brickdl-tune wrote");
+  }
+  if (version < kStoreSchemaVersion) {
+    // Read the old file as it is: migrate a private in-memory copy.
+    sqlite3* mem = store::detail::migrated_copy(db_, version);
+    sqlite3_close(db_);
+    db_ = mem;
+  }
+  store::detail::verify_schema(db_, path_);
+}
+
+void TuningDb::open_read_write() {
   {
     Statement st(db_, "PRAGMA journal_mode = WAL", "switching to WAL mode");
     if (!st.step() || st.text(0) != "wal") {
@@ -324,13 +135,13 @@ void TuningDb::open_schema(int busy_timeout_ms) {
   {
     // Under the write lock: two tuners creating the same new file do not both create it.
     Transaction tx(db_, &transaction_depth_, "preparing the schema");
-    const int locked_version = classify(inspect(db_), path_);
+    const int locked_version = store::detail::classify(db_, path_);
     if (locked_version < 0) {
-      create_schema(db_);
+      store::detail::create_schema(db_);
     } else if (locked_version < kStoreSchemaVersion) {
-      migrate(db_, locked_version);
+      store::detail::migrate(db_, locked_version);
     }
-    verify_schema(db_, path_);
+    store::detail::verify_schema(db_, path_);
     tx.commit();
   }
   exec_sql(db_, "PRAGMA foreign_keys = ON", "enabling foreign keys");
@@ -346,7 +157,7 @@ TuningDb::~TuningDb() {
 class TuningDb::CachedStatement {
 public:
   explicit CachedStatement(Statement& st) : st_(st) {}
-  ~CachedStatement() { sqlite3_reset(st_.handle()); } // errors were reported by step()
+  ~CachedStatement() { st_.rewind(); }
   CachedStatement(const CachedStatement&) = delete;
   CachedStatement& operator=(const CachedStatement&) = delete;
   Statement* operator->() { return &st_; }
@@ -437,6 +248,20 @@ void TuningDb::end_run(int64_t run_id, const std::string& status) {
   tx.commit();
 }
 
+bool TuningDb::mark_run_aborted(int64_t run_id) {
+  require_writable("marking a run aborted");
+  Transaction tx(db_, &transaction_depth_, "marking a run aborted");
+  Statement(db_,
+            "UPDATE runs SET status = 'aborted', ended_at = ?1 WHERE id = ?2 AND "
+            "status = 'running'",
+            "marking a run aborted")
+      .bind_all(clock_(), run_id)
+      .run();
+  const bool changed = sqlite3_changes(db_) == 1;
+  tx.commit();
+  return changed;
+}
+
 int64_t TuningDb::workload_id(const WorkloadInfo& w) {
   auto find = cached("SELECT id FROM workloads WHERE signature = ?1", "looking up a workload");
   find->bind_all(w.signature);
@@ -518,27 +343,23 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
   tx.commit();
 }
 
-std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id,
-                                                            int64_t target_id) {
-  auto st = cached("SELECT id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms, p75_ms, "
-                   "max_rel_error FROM measurements WHERE candidate_id = ?1 AND target_id = ?2 "
-                   "ORDER BY id DESC LIMIT 1",
-                   "looking up a measurement");
-  st->bind_all(candidate_id, target_id);
-  if (!st->step())
-    return std::nullopt;
+// The columns read_measurement() expects, from `measurements m`.
+constexpr const char* kMeasurementCols = "m.id, m.run_id, m.status, m.error, m.median_ms, "
+                                         "m.min_ms, m.max_ms, m.p25_ms, m.p75_ms, m.max_rel_error";
+
+StoredMeasurement TuningDb::read_measurement(const Statement& st) {
   StoredMeasurement m;
-  m.id = st->int64(0);
-  m.run_id = st->int64(1);
+  m.id = st.int64(0);
+  m.run_id = st.int64(1);
   MeasureResult& r = m.result;
-  BRICKDL_CHECK(parse_measure_status(st->text(2), &r.status), "bad status " << st->text(2));
-  r.error = st->text(3);
-  r.median_ms = st->optional_real(4).value_or(0);
-  r.min_ms = st->optional_real(5).value_or(0);
-  r.max_ms = st->optional_real(6).value_or(0);
-  r.p25_ms = st->optional_real(7).value_or(0);
-  r.p75_ms = st->optional_real(8).value_or(0);
-  r.max_rel_error = st->optional_real(9).value_or(0);
+  BRICKDL_CHECK(parse_measure_status(st.text(2), &r.status), "bad status " << st.text(2));
+  r.error = st.text(3);
+  r.median_ms = st.optional_real(4).value_or(0);
+  r.min_ms = st.optional_real(5).value_or(0);
+  r.max_ms = st.optional_real(6).value_or(0);
+  r.p25_ms = st.optional_real(7).value_or(0);
+  r.p75_ms = st.optional_real(8).value_or(0);
+  r.max_rel_error = st.optional_real(9).value_or(0);
 
   auto samples = cached("SELECT time_ms FROM samples WHERE measurement_id = ?1 ORDER BY idx",
                         "reading samples");
@@ -551,6 +372,33 @@ std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id
   while (counters->step())
     r.counters[counters->text(0)] = counters->real(1);
   return m;
+}
+
+std::optional<StoredMeasurement> TuningDb::find_measurement(int64_t candidate_id,
+                                                            int64_t target_id) {
+  static const std::string sql =
+      fmt::format("SELECT {} FROM measurements m WHERE m.candidate_id = ?1 AND m.target_id = ?2 "
+                  "ORDER BY m.id DESC LIMIT 1",
+                  kMeasurementCols);
+  auto st = cached(sql, "looking up a measurement");
+  st->bind_all(candidate_id, target_id);
+  if (!st->step())
+    return std::nullopt;
+  return read_measurement(*st);
+}
+
+std::optional<OtherTargetMeasurement>
+TuningDb::find_measurement_on_other_targets(int64_t candidate_id, int64_t own_target_id) {
+  static const std::string sql =
+      fmt::format("SELECT {}, t.fingerprint FROM measurements m JOIN targets t ON t.id = "
+                  "m.target_id WHERE m.candidate_id = ?1 AND m.target_id <> ?2 "
+                  "ORDER BY m.id DESC LIMIT 1",
+                  kMeasurementCols);
+  auto st = cached(sql, "looking up a measurement on other targets");
+  st->bind_all(candidate_id, own_target_id);
+  if (!st->step())
+    return std::nullopt;
+  return OtherTargetMeasurement{read_measurement(*st), st->text(10)};
 }
 
 int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64_t run_id,

@@ -1,8 +1,8 @@
-#include "core/detail/sqlite.h"
+#include "core/store/detail/sqlite.h"
 
 #include "core/error.h"
 
-namespace brickdl::detail {
+namespace brickdl::store::detail {
 
 namespace {
 
@@ -131,6 +131,10 @@ void Statement::reset() {
   check_sqlite(db_, sqlite3_clear_bindings(stmt_), what_);
 }
 
+void Statement::rewind() noexcept {
+  sqlite3_reset(stmt_);
+}
+
 int Statement::column_count() const {
   return sqlite3_column_count(stmt_);
 }
@@ -142,6 +146,10 @@ std::string Statement::column_name(int col) const {
 
 bool Statement::is_null(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+
+int Statement::column_type(int col) const {
+  return sqlite3_column_type(stmt_, col);
 }
 
 int64_t Statement::int64(int col) const {
@@ -196,4 +204,4 @@ void Transaction::commit() {
   done_ = true;
 }
 
-} // namespace brickdl::detail
+} // namespace brickdl::store::detail

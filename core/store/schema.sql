@@ -1,14 +1,19 @@
--- brickdl tuning database, schema version 1.
--- This file is the contract between the tuner (search/, core/store) and the readers
--- (brickdl-query, results/ figure scripts). The store embeds it at build time; forward
--- migrations from older versions live in core/store.cpp. Times are milliseconds, sizes bytes,
--- timestamps ISO-8601 UTC text.
+-- brickdl tuning database.
+-- This file is the contract between the tuner (search/, core/store/) and the readers
+-- (brickdl-query, results/ figure scripts, experiments/baselines/). The store embeds it at
+-- build time; results/brickdl_store.py reads it at run time. Run on an empty database it
+-- creates the current schema, meta rows included. Forward migrations from older versions live
+-- in core/store/detail/schema.cpp. Times are milliseconds, sizes bytes, timestamps ISO-8601
+-- UTC text.
 
 CREATE TABLE IF NOT EXISTS meta (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
--- meta rows: ('application', 'brickdl'), ('schema_version', '1')
+-- The schema version is stated once, in the statement below: CMake reads it into the C++ store
+-- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
+-- this one edit plus a migration step in core/store/detail/schema.cpp.
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '1');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).

@@ -1,7 +1,7 @@
 #pragma once
-// Thin checked wrappers over the SQLite C API, used by the store (core/store.cpp) and its
-// readers (core/query.cpp, core/store_merge.cpp). Every sqlite3_* call goes through
-// `check_sqlite`, which turns a failure into an exception:
+// Thin checked wrappers over the SQLite C API, private to the store (core/store/): only its
+// .cpp files include this header. Every sqlite3_* call goes through `check_sqlite`, which turns
+// a failure into an exception:
 //   - UserError for what the user can act on: the file is locked, not a database, corrupt,
 //     read-only, unopenable, the disk is full;
 //   - InternalError for what is a bug of brickdl: bad SQL, misuse, a violated constraint.
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace brickdl::detail {
+namespace brickdl::store::detail {
 
 // Throws for `rc` unless it is SQLITE_OK, SQLITE_ROW or SQLITE_DONE. `what` names the
 // operation ("inserting a measurement"); the message names the database file.
@@ -62,17 +62,20 @@ public:
   void run();
   // Ready to run again with new bindings.
   void reset();
+  // Ends the current execution (and the read snapshot it holds) but keeps the bindings; an
+  // error of the last step was already reported by step().
+  void rewind() noexcept;
 
   int column_count() const;
   std::string column_name(int col) const;
   bool is_null(int col) const;
+  int column_type(
+      int col) const; // SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB, SQLITE_NULL
   int64_t int64(int col) const;
   double real(int col) const;
   std::string text(int col) const; // "" for NULL
   std::optional<double> optional_real(int col) const;
   std::optional<int64_t> optional_int64(int col) const;
-
-  sqlite3_stmt* handle() { return stmt_; }
 
 private:
   sqlite3* db_;
@@ -103,4 +106,4 @@ private:
 // locked".
 std::string sqlite_error_text(sqlite3* db, int rc);
 
-} // namespace brickdl::detail
+} // namespace brickdl::store::detail

@@ -1,0 +1,219 @@
+#include "core/store/detail/schema.h"
+
+#include <iterator>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/store/detail/sqlite.h"
+#include "core/store/tuning_db.h"
+#include "generated/store_schema_sql.h"
+
+namespace brickdl::store::detail {
+
+namespace {
+
+constexpr const char* kApplication = "brickdl";
+
+// Forward migrations: step i turns a database of schema version i into version i + 1. The
+// schema script always describes the newest version (fresh databases are created from it);
+// a step is the delta from its predecessor, so older databases end up with the same tables
+// and columns (checked by verify_schema after migrating).
+struct Migration {
+  int from_version;
+  const char* what;
+  const char* sql;
+};
+constexpr Migration kMigrations[] = {
+    // Version 1 is the first released schema. Version 0 is a hypothetical predecessor kept
+    // to exercise the mechanism: it lacked the validation error of each measurement.
+    {0, "adding measurements.max_rel_error",
+     "ALTER TABLE measurements ADD COLUMN max_rel_error REAL"},
+};
+static_assert(std::size(kMigrations) == kStoreSchemaVersion,
+              "one migration step per schema version above 0");
+
+// What an opened file holds, read without writing anything.
+struct DbState {
+  int num_tables = 0;
+  std::vector<std::string> tables; // a few names, for error messages
+  bool has_meta = false;
+  std::string application;
+  std::string version_text;
+};
+
+DbState inspect(sqlite3* db) {
+  DbState s;
+  {
+    // The first read of the file: fails with SQLITE_NOTADB / SQLITE_CORRUPT on garbage.
+    Statement st(db,
+                 "SELECT name FROM sqlite_master WHERE type = 'table' "
+                 "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                 "reading the list of tables");
+    while (st.step()) {
+      ++s.num_tables;
+      if (s.tables.size() < 6)
+        s.tables.push_back(st.text(0));
+      if (st.text(0) == "meta")
+        s.has_meta = true;
+    }
+  }
+  if (!s.has_meta)
+    return s;
+  {
+    // A foreign database may have its own `meta` table with other columns.
+    Statement st(db, "SELECT name FROM pragma_table_info('meta')", "reading the meta table");
+    std::set<std::string> cols;
+    while (st.step())
+      cols.insert(st.text(0));
+    if (!cols.count("key") || !cols.count("value")) {
+      s.has_meta = false;
+      return s;
+    }
+  }
+  Statement st(db, "SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')",
+               "reading the meta table");
+  while (st.step()) {
+    if (st.text(0) == "application")
+      s.application = st.text(1);
+    if (st.text(0) == "schema_version")
+      s.version_text = st.text(1);
+  }
+  return s;
+}
+
+// The schema version of a brickdl database; 0 tables means a new (empty) file → -1.
+// Throws UserError for a foreign, damaged or newer database.
+int version_of(const DbState& s, const std::string& path) {
+  if (s.num_tables == 0)
+    return -1;
+  if (!s.has_meta || s.application != kApplication) {
+    std::string tables = join_names(s.tables);
+    if (s.num_tables > static_cast<int>(s.tables.size()))
+      tables += ", ...";
+    throw UserError("'" + path + "' is an SQLite database of another application (tables: " +
+                    tables + "; no meta row application = 'brickdl'); pass the path of a " +
+                    "brickdl tuning database, or a new path to create one");
+  }
+  int version = -1;
+  try {
+    size_t used = 0;
+    version = std::stoi(s.version_text, &used);
+    if (used != s.version_text.size())
+      version = -1;
+  } catch (const std::exception&) {
+    version = -1;
+  }
+  if (version < 0) {
+    throw UserError("'" + path + "' is a damaged brickdl database: meta 'schema_version' is '" +
+                    s.version_text + "', expected a number; restore it from a copy");
+  }
+  if (version > kStoreSchemaVersion) {
+    throw UserError(fmt::format(
+        "'{}' was written by a newer brickdl (schema version {}; this build reads versions up "
+        "to {}); update brickdl to use it",
+        path, version, kStoreSchemaVersion));
+  }
+  return version;
+}
+
+using TableColumns = std::map<std::string, std::set<std::string>>;
+
+TableColumns table_columns(sqlite3* db) {
+  TableColumns out;
+  Statement tables(db,
+                   "SELECT name FROM sqlite_master WHERE type = 'table' "
+                   "AND name NOT LIKE 'sqlite_%'",
+                   "reading the list of tables");
+  while (tables.step()) {
+    const std::string table = tables.text(0);
+    Statement cols(db, "SELECT name FROM pragma_table_info(?1)", "reading table columns");
+    cols.bind_all(table);
+    auto& set = out[table];
+    while (cols.step())
+      set.insert(cols.text(0));
+  }
+  return out;
+}
+
+// The tables and columns of a fresh database, built once from the schema script.
+const TableColumns& expected_columns() {
+  static const TableColumns expected = [] {
+    sqlite3* mem = nullptr;
+    const int rc = sqlite3_open(":memory:", &mem);
+    TableColumns out;
+    try {
+      check_sqlite(mem, rc, "opening an in-memory database");
+      exec_sql(mem, kSchemaSql, "creating the reference schema");
+      out = table_columns(mem);
+    } catch (...) {
+      sqlite3_close(mem);
+      throw;
+    }
+    sqlite3_close(mem);
+    return out;
+  }();
+  return expected;
+}
+
+} // namespace
+
+int classify(sqlite3* db, const std::string& path) {
+  return version_of(inspect(db), path);
+}
+
+void verify_schema(sqlite3* db, const std::string& path) {
+  const TableColumns have = table_columns(db);
+  for (const auto& [table, cols] : expected_columns()) {
+    auto it = have.find(table);
+    if (it == have.end()) {
+      throw UserError("'" + path + "' is a damaged brickdl database: table '" + table +
+                      "' is missing; restore it from a copy");
+    }
+    for (const auto& col : cols) {
+      if (!it->second.count(col)) {
+        throw UserError("'" + path + "' is a damaged brickdl database: table '" + table +
+                        "' lacks column '" + col + "'; restore it from a copy");
+      }
+    }
+  }
+}
+
+void migrate(sqlite3* db, int from_version) {
+  for (int v = from_version; v < kStoreSchemaVersion; ++v) {
+    const Migration& m = kMigrations[v];
+    BRICKDL_CHECK(m.from_version == v, "migration list out of order at " << v);
+    exec_sql(db, m.sql, fmt::format("migrating from schema version {}: {}", v, m.what));
+  }
+  Statement st(db, "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+               "recording the schema version");
+  st.bind_all(std::to_string(kStoreSchemaVersion)).run();
+}
+
+sqlite3* migrated_copy(sqlite3* db, int from_version) {
+  sqlite3* mem = nullptr;
+  const int rc = sqlite3_open(":memory:", &mem);
+  try {
+    check_sqlite(mem, rc, "opening an in-memory copy");
+    sqlite3_backup* backup = sqlite3_backup_init(mem, "main", db, "main");
+    if (!backup)
+      throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
+    sqlite3_backup_step(backup, -1); // its error, if any, is what finish returns
+    check_sqlite(mem, sqlite3_backup_finish(backup), "copying it to memory");
+    migrate(mem, from_version);
+  } catch (...) {
+    sqlite3_close(mem);
+    throw;
+  }
+  return mem;
+}
+
+void create_schema(sqlite3* db) {
+  // The script writes the meta rows (application, schema version) too.
+  exec_sql(db, kSchemaSql, "creating the schema");
+}
+
+} // namespace brickdl::store::detail

@@ -1,0 +1,161 @@
+"""Opening a brickdl tuning database from Python: the one place where the Python side
+(results/ figure scripts, experiments/baselines/, the tests' synthetic database) checks that a
+file is a brickdl database of a schema version it knows.
+
+The schema and its version come from core/store/schema.sql, the file the C++ store embeds
+(an installed copy sits next to this module): bumping the version is one edit there.
+
+    conn = brickdl_store.open_db(path)                          # read-only
+    conn = brickdl_store.open_db(path, write=True, create=True)  # created from the schema
+
+Every refusal raises StoreError with a message that starts with the file's path. Only the
+standard library is used.
+"""
+import functools
+import os
+import re
+import sqlite3
+import urllib.parse
+
+APPLICATION = "brickdl"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The source tree's schema first, then the copy installed next to this module.
+SCHEMA_PATHS = (os.path.normpath(os.path.join(HERE, "..", "core", "store", "schema.sql")),
+                os.path.join(HERE, "schema.sql"))
+
+# The schema's meta statement: ... ('schema_version', '<number>') ...
+_VERSION_PATTERN = re.compile(r"\('schema_version',\s*'(\d+)'\)")
+
+
+class StoreError(Exception):
+    """A file cannot be used as a brickdl tuning database; the message names the file."""
+
+
+# ---- the schema ------------------------------------------------------------------------
+
+def schema_path():
+    """The schema file (core/store/schema.sql)."""
+    for path in SCHEMA_PATHS:
+        if os.path.isfile(path):
+            return path
+    raise StoreError(f"{SCHEMA_PATHS[0]}: the brickdl schema file is missing (looked there "
+                     f"and at {SCHEMA_PATHS[1]}); reinstall brickdl")
+
+
+@functools.lru_cache(maxsize=None)
+def schema_sql():
+    """The schema script: every table of the current version and the meta rows."""
+    with open(schema_path(), encoding="utf-8") as f:
+        return f.read()
+
+
+def parse_schema_version(sql, where="schema.sql"):
+    """The version a schema script states in its meta statement (exactly once)."""
+    found = _VERSION_PATTERN.findall(sql)
+    if len(found) != 1:
+        raise StoreError(f"{where}: states ('schema_version', '<number>') {len(found)} times, "
+                         "expected once")
+    return int(found[0])
+
+
+@functools.lru_cache(maxsize=None)
+def schema_version():
+    """The newest schema version these scripts read and write (from the schema file)."""
+    return parse_schema_version(schema_sql(), schema_path())
+
+
+# ---- opening ---------------------------------------------------------------------------
+
+def open_db(path, write=False, create=False, timeout=10.0):
+    """Opens the tuning database at `path` and checks it; returns an sqlite3.Connection whose
+    rows are sqlite3.Row (by index or by column name).
+
+    write=False: read-only (the file must exist and is never written). write=True: read-write;
+    with create=True a missing or empty file is created from the schema file, meta rows
+    included. `timeout`: seconds a statement waits for another connection's lock.
+    Raises StoreError for a missing, foreign, damaged or newer-schema database."""
+    if create and not write:
+        raise ValueError("open_db: create=True needs write=True")
+    if not os.path.isfile(path) and not create:
+        raise StoreError(f"{path}: no such database file (run brickdl-tune first, or give "
+                         "the path of an existing tuning database)")
+    try:
+        if write:
+            conn = sqlite3.connect(path, timeout=timeout)
+        else:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+    except sqlite3.Error as e:
+        raise StoreError(f"{path}: cannot open it ({e})") from None
+    conn.row_factory = sqlite3.Row
+    try:
+        if create and not _tables(conn, path):
+            _create(conn, path)
+        _check(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _tables(conn, path):
+    try:
+        return [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path}: not a brickdl tuning database ({e})") from None
+
+
+def _statements(sql):
+    """The statements of a script, one by one (so that they can run in one transaction)."""
+    pending = ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending
+            pending = ""
+    rest = [line for line in pending.splitlines() if not line.strip().startswith("--")]
+    if "".join(rest).strip():
+        raise StoreError(f"{schema_path()}: ends with an incomplete statement")
+
+
+def _create(conn, path):
+    """Creates the schema in an empty database, under the write lock: of two processes
+    creating the same new file, the second finds the tables and leaves them."""
+    isolation = conn.isolation_level
+    conn.isolation_level = None  # transactions by hand: one for the whole script
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not _tables(conn, path):
+                for statement in _statements(schema_sql()):
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as e:
+        raise StoreError(f"{path}: cannot create the tuning database ({e})") from None
+    finally:
+        conn.isolation_level = isolation
+
+
+def _check(conn, path):
+    """The meta rows: application 'brickdl' and a schema version no newer than ours."""
+    try:
+        meta = {r[0]: r[1] for r in conn.execute("SELECT key, value FROM meta")}
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path}: not a brickdl tuning database ({e})") from None
+    if meta.get("application") != APPLICATION:
+        raise StoreError(f"{path}: not a brickdl tuning database (meta.application is "
+                         f"{meta.get('application')!r}, expected {APPLICATION!r})")
+    text = meta.get("schema_version")
+    if text is None or not str(text).isdigit():
+        raise StoreError(f"{path}: a damaged brickdl tuning database (meta.schema_version is "
+                         f"{text!r}, expected a number); restore it from a copy")
+    version = int(text)
+    if version > schema_version():
+        raise StoreError(f"{path}: schema version {version} is newer than these scripts "
+                         f"support ({schema_version()}); update brickdl")
+    return version
