@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/run_tool.h"
 #include "core/error.h"
 #include "core/store/merge.h"
 #include "core/store/print.h"
@@ -52,7 +53,7 @@ CLI::App* add_best(CLI::App& app, Args& a) {
   best->add_option("--model", a.filter.model, "Only this model (zoo name or 'custom')");
   best->add_option("--gpu", a.filter.gpu, "Only runs that predicted for this GPU spec");
   best->add_option("--precision", a.filter.precision, "Only this precision")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+      ->check(CLI::IsMember(brickdl::dtype_names()));
   best->add_option("--batch", a.batch, "Only this batch size")->check(CLI::PositiveNumber);
   best->add_option("--target", a.filter.target, "Only targets whose fingerprint contains this");
   best->add_flag("--json", a.json, "JSON instead of a table");
@@ -131,47 +132,45 @@ void run_export(TuningDb& db, const Args& a) {
     throw brickdl::UserError("writing '" + a.out_path + "' failed");
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
-               "tuning database, and merging of databases"};
+// The subcommands, as parsed.
+struct Commands {
+  CLI::App *best, *runs, *show, *compare, *exp, *merge;
+};
+
+Commands add_commands(CLI::App& app, Args& a) {
   app.require_subcommand(1);
-  Args a;
   app.add_option("--db", a.db_path, "The tuning database to read")->capture_default_str();
-  CLI::App* best = add_best(app, a);
-  CLI::App* runs = app.add_subcommand("runs", "List the tuning runs");
-  CLI::App* show = app.add_subcommand("show", "A run's configuration, groups, measurements and "
-                                              "plans");
-  show->add_option("RUN", a.show_run, "Run id (see `runs`)")->required();
-  CLI::App* compare = app.add_subcommand(
+  Commands c{};
+  c.best = add_best(app, a);
+  c.runs = app.add_subcommand("runs", "List the tuning runs");
+  c.show = app.add_subcommand("show", "A run's configuration, groups, measurements and plans");
+  c.show->add_option("RUN", a.show_run, "Run id (see `runs`)")->required();
+  c.compare = app.add_subcommand(
       "compare", "Per workload measured in both runs: each run's best candidate, median and "
                  "spread, and the ratio B/A");
-  compare->add_option("RUN_A", a.run_a, "Run id")->required();
-  compare->add_option("RUN_B", a.run_b, "Run id")->required();
-  CLI::App* exp = add_export(app, a);
-  CLI::App* merge = add_merge(app, a);
+  c.compare->add_option("RUN_A", a.run_a, "Run id")->required();
+  c.compare->add_option("RUN_B", a.run_b, "Run id")->required();
+  c.exp = add_export(app, a);
+  c.merge = add_merge(app, a);
   // `--db` may also follow the subcommand.
-  for (CLI::App* sub : {best, runs, show, compare, exp, merge})
+  for (CLI::App* sub : {c.best, c.runs, c.show, c.compare, c.exp, c.merge})
     sub->fallthrough();
+  return c;
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : brickdl::kExitUserError;
-  }
-  if (merge->parsed())
+int run(const Commands& c, const Args& a) {
+  if (c.merge->parsed())
     return run_merge(a);
-
   TuningDb db(a.db_path, TuningDb::Mode::kReadOnly);
-  if (best->parsed()) {
+  if (c.best->parsed()) {
     run_best(db, a);
-  } else if (runs->parsed()) {
+  } else if (c.runs->parsed()) {
     query::print_runs(query::runs(db), db.path(), std::cout);
-  } else if (show->parsed()) {
+  } else if (c.show->parsed()) {
     query::print_run(query::run_details(db, a.show_run), std::cout);
-  } else if (compare->parsed()) {
+  } else if (c.compare->parsed()) {
     query::print_comparison(query::compare_runs(db, a.run_a, a.run_b), std::cout);
-  } else if (exp->parsed()) {
+  } else if (c.exp->parsed()) {
     run_export(db, a);
   }
   return 0;
@@ -180,16 +179,9 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const brickdl::UserError& e) {
-    std::cerr << "brickdl-query: error: " << e.what() << "\n";
-    return brickdl::kExitUserError;
-  } catch (const brickdl::InternalError& e) {
-    std::cerr << "brickdl-query: " << e.what() << "\n";
-    return brickdl::kExitInternalError;
-  } catch (const std::exception& e) {
-    std::cerr << "brickdl-query: internal error: " << e.what() << "\n";
-    return brickdl::kExitInternalError;
-  }
+  CLI::App app{"brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
+               "tuning database, and merging of databases"};
+  Args a;
+  const Commands commands = add_commands(app, a);
+  return brickdl::run_tool("brickdl-query", app, argc, argv, [&] { return run(commands, a); });
 }

@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/run_tool.h"
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/zoo.h"
@@ -201,19 +202,5 @@ int main(int argc, char** argv) {
   app.footer(
       "Weights are those of the fused graph as executed: batch-norm folded into the preceding "
       "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitUserError;
-  }
-  try {
-    return run(o);
-  } catch (const UserError& e) {
-    std::cerr << "brickdl-run: " << e.what() << "\n";
-    return kExitUserError;
-  } catch (const std::exception& e) {
-    std::cerr << "brickdl-run: internal error: " << e.what() << "\n";
-    return kExitInternalError;
-  }
+  return run_tool("brickdl-run", app, argc, argv, [&] { return run(o); });
 }

@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/run_tool.h"
 #include "core/describe.h"
 #include "core/error.h"
 #include "core/experiment.h"
@@ -50,27 +51,57 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
   }
 }
 
-int run(const Args& a, search::InterruptHandler& interrupt) {
+// The experiment with the command line's overrides; the registries' names checked.
+ExperimentConfig load(const Args& a) {
   ExperimentConfig exp = load_experiment(a.experiment);
-  if (a.backend)
+  const auto from_command_line = [](const char* flag) {
+    return SourceLocation{"the command line", 0, 0, flag};
+  };
+  if (a.backend) {
     exp.measurement.backend = *a.backend;
+    exp.measurement.backend_at = from_command_line("--backend");
+  }
   if (a.db)
     exp.database = *a.db;
   if (a.out)
     exp.output_dir = *a.out;
-  if (a.searcher)
+  if (a.searcher) {
     exp.search.searcher = *a.searcher;
+    exp.search.searcher_at = from_command_line("--searcher");
+  }
   if (a.top_k)
     exp.measurement.top_k = *a.top_k;
   if (a.max_group_len)
     exp.search.max_group_len = *a.max_group_len;
+  search::check_names(exp);
+  return exp;
+}
 
-  if (a.describe) {
-    describe_experiment(exp, std::cout);
-    std::cout << '\n';
-    model::describe_model(fuse_for_inference(exp.graph), exp.gpu, std::cout);
-    return 0;
+int describe(const ExperimentConfig& exp) {
+  describe_experiment(exp, std::cout);
+  std::cout << '\n';
+  model::describe_model(fuse_for_inference(exp.graph), exp.gpu, std::cout);
+  return 0;
+}
+
+// Prints the report, writes plan.json and report.txt; the exit status of the run.
+int finish(const search::TuneResult& result, const ExperimentConfig& exp,
+           const search::Logger& log) {
+  search::print_report(result.report, std::cout);
+  search::write_outputs(result, exp.output_dir);
+  log.info("wrote " + exp.output_dir + "/plan.json and report.txt; database " + exp.database +
+           " (run " + std::to_string(result.run_id) + ")");
+  if (result.aborted) {
+    std::cerr << "brickdl-tune: run " << result.run_id << " aborted; what was measured is kept\n";
+    return search::InterruptHandler::kExitInterrupted;
   }
+  return 0;
+}
+
+int run(const Args& a, search::InterruptHandler& interrupt) {
+  const ExperimentConfig exp = load(a);
+  if (a.describe)
+    return describe(exp);
 
   // Bad input fails here, before a measurer or the database is set up.
   search::check_experiment(exp);
@@ -102,15 +133,7 @@ int run(const Args& a, search::InterruptHandler& interrupt) {
   const search::TuneResult result = search::tune(ctx);
   interrupt.disarm();
   bar.finish();
-  search::print_report(result.report, std::cout);
-  search::write_outputs(result, exp.output_dir);
-  ctx.log.info("wrote " + exp.output_dir + "/plan.json and report.txt; database " + exp.database +
-               " (run " + std::to_string(result.run_id) + ")");
-  if (result.aborted) {
-    std::cerr << "brickdl-tune: run " << result.run_id << " aborted; what was measured is kept\n";
-    return search::InterruptHandler::kExitInterrupted;
-  }
-  return 0;
+  return finish(result, exp, ctx.log);
 }
 
 } // namespace
@@ -124,40 +147,20 @@ int main(int argc, char** argv) {
   app.add_option("experiment", a.experiment, "experiment YAML file")->required();
   app.add_flag("--describe", a.describe,
                "print the experiment, its graph and the model's layer report, then exit");
-  app.add_option("--backend", a.backend, "measuring backend: none, cpu, cuda or auto")
-      ->check(CLI::IsMember({"none", "cpu", "cuda", "auto"}));
+  // Names are checked against the registries with the experiment's (search::check_names).
+  app.add_option("--backend", a.backend,
+                 "measuring backend: " + join_names(search::backend_names()));
   app.add_option("--db", a.db, "tuning database (overrides `database`)");
   app.add_option("--out", a.out, "output folder for plan.json and report.txt");
   app.add_flag("--fresh", a.fresh, "measure again what the database already has");
   app.add_option("--top-k", a.top_k, "candidates measured per group of the plan")
       ->check(CLI::Range(1, 1000000));
-  app.add_option("--searcher", a.searcher,
-                 "dp, exhaustive, random, topk, measure_all or partitions");
+  app.add_option("--searcher", a.searcher, "searcher: " + join_names(search::searcher_names()));
   app.add_option("--max-group-len", a.max_group_len, "most layers in one group")
       ->check(CLI::Range(1, 1000));
   app.add_flag("--use-other-targets", a.use_other_targets,
                "reuse measurements taken on other targets");
   app.add_flag("--quiet", a.quiet, "no progress and no informational lines");
   app.add_flag("--progress", a.progress, "draw the progress bar even when stderr is no terminal");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return brickdl::kExitUserError;
-  }
-
-  try {
-    return run(a, interrupt);
-  } catch (const brickdl::UserError& e) {
-    std::cerr << "brickdl-tune: error: " << e.what() << '\n';
-    return brickdl::kExitUserError;
-  } catch (const brickdl::InternalError& e) {
-    std::cerr << "brickdl-tune: internal error: " << e.what() << '\n';
-    return brickdl::kExitInternalError;
-  } catch (const std::exception& e) {
-    std::cerr << "brickdl-tune: internal error: " << e.what() << '\n';
-    return brickdl::kExitInternalError;
-  }
+  return run_tool("brickdl-tune", app, argc, argv, [&] { return run(a, interrupt); });
 }

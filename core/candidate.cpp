@@ -11,14 +11,25 @@ const char* strategy_name(Strategy s) {
   return "?";
 }
 
+namespace {
+constexpr Strategy kStrategies[] = {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized};
+} // namespace
+
 bool parse_strategy(const std::string& s, Strategy* out) {
-  for (Strategy k : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized}) {
+  for (Strategy k : kStrategies) {
     if (s == strategy_name(k)) {
       *out = k;
       return true;
     }
   }
   return false;
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> v;
+  for (Strategy k : kStrategies)
+    v.emplace_back(strategy_name(k));
+  return v;
 }
 
 std::string BrickShape::str() const {

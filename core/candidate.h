@@ -9,6 +9,7 @@
 //   Candidate = group + brick + strategy + kernel parameters.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/group.h"
 
@@ -17,6 +18,8 @@ namespace brickdl {
 enum class Strategy { kLayerwise, kPadded, kMemoized };
 const char* strategy_name(Strategy s);
 bool parse_strategy(const std::string& s, Strategy* out);
+// Every strategy's name, in enum order: layerwise, padded, memoized.
+std::vector<std::string> strategy_names();
 
 struct BrickShape {
   int d = 1, h = 8, w = 8;

@@ -71,8 +71,8 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
 
 namespace detail {
 void check_failed(const char* cond, const char* file, int line, const std::string& msg) {
-  std::string s = std::string("internal error: check '") + cond + "' failed at " + file + ":" +
-                  std::to_string(line);
+  std::string s =
+      std::string("check '") + cond + "' failed at " + file + ":" + std::to_string(line);
   if (!msg.empty())
     s += ": " + msg;
   throw InternalError(s);

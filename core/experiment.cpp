@@ -27,9 +27,6 @@ const std::vector<std::string> kMeasurementKeys = {
     "backend",  "warmup",           "repetitions",     "top_k",       "counters",
     "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
     "atol",     "budget_s",         "max_measurements"};
-const std::vector<std::string> kSearchers = {"dp", "exhaustive", "random", "topk", "measure_all"};
-const std::vector<std::string> kBackends = {"auto", "cuda", "cpu", "none"};
-const std::vector<std::string> kPrecisions = {"fp32", "fp16", "bf16"};
 const std::vector<std::string> kZooKeys = {"zoo", "num_classes"};
 const std::vector<std::string> kConvChainKeys = {"zoo",        "depth", "channels", "kernel",
                                                  "image",      "dims",  "stride",   "dilation",
@@ -58,6 +55,15 @@ std::string read_choice(const YamlValue& v, const std::vector<std::string>& vali
   if (std::find(valid.begin(), valid.end(), s) == valid.end())
     v.fail("unknown " + what + " '" + s + "'" + did_you_mean(s, valid) +
            "; valid: " + join_names(valid));
+  return s;
+}
+
+// A name that another module's registry checks later: non-empty; `*where` records its place.
+std::string read_name(const YamlValue& v, SourceLocation* where) {
+  const std::string s = v.as_string();
+  if (s.empty())
+    v.fail("expected a name, got an empty string");
+  *where = v.where();
   return s;
 }
 
@@ -233,13 +239,11 @@ Graph read_conv_chain(const YamlValue& m, const ExperimentConfig& cfg,
       o.relu = m.get("relu").as_bool();
   }
   if (!cfg.input_size.empty()) {
-    // The chain has one extent for every spatial dim.
-    const auto& s = cfg.input_size;
-    if (!std::all_of(s.begin(), s.end(), [&](int64_t x) { return x == s[0]; }))
-      input_size_node.fail("conv_chain has the same extent in every spatial dim; give equal "
-                           "extents or set model.image");
-    o.image = s[0];
-    o.dims = static_cast<int>(s.size());
+    // input_size overrides model.image and model.dims, as brickdl-run --input-size does.
+    if (m.is_map() && m.has("dims") && o.dims != static_cast<int>(cfg.input_size.size()))
+      input_size_node.fail("model.dims is " + std::to_string(o.dims) + ", but input_size has " +
+                           std::to_string(cfg.input_size.size()) + " extents");
+    o.input_size = cfg.input_size;
   }
   if (cfg.input_channels > 0)
     o.channels = cfg.input_channels;
@@ -414,9 +418,9 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
     const YamlValue list = v.get("strategies");
     const std::vector<YamlValue> items = list.items("search.strategies");
     if (items.empty())
-      list.fail("expected at least one strategy (layerwise, padded, memoized)");
+      list.fail("expected at least one strategy (" + join_names(strategy_names()) + ")");
     s.strategies.clear();
-    const std::vector<std::string> valid = {"layerwise", "padded", "memoized"};
+    const std::vector<std::string> valid = strategy_names();
     for (const auto& item : items) {
       Strategy st;
       parse_strategy(read_choice(item, valid, "strategy"), &st);
@@ -434,7 +438,7 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
         });
   }
   if (v.has("searcher"))
-    s.searcher = read_choice(v.get("searcher"), kSearchers, "searcher");
+    s.searcher = read_name(v.get("searcher"), &s.searcher_at);
   if (v.has("random_samples"))
     s.random_samples = v.get("random_samples").as_int(1);
   if (v.has("partitions"))
@@ -455,7 +459,7 @@ MeasurementConfig read_measurement(const YamlValue& root, uint64_t seed) {
   v.expect_keys(kMeasurementKeys, "measurement");
   MeasureOptions& o = m.options;
   if (v.has("backend"))
-    m.backend = read_choice(v.get("backend"), kBackends, "backend");
+    m.backend = read_name(v.get("backend"), &m.backend_at);
   if (v.has("warmup"))
     o.warmup = v.get("warmup").as_int(0);
   if (v.has("repetitions"))
@@ -514,8 +518,8 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     const YamlValue p = root.get("precision");
     const std::string s = p.as_string();
     if (!parse_dtype(s, &cfg.precision))
-      p.fail("unknown precision '" + s + "'" + did_you_mean(s, kPrecisions) +
-             "; valid: " + join_names(kPrecisions));
+      p.fail("unknown precision '" + s + "'" + did_you_mean(s, dtype_names()) +
+             "; valid: " + join_names(dtype_names()));
   }
   if (root.has("input_size")) {
     const YamlValue s = root.get("input_size");

@@ -17,7 +17,7 @@
 //                   (core/yaml_graph.h)
 //   batch           >= 1
 //   input_size      [H, W] or [D, H, W], matching the model's rank; input_channels >= 1
-//   precision       fp32 | fp16 | bf16 (accepted here; the model and backends may refuse them)
+//   precision       dtype_names() (accepted here; the model and backends may refuse them)
 //   target          {gpu: NAME, <GpuSpec field>: value, ...}, or `target: NAME`. NAME is a
 //                   spec of core/gpu_spec.h or `custom`, which needs every field without a
 //                   default (all but registers_per_thread_max and max_threads_per_block).
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/candidate.h"
+#include "core/error.h"
 #include "core/gpu_spec.h"
 #include "core/graph.h"
 #include "core/measurer.h"
@@ -52,7 +53,10 @@ struct SearchSpaceConfig {
   int max_group_len = 4;
   std::vector<Strategy> strategies = {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized};
   std::vector<int> threads = {256};
-  std::string searcher = "dp"; // dp | exhaustive | random | topk | measure_all
+  // A name of search/searcher.h's registry (search::searcher_names()); the search module
+  // checks it (search::check_experiment), `searcher_at` says where it was given.
+  std::string searcher = "dp";
+  SourceLocation searcher_at;
   int random_samples = 1000;
   // Explicit partitions to evaluate (each a list of group lengths, e.g. [2,2,2]); when
   // non-empty the search evaluates exactly these partitions of the graph.
@@ -66,7 +70,10 @@ struct SearchSpaceConfig {
 };
 
 struct MeasurementConfig {
-  std::string backend = "auto"; // auto | cuda | cpu | none
+  // A name of search/measurers.h's registry (search::backend_names()), checked by the search
+  // module like the searcher; `backend_at` says where it was given.
+  std::string backend = "auto";
+  SourceLocation backend_at;
   MeasureOptions options;
   int top_k = 3;                     // candidates measured per group
   std::vector<std::string> counters; // empty = the backend's defaults

@@ -26,6 +26,10 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
+std::vector<std::string> dtype_names() {
+  return {dtype_name(DType::kF32), dtype_name(DType::kF16), dtype_name(DType::kBF16)};
+}
+
 bool parse_dtype(const std::string& s, DType* out) {
   std::string l = s;
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });

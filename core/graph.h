@@ -28,6 +28,8 @@ int dtype_bytes(DType t);
 const char* dtype_name(DType t);
 // Parses "fp32" / "float32" / "fp16" / "half" / "bf16" / "bfloat16"; false if unknown.
 bool parse_dtype(const std::string& s, DType* out);
+// The canonical names of every DType ("fp32", "fp16", "bf16"): the valid precisions.
+std::vector<std::string> dtype_names();
 
 struct TensorShape {
   int64_t n = 1, c = 1, d = 1, h = 1, w = 1;

@@ -37,6 +37,9 @@ struct ConvChainOptions {
   int kernel = 3;
   int64_t image = 112; // extent per spatial dim
   int dims = 3;        // 2 or 3
+  // [H, W] or [D, H, W]: the input's extents, overriding `image` and `dims` (the chain runs on
+  // any box, as every zoo model takes any input_size of its rank).
+  std::vector<int64_t> input_size;
   int batch = 1;
   int stride = 1;
   int dilation = 1;

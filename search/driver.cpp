@@ -1,5 +1,6 @@
 #include "search/driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "search/evaluation.h"
+#include "search/measurers.h"
 #include "search/searcher.h"
 
 namespace brickdl::search {
@@ -334,18 +336,46 @@ bool Run::execute() {
 } // namespace
 
 namespace {
+
+// `name` must be one of a registry's `valid` names; else a UserError where it was given.
+void check_registered(const std::string& name, const std::vector<std::string>& valid,
+                      SourceLocation where, const std::string& file, const char* key,
+                      const char* what) {
+  if (std::find(valid.begin(), valid.end(), name) != valid.end())
+    return;
+  if (where.key.empty())
+    where = SourceLocation{file, 0, 0, key};
+  throw UserError(where, std::string("unknown ") + what + " '" + name + "'" +
+                             did_you_mean(name, valid) + "; valid: " + join_names(valid));
+}
+
 SearcherOptions searcher_options(const ExperimentConfig& exp, const SearchSpace& space,
                                  uint64_t seed) {
   SearcherOptions so;
   so.name = space.partitions().empty() ? exp.search.searcher : "partitions";
+  if (so.name == "partitions" && space.partitions().empty())
+    throw UserError(exp.search.searcher_at.key.empty()
+                        ? SourceLocation{exp.file, 0, 0, "search.searcher"}
+                        : exp.search.searcher_at,
+                    "searcher 'partitions' evaluates the partitions listed in "
+                    "search.partitions, and the experiment lists none");
   so.top_k = exp.measurement.top_k;
   so.random_samples = exp.search.random_samples;
   so.seed = seed;
   return so;
 }
+
 } // namespace
 
+void check_names(const ExperimentConfig& exp) {
+  check_registered(exp.search.searcher, searcher_names(), exp.search.searcher_at, exp.file,
+                   "search.searcher", "searcher");
+  check_registered(exp.measurement.backend, backend_names(), exp.measurement.backend_at, exp.file,
+                   "measurement.backend", "backend");
+}
+
 void check_experiment(const ExperimentConfig& exp) {
+  check_names(exp);
   const SearchSpace space = SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file);
   make_searcher(searcher_options(exp, space, exp.seed));
 }
@@ -356,6 +386,7 @@ TuneResult tune(TuneContext& ctx) {
   const ExperimentConfig& exp = ctx.experiment;
 
   // Everything that can be wrong with the input is checked before the run row exists.
+  check_names(exp);
   const Graph fused = fuse_for_inference(exp.graph);
   const SearchSpace space = SearchSpace::build(fused, exp.search, exp.file);
   const SearcherOptions so = searcher_options(exp, space, ctx.seed);

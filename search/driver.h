@@ -28,8 +28,14 @@ struct TuneResult {
   TuneReport report;
 };
 
-// Checks what tune() would reject before starting a run (the search space and the searcher),
-// so that a tool can fail on bad input before it creates anything. Throws UserError.
+// Checks the names the experiment gives of the search module's registries (searcher,
+// backend) against them: an unknown one is a UserError at its place in the experiment file,
+// with a suggestion and the valid names.
+void check_names(const ExperimentConfig& experiment);
+
+// Checks what tune() would reject before starting a run (names, the search space and the
+// searcher), so that a tool can fail on bad input before it creates anything. Throws
+// UserError.
 void check_experiment(const ExperimentConfig& experiment);
 
 // Throws UserError for bad input found before the run starts (search space, searcher name);

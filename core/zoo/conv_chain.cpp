@@ -58,17 +58,28 @@ Graph chain_model(const std::string& name, const ZooOptions& options, int depth,
 } // namespace
 
 Graph build_conv_chain(const ConvChainOptions& o) {
-  if (o.dims != 2 && o.dims != 3)
-    throw UserError("conv chain option 'dims' must be 2 or 3, got " + std::to_string(o.dims));
   require_at_least("channels", o.channels, 1);
-  require_at_least("image", o.image, 1);
   require_at_least("batch", o.batch, 1);
+  std::vector<int64_t> size = o.input_size;
+  if (size.empty()) {
+    if (o.dims != 2 && o.dims != 3)
+      throw UserError("conv chain option 'dims' must be 2 or 3, got " + std::to_string(o.dims));
+    require_at_least("image", o.image, 1);
+    size.assign(static_cast<size_t>(o.dims), o.image);
+  }
+  if (size.size() != 2 && size.size() != 3)
+    throw UserError("model 'conv_chain': input_size must be [H, W] (a 2-D chain) or [D, H, W] "
+                    "(a 3-D chain), got " +
+                    std::to_string(size.size()) + " extents");
+  for (int64_t e : size)
+    require_at_least("input_size", e, 1);
   TensorShape in;
   in.n = o.batch;
   in.c = o.channels;
-  in.spatial_rank = o.dims;
-  in.d = o.dims == 3 ? o.image : 1;
-  in.h = in.w = o.image;
+  in.spatial_rank = static_cast<int>(size.size());
+  in.d = size.size() == 3 ? size[0] : 1;
+  in.h = size[size.size() - 2];
+  in.w = size[size.size() - 1];
   return conv_chain_on("conv_chain", in, o);
 }
 
@@ -84,19 +95,14 @@ Graph build_micro_bricksize(const ZooOptions& options) {
 
 // The generator's defaults, with the spatial rank taken from input_size (2 or 3 extents).
 Graph build_conv_chain_model(const ZooOptions& options) {
-  const std::string name = "conv_chain";
-  reject_classes(name, options);
-  const size_t rank = options.input_size.size();
-  if (rank != 0 && rank != 2 && rank != 3)
-    throw UserError("model 'conv_chain': input_size must be [H, W] (a 2-D chain) or [D, H, W] "
-                    "(a 3-D chain), got " +
-                    std::to_string(rank) + " extents");
+  reject_classes("conv_chain", options);
   ConvChainOptions o;
   o.dtype = options.dtype;
-  const std::vector<int64_t> cube(3, o.image), square(2, o.image);
-  const TensorShape in =
-      resolve_input(name, options, o.channels, options.input_size.size() == 2 ? square : cube);
-  return conv_chain_on(name, in, o);
+  o.batch = options.batch;
+  if (options.input_channels != 0)
+    o.channels = options.input_channels;
+  o.input_size = options.input_size;
+  return build_conv_chain(o);
 }
 
 } // namespace zoo_detail

@@ -391,6 +391,18 @@ TEST(Zoo, InputSizeOverride) {
   EXPECT_EQ(build_zoo_model("conv_chain", o).input_shape(), (TensorShape{1, 3, 1, 32, 32, 2}));
 }
 
+// conv_chain runs on any box of its rank, from the zoo (brickdl-run --input-size) as from an
+// experiment file (ExperimentFile.ConvChainTakesAnyInputSize).
+TEST(Zoo, ConvChainTakesAnyInputSize) {
+  ZooOptions o;
+  o.input_size = {8, 16, 32};
+  EXPECT_EQ(build_zoo_model("conv_chain", o).layer(3).out, (TensorShape{1, 3, 8, 16, 32, 3}));
+  o.input_size = {16, 16, 16, 16};
+  EXPECT_THROW(build_zoo_model("conv_chain", o), UserError);
+  o.input_size = {16, 0};
+  EXPECT_THROW(build_zoo_model("conv_chain", o), UserError);
+}
+
 TEST(Zoo, BadOptionsAreUserErrors) {
   ZooOptions o;
   o.input_size = {16, 112, 112};

@@ -116,5 +116,13 @@ TEST_F(RunCli, BadFlagsExitWithTwoAndSayWhy) {
   EXPECT_NE(read("err.txt").find("1x3x8x8x8"), std::string::npos) << read("err.txt");
 }
 
+// One error policy (apps/run_tool.h): "brickdl-run: error: ..." and exit 2 for bad input.
+TEST_F(RunCli, BadInputIsOneErrorLine) {
+  EXPECT_EQ(run("--model conv_chain --input-size 8,8,8,8 --out " + path("x")), 2);
+  EXPECT_EQ(read("err.txt"), "brickdl-run: error: model 'conv_chain': input_size must be [H, W] "
+                             "(a 2-D chain) or [D, H, W] (a 3-D chain), got 4 extents\n");
+  EXPECT_FALSE(fs::exists(path("x")));
+}
+
 } // namespace
 } // namespace brickdl::kernels
