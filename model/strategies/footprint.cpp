@@ -5,8 +5,10 @@
 
 namespace brickdl::model::detail {
 
-Occupancy set_block_footprint(const StrategyContext& ctx, double smem_bytes, double brick_volume,
+Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
                               const char* what, Prediction& p) {
+  const TensorGrid& last = g.last();
+  const double brick_volume = static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
   p.smem_bytes_per_block = smem_bytes;
   p.registers_per_thread = estimate_registers(ctx.gpu, brick_volume, ctx.candidate.threads);
   const Occupancy occ =

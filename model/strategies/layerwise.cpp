@@ -53,20 +53,16 @@ double depth_of(const std::vector<Entry>& lru, int key) {
   return INFINITY;
 }
 
-} // namespace
-
-void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p,
-                       std::vector<KernelCost>* kernels) {
-  Scratch& s = scratch();
+// Pass 1: an LRU of whole tensors over the group's kernels decides which reads miss
+// (Scratch::read_miss, per kernel) and which intermediates leave L2 dirty
+// (Scratch::written_back): evicted while the group runs, or still resident at its end.
+void simulate_l2(const GroupGeometry& g, double share, Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
   const double dt = g.dtype_bytes;
-  const double share = ctx.coef.l2_share_bytes;
   s.lru.clear();
   s.read_miss.assign(static_cast<size_t>(L), 0.0);
   s.written_back.assign(static_cast<size_t>(T), false);
-
-  // Pass 1: the LRU decides which reads miss and which intermediates get evicted dirty.
   for (int i = 0; i < L; ++i) {
     for (int e = g.edge_begin[static_cast<size_t>(i)]; e < g.edge_begin[static_cast<size_t>(i) + 1];
          ++e) {
@@ -89,54 +85,59 @@ void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Predi
   for (int t = 0; t < L - 1; ++t)
     if (depth_of(s.lru, t) > share)
       s.written_back[static_cast<size_t>(t)] = true;
+}
 
-  // Pass 2: per kernel bytes and roofline.
+// Pass 2, layer i's kernel: adds its bytes, FLOPs, blocks and roofline to p, and its cost to
+// `kernels` when given.
+void add_layer_kernel(const GroupGeometry& g, const StrategyContext& ctx, const Scratch& s, int i,
+                      Prediction& p, std::vector<KernelCost>* kernels) {
+  const int L = g.layer_count;
+  const size_t is = static_cast<size_t>(i);
+  const double dt = g.dtype_bytes;
+  const Layer& l = *g.layers[is];
+  double loads = 0;
+  for (int e = g.edge_begin[is]; e < g.edge_begin[is + 1]; ++e) {
+    const int t = g.edges[static_cast<size_t>(e)].producer;
+    const double bytes = g.numel(t) * dt;
+    (t < L ? p.bytes_intermediate_load : p.bytes_input) += bytes;
+    loads += bytes;
+  }
+  const double wbytes = g.params[is] * dt;
+  const double out = g.numel(i) * dt;
+  p.bytes_weight += wbytes;
+  (i == L - 1 ? p.bytes_output : p.bytes_intermediate_store) += out;
+  const double flops = 2.0 * static_cast<double>(l.macs);
+  p.flops += flops;
+  const double write = (i == L - 1 || s.written_back[is]) ? out : 0.0;
+  const double read = s.read_miss[is];
+  const double l1 = loads + wbytes + out;
+  const double blocks = std::max(1.0, std::ceil(g.numel(i) / kLibraryOutputsPerBlock));
+  p.dram_read_bytes += read;
+  p.dram_write_bytes += write;
+  p.thread_blocks += static_cast<int64_t>(blocks);
+  const double top = add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), true, read + write,
+                                         l1, flops, blocks, 1.0, p);
+  if (kernels)
+    kernels->push_back({l.id, read, write, l1, flops, blocks, top + ctx.coef.launch_us * 1e-3});
+}
+
+} // namespace
+
+void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p,
+                       std::vector<KernelCost>* kernels) {
+  Scratch& s = scratch();
+  const int L = g.layer_count;
+  simulate_l2(g, ctx.coef.l2_share_bytes, s);
   if (kernels)
     kernels->clear();
-  const ResolvedCoefficients& c = ctx.coef;
-  for (int i = 0; i < L; ++i) {
-    const size_t is = static_cast<size_t>(i);
-    const Layer& l = *g.layers[is];
-    double loads = 0;
-    for (int e = g.edge_begin[is]; e < g.edge_begin[is + 1]; ++e) {
-      const int t = g.edges[static_cast<size_t>(e)].producer;
-      const double bytes = g.numel(t) * dt;
-      (t < L ? p.bytes_intermediate_load : p.bytes_input) += bytes;
-      loads += bytes;
-    }
-    const double wbytes = g.params[is] * dt;
-    const double out = g.numel(i) * dt;
-    p.bytes_weight += wbytes;
-    (i == L - 1 ? p.bytes_output : p.bytes_intermediate_store) += out;
-    const double flops = 2.0 * static_cast<double>(l.macs);
-    p.flops += flops;
-    const double write = (i == L - 1 || s.written_back[is]) ? out : 0.0;
-    const double read = s.read_miss[is];
-    const double l1 = loads + wbytes + out;
-    const double blocks = std::max(1.0, std::ceil(g.numel(i) / kLibraryOutputsPerBlock));
-    p.dram_read_bytes += read;
-    p.dram_write_bytes += write;
-    p.thread_blocks += static_cast<int64_t>(blocks);
-    const double top = add_kernel_roofline(ctx.gpu, c, g.graph->dtype(), true, read + write, l1,
-                                           flops, blocks, 1.0, p);
-    if (kernels) {
-      KernelCost k;
-      k.layer = l.id;
-      k.dram_read_bytes = read;
-      k.dram_write_bytes = write;
-      k.l1_bytes = l1;
-      k.flops = flops;
-      k.blocks = blocks;
-      k.time_ms = top + c.launch_us * 1e-3;
-      kernels->push_back(k);
-    }
-  }
+  for (int i = 0; i < L; ++i)
+    add_layer_kernel(g, ctx, s, i, p, kernels);
   p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_intermediate_load +
                p.bytes_intermediate_store + p.bytes_output;
   p.l2_bytes = p.l1_bytes;
   p.dram_bytes = p.dram_read_bytes + p.dram_write_bytes;
   p.launches = L;
-  p.t_launch_ms = L * c.launch_us * 1e-3;
+  p.t_launch_ms = L * ctx.coef.launch_us * 1e-3;
   finish_time(p);
 }
 

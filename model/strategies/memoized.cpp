@@ -18,11 +18,6 @@ namespace brickdl::model::detail {
 
 namespace {
 
-// Counts are integers computed in doubles (exact below 2^53).
-inline int64_t to_count(double v) {
-  return static_cast<int64_t>(v + 0.5);
-}
-
 struct Box {
   int layer = 0;
   bool dead = false;
@@ -53,6 +48,7 @@ struct Scratch {
   std::vector<EdgeAxis> edge_axis; // edges of one layer × 4
   std::vector<Stream> streams;
   std::vector<double> first_of_input; // per external input: largest first touch
+  std::vector<double> loads, touches; // per edge of one layer: elements, producer bricks
   std::vector<uint8_t> bitmap;
   std::vector<double> table;
 };
@@ -169,84 +165,137 @@ struct BoxSums {
   std::array<int64_t, 4> count{}, extent{};
 };
 
-// Sums over one box of layer i: per axis brick extents, and per edge the needs. When
+// Totals over the computed bricks of one layer (all images); per edge in Scratch::loads
+// (elements needed) and Scratch::touches (producer bricks touched).
+struct LayerTotals {
+  double bricks = 0;
+  double volume = 0;         // elements computed (clipped)
+  double block_channels = 0; // Σ channels of each brick's block
+};
+
+// One memoized prediction's walk over the layers, last first, and what the layers add up to
+// for the footprint, DRAM and time that follow.
+struct Walk {
+  const GroupGeometry& g;
+  Scratch& s;
+  BoxOps ops;
+  std::array<int, kAxes> alias; // spatial axes equal to an earlier one may reuse its sums
+  double smem_bytes = 0;        // the most one brick of some layer stages
+  double weights_unique = 0;    // bytes of the weights the computed bricks use
+  double claims = 0;            // intermediate bricks computed
+  double bricks_total = 0;      // bricks computed
+  // The layer being counted and its edges, [e0, e0 + ne) in GroupGeometry::edges.
+  int layer = 0, e0 = 0, ne = 0;
+};
+
+// Axis a of a box takes the sums of axis b (an earlier axis like it, with the same bricks in
+// the box), and the producer images along a copy theirs along b.
+void copy_axis_sums(Walk& w, const int* images, int a, int b, BoxSums& r) {
+  const GroupGeometry& g = w.g;
+  const size_t as = static_cast<size_t>(a);
+  const int e0 = w.e0, e1 = w.e0 + w.ne;
+  r.count[as] = r.count[static_cast<size_t>(b)];
+  r.extent[as] = r.extent[static_cast<size_t>(b)];
+  for (int e = e0; e < e1; ++e) {
+    const size_t k = static_cast<size_t>(e - e0) * 4;
+    w.s.edge_axis[k + as] = w.s.edge_axis[k + static_cast<size_t>(b)];
+    if (images && images[e - e0] >= 0) {
+      const int p = g.edges[static_cast<size_t>(e)].producer;
+      const int64_t pw = words_for(g.tensors[static_cast<size_t>(p)].grid[as]);
+      std::copy(w.ops.mask(images[e - e0], b), w.ops.mask(images[e - e0], b) + pw,
+                w.ops.mask(images[e - e0], a));
+    }
+  }
+}
+
+// One edge's needs along axis a over the consumer bricks js (ascending, brick size bb, last
+// element `last`); pb is the producer's brick size. Marks the producer bricks touched in
+// `image` when given. Needs grow with j (every map is monotone), so unions are running maxima.
+EdgeAxis sum_edge_axis(const Edge& edge, int a, const std::vector<int64_t>& js, int64_t bb,
+                       int64_t last, int64_t pb, uint64_t* image) {
+  const double inv_pb = 1.0 / static_cast<double>(pb);
+  EdgeAxis acc;
+  int64_t hi = -1, touch_hi = -1;
+  for (int64_t j : js) {
+    const Interval need = edge.need(a, {j * bb, std::min(j * bb + bb - 1, last)});
+    if (need.empty())
+      continue;
+    const int64_t len = need.hi - need.lo + 1;
+    acc.need_sum += len;
+    acc.need_max = std::max(acc.need_max, len);
+    acc.need_uni += std::max<int64_t>(0, need.hi - std::max(need.lo, hi + 1) + 1);
+    hi = std::max(hi, need.hi);
+    const int64_t b0 = div_by(need.lo, pb, inv_pb), b1 = div_by(need.hi, pb, inv_pb);
+    acc.touch_sum += b1 - b0 + 1;
+    const int64_t t0 = std::max(b0, touch_hi + 1);
+    if (b1 >= t0) {
+      acc.touch_uni += b1 - t0 + 1;
+      if (image)
+        BoxOps::set_range(image, t0, b1);
+    }
+    touch_hi = std::max(touch_hi, b1);
+  }
+  return acc;
+}
+
+// Sums along axis a over the box's bricks: their count and clipped extents, and per edge the
+// needs (Scratch::edge_axis), marking the producer bricks touched in `images` when given.
+void sum_axis(Walk& w, int box, const int* images, int a, BoxSums& r) {
+  const GroupGeometry& g = w.g;
+  Scratch& s = w.s;
+  const size_t as = static_cast<size_t>(a);
+  const TensorGrid& tg = g.tensors[static_cast<size_t>(w.layer)];
+  const int e0 = w.e0, e1 = w.e0 + w.ne;
+  s.js.clear();
+  w.ops.for_each(box, a, [&](int64_t j) { s.js.push_back(j); });
+  const int64_t bb = tg.brick[as], last = tg.extent[as] - 1;
+  int64_t extent = 0;
+  for (int64_t j : s.js)
+    extent += std::min(j * bb + bb - 1, last) - j * bb + 1;
+  r.count[as] = static_cast<int64_t>(s.js.size());
+  r.extent[as] = extent;
+  for (int e = e0; e < e1; ++e) {
+    const Edge& edge = g.edges[static_cast<size_t>(e)];
+    const int64_t pb = g.tensors[static_cast<size_t>(edge.producer)].brick[as];
+    uint64_t* image = (images && images[e - e0] >= 0) ? w.ops.mask(images[e - e0], a) : nullptr;
+    s.edge_axis[static_cast<size_t>(e - e0) * 4 + as] =
+        sum_edge_axis(edge, a, s.js, bb, last, pb, image);
+  }
+}
+
+// Kills the images of the edges that need nothing along some axis: no brick reads the
+// producer.
+void kill_unneeded_images(Walk& w, const int* images) {
+  for (int k = 0; k < w.ne; ++k) {
+    if (images[k] < 0)
+      continue;
+    for (int a = 0; a < kAxes; ++a)
+      if (w.s.edge_axis[static_cast<size_t>(k) * 4 + static_cast<size_t>(a)].touch_sum == 0) {
+        w.ops.kill(images[k]);
+        break;
+      }
+  }
+}
+
+// Sums over one box of the layer: per axis brick extents, and per edge the needs. When
 // `images` is given, images[k] (a box id, or -1 for an external producer) receives the
 // producer bricks that edge k's needs touch, and is killed when the box needs nothing.
-// Needs grow with j on every axis (every map is monotone), so unions are running maxima.
-BoxSums box_sums(const GroupGeometry& g, BoxOps& ops, Scratch& s, int layer, int box,
-                 const int* images, const std::array<int, kAxes>& alias) {
+BoxSums box_sums(Walk& w, int box, const int* images) {
   BoxSums r;
-  const TensorGrid& tg = g.tensors[static_cast<size_t>(layer)];
-  const int e0 = g.edge_begin[static_cast<size_t>(layer)];
-  const int e1 = g.edge_begin[static_cast<size_t>(layer) + 1];
-  s.edge_axis.resize(static_cast<size_t>(e1 - e0) * 4);
+  const TensorGrid& tg = w.g.tensors[static_cast<size_t>(w.layer)];
+  w.s.edge_axis.resize(static_cast<size_t>(w.ne) * 4);
   for (int a = 0; a < kAxes; ++a) {
-    const size_t as = static_cast<size_t>(a);
     // An axis like an earlier one, with the same bricks in the box, has the same sums.
-    const int b = alias[as];
-    const int64_t nw = words_for(tg.grid[as]);
-    if (b != a && std::equal(ops.mask(box, a), ops.mask(box, a) + nw, ops.mask(box, b))) {
-      r.count[as] = r.count[static_cast<size_t>(b)];
-      r.extent[as] = r.extent[static_cast<size_t>(b)];
-      for (int e = e0; e < e1; ++e) {
-        const size_t k = static_cast<size_t>(e - e0) * 4;
-        s.edge_axis[k + as] = s.edge_axis[k + static_cast<size_t>(b)];
-        if (images && images[e - e0] >= 0) {
-          const int p = g.edges[static_cast<size_t>(e)].producer;
-          const int64_t pw = words_for(g.tensors[static_cast<size_t>(p)].grid[as]);
-          std::copy(ops.mask(images[e - e0], b), ops.mask(images[e - e0], b) + pw,
-                    ops.mask(images[e - e0], a));
-        }
-      }
-      continue;
-    }
-    s.js.clear();
-    ops.for_each(box, a, [&](int64_t j) { s.js.push_back(j); });
-    const int64_t bb = tg.brick[as], last = tg.extent[as] - 1;
-    int64_t extent = 0;
-    for (int64_t j : s.js)
-      extent += std::min(j * bb + bb - 1, last) - j * bb + 1;
-    r.count[as] = static_cast<int64_t>(s.js.size());
-    r.extent[as] = extent;
-    for (int e = e0; e < e1; ++e) {
-      const Edge& edge = g.edges[static_cast<size_t>(e)];
-      const int64_t pb = g.tensors[static_cast<size_t>(edge.producer)].brick[as];
-      const double inv_pb = 1.0 / static_cast<double>(pb);
-      uint64_t* image = (images && images[e - e0] >= 0) ? ops.mask(images[e - e0], a) : nullptr;
-      EdgeAxis acc;
-      int64_t hi = -1, touch_hi = -1;
-      for (int64_t j : s.js) {
-        const Interval need = edge.need(a, {j * bb, std::min(j * bb + bb - 1, last)});
-        if (need.empty())
-          continue;
-        const int64_t len = need.hi - need.lo + 1;
-        acc.need_sum += len;
-        acc.need_max = std::max(acc.need_max, len);
-        acc.need_uni += std::max<int64_t>(0, need.hi - std::max(need.lo, hi + 1) + 1);
-        hi = std::max(hi, need.hi);
-        const int64_t b0 = div_by(need.lo, pb, inv_pb), b1 = div_by(need.hi, pb, inv_pb);
-        acc.touch_sum += b1 - b0 + 1;
-        const int64_t t0 = std::max(b0, touch_hi + 1);
-        if (b1 >= t0) {
-          acc.touch_uni += b1 - t0 + 1;
-          if (image)
-            BoxOps::set_range(image, t0, b1);
-        }
-        touch_hi = std::max(touch_hi, b1);
-      }
-      s.edge_axis[static_cast<size_t>(e - e0) * 4 + as] = acc;
+    const int b = w.alias[static_cast<size_t>(a)];
+    const int64_t nw = words_for(tg.grid[static_cast<size_t>(a)]);
+    if (b != a && std::equal(w.ops.mask(box, a), w.ops.mask(box, a) + nw, w.ops.mask(box, b))) {
+      copy_axis_sums(w, images, a, b, r);
+    } else {
+      sum_axis(w, box, images, a, r);
     }
   }
   if (images)
-    for (int e = e0; e < e1; ++e) {
-      if (images[e - e0] < 0)
-        continue;
-      for (int a = 0; a < kAxes; ++a)
-        if (s.edge_axis[static_cast<size_t>(e - e0) * 4 + static_cast<size_t>(a)].touch_sum == 0) {
-          ops.kill(images[e - e0]); // some axis needs nothing: no brick reads the producer
-          break;
-        }
-    }
+    kill_unneeded_images(w, images);
   return r;
 }
 
@@ -275,288 +324,365 @@ int image(const GroupGeometry& g, BoxOps& ops, int box, const Edge& edge) {
   return img;
 }
 
-} // namespace
-
-void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
-  Scratch& s = scratch();
-  const int L = g.layer_count;
-  const int T = g.tensor_count();
-  const TensorGrid& last = g.last();
-  const double n = static_cast<double>(g.batch);
-  const double dt = g.dtype_bytes;
-
+// Empties the scratch space and starts the set of the last layer: the full box.
+void start_walk(Walk& w) {
+  Scratch& s = w.s;
   s.words.clear();
   s.boxes.clear();
-  s.head.assign(static_cast<size_t>(L), -1);
+  s.head.assign(static_cast<size_t>(w.g.layer_count), -1);
   s.streams.clear();
-  s.first_of_input.assign(static_cast<size_t>(T), 0.0);
-  BoxOps ops(g, s);
-  ops.make(L - 1, true);
-  // Spatial axes equal to an earlier one (square images) may reuse its sums.
-  std::array<int, kAxes> alias = {0, 1, 2, 3};
-  for (int a = 2; a < kAxes; ++a)
-    for (int b = 1; b < a && alias[static_cast<size_t>(a)] == a; ++b)
-      if (same_axis(g, b, a))
-        alias[static_cast<size_t>(a)] = b;
+  s.first_of_input.assign(static_cast<size_t>(w.g.tensor_count()), 0.0);
+  w.ops.make(w.g.layer_count - 1, true);
+}
 
-  const double kb = static_cast<double>(last.grid[0]);
-  double smem = 0, weights_unique = 0, claims = 0, bricks_total = 0;
+// One live box of the layer: starts an empty image box per intermediate producer
+// (Scratch::images, -1 for external ones) for box_sums to fill; returns the live box.
+int start_images(Walk& w) {
+  const GroupGeometry& g = w.g;
+  w.s.images.assign(static_cast<size_t>(w.ne), -1);
+  for (int k = 0; k < w.ne; ++k)
+    if (g.edges[static_cast<size_t>(w.e0 + k)].producer < g.layer_count)
+      w.s.images[static_cast<size_t>(k)] =
+          w.ops.make(g.edges[static_cast<size_t>(w.e0 + k)].producer, false);
+  return w.s.live[0];
+}
 
-  for (int i = L - 1; i >= 0; --i) {
-    const size_t is = static_cast<size_t>(i);
-    normalize(ops, s, i);
-    if (s.live.empty())
-      continue; // no computed consumer brick needs this layer
-    const TensorGrid& tg = g.tensors[is];
-    const int e0 = g.edge_begin[is];
-    const int e1 = g.edge_begin[is + 1];
-    // The producers' boxes (s.boxes grows: hold box ids, never references). One box: its
-    // sums and its images in one pass. Several: images box by box, sums over the union.
-    const std::vector<int>& live = s.live;
-    const int ne = e1 - e0;
-    s.images.assign(static_cast<size_t>(ne), -1);
-    int proj = live[0];
-    if (live.size() == 1) {
-      for (int k = 0; k < ne; ++k)
-        if (g.edges[static_cast<size_t>(e0 + k)].producer < L)
-          s.images[static_cast<size_t>(k)] =
-              ops.make(g.edges[static_cast<size_t>(e0 + k)].producer, false);
-    } else {
-      for (int box : live)
-        for (int e = e0; e < e1; ++e) {
-          const Edge& edge = g.edges[static_cast<size_t>(e)];
-          if (edge.producer < L)
-            image(g, ops, box, edge);
-        }
-      proj = ops.make(i, false);
-      s.boxes[static_cast<size_t>(proj)].dead = true; // not a member of the set
-      for (int box : live)
-        for (int a = 0; a < kAxes; ++a) {
-          const int64_t nw = words_for(tg.grid[static_cast<size_t>(a)]);
-          for (int64_t w = 0; w < nw; ++w)
-            ops.mask(proj, a)[w] |= ops.mask(box, a)[w];
-        }
+// Several live boxes of the layer: adds each one's image to every intermediate producer, and
+// returns a box outside the set whose per-axis masks project the union, to sum over.
+// (s.boxes grows: hold box ids, never references.)
+int project_union(Walk& w) {
+  const GroupGeometry& g = w.g;
+  Scratch& s = w.s;
+  for (int box : s.live)
+    for (int e = w.e0; e < w.e0 + w.ne; ++e) {
+      const Edge& edge = g.edges[static_cast<size_t>(e)];
+      if (edge.producer < g.layer_count)
+        image(g, w.ops, box, edge);
     }
-    const BoxSums bs =
-        box_sums(g, ops, s, i, proj, live.size() == 1 ? s.images.data() : nullptr, alias);
-    const std::vector<EdgeAxis>& ea = s.edge_axis;
-
-    const auto d = [](int64_t v) { return static_cast<double>(v); };
-    double bricks = n * d(bs.count[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
-    double volume = n * d(bs.extent[0]) * d(bs.extent[1]) * d(bs.extent[2]) * d(bs.extent[3]);
-    double block_channels = n * d(bs.extent[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
-    std::array<double, 8> loads{}, touches{}; // per edge (up to 8 fast; more → vector below)
-    std::vector<double> loads_v, touches_v;
-    const auto edge_total = [&](int k, bool touch) {
-      double v = n;
-      for (int a = 0; a < kAxes; ++a) {
-        const EdgeAxis& x = ea[static_cast<size_t>(k) * 4 + static_cast<size_t>(a)];
-        v *= static_cast<double>(touch ? x.touch_sum : x.need_sum);
-      }
-      return v;
-    };
-    if (ne > 8) {
-      loads_v.resize(static_cast<size_t>(ne));
-      touches_v.resize(static_cast<size_t>(ne));
+  const int proj = w.ops.make(w.layer, false);
+  s.boxes[static_cast<size_t>(proj)].dead = true; // not a member of the set
+  const TensorGrid& tg = g.tensors[static_cast<size_t>(w.layer)];
+  for (int box : s.live)
+    for (int a = 0; a < kAxes; ++a) {
+      const int64_t nw = words_for(tg.grid[static_cast<size_t>(a)]);
+      for (int64_t word = 0; word < nw; ++word)
+        w.ops.mask(proj, a)[word] |= w.ops.mask(box, a)[word];
     }
-    double* ld = ne > 8 ? loads_v.data() : loads.data();
-    double* tc = ne > 8 ? touches_v.data() : touches.data();
-    if (live.size() == 1) {
-      for (int k = 0; k < ne; ++k) {
-        ld[k] = edge_total(k, false);
-        tc[k] = edge_total(k, true);
-      }
-    } else {
-      // Enumerate the union of the boxes (bitmap over the layer's brick grid).
-      const int64_t gc = tg.grid[0], gd = tg.grid[1], gh = tg.grid[2], gw = tg.grid[3];
-      s.bitmap.assign(static_cast<size_t>(gc * gd * gh * gw), 0);
-      for (int box : live)
-        ops.for_each(box, 0, [&](int64_t c) {
-          ops.for_each(box, 1, [&](int64_t d) {
-            ops.for_each(box, 2, [&](int64_t h) {
-              ops.for_each(box, 3, [&](int64_t w) {
-                s.bitmap[static_cast<size_t>(((c * gd + d) * gh + h) * gw + w)] = 1;
-              });
-            });
+  return proj;
+}
+
+// n · Π_a of one edge's per-axis need sums (elements loaded) or touch sums (producer bricks).
+double edge_total(double n, const EdgeAxis* x, bool touch) {
+  double v = n;
+  for (int a = 0; a < kAxes; ++a)
+    v *= static_cast<double>(touch ? x[a].touch_sum : x[a].need_sum);
+  return v;
+}
+
+// Totals over one box of the layer: every sum factors into per-axis sums.
+LayerTotals box_totals(Walk& w, const BoxSums& bs) {
+  const double n = static_cast<double>(w.g.batch);
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  LayerTotals t;
+  t.bricks = n * d(bs.count[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
+  t.volume = n * d(bs.extent[0]) * d(bs.extent[1]) * d(bs.extent[2]) * d(bs.extent[3]);
+  t.block_channels = n * d(bs.extent[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
+  const size_t ne = static_cast<size_t>(w.ne);
+  w.s.loads.resize(ne);
+  w.s.touches.resize(ne);
+  for (size_t k = 0; k < ne; ++k) {
+    w.s.loads[k] = edge_total(n, &w.s.edge_axis[k * 4], false);
+    w.s.touches[k] = edge_total(n, &w.s.edge_axis[k * 4], true);
+  }
+  return t;
+}
+
+// Scratch::bitmap over the layer's brick grid: 1 for the bricks in some live box.
+void mark_union(Walk& w) {
+  Scratch& s = w.s;
+  const TensorGrid& tg = w.g.tensors[static_cast<size_t>(w.layer)];
+  const int64_t gd = tg.grid[1], gh = tg.grid[2], gw = tg.grid[3];
+  s.bitmap.assign(static_cast<size_t>(tg.grid[0] * gd * gh * gw), 0);
+  for (int box : s.live)
+    w.ops.for_each(box, 0, [&](int64_t c) {
+      w.ops.for_each(box, 1, [&](int64_t d) {
+        w.ops.for_each(box, 2, [&](int64_t h) {
+          w.ops.for_each(box, 3, [&](int64_t x) {
+            s.bitmap[static_cast<size_t>(((c * gd + d) * gh + h) * gw + x)] = 1;
           });
         });
-      // Per-axis tables: extent, then per edge need length and producer bricks touched.
-      const std::array<int64_t, 4> gsz = {gc, gd, gh, gw};
-      std::array<int64_t, 4> base{};
-      int64_t total = 0;
-      for (int a = 0; a < kAxes; ++a) {
-        base[static_cast<size_t>(a)] = total;
-        total += gsz[static_cast<size_t>(a)] * (1 + 2 * ne);
-      }
-      s.table.assign(static_cast<size_t>(total), 0.0);
-      for (int a = 0; a < kAxes; ++a)
-        for (int64_t j = 0; j < gsz[static_cast<size_t>(a)]; ++j) {
-          const Interval out = tg.brick_interval(a, j);
-          double* row =
-              &s.table[static_cast<size_t>(base[static_cast<size_t>(a)] + j * (1 + 2 * ne))];
-          row[0] = static_cast<double>(out.size());
+      });
+    });
+}
+
+// Per-axis rows over a layer's brick grid, in Scratch::table: the brick's extent, then per
+// edge its need length and the producer bricks the need touches.
+struct AxisTables {
+  std::array<int64_t, 4> base{}; // first row of each axis
+  int64_t width = 1;             // doubles per row: 1 + 2 · edges
+  const double* row(const Scratch& s, int a, int64_t j) const {
+    return &s.table[static_cast<size_t>(base[static_cast<size_t>(a)] + j * width)];
+  }
+};
+
+// One row of the tables: brick `out` of the layer along axis a.
+void fill_row(const Walk& w, int a, Interval out, double* row) {
+  const GroupGeometry& g = w.g;
+  row[0] = static_cast<double>(out.size());
+  for (int k = 0; k < w.ne; ++k) {
+    const Edge& edge = g.edges[static_cast<size_t>(w.e0 + k)];
+    const Interval need = edge.need(a, out);
+    const int64_t pb = g.tensors[static_cast<size_t>(edge.producer)].brick[static_cast<size_t>(a)];
+    row[1 + 2 * k] = static_cast<double>(need.size());
+    row[2 + 2 * k] =
+        need.empty() ? 0.0 : static_cast<double>(div32(need.hi, pb) - div32(need.lo, pb) + 1);
+  }
+}
+
+// Fills the tables for the layer.
+AxisTables fill_axis_tables(Walk& w) {
+  const TensorGrid& tg = w.g.tensors[static_cast<size_t>(w.layer)];
+  AxisTables tab;
+  tab.width = 1 + 2 * w.ne;
+  int64_t total = 0;
+  for (int a = 0; a < kAxes; ++a) {
+    tab.base[static_cast<size_t>(a)] = total;
+    total += tg.grid[static_cast<size_t>(a)] * tab.width;
+  }
+  w.s.table.assign(static_cast<size_t>(total), 0.0);
+  for (int a = 0; a < kAxes; ++a)
+    for (int64_t j = 0; j < tg.grid[static_cast<size_t>(a)]; ++j)
+      fill_row(w, a, tg.brick_interval(a, j),
+               &w.s.table[static_cast<size_t>(tab.base[static_cast<size_t>(a)] + j * tab.width)]);
+  return tab;
+}
+
+// Totals over the union of several boxes of the layer: the products of the table rows summed
+// over the bricks in the bitmap (exact, and rare).
+LayerTotals union_totals(Walk& w) {
+  Scratch& s = w.s;
+  mark_union(w);
+  const AxisTables tab = fill_axis_tables(w);
+  const TensorGrid& tg = w.g.tensors[static_cast<size_t>(w.layer)];
+  const int64_t gc = tg.grid[0], gd = tg.grid[1], gh = tg.grid[2], gw = tg.grid[3];
+  const int ne = w.ne;
+  const double n = static_cast<double>(w.g.batch);
+  s.loads.assign(static_cast<size_t>(ne), 0.0);
+  s.touches.assign(static_cast<size_t>(ne), 0.0);
+  double* ld = s.loads.data();
+  double* tc = s.touches.data();
+  LayerTotals t;
+  for (int64_t c = 0; c < gc; ++c)
+    for (int64_t d = 0; d < gd; ++d)
+      for (int64_t h = 0; h < gh; ++h)
+        for (int64_t x = 0; x < gw; ++x) {
+          if (!s.bitmap[static_cast<size_t>(((c * gd + d) * gh + h) * gw + x)])
+            continue;
+          const double* rc = tab.row(s, 0, c);
+          const double* rd = tab.row(s, 1, d);
+          const double* rh = tab.row(s, 2, h);
+          const double* rw = tab.row(s, 3, x);
+          t.bricks += 1;
+          t.volume += rc[0] * rd[0] * rh[0] * rw[0];
+          t.block_channels += rc[0];
           for (int k = 0; k < ne; ++k) {
-            const Edge& edge = g.edges[static_cast<size_t>(e0 + k)];
-            const Interval need = edge.need(a, out);
-            const int64_t pb =
-                g.tensors[static_cast<size_t>(edge.producer)].brick[static_cast<size_t>(a)];
-            row[1 + 2 * k] = static_cast<double>(need.size());
-            row[2 + 2 * k] = need.empty()
-                                 ? 0.0
-                                 : static_cast<double>(div32(need.hi, pb) - div32(need.lo, pb) + 1);
+            ld[k] += rc[1 + 2 * k] * rd[1 + 2 * k] * rh[1 + 2 * k] * rw[1 + 2 * k];
+            tc[k] += rc[2 + 2 * k] * rd[2 + 2 * k] * rh[2 + 2 * k] * rw[2 + 2 * k];
           }
         }
-      bricks = volume = block_channels = 0;
-      for (int k = 0; k < ne; ++k)
-        ld[k] = tc[k] = 0;
-      const auto row = [&](int a, int64_t j) {
-        return &s.table[static_cast<size_t>(base[static_cast<size_t>(a)] + j * (1 + 2 * ne))];
-      };
-      for (int64_t c = 0; c < gc; ++c)
-        for (int64_t d = 0; d < gd; ++d)
-          for (int64_t h = 0; h < gh; ++h)
-            for (int64_t w = 0; w < gw; ++w) {
-              if (!s.bitmap[static_cast<size_t>(((c * gd + d) * gh + h) * gw + w)])
-                continue;
-              const double* rc = row(0, c);
-              const double* rd = row(1, d);
-              const double* rh = row(2, h);
-              const double* rw = row(3, w);
-              bricks += 1;
-              volume += rc[0] * rd[0] * rh[0] * rw[0];
-              block_channels += rc[0];
-              for (int k = 0; k < ne; ++k) {
-                ld[k] += rc[1 + 2 * k] * rd[1 + 2 * k] * rh[1 + 2 * k] * rw[1 + 2 * k];
-                tc[k] += rc[2 + 2 * k] * rd[2 + 2 * k] * rh[2 + 2 * k] * rw[2 + 2 * k];
-              }
-            }
-      bricks *= n;
-      volume *= n;
-      block_channels *= n;
-      for (int k = 0; k < ne; ++k) {
-        ld[k] *= n;
-        tc[k] *= n;
-      }
-    }
-
-    p.bricks_per_layer[is] = to_count(bricks);
-    bricks_total += bricks;
-    p.flops += volume * g.flops_per_point[is];
-    const double channels = static_cast<double>(tg.extent[0]);
-    p.bytes_weight += g.params[is] * block_channels / channels * dt;
-    weights_unique += g.params[is] * d(bs.extent[0]) / channels * dt;
-    if (i < L - 1) {
-      p.bytes_intermediate_store += volume * dt;
-      claims += bricks;
-    }
-
-    // Loads, lookups and their reuse, per edge. The reuse split uses the box (or the
-    // projection of the union) and is rescaled to the exact totals.
-    const double dist_c = (i == L - 1) ? 1.0 : 0.0;
-    const std::array<double, 4> distance = {dist_c, kb, kb * static_cast<double>(last.grid[3]),
-                                            kb * static_cast<double>(last.grid[3] * last.grid[2])};
-    double stage = 0;
-    for (int k = 0; k < ne; ++k) {
-      const Edge& edge = g.edges[static_cast<size_t>(e0 + k)];
-      const EdgeAxis* x = &ea[static_cast<size_t>(k) * 4];
-      const bool internal = edge.producer < L;
-      (internal ? p.bytes_intermediate_load : p.bytes_input) += ld[k] * dt;
-      Stream st;
-      st.tensor = edge.producer;
-      st.bytes =
-          split_reuse({d(x[0].need_sum), d(x[3].need_sum), d(x[2].need_sum), d(x[1].need_sum)},
-                      {d(x[0].need_uni), d(x[3].need_uni), d(x[2].need_uni), d(x[1].need_uni)},
-                      distance, n * dt);
-      if (internal) {
-        p.memo_lookups += tc[k];
-        st.lookups = split_reuse(
-            {d(x[0].touch_sum), d(x[3].touch_sum), d(x[2].touch_sum), d(x[1].touch_sum)},
-            {d(x[0].touch_uni), d(x[3].touch_uni), d(x[2].touch_uni), d(x[1].touch_uni)}, distance,
-            n);
-      }
-      // Rescale the re-read parts to the exact totals (a no-op for a single box).
-      const auto rescale = [](ReuseSplit& r, double total) {
-        double rr = 0;
-        for (double v : r.reread)
-          rr += v;
-        const double want = std::max(0.0, total - r.first);
-        if (rr > 0) {
-          for (double& v : r.reread)
-            v *= want / rr;
-        }
-      };
-      if (live.size() > 1) {
-        rescale(st.bytes, ld[k] * dt);
-        if (internal)
-          rescale(st.lookups, tc[k]);
-      }
-      if (!internal) {
-        double& f = s.first_of_input[static_cast<size_t>(edge.producer)];
-        f = std::max(f, st.bytes.first);
-      }
-      s.streams.push_back(st);
-      // A window layer stages a brick's whole input region: (e − 1)·s + dil·(k − 1) + 1 per
-      // axis for a brick of extent e (clamped to the tensor), unclipped, as a kernel sizes
-      // its buffer for any brick; channels: the most any of its channel blocks reads.
-      const Layer& l = *g.layers[is];
-      if (l.op == OpKind::kConv || l.op == OpKind::kMaxPool || l.op == OpKind::kAvgPool) {
-        double region = d(x[0].need_max);
-        for (int a = 1; a < kAxes; ++a) {
-          const size_t as = static_cast<size_t>(a);
-          const AxisMap& m = edge.axis[as];
-          region *= d((std::min(tg.brick[as], tg.extent[as]) - 1) * m.a + m.c + 1);
-        }
-        stage += region;
-      }
-    }
-    smem = std::max(smem, stage * dt);
+  t.bricks *= n;
+  t.volume *= n;
+  t.block_channels *= n;
+  for (int k = 0; k < ne; ++k) {
+    ld[k] *= n;
+    tc[k] *= n;
   }
+  return t;
+}
 
-  const double units = n * kb * static_cast<double>(last.spatial_bricks());
+// The layer's bricks, FLOPs and weights; for an intermediate layer, its stores and claims.
+void add_layer_counts(Walk& w, const BoxSums& bs, const LayerTotals& t, Prediction& p) {
+  const GroupGeometry& g = w.g;
+  const int i = w.layer;
+  const size_t is = static_cast<size_t>(i);
+  const double dt = g.dtype_bytes;
+  p.bricks_per_layer[is] = to_count(t.bricks);
+  w.bricks_total += t.bricks;
+  p.flops += t.volume * g.flops_per_point[is];
+  const double channels = static_cast<double>(g.tensors[is].extent[0]);
+  p.bytes_weight += g.params[is] * t.block_channels / channels * dt;
+  w.weights_unique += g.params[is] * static_cast<double>(bs.extent[0]) / channels * dt;
+  if (i < g.layer_count - 1) {
+    p.bytes_intermediate_store += t.volume * dt;
+    w.claims += t.bricks;
+  }
+}
+
+// The reuse split of one edge's needs (touch: producer bricks touched), axes fastest first.
+ReuseSplit edge_split(const EdgeAxis* x, bool touch, const std::array<double, 4>& distance,
+                      double scale) {
+  const auto sum = [&](int a) {
+    return static_cast<double>(touch ? x[a].touch_sum : x[a].need_sum);
+  };
+  const auto uni = [&](int a) {
+    return static_cast<double>(touch ? x[a].touch_uni : x[a].need_uni);
+  };
+  return split_reuse({sum(0), sum(3), sum(2), sum(1)}, {uni(0), uni(3), uni(2), uni(1)}, distance,
+                     scale);
+}
+
+// Rescales the re-read parts of r to first + re-reads = total.
+void rescale_rereads(ReuseSplit& r, double total) {
+  double rr = 0;
+  for (double v : r.reread)
+    rr += v;
+  const double want = std::max(0.0, total - r.first);
+  if (rr > 0) {
+    for (double& v : r.reread)
+      v *= want / rr;
+  }
+}
+
+// One edge's stream: its loads (and lookups, from an intermediate producer) added to p and
+// split by reuse. The split uses the box (or the projection of the union), so with several
+// boxes its re-read parts are rescaled to the exact totals `loads` and `touches`.
+Stream edge_stream(Walk& w, const Edge& edge, const EdgeAxis* x, double loads, double touches,
+                   const std::array<double, 4>& distance, bool one_box, Prediction& p) {
+  const double n = static_cast<double>(w.g.batch);
+  const double dt = w.g.dtype_bytes;
+  const bool internal = edge.producer < w.g.layer_count;
+  (internal ? p.bytes_intermediate_load : p.bytes_input) += loads * dt;
+  Stream st;
+  st.tensor = edge.producer;
+  st.bytes = edge_split(x, false, distance, n * dt);
+  if (internal) {
+    p.memo_lookups += touches;
+    st.lookups = edge_split(x, true, distance, n);
+  }
+  if (!one_box) {
+    rescale_rereads(st.bytes, loads * dt);
+    if (internal)
+      rescale_rereads(st.lookups, touches);
+  }
+  if (!internal) {
+    double& f = w.s.first_of_input[static_cast<size_t>(edge.producer)];
+    f = std::max(f, st.bytes.first);
+  }
+  return st;
+}
+
+// A window layer stages a brick's whole input region: (e − 1)·s + dil·(k − 1) + 1 per
+// axis for a brick of extent e (clamped to the tensor), unclipped, as a kernel sizes
+// its buffer for any brick; channels: the most any of its channel blocks reads.
+double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x) {
+  double region = static_cast<double>(x[0].need_max);
+  for (int a = 1; a < kAxes; ++a) {
+    const size_t as = static_cast<size_t>(a);
+    const AxisMap& m = edge.axis[as];
+    region *= static_cast<double>((std::min(tg.brick[as], tg.extent[as]) - 1) * m.a + m.c + 1);
+  }
+  return region;
+}
+
+// Loads, lookups and their reuse per edge of the layer (Scratch::streams), and what one
+// brick of the layer stages in shared memory (Walk::smem_bytes).
+void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
+  const GroupGeometry& g = w.g;
+  const int i = w.layer;
+  const size_t is = static_cast<size_t>(i);
+  const int e0 = w.e0, ne = w.ne;
+  const std::array<double, 4> distance =
+      reuse_distances(g.last(), i == g.layer_count - 1 ? 1.0 : 0.0);
+  const OpKind op = g.layers[is]->op;
+  const bool window = op == OpKind::kConv || op == OpKind::kMaxPool || op == OpKind::kAvgPool;
+  double stage = 0;
+  for (int k = 0; k < ne; ++k) {
+    const Edge& edge = g.edges[static_cast<size_t>(e0 + k)];
+    const EdgeAxis* x = &w.s.edge_axis[static_cast<size_t>(k) * 4];
+    const size_t ks = static_cast<size_t>(k);
+    w.s.streams.push_back(
+        edge_stream(w, edge, x, w.s.loads[ks], w.s.touches[ks], distance, one_box, p));
+    if (window)
+      stage += staged_elements(g.tensors[is], edge, x);
+  }
+  w.smem_bytes = std::max(w.smem_bytes, stage * g.dtype_bytes);
+}
+
+// Counts layer i over its computed bricks (the union of its live boxes) and adds the boxes of
+// the producer bricks they need.
+void count_layer(Walk& w, int i, Prediction& p) {
+  normalize(w.ops, w.s, i);
+  if (w.s.live.empty())
+    return; // no computed consumer brick needs this layer
+  w.layer = i;
+  w.e0 = w.g.edge_begin[static_cast<size_t>(i)];
+  w.ne = w.g.edge_begin[static_cast<size_t>(i) + 1] - w.e0;
+  // One box: its sums and its images in one pass. Several: images box by box, sums over the
+  // union.
+  const bool one_box = w.s.live.size() == 1;
+  const int box = one_box ? start_images(w) : project_union(w);
+  const BoxSums bs = box_sums(w, box, one_box ? w.s.images.data() : nullptr);
+  const LayerTotals t = one_box ? box_totals(w, bs) : union_totals(w);
+  add_layer_counts(w, bs, t, p);
+  add_edge_streams(w, one_box, p);
+}
+
+// Thread blocks, the output, claims, and the bytes the kernel issues (L1) and L2 serves.
+void set_issued_bytes(const Walk& w, double units, Prediction& p) {
   p.thread_blocks = to_count(units);
-  p.bytes_output = g.numel(L - 1) * dt;
-  p.atomics_compulsory = claims;
+  p.bytes_output = w.g.numel(w.g.layer_count - 1) * w.g.dtype_bytes;
+  p.atomics_compulsory = w.claims;
   p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_intermediate_load +
                p.bytes_intermediate_store + p.bytes_output;
-  p.l2_bytes = p.l1_bytes + kSectorBytes * (p.memo_lookups + 2 * claims);
+  p.l2_bytes = p.l1_bytes + kSectorBytes * (p.memo_lookups + 2 * w.claims);
+}
 
-  const double brick_volume = static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
-  const Occupancy occ = set_block_footprint(ctx, smem, brick_volume, "one memoized brick needs", p);
-
-  // DRAM.
+// DRAM reads (first touches, re-reads that fall out of L2), write-backs of evicted bricks,
+// and conflicting lookups. Returns the L2 window, which the sync time uses too.
+L2Window set_dram_bytes(const StrategyContext& ctx, const Walk& w, const Occupancy& occ,
+                        double units, Prediction& p) {
+  const int L = w.g.layer_count;
   double input_first = 0;
-  for (int t = L; t < T; ++t)
-    input_first += s.first_of_input[static_cast<size_t>(t)];
+  for (int t = L; t < w.g.tensor_count(); ++t)
+    input_first += w.s.first_of_input[static_cast<size_t>(t)];
   const double footprint =
-      input_first + weights_unique + p.bytes_intermediate_store + p.bytes_output;
-  L2Window win;
-  win.share_bytes = ctx.coef.l2_share_bytes;
-  win.concurrent = std::max(1.0, std::min(occ.concurrent_blocks, units));
-  win.bytes_per_block = footprint / std::max(1.0, units);
-  double reads = input_first + weights_unique;
+      input_first + w.weights_unique + p.bytes_intermediate_store + p.bytes_output;
+  const L2Window win = merged_l2_window(ctx, occ, units, footprint);
+  double reads = input_first + w.weights_unique;
   double conflicts = 0;
-  for (const Stream& st : s.streams) {
+  for (const Stream& st : w.s.streams) {
     reads += win.misses(st.bytes);
     if (st.tensor < L)
-      conflicts += win.conflicts(st.lookups, bricks_total > 0 ? units / bricks_total : 0.0);
+      conflicts += win.conflicts(st.lookups, w.bricks_total > 0 ? units / w.bricks_total : 0.0);
   }
-  if (weights_unique > win.share_bytes)
-    reads += p.bytes_weight - weights_unique;
+  add_weight_rereads(win, w.weights_unique, p.bytes_weight, reads);
   const double evicted = footprint > 0 ? std::max(0.0, 1.0 - win.share_bytes / footprint) : 0.0;
   p.dram_read_bytes = std::min(reads, p.bytes_input + p.bytes_weight + p.bytes_intermediate_load);
   p.dram_write_bytes = p.bytes_output + p.bytes_intermediate_store * evicted;
   p.dram_bytes = p.dram_read_bytes + p.dram_write_bytes;
-  p.atomics_conflict = std::min(conflicts, std::max(0.0, p.memo_lookups - claims));
+  p.atomics_conflict = std::min(conflicts, std::max(0.0, p.memo_lookups - w.claims));
+  return win;
+}
 
-  // Time.
-  p.launches = 1;
-  p.barriers = 2 * bricks_total;
-  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes, p.flops,
-                      units, occ.factor > 0 ? occ.factor : 1.0, p);
-  p.t_atomic_compulsory_ms = claims * ctx.coef.atomic_ns * 1e-6;
+} // namespace
+
+void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
+  Scratch& s = scratch();
+  Walk w{g, s, BoxOps(g, s), axis_aliases(g)};
+  start_walk(w);
+  for (int i = g.layer_count - 1; i >= 0; --i)
+    count_layer(w, i, p);
+
+  const double units = merged_units(g);
+  set_issued_bytes(w, units, p);
+  const Occupancy occ = set_block_footprint(g, ctx, w.smem_bytes, "one memoized brick needs", p);
+  const L2Window win = set_dram_bytes(ctx, w, occ, units, p);
+
+  // Time: two barriers per brick, claims and conflicting lookups.
+  p.barriers = 2 * w.bricks_total;
+  add_merged_kernel_time(g, ctx, occ, win, units, p);
+  p.t_atomic_compulsory_ms = w.claims * ctx.coef.atomic_ns * 1e-6;
   p.t_atomic_conflict_ms = p.atomics_conflict * ctx.coef.conflict_ns * 1e-6;
-  p.t_launch_ms = ctx.coef.launch_us * 1e-3;
-  p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
   finish_time(p);
 }
 

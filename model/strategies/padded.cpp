@@ -14,11 +14,6 @@ namespace brickdl::model::detail {
 
 namespace {
 
-// Counts are integers computed in doubles (exact below 2^53).
-inline int64_t to_count(double v) {
-  return static_cast<int64_t>(v + 0.5);
-}
-
 struct MaskGroup {
   uint64_t mask = 0;  // layers computed by these units
   int64_t blocks = 0; // channel blocks of the last layer with this live set
@@ -104,125 +99,163 @@ void propagate_spatial(const FlatEdge* edges, size_t count, int L, int T, Interv
   }
 }
 
-} // namespace
+// The layers whose region is non-empty, as a bit set.
+uint64_t live_layers(const std::vector<Interval>& reg, int L) {
+  uint64_t mask = 0;
+  for (int i = 0; i < L; ++i)
+    if (!reg[static_cast<size_t>(i)].empty())
+      mask |= uint64_t{1} << i;
+  return mask;
+}
 
-void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
-  Scratch& s = scratch();
-  const int L = g.layer_count;
+// Index of the mask group of `mask`, appended (with T channel sums) when new.
+size_t find_or_add_group(Scratch& s, uint64_t mask, int T) {
+  size_t gi = 0;
+  while (gi < s.groups.size() && s.groups[gi].mask != mask)
+    ++gi;
+  if (gi == s.groups.size()) {
+    s.groups.push_back({mask, 0});
+    s.chan.resize(s.chan.size() + static_cast<size_t>(T));
+  }
+  return gi;
+}
+
+// Channel axis: which layers each channel block of the last layer computes (one MaskGroup per
+// distinct set), and how many channels of every tensor its units touch (Scratch::chan).
+void group_channel_blocks(const GroupGeometry& g, Scratch& s) {
   const int T = g.tensor_count();
   const TensorGrid& last = g.last();
-  const double n = static_cast<double>(g.batch);
-  const double dt = g.dtype_bytes;
-
-  s.reg.resize(static_cast<size_t>(T));
-  // Spatial axes equal to an earlier one (square images) reuse its sums.
-  std::array<int, kAxes> alias = {0, 1, 2, 3};
-  for (int a = 2; a < kAxes; ++a)
-    for (int b = 1; b < a && alias[a] == a; ++b)
-      if (same_axis(g, b, a))
-        alias[a] = b;
   s.groups.clear();
   s.chan.clear();
-
-  // Channel axis: which layers each channel block of the last layer computes, and how many
-  // channels of every tensor it touches.
   for (int64_t k = 0; k < last.grid[0]; ++k) {
     propagate_channels(g, last.brick_interval(kChannelAxis, k), s.reg);
-    uint64_t mask = 0;
-    for (int i = 0; i < L; ++i)
-      if (!s.reg[static_cast<size_t>(i)].empty())
-        mask |= uint64_t{1} << i;
-    size_t gi = 0;
-    while (gi < s.groups.size() && s.groups[gi].mask != mask)
-      ++gi;
-    if (gi == s.groups.size()) {
-      s.groups.push_back({mask, 0});
-      s.chan.resize(s.chan.size() + static_cast<size_t>(T));
-    }
+    const size_t gi = find_or_add_group(s, live_layers(s.reg, g.layer_count), T);
     s.groups[gi].blocks += 1;
     for (int t = 0; t < T; ++t)
       s.chan[gi * static_cast<size_t>(T) + static_cast<size_t>(t)].add(
           s.reg[static_cast<size_t>(t)]);
   }
+}
 
-  const double spatial_units = static_cast<double>(last.spatial_bricks());
-  const double kb = static_cast<double>(last.grid[0]);
-  // Reuse distances in thread blocks, fastest axis first: channel block, w, h, d.
-  const std::array<double, 4> distance = {1.0, kb, kb * static_cast<double>(last.grid[3]),
-                                          kb * static_cast<double>(last.grid[3] * last.grid[2])};
-  s.max_volume.assign(static_cast<size_t>(T), 0.0);
-  s.input_splits.clear();
-  std::vector<double>& maxv = s.max_volume;
-  double weights_unique = 0;
-  uint64_t computed_layers = 0;
+// The edges of the layers in `mask` on spatial axis a, consumers descending.
+void flatten_edges(const GroupGeometry& g, uint64_t mask, int a, std::vector<FlatEdge>& flat) {
+  flat.clear();
+  for (int e = static_cast<int>(g.edges.size()) - 1; e >= 0; --e) {
+    const Edge& edge = g.edges[static_cast<size_t>(e)];
+    if ((mask >> edge.consumer) & 1u)
+      flat.push_back({edge.consumer, edge.producer, edge.axis[static_cast<size_t>(a)]});
+  }
+}
 
-  for (size_t gi = 0; gi < s.groups.size(); ++gi) {
-    const MaskGroup& grp = s.groups[gi];
-    const AxisAccum* ch = &s.chan[gi * static_cast<size_t>(T)];
-    s.spatial.assign(static_cast<size_t>(T) * 4, AxisAccum{});
-    for (int a = 1; a < kAxes; ++a) {
-      if (alias[a] != a) {
-        for (int t = 0; t < T; ++t)
-          s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)] =
-              s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(alias[a])];
-        continue;
-      }
-      s.flat.clear();
-      for (int e = static_cast<int>(g.edges.size()) - 1; e >= 0; --e) {
-        const Edge& edge = g.edges[static_cast<size_t>(e)];
-        if ((grp.mask >> edge.consumer) & 1u)
-          s.flat.push_back({edge.consumer, edge.producer, edge.axis[static_cast<size_t>(a)]});
-      }
-      for (int64_t j = 0; j < last.grid[static_cast<size_t>(a)]; ++j) {
-        propagate_spatial(s.flat.data(), s.flat.size(), L, T, last.brick_interval(a, j),
-                          s.reg.data());
-        for (int t = 0; t < T; ++t)
-          s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)].add(
-              s.reg[static_cast<size_t>(t)]);
-      }
+// Spatial axes for the units computing the layers in `mask`: per tensor and axis, the sums of
+// its regions over the last layer's bricks along the axis (Scratch::spatial, T × 4).
+void sum_spatial_axes(const GroupGeometry& g, Scratch& s, uint64_t mask,
+                      const std::array<int, kAxes>& alias) {
+  const int L = g.layer_count;
+  const int T = g.tensor_count();
+  const TensorGrid& last = g.last();
+  s.spatial.assign(static_cast<size_t>(T) * 4, AxisAccum{});
+  for (int a = 1; a < kAxes; ++a) {
+    if (alias[a] != a) {
+      for (int t = 0; t < T; ++t)
+        s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)] =
+            s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(alias[a])];
+      continue;
     }
-    for (int t = 0; t < T; ++t) {
-      const AxisAccum* sp = &s.spatial[static_cast<size_t>(t) * 4];
-      const double volume = sp[1].sum * sp[2].sum * sp[3].sum; // Σ over spatial units
-      const double units = sp[1].count * sp[2].count * sp[3].count;
-      maxv[static_cast<size_t>(t)] =
-          std::max(maxv[static_cast<size_t>(t)], ch[t].max * sp[1].max * sp[2].max * sp[3].max);
-      if (t < L) {
-        if (((grp.mask >> t) & 1u) == 0)
-          continue;
-        const size_t i = static_cast<size_t>(t);
-        computed_layers |= uint64_t{1} << t;
-        p.flops += n * ch[t].sum * volume * g.flops_per_point[i];
-        const double unit_count = n * static_cast<double>(grp.blocks) * units;
-        p.bricks_per_layer[i] += to_count(unit_count);
-        if (t == L - 1) {
-          // The last layer's weights are split by channel block.
-          p.bytes_weight += n * units * g.params[i] * ch[t].sum /
-                            static_cast<double>(g.tensors[i].extent[0]) * dt;
-        } else {
-          p.bytes_weight += unit_count * g.params[i] * dt;
-        }
-      } else {
-        p.bytes_input += n * ch[t].sum * volume * dt;
-        s.input_splits.push_back(split_reuse({ch[t].sum, sp[3].sum, sp[2].sum, sp[1].sum},
-                                             {ch[t].uni, sp[3].uni, sp[2].uni, sp[1].uni}, distance,
-                                             n * dt));
-      }
+    flatten_edges(g, mask, a, s.flat);
+    for (int64_t j = 0; j < last.grid[static_cast<size_t>(a)]; ++j) {
+      propagate_spatial(s.flat.data(), s.flat.size(), L, T, last.brick_interval(a, j),
+                        s.reg.data());
+      for (int t = 0; t < T; ++t)
+        s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)].add(
+            s.reg[static_cast<size_t>(t)]);
     }
   }
-  for (int i = 0; i < L; ++i)
+}
+
+// Layer t's FLOPs, units and weights over `blocks` channel blocks whose units compute it;
+// `volume` and `units` are the spatial sums (Σ extents, units with a non-empty region).
+void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double volume, double units,
+                    int64_t blocks, Prediction& p) {
+  const size_t i = static_cast<size_t>(t);
+  const double n = static_cast<double>(g.batch);
+  const double dt = g.dtype_bytes;
+  p.flops += n * ch.sum * volume * g.flops_per_point[i];
+  const double unit_count = n * static_cast<double>(blocks) * units;
+  p.bricks_per_layer[i] += to_count(unit_count);
+  if (t == g.layer_count - 1) {
+    // The last layer's weights are split by channel block.
+    p.bytes_weight +=
+        n * units * g.params[i] * ch.sum / static_cast<double>(g.tensors[i].extent[0]) * dt;
+  } else {
+    p.bytes_weight += unit_count * g.params[i] * dt;
+  }
+}
+
+// One external input's loads (`sp`: its 4 axis sums, `volume` their spatial product) and their
+// reuse split.
+void add_input_loads(const GroupGeometry& g, const AxisAccum& ch, const AxisAccum* sp,
+                     double volume, const std::array<double, 4>& distance, Scratch& s,
+                     Prediction& p) {
+  const double n = static_cast<double>(g.batch);
+  const double dt = g.dtype_bytes;
+  p.bytes_input += n * ch.sum * volume * dt;
+  s.input_splits.push_back(split_reuse({ch.sum, sp[3].sum, sp[2].sum, sp[1].sum},
+                                       {ch.uni, sp[3].uni, sp[2].uni, sp[1].uni}, distance,
+                                       n * dt));
+}
+
+// Adds the counts of mask group gi (Scratch::spatial filled for it), grows every tensor's
+// largest region (Scratch::max_volume) and marks the layers it computes in `computed_layers`.
+void add_group_counts(const GroupGeometry& g, Scratch& s, size_t gi,
+                      const std::array<double, 4>& distance, uint64_t& computed_layers,
+                      Prediction& p) {
+  const int L = g.layer_count;
+  const int T = g.tensor_count();
+  const MaskGroup& grp = s.groups[gi];
+  const AxisAccum* ch = &s.chan[gi * static_cast<size_t>(T)];
+  std::vector<double>& maxv = s.max_volume;
+  for (int t = 0; t < T; ++t) {
+    const AxisAccum* sp = &s.spatial[static_cast<size_t>(t) * 4];
+    const double volume = sp[1].sum * sp[2].sum * sp[3].sum; // Σ over spatial units
+    const double units = sp[1].count * sp[2].count * sp[3].count;
+    maxv[static_cast<size_t>(t)] =
+        std::max(maxv[static_cast<size_t>(t)], ch[t].max * sp[1].max * sp[2].max * sp[3].max);
+    if (t >= L) {
+      add_input_loads(g, ch[t], sp, volume, distance, s, p);
+    } else if ((grp.mask >> t) & 1u) {
+      computed_layers |= uint64_t{1} << t;
+      add_layer_work(g, t, ch[t], volume, units, grp.blocks, p);
+    }
+  }
+}
+
+// Counts the units of every mask group; returns the bytes of the weights of the layers that
+// some unit computes (each read from DRAM once).
+double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
+  const std::array<int, kAxes> alias = axis_aliases(g);
+  const std::array<double, 4> distance = reuse_distances(g.last(), 1.0);
+  s.max_volume.assign(static_cast<size_t>(g.tensor_count()), 0.0);
+  s.input_splits.clear();
+  uint64_t computed_layers = 0;
+  for (size_t gi = 0; gi < s.groups.size(); ++gi) {
+    sum_spatial_axes(g, s, s.groups[gi].mask, alias);
+    add_group_counts(g, s, gi, distance, computed_layers, p);
+  }
+  double weights_unique = 0;
+  for (int i = 0; i < g.layer_count; ++i)
     if ((computed_layers >> i) & 1u)
-      weights_unique += g.params[static_cast<size_t>(i)] * dt;
+      weights_unique += g.params[static_cast<size_t>(i)] * g.dtype_bytes;
+  return weights_unique;
+}
 
-  const double units = n * kb * spatial_units;
-  p.thread_blocks = to_count(units);
-  p.bytes_output = g.numel(L - 1) * dt;
-  p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_output;
-  p.l2_bytes = p.l1_bytes;
-
-  // Shared memory: the regions alive while layer i is computed. Intermediates live from
-  // their layer to their last reader; external inputs that a window op reads are staged from
-  // their first reader to their last. The last layer writes straight to global memory.
+// Shared memory (elements): the regions alive while layer i is computed, at the worst i.
+// Intermediates live from their layer to their last reader; external inputs that a window op
+// reads are staged from their first reader to their last. The last layer writes straight to
+// global memory. `maxv`: each tensor's largest region in any unit.
+double live_region_elements(const GroupGeometry& g, const std::vector<double>& maxv) {
+  const int L = g.layer_count;
+  const int T = g.tensor_count();
   double smem = 0;
   for (int i = 0; i < L; ++i) {
     double live = 0;
@@ -235,35 +268,51 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
     }
     smem = std::max(smem, live);
   }
-  const double brick_volume = static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3]);
-  const Occupancy occ = set_block_footprint(ctx, smem * dt, brick_volume, "padded regions need", p);
+  return smem;
+}
 
-  // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
+// DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
+// Returns the L2 window, which the sync time uses too.
+L2Window set_dram_bytes(const StrategyContext& ctx, const std::vector<ReuseSplit>& input_splits,
+                        double weights_unique, const Occupancy& occ, double units, Prediction& p) {
   double input_first = 0;
-  for (const ReuseSplit& r : s.input_splits)
+  for (const ReuseSplit& r : input_splits)
     input_first += r.first;
-  L2Window win;
-  win.share_bytes = ctx.coef.l2_share_bytes;
-  win.concurrent = std::max(1.0, std::min(occ.concurrent_blocks, units));
-  win.bytes_per_block = (input_first + weights_unique + p.bytes_output) / std::max(1.0, units);
+  const L2Window win =
+      merged_l2_window(ctx, occ, units, input_first + weights_unique + p.bytes_output);
   double reads = input_first + weights_unique;
-  for (const ReuseSplit& r : s.input_splits)
+  for (const ReuseSplit& r : input_splits)
     reads += win.misses(r);
-  // Every unit reads every weight: re-reads miss only when the weights overflow the L2 share.
-  if (weights_unique > win.share_bytes)
-    reads += p.bytes_weight - weights_unique;
+  add_weight_rereads(win, weights_unique, p.bytes_weight, reads);
   p.dram_read_bytes = std::min(reads, p.bytes_input + p.bytes_weight);
   p.dram_write_bytes = p.bytes_output;
   p.dram_bytes = p.dram_read_bytes + p.dram_write_bytes;
+  return win;
+}
 
-  // Time.
-  p.launches = 1;
+} // namespace
+
+void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
+  Scratch& s = scratch();
+  const int L = g.layer_count;
+  const double dt = g.dtype_bytes;
+  s.reg.resize(static_cast<size_t>(g.tensor_count()));
+  group_channel_blocks(g, s);
+  const double weights_unique = count_units(g, s, p);
+
+  const double units = merged_units(g);
+  p.thread_blocks = to_count(units);
+  p.bytes_output = g.numel(L - 1) * dt;
+  p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_output;
+  p.l2_bytes = p.l1_bytes;
+  const Occupancy occ = set_block_footprint(g, ctx, live_region_elements(g, s.max_volume) * dt,
+                                            "padded regions need", p);
+  const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ, units, p);
+
+  // Time: one barrier per layer per unit.
   for (int i = 0; i < L; ++i)
     p.barriers += static_cast<double>(p.bricks_per_layer[static_cast<size_t>(i)]);
-  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes, p.flops,
-                      units, occ.factor > 0 ? occ.factor : 1.0, p);
-  p.t_launch_ms = ctx.coef.launch_us * 1e-3;
-  p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
+  add_merged_kernel_time(g, ctx, occ, win, units, p);
   finish_time(p);
 }
 

@@ -7,6 +7,9 @@
 //
 // Each fills every field of the Prediction for a valid group (the caller has checked
 // GroupGeometry::invalid_reason and, for padded / memoized, brick_reason).
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "core/candidate.h"
@@ -31,12 +34,77 @@ struct KernelCost {
   double time_ms = 0; // max(DRAM, L2, compute) + launch
 };
 
-// Sets smem_bytes_per_block (already in bytes), registers_per_thread, blocks_per_sm, and
-// marks the candidate infeasible when one block's shared memory or occupancy does not fit;
-// returns the occupancy for the L2 wave model.
+// What padded and memoized share: both run one merged kernel with one thread block per brick
+// of the last layer. The small helpers are inline: they run once per prediction, on the
+// search's hot path.
+
+// Counts are integers computed in doubles (exact below 2^53).
+inline int64_t to_count(double v) {
+  return static_cast<int64_t>(v + 0.5);
+}
+
+// Per axis, the axis whose sums it may reuse: itself, or an earlier spatial axis equal to it
+// (square images; see same_axis).
+inline std::array<int, kAxes> axis_aliases(const GroupGeometry& g) {
+  std::array<int, kAxes> alias = {0, 1, 2, 3};
+  for (int a = 2; a < kAxes; ++a)
+    for (int b = 1; b < a && alias[static_cast<size_t>(a)] == a; ++b)
+      if (same_axis(g, b, a))
+        alias[static_cast<size_t>(a)] = b;
+  return alias;
+}
+
+// Reuse distances in thread blocks, fastest axis first (channel block, w, h, d), for blocks
+// launched channel block fastest; `channel` is the distance along the channel axis.
+inline std::array<double, 4> reuse_distances(const TensorGrid& last, double channel) {
+  const double kb = static_cast<double>(last.grid[0]);
+  return {channel, kb, kb * static_cast<double>(last.grid[3]),
+          kb * static_cast<double>(last.grid[3] * last.grid[2])};
+}
+
+// Thread blocks of the merged kernel: images × channel blocks × spatial bricks of the last layer.
+inline double merged_units(const GroupGeometry& g) {
+  const TensorGrid& last = g.last();
+  return static_cast<double>(g.batch) * static_cast<double>(last.grid[0]) *
+         static_cast<double>(last.spatial_bricks());
+}
+
+// Sets smem_bytes_per_block (already in bytes), registers_per_thread (from the last layer's
+// brick volume), blocks_per_sm, and marks the candidate infeasible when one block's shared
+// memory or occupancy does not fit; returns the occupancy for the L2 wave model.
 // `what` names the shared-memory user in the reason ("padded regions need").
-Occupancy set_block_footprint(const StrategyContext& ctx, double smem_bytes, double brick_volume,
+Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
                               const char* what, Prediction& p);
+
+// The L2 window of a merged kernel of `units` blocks whose unique traffic is `footprint_bytes`.
+inline L2Window merged_l2_window(const StrategyContext& ctx, const Occupancy& occ, double units,
+                                 double footprint_bytes) {
+  L2Window win;
+  win.share_bytes = ctx.coef.l2_share_bytes;
+  win.concurrent = std::max(1.0, std::min(occ.concurrent_blocks, units));
+  win.bytes_per_block = footprint_bytes / std::max(1.0, units);
+  return win;
+}
+
+// Every block reads every weight it uses: the re-reads (bytes_weight − weights_unique) miss
+// only when the unique weights overflow the L2 share; adds them to `reads` then.
+inline void add_weight_rereads(const L2Window& win, double weights_unique, double bytes_weight,
+                               double& reads) {
+  if (weights_unique > win.share_bytes)
+    reads += bytes_weight - weights_unique;
+}
+
+// One merged kernel's roofline, launch and barrier terms (p.barriers, the bytes and the FLOPs
+// already set); the caller adds its own terms and calls finish_time.
+inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext& ctx,
+                                   const Occupancy& occ, const L2Window& win, double units,
+                                   Prediction& p) {
+  p.launches = 1;
+  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes, p.flops,
+                      units, occ.factor > 0 ? occ.factor : 1.0, p);
+  p.t_launch_ms = ctx.coef.launch_us * 1e-3;
+  p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
+}
 
 void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p);
 void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p);
