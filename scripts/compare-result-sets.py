@@ -7,8 +7,8 @@ What a rerun of the same experiments must reproduce exactly, whatever the machin
 workloads (signatures, descriptions, MACs), candidates, every prediction (all columns), the
 groups of each run, runs' configurations, predicted plans, and the status and counters of
 every measurement (but the counters that depend on thread timing: memo_hits and
-memo_conflicts split the lookups by who got there first). Measured times, ids and
-timestamps are left out. Exit 0: identical; 1: differences (the first few of each table are
+memo_conflicts split the lookups by who got there first). Measured times, ids,
+timestamps and the runs' experiment paths (they name the output folder) are left out. Exit 0: identical; 1: differences (the first few of each table are
 printed); 2: a file is not a tuning database.
 """
 import sqlite3
@@ -24,7 +24,7 @@ QUERIES = {
     "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, c.threads, p.*
                       FROM predictions p JOIN candidates c ON c.id = p.candidate_id
                       JOIN workloads w ON w.id = c.workload_id""",
-    "runs": """SELECT r.experiment, r.experiment_path, r.config_json, r.model, r.batch,
+    "runs": """SELECT r.experiment, r.config_json, r.model, r.batch,
                       r.precision, r.gpu_spec, t.backend, r.status
                FROM runs r JOIN targets t ON t.id = r.target_id""",
     "run_groups": """SELECT r.experiment, w.signature, g.first_layer, g.last_layer,

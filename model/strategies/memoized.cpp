@@ -594,7 +594,7 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
   const std::array<double, 4> distance =
       reuse_distances(g.last(), i == g.layer_count - 1 ? 1.0 : 0.0);
   const OpKind op = g.layers[is]->op;
-  const bool window = op == OpKind::kConv || op == OpKind::kMaxPool || op == OpKind::kAvgPool;
+  const bool window = traits(op).windowed();
   double stage = 0;
   for (int k = 0; k < ne; ++k) {
     const Edge& edge = g.edges[static_cast<size_t>(e0 + k)];

@@ -48,7 +48,7 @@ TEST(CostModelBruteForce, RandomGraphsMatchEveryCount) {
     const int last = g.size() - 1;
     const int first = testing::pick(rng, 1, last);
     const Group grp{first, last};
-    if (!testing::is_valid_group(g, grp))
+    if (!is_valid_group(g, grp))
       continue;
     Candidate c;
     c.group = grp;

@@ -90,7 +90,7 @@ TEST(CostModelProperties, NoCandidateBeatsTheLowerBound) {
           fuse_for_inference(testing::random_graph(rng, dims, testing::pick(rng, 1, 6)));
       const int last = g.size() - 1;
       const Group grp{testing::pick(rng, 1, last), last};
-      if (!testing::is_valid_group(g, grp))
+      if (!is_valid_group(g, grp))
         continue;
       const LowerBound lb = m.lower_bound(g, grp);
       ASSERT_GT(lb.dram_bytes, 0);

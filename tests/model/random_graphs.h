@@ -123,15 +123,6 @@ inline Graph random_graph(std::mt19937& rng, int dims, int layers) {
   return b.build();
 }
 
-// True when only the last layer of [first, last] is read outside it.
-inline bool is_valid_group(const Graph& g, const Group& grp) {
-  for (int id = grp.first; id < grp.last; ++id)
-    for (int c : g.consumers(id))
-      if (!grp.contains(c))
-        return false;
-  return true;
-}
-
 inline BrickShape random_brick(std::mt19937& rng) {
   static const int sizes[] = {1, 2, 3, 4, 5, 8};
   BrickShape b;
