@@ -124,12 +124,57 @@ std::vector<std::string> target_keys() {
   return keys;
 }
 
+// The spec `gpu:` names: a named spec, or an empty "custom" one once every required field
+// is present in `t`.
+GpuSpec base_spec(const YamlValue& t, const YamlValue& gpu) {
+  std::vector<std::string> valid_gpus = gpu_spec_names();
+  valid_gpus.push_back("custom");
+  const std::string g = gpu.as_string();
+  if (g != "custom") {
+    const GpuSpec* named = find_gpu_spec(g);
+    if (!named)
+      gpu.fail("unknown GPU '" + g + "'" + did_you_mean(g, valid_gpus) +
+               "; valid: " + join_names(valid_gpus));
+    return *named;
+  }
+  GpuSpec spec;
+  spec.name = "custom";
+  spec.source = "given in " + (t.file().empty() ? std::string("the experiment") : t.file());
+  std::vector<std::string> required;
+  for (const auto& f : gpu_fields())
+    if (f.required_for_custom)
+      required.emplace_back(f.name);
+  for (const auto& name : required) {
+    if (!t.has(name))
+      t.fail("gpu: custom needs every GPU field; missing '" + name +
+             "'; required: " + join_names(required));
+  }
+  return spec;
+}
+
+// Applies the GpuSpec fields `t` gives; returns their names.
+std::vector<std::string> override_fields(const YamlValue& t, GpuSpec* spec) {
+  std::vector<std::string> overridden;
+  for (const auto& f : gpu_fields()) {
+    if (!t.has(f.name))
+      continue;
+    const YamlValue v = t.get(f.name);
+    if (f.real) {
+      spec->*f.real = v.as_double(0, !f.may_be_zero);
+    } else {
+      spec->*f.integer = v.as_int(1);
+    }
+    overridden.emplace_back(f.name);
+  }
+  return overridden;
+}
+
 GpuSpec read_target(const YamlValue& root) {
+  std::vector<std::string> valid_gpus = gpu_spec_names();
+  valid_gpus.push_back("custom");
   const YamlValue t = root.require("target", "the GPU the experiment targets, e.g. target: "
                                              "{gpu: A100-40GB}; named GPUs: " +
                                                  join_names(gpu_spec_names()));
-  std::vector<std::string> valid_gpus = gpu_spec_names();
-  valid_gpus.push_back("custom");
   // `target: H200` is shorthand for `target: {gpu: H200}`.
   if (t.is_scalar()) {
     const std::string g = t.as_string();
@@ -140,47 +185,12 @@ GpuSpec read_target(const YamlValue& root) {
     return *spec;
   }
   t.expect_keys(target_keys(), "target");
-  const YamlValue gpu = t.require("gpu", "a named GPU (" + join_names(valid_gpus) + ")");
-  const std::string g = gpu.as_string();
-  GpuSpec spec;
-  const bool custom = g == "custom";
-  if (custom) {
-    spec.name = "custom";
-    spec.source = "given in " + (t.file().empty() ? std::string("the experiment") : t.file());
-    std::vector<std::string> required;
-    for (const auto& f : gpu_fields())
-      if (f.required_for_custom)
-        required.emplace_back(f.name);
-    for (const auto& name : required) {
-      if (!t.has(name))
-        t.fail("gpu: custom needs every GPU field; missing '" + name +
-               "'; required: " + join_names(required));
-    }
-  } else {
-    const GpuSpec* named = find_gpu_spec(g);
-    if (!named)
-      gpu.fail("unknown GPU '" + g + "'" + did_you_mean(g, valid_gpus) +
-               "; valid: " + join_names(valid_gpus));
-    spec = *named;
-  }
-
-  std::vector<std::string> overridden;
-  for (const auto& f : gpu_fields()) {
-    if (!t.has(f.name))
-      continue;
-    const YamlValue v = t.get(f.name);
-    if (f.real) {
-      spec.*f.real = v.as_double(0, !f.may_be_zero);
-    } else {
-      spec.*f.integer = v.as_int(1);
-    }
-    overridden.emplace_back(f.name);
-  }
+  GpuSpec spec = base_spec(t, t.require("gpu", "a named GPU (" + join_names(valid_gpus) + ")"));
+  const std::vector<std::string> overridden = override_fields(t, &spec);
   if (t.has("source"))
     spec.source = t.get("source").as_string();
-  if (!custom && !overridden.empty())
+  if (spec.name != "custom" && !overridden.empty())
     spec.source += "; overridden by the experiment: " + join_names(overridden);
-
   if (spec.smem_per_block_bytes > spec.smem_per_sm_bytes)
     t.fail(fmt::format("smem_per_block_bytes ({:g}) exceeds smem_per_sm_bytes ({:g})",
                        spec.smem_per_block_bytes, spec.smem_per_sm_bytes));
@@ -255,32 +265,24 @@ bool has_location(const UserError& e) {
   return !e.where().file.empty() || e.where().line > 0;
 }
 
-// Builds the graph of `model:`; every error carries the position of the model (or, for a
-// rank mismatch, of input_size).
-void read_model(const YamlValue& root, ExperimentConfig* cfg) {
-  const YamlValue m = root.require("model", "a zoo model name (" + join_names(model_names()) +
-                                                ") or an inline graph");
-  const YamlValue input_size_node = root.get("input_size");
-
-  // Inline graph.
-  if (m.is_map() && !m.has("zoo")) {
-    if (!m.has("layers") && !m.has("input")) {
-      m.fail("expected `zoo: <name>` (a zoo model with parameters) or an inline graph with "
-             "`input:` and `layers:`");
-    }
-    m.expect_keys(kInlineGraphKeys, "an inline graph");
-    YamlGraphOptions o;
-    o.name = cfg->name.empty() ? std::string("custom") : cfg->name;
-    o.batch = cfg->batch;
-    o.dtype = cfg->precision;
-    o.input_size = cfg->input_size;
-    o.input_channels = cfg->input_channels;
-    cfg->model = "custom";
-    cfg->graph = build_yaml_graph(m.node(), SourceLocation{m.file(), 0, 0, m.path()}, o);
-    return;
+void read_inline_graph(const YamlValue& m, ExperimentConfig* cfg) {
+  if (!m.has("layers") && !m.has("input")) {
+    m.fail("expected `zoo: <name>` (a zoo model with parameters) or an inline graph with "
+           "`input:` and `layers:`");
   }
+  m.expect_keys(kInlineGraphKeys, "an inline graph");
+  YamlGraphOptions o;
+  o.name = cfg->name.empty() ? std::string("custom") : cfg->name;
+  o.batch = cfg->batch;
+  o.dtype = cfg->precision;
+  o.input_size = cfg->input_size;
+  o.input_channels = cfg->input_channels;
+  cfg->model = "custom";
+  cfg->graph = build_yaml_graph(m.node(), SourceLocation{m.file(), 0, 0, m.path()}, o);
+}
 
-  // Zoo model: a name, or {zoo: name, ...parameters}.
+// The zoo name of `model:` (a name, or {zoo: name, ...parameters}), checked.
+std::string zoo_model_name(const YamlValue& m) {
   const YamlValue name_node = m.is_map() ? m.get("zoo") : m;
   if (!name_node.is_scalar())
     name_node.fail("expected a zoo model name (" + join_names(model_names()) +
@@ -290,35 +292,50 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
   if (std::find(names.begin(), names.end(), name) == names.end())
     name_node.fail("unknown model '" + name + "'" + did_you_mean(name, names) +
                    "; valid: " + join_names(names));
-  cfg->model = name;
   if (m.is_map())
     m.expect_keys(name == kConvChain ? kConvChainKeys : kZooKeys,
                   "the parameters of model " + name);
+  return name;
+}
 
+Graph build_zoo_graph(const YamlValue& m, const std::string& name, const ExperimentConfig& cfg,
+                      const YamlValue& input_size_node) {
+  ZooOptions o;
+  o.batch = cfg.batch;
+  o.dtype = cfg.precision;
+  o.input_size = cfg.input_size;
+  o.input_channels = cfg.input_channels;
+  if (m.is_map() && m.has("num_classes"))
+    o.num_classes = m.get("num_classes").as_int64(1);
+  if (!cfg.input_size.empty()) {
+    // Learn the model's rank from its default build, so a 3-D size for a 2-D model gets a
+    // clear message instead of whatever the builder makes of it.
+    ZooOptions plain;
+    plain.dtype = cfg.precision;
+    const int rank = build_zoo_model(name, plain).input_shape().spatial_rank;
+    if (rank != static_cast<int>(cfg.input_size.size()))
+      input_size_node.fail("model " + name + " is " + std::to_string(rank) +
+                           "-D; input_size needs " + std::to_string(rank) + " extents (" +
+                           (rank == 3 ? "[D, H, W]" : "[H, W]") + ")");
+  }
+  return build_zoo_model(name, o);
+}
+
+// Builds the graph of `model:`; every error carries the position of the model (or, for a
+// rank mismatch, of input_size).
+void read_model(const YamlValue& root, ExperimentConfig* cfg) {
+  const YamlValue m = root.require("model", "a zoo model name (" + join_names(model_names()) +
+                                                ") or an inline graph");
+  if (m.is_map() && !m.has("zoo")) {
+    read_inline_graph(m, cfg);
+    return;
+  }
+  const std::string name = zoo_model_name(m);
+  cfg->model = name;
+  const YamlValue input_size_node = root.get("input_size");
   try {
-    if (name == kConvChain) {
-      cfg->graph = read_conv_chain(m, *cfg, input_size_node);
-      return;
-    }
-    ZooOptions o;
-    o.batch = cfg->batch;
-    o.dtype = cfg->precision;
-    o.input_size = cfg->input_size;
-    o.input_channels = cfg->input_channels;
-    if (m.is_map() && m.has("num_classes"))
-      o.num_classes = m.get("num_classes").as_int64(1);
-    if (!cfg->input_size.empty()) {
-      // Learn the model's rank from its default build, so a 3-D size for a 2-D model gets a
-      // clear message instead of whatever the builder makes of it.
-      ZooOptions plain;
-      plain.dtype = cfg->precision;
-      const int rank = build_zoo_model(name, plain).input_shape().spatial_rank;
-      if (rank != static_cast<int>(cfg->input_size.size()))
-        input_size_node.fail("model " + name + " is " + std::to_string(rank) +
-                             "-D; input_size needs " + std::to_string(rank) + " extents (" +
-                             (rank == 3 ? "[D, H, W]" : "[H, W]") + ")");
-    }
-    cfg->graph = build_zoo_model(name, o);
+    cfg->graph = name == kConvChain ? read_conv_chain(m, *cfg, input_size_node)
+                                    : build_zoo_graph(m, name, *cfg, input_size_node);
   } catch (const ShapeError& e) {
     if (has_location(e))
       throw;

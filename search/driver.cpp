@@ -142,6 +142,10 @@ private:
   std::optional<StoredMeasurement> stored_measurement(int64_t candidate_id,
                                                       std::string* measured_on);
   std::string budget_exhausted(double elapsed_s, int fresh) const;
+  std::vector<MeasuredCandidate> share(int64_t candidate_id, const MeasureResult& result,
+                                       bool resumed, const std::string& measured_on);
+  MeasureEvent event(const CandidateRef& ref, const MeasureResult& result, bool resumed,
+                     int64_t candidate_id, int done, int fresh, Clock::time_point t0) const;
 
   TuneContext& ctx_;
   const ExperimentConfig& exp_;
@@ -212,6 +216,39 @@ std::optional<StoredMeasurement> Run::stored_measurement(int64_t candidate_id,
   return prior;
 }
 
+// The result belongs to the workload: every group with the same signature shares it. Returns
+// what the searcher is told.
+std::vector<MeasuredCandidate> Run::share(int64_t candidate_id, const MeasureResult& result,
+                                          bool resumed, const std::string& measured_on) {
+  std::vector<MeasuredCandidate> outcome;
+  const double ms = result.status == MeasureStatus::kOk ? result.median_ms : kExcluded;
+  for (const CandidateRef& r : refs_by_id_.at(candidate_id)) {
+    CandidateEval& other = ev_.at(r);
+    other.measurement = result;
+    other.resumed = resumed;
+    other.measured_on = measured_on;
+    outcome.push_back(MeasuredCandidate{r, ms});
+  }
+  return outcome;
+}
+
+MeasureEvent Run::event(const CandidateRef& ref, const MeasureResult& result, bool resumed,
+                        int64_t candidate_id, int done, int fresh, Clock::time_point t0) const {
+  MeasureEvent ev;
+  ev.ref = ref;
+  ev.candidate = &space_.candidate(ref);
+  ev.group = &space_.group(ref.group);
+  ev.result = &result;
+  ev.resumed = resumed;
+  ev.candidate_id = candidate_id;
+  ev.done = done;
+  ev.fresh = fresh;
+  ev.queued = done + searcher_.queued();
+  ev.elapsed_s = seconds_since(t0);
+  ev.budget_s = exp_.measurement.budget_s;
+  return ev;
+}
+
 void Run::measure() {
   Measurer& measurer = *ctx_.measurer;
   DbWriter writer(*ctx_.db, target_id_, run_id_);
@@ -257,28 +294,9 @@ void Run::measure() {
     if (result.status != MeasureStatus::kOk)
       ++report_.failed;
 
-    // The result belongs to the workload: every group with the same signature shares it.
-    std::vector<MeasuredCandidate> outcome;
-    const double ms = result.status == MeasureStatus::kOk ? result.median_ms : kExcluded;
-    for (const CandidateRef& r : refs_by_id_.at(ce.candidate_id)) {
-      CandidateEval& other = ev_.at(r);
-      other.measurement = result;
-      other.resumed = resumed;
-      other.measured_on = measured_on;
-      outcome.push_back(MeasuredCandidate{r, ms});
-    }
-    MeasureEvent ev;
-    ev.ref = ref;
-    ev.candidate = &cand;
-    ev.group = &space_.group(ref.group);
-    ev.result = &result;
-    ev.resumed = resumed;
-    ev.candidate_id = ce.candidate_id;
-    ev.done = done;
-    ev.fresh = fresh;
-    ev.queued = done + searcher_.queued();
-    ev.elapsed_s = seconds_since(t0);
-    ev.budget_s = exp_.measurement.budget_s;
+    const std::vector<MeasuredCandidate> outcome =
+        share(ce.candidate_id, result, resumed, measured_on);
+    const MeasureEvent ev = event(ref, result, resumed, ce.candidate_id, done, fresh, t0);
     for (auto* cb : callbacks)
       cb->on_result(ev);
     searcher_.notify(outcome);
@@ -365,6 +383,37 @@ SearcherOptions searcher_options(const ExperimentConfig& exp, const SearchSpace&
   return so;
 }
 
+// What the report says of the run before it starts: experiment, model, target, searcher.
+TuneReport report_header(const TuneContext& ctx, const std::string& searcher) {
+  const ExperimentConfig& exp = ctx.experiment;
+  TuneReport rep;
+  rep.experiment = exp.name;
+  rep.model = exp.model;
+  rep.batch = exp.batch;
+  rep.precision = dtype_name(exp.precision);
+  rep.gpu_spec = ctx.predictor->gpu_name();
+  rep.model_version = ctx.predictor->version();
+  rep.backend = ctx.measurer ? ctx.measurer->backend() : "none";
+  rep.target = ctx.measurer ? ctx.measurer->target() : "model:" + rep.gpu_spec;
+  rep.searcher = searcher;
+  return rep;
+}
+
+RunInfo run_info(const ExperimentConfig& exp, const TuneReport& rep) {
+  RunInfo info;
+  info.experiment = exp.name;
+  info.experiment_path = exp.file;
+  info.config_json = experiment_json(exp).dump();
+  info.model = exp.model;
+  info.batch = exp.batch;
+  info.precision = rep.precision;
+  info.gpu_spec = rep.gpu_spec;
+  info.target_fingerprint = rep.target;
+  info.backend = rep.backend;
+  info.git_revision = BRICKDL_GIT_REVISION;
+  return info;
+}
+
 } // namespace
 
 void check_names(const ExperimentConfig& exp) {
@@ -396,30 +445,10 @@ TuneResult tune(TuneContext& ctx) {
 
   TuneResult out;
   TuneReport& rep = out.report;
-  rep.experiment = exp.name;
-  rep.model = exp.model;
-  rep.batch = exp.batch;
-  rep.precision = dtype_name(exp.precision);
-  rep.gpu_spec = ctx.predictor->gpu_name();
-  rep.model_version = ctx.predictor->version();
-  rep.backend = ctx.measurer ? ctx.measurer->backend() : "none";
-  rep.target = ctx.measurer ? ctx.measurer->target() : "model:" + rep.gpu_spec;
-  rep.searcher = so.name;
-
+  rep = report_header(ctx, so.name);
   TuningDb& db = *ctx.db;
   const int64_t target_id = db.target_id(rep.target, rep.backend);
-  RunInfo info;
-  info.experiment = exp.name;
-  info.experiment_path = exp.file;
-  info.config_json = experiment_json(exp).dump();
-  info.model = exp.model;
-  info.batch = exp.batch;
-  info.precision = rep.precision;
-  info.gpu_spec = rep.gpu_spec;
-  info.target_fingerprint = rep.target;
-  info.backend = rep.backend;
-  info.git_revision = BRICKDL_GIT_REVISION;
-  out.run_id = rep.run_id = db.begin_run(info);
+  out.run_id = rep.run_id = db.begin_run(run_info(exp, rep));
   if (ctx.on_run_started)
     ctx.on_run_started(out.run_id);
 

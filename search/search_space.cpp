@@ -188,29 +188,124 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
   return index;
 }
 
+namespace {
+
+[[noreturn]] void bad(const std::string& source, const std::string& key, const std::string& msg) {
+  throw UserError(SourceLocation{source, 0, 0, key}, msg);
+}
+
+// Throws a UserError naming the key of the first list that is empty or holds a bad value.
+void check_config(const SearchSpaceConfig& config, const std::string& source) {
+  if (config.max_group_len < 1)
+    bad(source, "search.max_group_len", fmt::format("must be >= 1, got {}", config.max_group_len));
+  const auto check_list = [&](const std::vector<int>& v, const char* key, int min,
+                              const char* empty, const char* what) {
+    if (v.empty())
+      bad(source, key, empty);
+    for (int x : v)
+      if (x < min)
+        bad(source, key, fmt::format("{} must be >= {}, got {}", what, min, x));
+  };
+  check_list(config.brick_sizes, "search.brick_sizes", 1, "must list at least one size", "sizes");
+  check_list(config.channel_blocks, "search.channel_blocks", 0,
+             "must list at least one block (0 = all channels)", "blocks");
+  check_list(config.threads, "search.threads", 1, "must list at least one thread count",
+             "thread counts");
+}
+
+// The groups of every explicit partition, validated: each partition tiles the layers after
+// the input with valid groups (which may be longer than max_group_len).
+std::vector<std::vector<Group>>
+partition_groups(const Graph& fused, const SearchSpaceConfig& config, const std::string& source) {
+  const int n = fused.size();
+  std::vector<std::vector<Group>> out;
+  for (size_t p = 0; p < config.partitions.size(); ++p) {
+    const std::string key = fmt::format("search.partitions[{}]", p);
+    const auto& lens = config.partitions[p];
+    int64_t sum = 0;
+    for (int len : lens) {
+      if (len < 1)
+        bad(source, key, fmt::format("group lengths must be >= 1, got {}", len));
+      sum += len;
+    }
+    if (sum != n - 1)
+      bad(source, key,
+          fmt::format("group lengths add up to {}, but the fused graph '{}' has {} layers "
+                      "after its input; a partition must cover every layer once",
+                      sum, fused.name(), n - 1));
+    std::vector<Group>& groups = out.emplace_back();
+    for (int len : lens) {
+      const int first = groups.empty() ? 1 : groups.back().last + 1;
+      const Group g{first, first + len - 1};
+      const std::string why = group_invalid_reason(fused, g);
+      if (!why.empty())
+        bad(source, key, "group " + std::to_string(groups.size() + 1) + ": " + why);
+      groups.push_back(g);
+    }
+  }
+  return out;
+}
+
+// The named subgraphs as groups of the fused graph, validated.
+std::vector<Group> subgraph_groups(const Graph& fused, const SearchSpaceConfig& config,
+                                   const std::string& source) {
+  std::vector<Group> out;
+  for (size_t i = 0; i < config.subgraphs.size(); ++i) {
+    const auto& sg = config.subgraphs[i];
+    const std::string key = fmt::format("search.subgraphs[{}]", i);
+    const Group g{fused_layer_id(fused, sg.first), fused_layer_id(fused, sg.last)};
+    if (g.first < 1 || g.last < g.first)
+      bad(source, key,
+          fmt::format("subgraph '{}': layers '{}' .. '{}' are not a range of the fused "
+                      "graph '{}' (brickdl-tune --describe lists its layers)",
+                      sg.name, sg.first, sg.last, fused.name()));
+    const std::string why = group_invalid_reason(fused, g);
+    if (!why.empty())
+      bad(source, key, fmt::format("subgraph '{}': {}", sg.name, why));
+    out.push_back(g);
+  }
+  return out;
+}
+
+} // namespace
+
+void SearchSpace::add_groups_up_to(int max_len, const std::vector<Group>& required,
+                                   const SearchSpaceConfig& config) {
+  const int n = graph_.size();
+  for (int last = 1; last < n; ++last) {
+    for (int first = std::max(1, last - max_len + 1); first <= last; ++first) {
+      const Group g{first, last};
+      if (!is_valid_group(graph_, g))
+        continue;
+      const bool mergeable = brick_blocker(graph_, g).empty();
+      const bool is_required = std::find(required.begin(), required.end(), g) != required.end();
+      if (!mergeable && g.size() > 1 && !is_required)
+        continue; // nothing to run it with
+      add_group(g, config);
+    }
+  }
+  // Required groups beyond max_len.
+  for (const Group& g : required)
+    if (find(g) < 0)
+      add_group(g, config);
+  const auto by = [&](auto key) {
+    return [this, key](int a, int b) {
+      return key(groups_[static_cast<size_t>(a)].group) <
+             key(groups_[static_cast<size_t>(b)].group);
+    };
+  };
+  for (auto& v : ending_at_)
+    std::sort(v.begin(), v.end(), by([](const Group& g) { return g.first; }));
+  for (auto& v : starting_at_)
+    std::sort(v.begin(), v.end(), by([](const Group& g) { return g.last; }));
+}
+
 SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& config,
                                const std::string& source) {
-  auto bad = [&](const std::string& key, const std::string& msg) {
-    throw UserError(SourceLocation{source, 0, 0, key}, msg);
-  };
-  if (config.max_group_len < 1)
-    bad("search.max_group_len", fmt::format("must be >= 1, got {}", config.max_group_len));
-  if (config.brick_sizes.empty())
-    bad("search.brick_sizes", "must list at least one size");
-  for (int s : config.brick_sizes)
-    if (s < 1)
-      bad("search.brick_sizes", fmt::format("sizes must be >= 1, got {}", s));
-  if (config.channel_blocks.empty())
-    bad("search.channel_blocks", "must list at least one block (0 = all channels)");
-  for (int cb : config.channel_blocks)
-    if (cb < 0)
-      bad("search.channel_blocks", fmt::format("blocks must be >= 0, got {}", cb));
-  if (config.threads.empty())
-    bad("search.threads", "must list at least one thread count");
-  for (int t : config.threads)
-    if (t < 1)
-      bad("search.threads", fmt::format("thread counts must be >= 1, got {}", t));
+  check_config(config, source);
   BRICKDL_CHECK(fused.size() >= 2, "graph '" << fused.name() << "' has no layer besides its input");
+  const std::vector<std::vector<Group>> partitions = partition_groups(fused, config, source);
+  const std::vector<Group> named = subgraph_groups(fused, config, source);
 
   SearchSpace sp;
   sp.graph_ = fused;
@@ -219,98 +314,24 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
         std::find(sp.merged_strategies_.begin(), sp.merged_strategies_.end(), s) ==
             sp.merged_strategies_.end())
       sp.merged_strategies_.push_back(s);
-  const int n = fused.size();
-  sp.ending_at_.assign(static_cast<size_t>(n), {});
-  sp.starting_at_.assign(static_cast<size_t>(n), {});
-
-  // Explicit partitions: validated first, their groups may be longer than max_group_len.
-  std::vector<Group> extra;
-  for (size_t p = 0; p < config.partitions.size(); ++p) {
-    const std::string key = fmt::format("search.partitions[{}]", p);
-    const auto& lens = config.partitions[p];
-    int64_t sum = 0;
-    for (int len : lens) {
-      if (len < 1)
-        bad(key, fmt::format("group lengths must be >= 1, got {}", len));
-      sum += len;
-    }
-    if (sum != n - 1)
-      bad(key, fmt::format("group lengths add up to {}, but the fused graph '{}' has {} layers "
-                           "after its input; a partition must cover every layer once",
-                           sum, fused.name(), n - 1));
-    int first = 1;
-    for (int len : lens) {
-      const Group g{first, first + len - 1};
-      if (!is_valid_group(fused, g))
-        bad(key, fmt::format("the group of layers '{}' .. '{}' has an output read outside it "
-                             "before its last layer; a group may be read only through its "
-                             "last layer",
-                             fused.layer(g.first).name, fused.layer(g.last).name));
-      extra.push_back(g);
-      first += len;
-    }
-  }
-
-  // Named subgraphs: each must be a group of the fused graph.
-  std::vector<Group> named;
-  for (size_t i = 0; i < config.subgraphs.size(); ++i) {
-    const auto& sg = config.subgraphs[i];
-    const std::string key = fmt::format("search.subgraphs[{}]", i);
-    const Group g{fused_layer_id(fused, sg.first), fused_layer_id(fused, sg.last)};
-    if (g.first < 1 || g.last < g.first)
-      bad(key, fmt::format("subgraph '{}': layers '{}' .. '{}' are not a range of the fused "
-                           "graph '{}' (brickdl-tune --describe lists its layers)",
-                           sg.name, sg.first, sg.last, fused.name()));
-    if (!is_valid_group(fused, g))
-      bad(key, fmt::format("subgraph '{}': layers '{}' .. '{}' have an output read outside them "
-                           "before their last layer; a group may be read only through its "
-                           "last layer",
-                           sg.name, sg.first, sg.last));
-    named.push_back(g);
-    extra.push_back(g);
-  }
-
-  for (int last = 1; last < n; ++last) {
-    for (int first = std::max(1, last - config.max_group_len + 1); first <= last; ++first) {
-      const Group g{first, last};
-      if (!is_valid_group(fused, g))
-        continue;
-      const bool mergeable = brick_blocker(fused, g).empty();
-      const bool in_partition = std::find(extra.begin(), extra.end(), g) != extra.end();
-      if (!mergeable && g.size() > 1 && !in_partition)
-        continue; // nothing to run it with
-      sp.add_group(g, config);
-    }
-  }
-  // Partition groups beyond max_group_len.
-  for (const Group& g : extra)
-    if (sp.find(g) < 0)
-      sp.add_group(g, config);
-  for (auto& v : sp.ending_at_)
-    std::sort(v.begin(), v.end(), [&](int a, int b) {
-      return sp.groups_[static_cast<size_t>(a)].group.first <
-             sp.groups_[static_cast<size_t>(b)].group.first;
-    });
-  for (auto& v : sp.starting_at_)
-    std::sort(v.begin(), v.end(), [&](int a, int b) {
-      return sp.groups_[static_cast<size_t>(a)].group.last <
-             sp.groups_[static_cast<size_t>(b)].group.last;
-    });
+  sp.ending_at_.assign(static_cast<size_t>(fused.size()), {});
+  sp.starting_at_.assign(static_cast<size_t>(fused.size()), {});
+  std::vector<Group> required; // in the space whatever their length
+  for (const auto& p : partitions)
+    required.insert(required.end(), p.begin(), p.end());
+  required.insert(required.end(), named.begin(), named.end());
+  sp.add_groups_up_to(config.max_group_len, required, config);
 
   for (size_t i = 0; i < named.size(); ++i) {
     sp.subgraphs_.push_back(sp.find(named[i]));
     sp.subgraph_names_.push_back(config.subgraphs[i].name);
   }
-  size_t at = 0;
-  for (const auto& lens : config.partitions) {
+  for (size_t p = 0; p < partitions.size(); ++p) {
     std::vector<int> idx;
-    std::string label;
-    for (int len : lens) {
-      idx.push_back(sp.find(extra[at++]));
-      label += (label.empty() ? "" : "+") + std::to_string(len);
-    }
+    for (const Group& g : partitions[p])
+      idx.push_back(sp.find(g));
     sp.partitions_.push_back(std::move(idx));
-    sp.partition_labels_.push_back(std::move(label));
+    sp.partition_labels_.push_back(fmt::format("{}", fmt::join(config.partitions[p], "+")));
   }
   return sp;
 }

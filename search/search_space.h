@@ -84,6 +84,11 @@ public:
 
 private:
   int add_group(const Group& g, const SearchSpaceConfig& config);
+  // Every valid group of at most `max_len` layers (but those of several layers that only
+  // layerwise could run, unless `required`), then the `required` groups still missing; sorts
+  // the ending / starting indexes.
+  void add_groups_up_to(int max_len, const std::vector<Group>& required,
+                        const SearchSpaceConfig& config);
 
   Graph graph_;
   std::vector<GroupEntry> groups_;

@@ -115,16 +115,9 @@ private:
   GraphBuilder& b_;
 };
 
-} // namespace
-
-Graph build_deepcam(const ZooOptions& options) {
-  const std::string name = "deepcam";
-  const TensorShape in = resolve_input(name, options, 16, {768, 1152});
-  const int64_t classes = resolve_classes(name, options, 3);
-  GraphBuilder b(name, in, options.dtype);
-  DeepCamBuilder db(b);
-
-  // Encoder: Xception(os=16): entry block 3 has stride 2, middle rate 1, exit rates (1, 2).
+// Encoder: Xception(os=16). Returns its output; *low_level is the feature the decoder reads.
+int encoder(GraphBuilder& b, DeepCamBuilder& db, int* low_level) {
+  // Entry block 3 has stride 2, middle rate 1, exit rates (1, 2).
   const std::string xf = "xception_features.";
   int x = b.conv2d(b.input(), 32, 3, 2, 1, 1, 1, false, xf + "conv1");
   x = b.relu(b.batch_norm(x, xf + "bn1.bn"), xf + "relu");
@@ -134,7 +127,7 @@ Graph build_deepcam(const ZooOptions& options) {
   // low_level_feat aliases block1's output, which the in-place relu then rectifies: the
   // decoder reads the relu's output.
   x = b.relu(x, xf + "relu_2");
-  const int low_level = x;
+  *low_level = x;
   x = db.block(x, 256, 2, 2, 1, true, true, false, xf + "block2");
   x = db.block(x, 728, 2, 2, 1, true, true, true, xf + "block3");
   for (int i = 4; i <= 19; ++i)
@@ -147,7 +140,11 @@ Graph build_deepcam(const ZooOptions& options) {
   x = db.separable(x, 2048, 1, 2, xf + "conv5");
   x = b.relu(b.batch_norm(x, xf + "bn5.bn"), xf + "relu_5");
 
-  // Bottleneck: ASPP at rates 1, 6, 12, 18 and the image-level branch.
+  return x;
+}
+
+// Bottleneck: ASPP at rates 1, 6, 12, 18 and the image-level branch.
+int bottleneck(GraphBuilder& b, DeepCamBuilder& db, int x) {
   const std::string bn = "bottleneck.";
   const int a1 = db.aspp(x, 1, bn + "aspp1");
   const int a2 = db.aspp(x, 6, bn + "aspp2");
@@ -162,11 +159,14 @@ Graph build_deepcam(const ZooOptions& options) {
   x = b.conv2d(x, kAsppChannels, 1, 1, 0, 1, 1, false, bn + "conv");
   x = b.relu(b.batch_norm(x, bn + "bn.bn"), bn + "relu");
 
-  // Low-level features: 1x1 conv to 48 channels.
+  return x;
+}
+
+// Decoder: the low-level features (1x1 conv to 48 channels) and the DeconvUpsampler.
+int decoder(GraphBuilder& b, DeepCamBuilder& db, int x, int low_level, int64_t classes) {
   int low = b.conv2d(low_level, kLowLevelChannels, 1, 1, 0, 1, 1, false, "conv2");
   low = b.relu(b.batch_norm(low, "bn2.bn"), "relu");
 
-  // Decoder: DeconvUpsampler.
   const std::string up = "upsample.";
   x = db.deconv(x, kAsppChannels, up + "deconv1.0");
   x = b.relu(b.batch_norm(x, up + "deconv1.1.bn"), up + "deconv1.2");
@@ -180,7 +180,20 @@ Graph build_deepcam(const ZooOptions& options) {
   x = b.conv2d(x, 256, 1, 1, 0, 1, 1, /*bias=*/true, up + "conv1.6");
   x = db.deconv(x, kAsppChannels, up + "deconv2.0");
   x = b.relu(b.batch_norm(x, up + "deconv2.1.bn"), up + "deconv2.2");
-  db.deconv(x, classes, up + "last_deconv.0"); // no batch-norm, no bias
+  return db.deconv(x, classes, up + "last_deconv.0"); // no batch-norm, no bias
+}
+
+} // namespace
+
+Graph build_deepcam(const ZooOptions& options) {
+  const std::string name = "deepcam";
+  const TensorShape in = resolve_input(name, options, 16, {768, 1152});
+  const int64_t classes = resolve_classes(name, options, 3);
+  GraphBuilder b(name, in, options.dtype);
+  DeepCamBuilder db(b);
+  int low_level = 0;
+  const int features = encoder(b, db, &low_level);
+  decoder(b, db, bottleneck(b, db, features), low_level, classes);
   return b.build();
 }
 

@@ -77,13 +77,14 @@ protected:
   //   W2 = layers 3 and 4 (the same workload twice; layerwise ok, memoized compile error)
   //   W3 = layers 5-6 (predicted only)
   // Run 2 re-measures W1 padded (faster) and W2 layerwise (slower), for `compare`.
-  static void build_database(const std::string& path, const std::string& target) {
-    TuningDb db(path);
-    auto tick = std::make_shared<int>(0);
-    db.set_clock([tick] {
-      const int t = (*tick)++;
-      return fmt::format("2024-03-01T10:{:02}:{:02}.000Z", t / 60, t % 60);
-    });
+  // Workload and candidate ids of the fixture.
+  struct Ids {
+    int64_t target = 0, run1 = 0, w1 = 0, w2 = 0, w3 = 0;
+    int64_t w1_lw = 0, w1_pad = 0, w1_memo = 0, w2_lw = 0, w2_memo = 0;
+    int64_t w3_lw = 0, w3_pad = 0, w3_memo = 0;
+  };
+
+  static RunInfo run_info(const std::string& target) {
     RunInfo info;
     info.experiment = "chain3d";
     info.experiment_path = "experiments/chain3d.yaml";
@@ -95,21 +96,19 @@ protected:
     info.target_fingerprint = target;
     info.backend = "cpu";
     info.git_revision = "0123456789ab";
-    const int64_t run1 = db.begin_run(info);
-    const int64_t tgt = db.target_id(target, "cpu");
+    return info;
+  }
 
-    const int64_t w1 =
-        db.workload_id({"conv3d(3,3,k3,p1)+relu;conv3d(3,3,k3,p1)+relu@1x3x16^3:fp32", 2,
-                        "conv3x3x3 3->3 16^3 +relu | conv3x3x3 3->3 16^3 +relu", 2 * 331776});
-    const int64_t w2 =
-        db.workload_id({"conv3d(3,3,k3,p1)@1x3x16^3:fp32", 1, "conv3x3x3 3->3 16^3", 331776});
-    const int64_t w3 = db.workload_id(
+  static void add_workloads(TuningDb& db, Ids& id) {
+    id.w1 = db.workload_id({"conv3d(3,3,k3,p1)+relu;conv3d(3,3,k3,p1)+relu@1x3x16^3:fp32", 2,
+                            "conv3x3x3 3->3 16^3 +relu | conv3x3x3 3->3 16^3 +relu", 2 * 331776});
+    id.w2 = db.workload_id({"conv3d(3,3,k3,p1)@1x3x16^3:fp32", 1, "conv3x3x3 3->3 16^3", 331776});
+    id.w3 = db.workload_id(
         {"conv3d(3,3,k3,p1)+relu;add@1x3x16^3:fp32", 2, "conv3x3x3 3->3 16^3 +relu | add", 331776});
-    db.add_run_group(run1, w1, 1, 2, "conv1 .. conv2", "subgraph 1");
-    db.add_run_group(run1, w2, 3, 3, "conv3");
-    db.add_run_group(run1, w2, 4, 4, "conv4");
-    db.add_run_group(run1, w3, 5, 6, "conv5 .. add6");
-
+    db.add_run_group(id.run1, id.w1, 1, 2, "conv1 .. conv2", "subgraph 1");
+    db.add_run_group(id.run1, id.w2, 3, 3, "conv3");
+    db.add_run_group(id.run1, id.w2, 4, 4, "conv4");
+    db.add_run_group(id.run1, id.w3, 5, 6, "conv5 .. add6");
     auto candidate = [](Strategy s, int b) {
       Candidate c;
       c.strategy = s;
@@ -117,15 +116,17 @@ protected:
       c.threads = 128;
       return c;
     };
-    const int64_t w1_lw = db.candidate_id(w1, candidate(Strategy::kLayerwise, 8));
-    const int64_t w1_pad = db.candidate_id(w1, candidate(Strategy::kPadded, 8));
-    const int64_t w1_memo = db.candidate_id(w1, candidate(Strategy::kMemoized, 8));
-    const int64_t w2_lw = db.candidate_id(w2, candidate(Strategy::kLayerwise, 4));
-    const int64_t w2_memo = db.candidate_id(w2, candidate(Strategy::kMemoized, 4));
-    const int64_t w3_lw = db.candidate_id(w3, candidate(Strategy::kLayerwise, 4));
-    const int64_t w3_pad = db.candidate_id(w3, candidate(Strategy::kPadded, 8));
-    const int64_t w3_memo = db.candidate_id(w3, candidate(Strategy::kMemoized, 16));
+    id.w1_lw = db.candidate_id(id.w1, candidate(Strategy::kLayerwise, 8));
+    id.w1_pad = db.candidate_id(id.w1, candidate(Strategy::kPadded, 8));
+    id.w1_memo = db.candidate_id(id.w1, candidate(Strategy::kMemoized, 8));
+    id.w2_lw = db.candidate_id(id.w2, candidate(Strategy::kLayerwise, 4));
+    id.w2_memo = db.candidate_id(id.w2, candidate(Strategy::kMemoized, 4));
+    id.w3_lw = db.candidate_id(id.w3, candidate(Strategy::kLayerwise, 4));
+    id.w3_pad = db.candidate_id(id.w3, candidate(Strategy::kPadded, 8));
+    id.w3_memo = db.candidate_id(id.w3, candidate(Strategy::kMemoized, 16));
+  }
 
+  static void add_predictions(TuningDb& db, const Ids& id) {
     auto predict = [&](int64_t c, double t, bool feasible = true) {
       PredictionRow p;
       p.feasible = feasible;
@@ -139,55 +140,81 @@ protected:
       p.dram_lower_bound = 98304;
       db.put_prediction(c, "A100-40GB", "analytic-1", p);
     };
-    predict(w1_lw, 0.030);
-    predict(w1_pad, 0.020);
-    predict(w1_memo, 0.018);
-    predict(w2_lw, 0.015);
-    predict(w2_memo, 0.012);
-    predict(w3_lw, 0.025);
-    predict(w3_pad, 0.0175);
-    predict(w3_memo, 0.010, /*feasible=*/false); // faster but infeasible: never the best
+    predict(id.w1_lw, 0.030);
+    predict(id.w1_pad, 0.020);
+    predict(id.w1_memo, 0.018);
+    predict(id.w2_lw, 0.015);
+    predict(id.w2_memo, 0.012);
+    predict(id.w3_lw, 0.025);
+    predict(id.w3_pad, 0.0175);
+    predict(id.w3_memo, 0.010, /*feasible=*/false); // faster but infeasible: never the best
+  }
 
-    auto ok = [](std::vector<double> samples, std::map<std::string, double> counters = {}) {
-      MeasureResult r;
-      r.samples_ms = std::move(samples);
-      r.summarize();
-      r.max_rel_error = 2.5e-7;
-      r.counters = std::move(counters);
-      return r;
-    };
-    db.put_measurement(w1_lw, tgt, run1, ok({2.0, 2.25, 2.1, 2.5}, {{"flops", 1.5e6}}));
-    db.put_measurement(w1_pad, tgt, run1,
+  static MeasureResult ok(std::vector<double> samples,
+                          std::map<std::string, double> counters = {}) {
+    MeasureResult r;
+    r.samples_ms = std::move(samples);
+    r.summarize();
+    r.max_rel_error = 2.5e-7;
+    r.counters = std::move(counters);
+    return r;
+  }
+
+  // Run 1's measurements and its measured plan.
+  static void measure_run1(TuningDb& db, const Ids& id) {
+    db.put_measurement(id.w1_lw, id.target, id.run1, ok({2.0, 2.25, 2.1, 2.5}, {{"flops", 1.5e6}}));
+    db.put_measurement(id.w1_pad, id.target, id.run1,
                        ok({1.5, 1.75, 1.25, 1.5}, {{"flops", 1.75e6}, {"bytes_loaded", 262144}}));
     MeasureResult wrong;
     wrong.status = MeasureStatus::kWrongResult;
     wrong.error = "max relative error 0.5 > rtol 1e-4 at output[0,1,2,3,4]";
     wrong.max_rel_error = 0.5;
-    db.put_measurement(w1_memo, tgt, run1, wrong);
-    db.put_measurement(w2_lw, tgt, run1, ok({0.75, 0.8, 0.7}));
+    db.put_measurement(id.w1_memo, id.target, id.run1, wrong);
+    db.put_measurement(id.w2_lw, id.target, id.run1, ok({0.75, 0.8, 0.7}));
     MeasureResult compile;
     compile.status = MeasureStatus::kCompileError;
     compile.error = "too many resources requested for launch,\n\"memoized\" kernel";
-    db.put_measurement(w2_memo, tgt, run1, compile);
-
+    db.put_measurement(id.w2_memo, id.target, id.run1, compile);
     PlanRow plan;
-    plan.run_id = run1;
+    plan.run_id = id.run1;
     plan.kind = "measured";
     plan.json = R"({"groups":3})";
     plan.predicted_ms = 0.0625;
     plan.measured_ms = 3.75;
     plan.layerwise_predicted_ms = 0.085;
     plan.layerwise_measured_ms = 4.5;
-    plan.groups = {{w1_pad, 1, 2}, {w2_lw, 3, 3}, {w2_lw, 4, 4}, {w3_pad, 5, 6}};
+    plan.groups = {{id.w1_pad, 1, 2}, {id.w2_lw, 3, 3}, {id.w2_lw, 4, 4}, {id.w3_pad, 5, 6}};
     db.put_plan(plan);
-    db.end_run(run1, "complete");
+  }
+
+  // The fixture database: one target, two runs of a 6-layer chain with three workloads.
+  //   W1 = layers 1-2 (measured: layerwise, padded ok; memoized wrong result)
+  //   W2 = layers 3 and 4 (the same workload twice; layerwise ok, memoized compile error)
+  //   W3 = layers 5-6 (predicted only)
+  // Run 2 re-measures W1 padded (faster) and W2 layerwise (slower), for `compare`. The clock
+  // ticks once per stamped write, so the order of the writes is part of the golden output.
+  static void build_database(const std::string& path, const std::string& target) {
+    TuningDb db(path);
+    auto tick = std::make_shared<int>(0);
+    db.set_clock([tick] {
+      const int t = (*tick)++;
+      return fmt::format("2024-03-01T10:{:02}:{:02}.000Z", t / 60, t % 60);
+    });
+    RunInfo info = run_info(target);
+    Ids id;
+    id.run1 = db.begin_run(info);
+    id.target = db.target_id(target, "cpu");
+    add_workloads(db, id);
+    add_predictions(db, id);
+    measure_run1(db, id);
+    db.end_run(id.run1, "complete");
 
     info.git_revision = "fedcba987654";
     const int64_t run2 = db.begin_run(info);
-    db.add_run_group(run2, w1, 1, 2, "conv1 .. conv2", "subgraph 1");
-    db.add_run_group(run2, w2, 3, 3, "conv3");
-    db.put_measurement(w1_pad, tgt, run2, ok({1.25, 1.0, 1.5, 1.25, 1.0}));
-    db.put_measurement(w2_lw, tgt, run2, ok({0.9, 1.0, 0.8}));
+    db.add_run_group(run2, id.w1, 1, 2, "conv1 .. conv2", "subgraph 1");
+    db.add_run_group(run2, id.w2, 3, 3, "conv3");
+    db.put_measurement(id.w1_pad, id.target, run2, ok({1.25, 1.0, 1.5, 1.25, 1.0}));
+    db.put_measurement(id.w2_lw, id.target, run2, ok({0.9, 1.0, 0.8}));
     db.end_run(run2, "aborted");
   }
 

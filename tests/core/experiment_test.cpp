@@ -105,7 +105,8 @@ TEST(Experiment, DefaultsOfAMinimalInlineExperiment) {
   EXPECT_EQ(e.output_dir, "out/small");
 }
 
-TEST(Experiment, EveryKey) {
+// An experiment that sets every key.
+ExperimentConfig full_experiment() {
   const std::string yaml = kBase + "name: full\n"
                                    "batch: 4\n"
                                    "input_size: [16, 12]\n"
@@ -140,7 +141,11 @@ TEST(Experiment, EveryKey) {
                                    "seed: 42\n"
                                    "database: runs/t.db\n"
                                    "output: results/full\n";
-  const ExperimentConfig e = parse_experiment(yaml, "exp.yaml");
+  return parse_experiment(yaml, "exp.yaml");
+}
+
+TEST(Experiment, EveryTopLevelKey) {
+  const ExperimentConfig e = full_experiment();
   EXPECT_EQ(e.name, "full");
   EXPECT_EQ(e.batch, 4);
   EXPECT_EQ(e.input_size, (std::vector<int64_t>{16, 12}));
@@ -149,6 +154,13 @@ TEST(Experiment, EveryKey) {
   // The overrides reach the inline graph.
   EXPECT_EQ(e.graph.input_shape(), (TensorShape{4, 3, 1, 16, 12, 2}));
   EXPECT_EQ(e.graph.dtype(), DType::kF16);
+  EXPECT_EQ(e.seed, 42u);
+  EXPECT_EQ(e.database, "runs/t.db");
+  EXPECT_EQ(e.output_dir, "results/full");
+}
+
+TEST(Experiment, EverySearchKey) {
+  const ExperimentConfig e = full_experiment();
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{8, 16}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0, 32}));
   EXPECT_EQ(e.search.max_group_len, 2);
@@ -163,7 +175,10 @@ TEST(Experiment, EveryKey) {
   EXPECT_EQ(e.search.subgraphs[0].first, "c1");
   EXPECT_EQ(e.search.subgraphs[0].last, "r1");
   EXPECT_EQ(e.search.subgraphs[1].name, "c2..r2"); // default name
-  const MeasurementConfig& m = e.measurement;
+}
+
+TEST(Experiment, EveryMeasurementKey) {
+  const MeasurementConfig m = full_experiment().measurement;
   EXPECT_EQ(m.backend, "cpu");
   EXPECT_EQ(m.options.warmup, 0);
   EXPECT_EQ(m.options.repetitions, 5);
@@ -178,9 +193,6 @@ TEST(Experiment, EveryKey) {
   EXPECT_DOUBLE_EQ(m.budget_s, 60);
   EXPECT_EQ(m.max_measurements, 7);
   EXPECT_EQ(m.options.seed, 42u); // the experiment's seed drives the measurer's inputs
-  EXPECT_EQ(e.seed, 42u);
-  EXPECT_EQ(e.database, "runs/t.db");
-  EXPECT_EQ(e.output_dir, "results/full");
 }
 
 TEST(Experiment, GpuOverridesAndShorthand) {
