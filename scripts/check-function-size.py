@@ -121,7 +121,8 @@ def main():
     if not files:
         try:
             files = subprocess.check_output(
-                ["git", "ls-files", "*.h", "*.cpp", "*.cu", "*.cuh"], text=True).split()
+                ["git", "ls-files", "*.h", "*.cpp", "*.cu", "*.cuh"], text=True,
+                stderr=subprocess.DEVNULL).split()
         except (OSError, subprocess.CalledProcessError):
             print("check-function-size: not a git checkout; skipped")
             return 77
