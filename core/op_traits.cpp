@@ -43,6 +43,7 @@ constexpr bool in_op_order() {
   return true;
 }
 static_assert(in_op_order(), "kTable rows must follow the order of OpKind");
+// The last OpKind: a new op goes at the end of the enum and of kTable, and moves this check.
 static_assert(kTable.back().op == OpKind::kLinear, "kTable needs a row for every OpKind");
 
 constexpr bool is_window(Attr a) {
