@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/group.h"
 #include "core/graph.h"
+#include "core/group.h"
 #include "kernels/detail/block_ops.h"
 #include "kernels/region.h"
 #include "kernels/tensor.h"
