@@ -15,7 +15,10 @@
 //                            (y = x·scale + shift). Conv weights are (Cout, Cin/groups, kh, kw)
 //                            or (Cout, Cin/groups, kd, kh, kw), linear (out, in).
 //   manifest.json            the fused layers (op, inputs, shape, attributes, parameter files),
-//                            options, plan, counters and wall time.
+//                            options, plan, counters (plan totals; "bricks_computed.<i>" is
+//                            layer i of the fused graph), each plan group with its own
+//                            counters ("plan_groups"), wall time, and with --check the
+//                            error against the layer-by-layer reference.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +36,7 @@
 #include "kernels/plan_executor.h"
 #include "kernels/plan_io.h"
 #include "kernels/reference.h"
+#include "kernels/validation.h"
 #include "kernels/weights.h"
 
 namespace {
@@ -86,25 +90,60 @@ nlohmann::json shape_json(const TensorShape& s) {
   return npy_shape(s);
 }
 
-int run(const Options& o) {
+// What a run executes: the fused graph, its input, the plan and the parameters.
+struct Loaded {
+  Graph graph;
+  Tensor input;
+  std::vector<Candidate> plan;
+  ModelWeights weights;
+};
+
+Loaded load(const Options& o) {
   ZooOptions zo;
   zo.batch = o.batch;
   zo.input_size = o.input_size;
   zo.input_channels = o.input_channels;
-  const Graph graph = fuse_for_inference(build_zoo_model(o.model, zo));
+  Loaded in{fuse_for_inference(build_zoo_model(o.model, zo)), {}, {}, {}};
+  in.input = o.input_file.empty() ? random_tensor(in.graph.input_shape(), o.seed, 0)
+                                  : read_npy_tensor(o.input_file, in.graph.input_shape());
+  if (!o.plan_file.empty())
+    in.plan = load_plan_json(o.plan_file, in.graph);
+  validate_plan(in.graph, in.plan);
+  in.weights = make_weights(in.graph, o.seed);
+  return in;
+}
 
-  Tensor input = o.input_file.empty() ? random_tensor(graph.input_shape(), o.seed, 0)
-                                      : read_npy_tensor(o.input_file, graph.input_shape());
-  const std::vector<Candidate> plan =
-      o.plan_file.empty() ? std::vector<Candidate>{} : load_plan_json(o.plan_file, graph);
-  validate_plan(graph, plan);
-  const ModelWeights weights = make_weights(graph, o.seed);
+struct Executed {
+  PlanResult result;
+  double wall_ms = 0;
+};
 
+Executed execute(const Loaded& in, const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  const PlanResult result = execute_plan(graph, plan, input, weights, ExecOptions{o.threads});
-  const double ms =
+  Executed ex{execute_plan(in.graph, in.plan, in.input, in.weights, ExecOptions{o.threads}), 0};
+  ex.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ex;
+}
 
+// Each plan entry (plan order) with its layers and its own counters ("bricks_computed.<i>":
+// layer first + i).
+nlohmann::json plan_groups_json(const Graph& g, const std::vector<Candidate>& plan,
+                                const PlanResult& result) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const Group& grp = plan[k].group;
+    groups.push_back({{"first", grp.first},
+                      {"last", grp.last},
+                      {"layers", g.layer(grp.first).name + " .. " + g.layer(grp.last).name},
+                      {"strategy", strategy_name(plan[k].strategy)},
+                      {"counters", result.group_counters[k].to_map()}});
+  }
+  return groups;
+}
+
+nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& ex) {
+  const Graph& graph = in.graph;
   nlohmann::json manifest;
   manifest["model"] = o.model;
   manifest["graph"] = graph.name();
@@ -115,66 +154,103 @@ int run(const Options& o) {
                        {"source", o.input_file.empty() ? "random uniform [-1, 1)" : o.input_file}};
   manifest["output"] = {{"file", "output.npy"},
                         {"shape", shape_json(graph.layer(graph.output()).out)}};
-  manifest["plan"] = plan_to_json(plan);
-  manifest["wall_ms"] = ms;
-  manifest["counters"] = result.counters.to_map();
+  manifest["plan"] = plan_to_json(in.plan);
+  manifest["plan_groups"] = plan_groups_json(graph, in.plan, ex.result);
+  manifest["wall_ms"] = ex.wall_ms;
+  manifest["counters"] = ex.result.counters.to_map();
   manifest["weights_note"] =
       "fused graph as executed: batch-norm folded into the preceding conv/linear; standalone "
       "batch-norm as weight=scale, bias=shift (y = x*scale + shift)";
+  return manifest;
+}
 
-  if (o.check) {
-    const Tensor ref = run_graph(graph, input, weights);
-    double diff = 0, scale = 0;
-    for (int64_t i = 0; i < ref.numel(); ++i) {
-      diff =
-          std::max(diff, static_cast<double>(std::fabs(result.output.data()[i] - ref.data()[i])));
-      scale = std::max(scale, static_cast<double>(std::fabs(ref.data()[i])));
-    }
-    const double rel = scale > 0 ? diff / scale : diff;
-    manifest["check"] = {{"max_abs_error", diff}, {"max_rel_error", rel}};
-    std::cout << "check against the layer-by-layer reference: max relative error " << rel << "\n";
+// --check: the output against the layer-by-layer reference (kernels/validation.h), into the
+// manifest and one line on stdout. Returns the exit status: 0 (the check reports, it does not
+// fail) unless some element's error is undefined (NaN or infinite on one side only).
+int check(const Loaded& in, const Tensor& output, nlohmann::json& manifest) {
+  const Tensor ref = run_graph(in.graph, in.input, in.weights);
+  const Tolerance tol;
+  const Comparison c = compare(output.values(), ref.values(), tol);
+  manifest["check"] = {{"max_abs_error", c.max_abs_error},
+                       {"max_rel_error", c.max_rel_error},
+                       {"elements_beyond_tolerance", c.bad},
+                       {"undefined_elements", c.undefined},
+                       {"atol", tol.atol},
+                       {"rtol", tol.rtol}};
+  std::cout << "check against the layer-by-layer reference: max relative error ";
+  if (c.undefined > 0) {
+    std::cout << "undefined (" << c.undefined << " of " << c.elements
+              << " output elements are NaN or infinite where the reference is not, or the "
+                 "reverse)\n";
+    std::cerr << "brickdl-run: the check failed: the output has NaN or infinite values the "
+                 "reference does not have (first at flat index "
+              << c.first_bad << ")\n";
+    return kExitInternalError;
   }
+  std::cout << c.max_rel_error << " (" << c.bad << " of " << c.elements << " elements beyond atol "
+            << tol.atol << " + rtol " << tol.rtol << ")\n";
+  return 0;
+}
 
+// The manifest entry of one layer, with its parameters written as .npy files.
+nlohmann::json layer_json(const Options& o, const Graph& graph, const Layer& l,
+                          const LayerWeights& w) {
+  nlohmann::json j = {{"id", l.id},
+                      {"name", l.name},
+                      {"op", op_name(l.op)},
+                      {"inputs", l.inputs},
+                      {"shape", shape_json(l.out)}};
+  if (l.activation != Activation::kNone)
+    j["activation"] = activation_name(l.activation);
+  if (l.activation == Activation::kLeakyRelu)
+    j["leaky_slope"] = l.leaky_slope;
+  if (!l.fused_from.empty())
+    j["fused_from"] = l.fused_from;
+  if (!traits(l.op).attributes.empty())
+    j["attributes"] = attribute_json(l); // under the YAML keys (core/op_traits.h)
+  const std::string stem = file_stem(l.name);
+  if (!w.weight.empty()) {
+    const std::string f = "weights/" + stem + ".weight.npy";
+    write_npy((fs::path(o.out_dir) / f).string(), param_shape(graph, l, true), w.weight);
+    j["weight"] = f;
+  }
+  if (!w.bias.empty()) {
+    const std::string f = "weights/" + stem + ".bias.npy";
+    write_npy((fs::path(o.out_dir) / f).string(), param_shape(graph, l, false), w.bias);
+    j["bias"] = f;
+  }
+  return j;
+}
+
+// input.npy, output.npy and weights/: returns the manifest's "layers".
+nlohmann::json write_arrays(const Options& o, const Loaded& in, const Tensor& output) {
   fs::create_directories(fs::path(o.out_dir) / "weights");
-  write_npy((fs::path(o.out_dir) / "input.npy").string(), input);
-  write_npy((fs::path(o.out_dir) / "output.npy").string(), result.output);
+  write_npy((fs::path(o.out_dir) / "input.npy").string(), in.input);
+  write_npy((fs::path(o.out_dir) / "output.npy").string(), output);
   nlohmann::json layers = nlohmann::json::array();
-  for (const Layer& l : graph.layers()) {
-    nlohmann::json j = {{"id", l.id},
-                        {"name", l.name},
-                        {"op", op_name(l.op)},
-                        {"inputs", l.inputs},
-                        {"shape", shape_json(l.out)}};
-    if (l.activation != Activation::kNone)
-      j["activation"] = activation_name(l.activation);
-    if (l.activation == Activation::kLeakyRelu)
-      j["leaky_slope"] = l.leaky_slope;
-    if (!l.fused_from.empty())
-      j["fused_from"] = l.fused_from;
-    if (!traits(l.op).attributes.empty())
-      j["attributes"] = attribute_json(l); // under the YAML keys (core/op_traits.h)
-    const LayerWeights& w = weights.at(l.id);
-    const std::string stem = file_stem(l.name);
-    if (!w.weight.empty()) {
-      const std::string f = "weights/" + stem + ".weight.npy";
-      write_npy((fs::path(o.out_dir) / f).string(), param_shape(graph, l, true), w.weight);
-      j["weight"] = f;
-    }
-    if (!w.bias.empty()) {
-      const std::string f = "weights/" + stem + ".bias.npy";
-      write_npy((fs::path(o.out_dir) / f).string(), param_shape(graph, l, false), w.bias);
-      j["bias"] = f;
-    }
-    layers.push_back(std::move(j));
-  }
-  manifest["layers"] = std::move(layers);
+  for (const Layer& l : in.graph.layers())
+    layers.push_back(layer_json(o, in.graph, l, in.weights.at(l.id)));
+  return layers;
+}
+
+void write_manifest(const Options& o, const nlohmann::json& manifest) {
   std::ofstream mf(fs::path(o.out_dir) / "manifest.json");
   if (!mf)
     throw UserError(o.out_dir + ": cannot write manifest.json");
   mf << manifest.dump(2) << "\n";
-  std::cout << "brickdl-run: " << graph.name() << " (" << graph.size() - 1 << " fused layers, "
-            << plan.size() << " plan groups) in " << ms << " ms; wrote " << o.out_dir << "\n";
-  return 0;
+}
+
+int run(const Options& o) {
+  const Loaded in = load(o);
+  const Executed ex = execute(in, o);
+  nlohmann::json manifest = run_manifest(o, in, ex);
+  const int status = o.check ? check(in, ex.result.output, manifest) : 0;
+  manifest["layers"] = write_arrays(o, in, ex.result.output);
+  write_manifest(o, manifest);
+  std::cout << "brickdl-run: " << in.graph.name() << " (" << in.graph.size() - 1
+            << " fused layers, " << in.plan.size() << " plan groups) in " << ex.wall_ms
+            << " ms; wrote " << o.out_dir << "\n";
+  return status;
 }
 
 } // namespace

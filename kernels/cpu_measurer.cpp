@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "core/group.h"
+#include "kernels/group_data.h"
 #include "kernels/merged_executor.h"
 #include "kernels/reference.h"
-#include "kernels/weights.h"
+#include "kernels/validation.h"
 
 namespace brickdl::kernels {
 
@@ -22,8 +23,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 // The group layer by layer with the plain reference ops: the ground truth.
-Tensor reference_group(const Graph& g, const Group& grp, const std::vector<int>& ext_ids,
-                       const std::vector<Tensor>& ext, const ModelWeights& w) {
+Tensor reference_group(const Graph& g, const Group& grp, const GroupData& data) {
   std::vector<Tensor> out(static_cast<size_t>(grp.size()));
   for (int id = grp.first; id <= grp.last; ++id) {
     const Layer& l = g.layer(id);
@@ -32,13 +32,82 @@ Tensor reference_group(const Graph& g, const Group& grp, const std::vector<int>&
       if (grp.contains(p)) {
         in.push_back(&out[static_cast<size_t>(p - grp.first)]);
       } else {
-        const auto k = std::find(ext_ids.begin(), ext_ids.end(), p) - ext_ids.begin();
-        in.push_back(&ext[static_cast<size_t>(k)]);
+        const auto k =
+            std::find(data.input_ids.begin(), data.input_ids.end(), p) - data.input_ids.begin();
+        in.push_back(&data.inputs[static_cast<size_t>(k)]);
       }
     }
-    out[static_cast<size_t>(id - grp.first)] = run_layer(l, in, w.at(id));
+    out[static_cast<size_t>(id - grp.first)] = run_layer(l, in, data.weights.at(id));
   }
   return std::move(out.back());
+}
+
+// Everything the reference depends on: the work (the workload signature), the seed, each
+// layer's name (which seeds its weights) and whether a batch-norm was folded into it, and
+// which graph layers the inputs are (their ids seed them).
+std::string reference_key(const Graph& g, const Group& grp, const GroupData& data, uint64_t seed) {
+  std::string key = workload_signature(g, grp) + " | seed" + std::to_string(seed);
+  for (int id = grp.first; id <= grp.last; ++id)
+    key += " | " + g.layer(id).name + (g.layer(id).bn_folded ? " bn" : "");
+  for (int id : data.input_ids)
+    key += " | X" + std::to_string(id);
+  return key;
+}
+
+// Sets `res` to kUnsupported with `why` when `why` is not empty.
+bool unsupported(const std::string& why, MeasureResult& res) {
+  if (why.empty())
+    return false;
+  res.status = MeasureStatus::kUnsupported;
+  res.error = why;
+  return true;
+}
+
+// Validation of the first run (kernels/validation.h): kWrongResult when some element is off.
+bool wrong_result(const Tensor& out, const Tensor& ref, const MeasureOptions& o,
+                  MeasureResult& res) {
+  const Comparison cmp = compare(out.values(), ref.values(), Tolerance{o.atol, o.rtol});
+  res.max_rel_error = cmp.max_rel_error;
+  if (cmp.ok())
+    return false;
+  res.status = MeasureStatus::kWrongResult;
+  res.error = cmp.message;
+  return true;
+}
+
+// kTimeout when the first run alone took longer than the time-out.
+bool first_run_timed_out(double first_ms, const MeasureOptions& o, MeasureResult& res) {
+  if (first_ms <= o.timeout_s * 1e3)
+    return false;
+  res.status = MeasureStatus::kTimeout;
+  res.error = "one run took " + std::to_string(first_ms) + " ms, over the time-out of " +
+              std::to_string(o.timeout_s) + " s";
+  return true;
+}
+
+// Warm-up runs, then one sample per repetition, within the time-out (else kTimeout with the
+// samples so far).
+void time_repetitions(const std::function<void()>& run, const MeasureOptions& o,
+                      MeasureResult& res) {
+  const auto budget_start = Clock::now();
+  const double budget_ms = o.timeout_s * 1e3;
+  for (int i = 0; i < o.warmup; ++i) {
+    run();
+    if (ms_since(budget_start) > budget_ms)
+      break;
+  }
+  for (int i = 0; i < o.repetitions; ++i) {
+    const auto t = Clock::now();
+    run();
+    res.samples_ms.push_back(ms_since(t));
+    if (ms_since(budget_start) > budget_ms && i + 1 < o.repetitions) {
+      res.status = MeasureStatus::kTimeout;
+      res.error = "stopped after " + std::to_string(i + 1) + " of " +
+                  std::to_string(o.repetitions) + " repetitions: over the time-out of " +
+                  std::to_string(o.timeout_s) + " s";
+      break;
+    }
+  }
 }
 
 } // namespace
@@ -69,100 +138,39 @@ std::string CpuMeasurer::target() const {
   return "cpu:" + cpu_model_name();
 }
 
+const Tensor& CpuMeasurer::reference(const Graph& graph, const Group& group, const GroupData& data,
+                                     uint64_t seed) {
+  const std::string key = reference_key(graph, group, data, seed);
+  if (key != reference_key_) {
+    reference_ = reference_group(graph, group, data);
+    reference_key_ = key;
+  }
+  return reference_;
+}
+
 MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidate,
                                    const MeasureOptions& options) {
   MeasureResult res;
-  const std::string why = unsupported_reason(graph, candidate);
-  if (!why.empty()) {
-    res.status = MeasureStatus::kUnsupported;
-    res.error = why;
+  if (unsupported(unsupported_reason(graph, candidate), res))
     return res;
-  }
-  const Group& grp = candidate.group;
-  const std::vector<int> ext_ids = group_external_inputs(graph, grp);
-  std::vector<Tensor> ext;
-  for (int id : ext_ids)
-    ext.push_back(random_tensor(graph.layer(id).out, options.seed, static_cast<uint64_t>(id)));
-  std::vector<const Tensor*> inputs;
-  for (const Tensor& t : ext)
-    inputs.push_back(&t);
-  const ModelWeights weights = make_weights(graph, options.seed, grp.first, grp.last);
+  const GroupData data(graph, candidate.group, options.seed);
+  const Tensor& ref = reference(graph, candidate.group, data, options.seed);
   const ExecOptions exec{threads_};
-
-  // Everything the reference depends on: the work (the workload signature), the seed, each
-  // layer's name (which seeds its weights) and whether a batch-norm was folded into it, and
-  // which graph layers the inputs are (their ids seed them).
-  std::string key = workload_signature(graph, grp) + " | seed" + std::to_string(options.seed);
-  for (int id = grp.first; id <= grp.last; ++id)
-    key += " | " + graph.layer(id).name + (graph.layer(id).bn_folded ? " bn" : "");
-  for (int id : ext_ids)
-    key += " | X" + std::to_string(id);
-  if (key != reference_key_) {
-    reference_ = reference_group(graph, grp, ext_ids, ext, weights);
-    reference_key_ = key;
-  }
-  const Tensor& ref = reference_;
+  const auto run = [&] {
+    return execute_group(graph, candidate, data.input_ptrs, data.weights, exec);
+  };
   const auto t0 = Clock::now();
-  GroupResult run = execute_group(graph, candidate, inputs, weights, exec);
+  const GroupResult first = run();
   const double first_ms = ms_since(t0);
-  if (!run.supported) {
-    res.status = MeasureStatus::kUnsupported;
-    res.error = run.reason;
+  if (unsupported(first.supported ? "" : first.reason, res))
     return res;
-  }
   if (options.collect_counters) {
-    res.counters = run.counters.to_map();
+    res.counters = first.counters.to_map();
     res.counters["cpu_threads"] = threads_; // how the times were taken, not a count
   }
-
-  // Validation.
-  double max_diff = 0, max_ref = 0;
-  int64_t bad = 0, first_bad = -1;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double a = run.output.data()[i], b = ref.data()[i];
-    const double diff = std::fabs(a - b);
-    max_ref = std::max(max_ref, std::fabs(b));
-    max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    if (!(diff <= options.atol + options.rtol * std::fabs(b)) && bad++ == 0)
-      first_bad = i;
-  }
-  res.max_rel_error = max_ref > 0 ? max_diff / max_ref : max_diff;
-  if (bad > 0) {
-    res.status = MeasureStatus::kWrongResult;
-    res.error = std::to_string(bad) + " of " + std::to_string(ref.numel()) +
-                " output elements differ from the reference beyond atol " +
-                std::to_string(options.atol) + " + rtol " + std::to_string(options.rtol) +
-                " (first at flat index " + std::to_string(first_bad) + "); max relative error " +
-                std::to_string(res.max_rel_error);
+  if (wrong_result(first.output, ref, options, res) || first_run_timed_out(first_ms, options, res))
     return res;
-  }
-  if (first_ms > options.timeout_s * 1e3) {
-    res.status = MeasureStatus::kTimeout;
-    res.error = "one run took " + std::to_string(first_ms) + " ms, over the time-out of " +
-                std::to_string(options.timeout_s) + " s";
-    return res;
-  }
-
-  // Timing: warm-up runs, then one sample per repetition.
-  const auto budget_start = Clock::now();
-  const double budget_ms = options.timeout_s * 1e3;
-  for (int i = 0; i < options.warmup; ++i) {
-    execute_group(graph, candidate, inputs, weights, exec);
-    if (ms_since(budget_start) > budget_ms)
-      break;
-  }
-  for (int i = 0; i < options.repetitions; ++i) {
-    const auto t = Clock::now();
-    execute_group(graph, candidate, inputs, weights, exec);
-    res.samples_ms.push_back(ms_since(t));
-    if (ms_since(budget_start) > budget_ms && i + 1 < options.repetitions) {
-      res.status = MeasureStatus::kTimeout;
-      res.error = "stopped after " + std::to_string(i + 1) + " of " +
-                  std::to_string(options.repetitions) + " repetitions: over the time-out of " +
-                  std::to_string(options.timeout_s) + " s";
-      break;
-    }
-  }
+  time_repetitions(run, options, res);
   res.summarize();
   return res;
 }

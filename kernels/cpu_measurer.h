@@ -7,16 +7,19 @@
 //                          └► warm-up runs, then timed repetitions (steady_clock) ─► summarize
 //
 // Group inputs are random tensors of the external inputs' shapes, one stream per producer
-// layer, so every candidate of a group sees the same inputs. The reference is the group run
+// layer (kernels/group_data.h, as the CUDA backend), so every candidate of a group sees the
+// same inputs. The reference is the group run
 // layer by layer with the plain reference ops. A result is wrong (kWrongResult) when some
-// element fails |out − ref| <= atol + rtol·|ref| (NaN fails); max_rel_error is the norm-wise
-// error max|out − ref| / max|ref|. Candidates the executor cannot run are kUnsupported; a run
-// longer than timeout_s ends the measurement with kTimeout (the samples so far are kept).
-// flush_l2 has no CPU counterpart and is ignored. Worker threads are the constructor's; the
-// counters (ExecCounters::to_map) carry their number as "cpu_threads".
+// element fails |out − ref| <= atol + rtol·|ref| (NaN fails; kernels/validation.h, shared by
+// every backend); max_rel_error is the norm-wise error max|out − ref| / max|ref|. Candidates the
+// executor cannot run are kUnsupported; a run longer than timeout_s ends the measurement with
+// kTimeout (the samples so far are kept). flush_l2 has no CPU counterpart and is ignored. Worker
+// threads are the constructor's; the counters (ExecCounters::to_map) carry their number as
+// "cpu_threads".
 #include <string>
 
 #include "core/measurer.h"
+#include "kernels/group_data.h"
 #include "kernels/tensor.h"
 
 namespace brickdl::kernels {
@@ -33,6 +36,10 @@ public:
   int threads() const { return threads_; }
 
 private:
+  // The reference output of `group` on `data` (reference_ when the key is unchanged).
+  const Tensor& reference(const Graph& graph, const Group& group, const GroupData& data,
+                          uint64_t seed);
+
   int threads_;
   // The reference output of the group measured last: the tuner measures several candidates
   // of one group in a row, and the plain reference loops are the slowest part of a measurement.

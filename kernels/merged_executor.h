@@ -12,6 +12,11 @@
 //                                  channels) in unit-local        each needed brick computed
 //                                  buffers                        once, recursively, by
 //                                                                 whichever worker claims it
+//     (strategies/layerwise.cpp)   (strategies/padded.cpp)        (strategies/memoized.cpp)
+//
+// merged_executor.cpp resolves the group once (detail/group_info.h: where each input comes
+// from, who reads each layer) and dispatches (strategies/strategies.h); all three compute
+// with the block kernels of detail/block_ops.h.
 //
 // Counting conventions are those at the top of model/cost_model.h (the analytic model
 // predicts the same counts for the same candidate), made precise here:

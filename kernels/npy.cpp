@@ -93,10 +93,10 @@ void write_npy(const std::string& path, const Tensor& t) {
   write_npy(path, npy_shape(t.shape()), t.values());
 }
 
-NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    throw UserError(path + ": cannot open .npy file");
+namespace {
+
+// The header dict of an open .npy file (after magic, version and length).
+std::string read_header(std::ifstream& f, const std::string& path) {
   char magic[6];
   unsigned char version[2];
   f.read(magic, 6);
@@ -117,15 +117,14 @@ NpyArray read_npy(const std::string& path) {
   f.read(header.data(), header_len);
   if (!f)
     throw UserError(path + ": truncated .npy header");
+  return header;
+}
 
-  const std::string descr = dict_value(header, "descr", path);
-  if (dict_value(header, "fortran_order", path) != "False")
-    throw UserError(path + ": Fortran-order arrays are not supported (save a C-order array)");
-  NpyArray a;
-  std::string tuple = dict_value(header, "shape", path);
+// The extents of a shape tuple ("(2, 3)", "(7,)", "()").
+std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& path) {
+  std::vector<int64_t> shape;
   std::istringstream ts(tuple.substr(1, tuple.size() - 2));
   std::string item;
-  int64_t count = 1;
   while (std::getline(ts, item, ',')) {
     if (item.find_first_not_of(' ') == std::string::npos)
       continue;
@@ -138,16 +137,22 @@ NpyArray read_npy(const std::string& path) {
     if (d < 0 ||
         item.find_first_not_of(' ', item.find_first_not_of(' ') + used) != std::string::npos)
       throw UserError(path + ": malformed .npy shape " + tuple);
-    a.shape.push_back(d);
-    count *= d;
+    shape.push_back(d);
   }
+  return shape;
+}
+
+// `count` values of dtype `descr` ('<f4' or '<f8'), as floats.
+std::vector<float> read_values(std::ifstream& f, const std::string& descr, int64_t count,
+                               const std::string& path) {
+  std::vector<float> values;
   if (descr == "'<f4'") {
-    a.data.resize(static_cast<size_t>(count));
-    f.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(count * 4));
+    values.resize(static_cast<size_t>(count));
+    f.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(count * 4));
   } else if (descr == "'<f8'") {
     std::vector<double> d(static_cast<size_t>(count));
     f.read(reinterpret_cast<char*>(d.data()), static_cast<std::streamsize>(count * 8));
-    a.data.assign(d.begin(), d.end());
+    values.assign(d.begin(), d.end());
   } else {
     throw UserError(path + ": dtype " + descr +
                     " is not supported; valid: '<f4' (float32), "
@@ -155,6 +160,25 @@ NpyArray read_npy(const std::string& path) {
   }
   if (!f)
     throw UserError(path + ": truncated .npy data (" + std::to_string(count) + " values expected)");
+  return values;
+}
+
+} // namespace
+
+NpyArray read_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw UserError(path + ": cannot open .npy file");
+  const std::string header = read_header(f, path);
+  const std::string descr = dict_value(header, "descr", path);
+  if (dict_value(header, "fortran_order", path) != "False")
+    throw UserError(path + ": Fortran-order arrays are not supported (save a C-order array)");
+  NpyArray a;
+  a.shape = parse_shape(dict_value(header, "shape", path), path);
+  int64_t count = 1;
+  for (int64_t d : a.shape)
+    count *= d;
+  a.data = read_values(f, descr, count, path);
   return a;
 }
 

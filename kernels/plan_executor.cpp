@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/group.h"
 
 namespace brickdl::kernels {
 
@@ -28,68 +29,104 @@ void validate_plan(const Graph& g, const std::vector<Candidate>& plan) {
   }
 }
 
-PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan0, const Tensor& input,
-                        const ModelWeights& weights, const ExecOptions& options) {
-  validate_plan(g, plan0);
-  BRICKDL_CHECK(input.shape() == g.input_shape(),
-                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
-  std::vector<size_t> order(plan0.size());
+namespace {
+
+// The activations of a plan run: each layer's output, freed after its last reader ran.
+class Activations {
+public:
+  Activations(const Graph& g, const Tensor& input)
+      : g_(g), out_(static_cast<size_t>(g.size())),
+        last_reader_(static_cast<size_t>(g.size()), -1) {
+    for (const Layer& l : g.layers())
+      for (int p : l.inputs)
+        last_reader_[static_cast<size_t>(p)] = l.id;
+    out_[0] = input;
+  }
+
+  // The group's external inputs (core/group.h order), as execute_group takes them.
+  std::vector<const Tensor*> inputs_of(const Group& group) {
+    std::vector<const Tensor*> in;
+    for (int p : group_external_inputs(g_, group))
+      in.push_back(&out_[static_cast<size_t>(p)]);
+    return in;
+  }
+
+  // Stores the output of layers [first, last] and frees every input no later layer reads.
+  void store(const Group& group, Tensor output) {
+    out_[static_cast<size_t>(group.last)] = std::move(output);
+    for (int id = group.first; id <= group.last; ++id)
+      for (int p : g_.layer(id).inputs)
+        if (last_reader_[static_cast<size_t>(p)] <= group.last && p != g_.output())
+          out_[static_cast<size_t>(p)] = Tensor();
+  }
+
+  Tensor take_output() { return std::move(out_.back()); }
+
+private:
+  const Graph& g_;
+  std::vector<Tensor> out_;
+  std::vector<int> last_reader_;
+};
+
+// Plan entries in the order they run (by first layer).
+std::vector<size_t> run_order(const std::vector<Candidate>& plan) {
+  std::vector<size_t> order(plan.size());
   for (size_t k = 0; k < order.size(); ++k)
     order[k] = k;
   std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return plan0[a].group.first < plan0[b].group.first; });
+            [&](size_t a, size_t b) { return plan[a].group.first < plan[b].group.first; });
+  return order;
+}
 
+// Adds a group's counters to the plan totals: its per-layer brick counts (group-relative)
+// land at the graph ids of its layers.
+void add_to_totals(const ExecCounters& group_counters, const Group& group, ExecCounters& totals) {
+  ExecCounters shifted = group_counters;
+  shifted.bricks_per_layer.insert(shifted.bricks_per_layer.begin(),
+                                  static_cast<size_t>(group.first), 0);
+  totals.add(shifted);
+}
+
+// Runs `c` on the stored activations, stores its output and returns its counters.
+ExecCounters run_group(const Graph& g, const Candidate& c, Activations& acts,
+                       const ModelWeights& weights, const ExecOptions& options) {
+  GroupResult r = execute_group(g, c, acts.inputs_of(c.group), weights, options);
+  BRICKDL_CHECK(r.supported, "layers " << g.layer(c.group.first).name << " .. "
+                                       << g.layer(c.group.last).name << ": " << r.reason);
+  acts.store(c.group, std::move(r.output));
+  return std::move(r.counters);
+}
+
+} // namespace
+
+PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan, const Tensor& input,
+                        const ModelWeights& weights, const ExecOptions& options) {
+  validate_plan(g, plan);
+  BRICKDL_CHECK(input.shape() == g.input_shape(),
+                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
+  const std::vector<size_t> order = run_order(plan);
   PlanResult res;
-  res.group_counters.resize(plan0.size());
-  std::vector<Tensor> out(static_cast<size_t>(g.size()));
-  std::vector<int> last_reader(static_cast<size_t>(g.size()), -1);
-  for (const Layer& l : g.layers())
-    for (int p : l.inputs)
-      last_reader[static_cast<size_t>(p)] = l.id;
-  const auto release_inputs = [&](int first, int last) {
-    for (int id = first; id <= last; ++id)
-      for (int p : g.layer(id).inputs)
-        if (last_reader[static_cast<size_t>(p)] <= last && p != g.output())
-          out[static_cast<size_t>(p)] = Tensor();
-  };
-  out[0] = input;
-
+  res.group_counters.resize(plan.size());
+  res.counters.bricks_per_layer.assign(static_cast<size_t>(g.size()), 0);
+  Activations acts(g, input);
   size_t next = 0;
   for (int id = 1; id < g.size();) {
-    if (next < order.size() && plan0[order[next]].group.first == id) {
-      const Candidate& c = plan0[order[next]];
-      std::vector<const Tensor*> in;
-      for (int p : group_external_inputs(g, c.group))
-        in.push_back(&out[static_cast<size_t>(p)]);
-      GroupResult r = execute_group(g, c, in, weights, options);
-      BRICKDL_CHECK(r.supported, "plan group: " << r.reason);
-      out[static_cast<size_t>(c.group.last)] = std::move(r.output);
-      res.group_counters[order[next]] = r.counters;
-      ExecCounters totals = r.counters;
-      totals.bricks_per_layer.clear();
-      res.counters.add(totals);
-      release_inputs(c.group.first, c.group.last);
-      id = c.group.last + 1;
-      ++next;
-      continue;
+    Candidate c;
+    if (next < order.size() && plan[order[next]].group.first == id) {
+      const size_t k = order[next++];
+      c = plan[k];
+      res.group_counters[k] = run_group(g, c, acts, weights, options);
+      add_to_totals(res.group_counters[k], c.group, res.counters);
+    } else {
+      // A layer outside every group: a one-layer layerwise group (the block kernels over the
+      // whole tensor, multithreaded).
+      c.group = Group{id, id};
+      c.strategy = Strategy::kLayerwise;
+      add_to_totals(run_group(g, c, acts, weights, options), c.group, res.counters);
     }
-    // A layer outside every group: a one-layer layerwise group (the block kernels over the
-    // whole tensor, multithreaded).
-    Candidate single;
-    single.group = Group{id, id};
-    single.strategy = Strategy::kLayerwise;
-    std::vector<const Tensor*> in;
-    for (int p : group_external_inputs(g, single.group))
-      in.push_back(&out[static_cast<size_t>(p)]);
-    GroupResult r = execute_group(g, single, in, weights, options);
-    BRICKDL_CHECK(r.supported, "layer " << g.layer(id).name << ": " << r.reason);
-    out[static_cast<size_t>(id)] = std::move(r.output);
-    r.counters.bricks_per_layer.clear();
-    res.counters.add(r.counters);
-    release_inputs(id, id);
-    ++id;
+    id = c.group.last + 1;
   }
-  res.output = std::move(out.back());
+  res.output = acts.take_output();
   return res;
 }
 

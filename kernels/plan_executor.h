@@ -13,10 +13,15 @@
 namespace brickdl::kernels {
 
 struct PlanResult {
-  Tensor output;                            // the graph's output (last layer)
-  ExecCounters counters;                    // summed over the groups and the layers between them
-                                            // (per-layer brick counts not kept)
-  std::vector<ExecCounters> group_counters; // one per plan entry, in plan order
+  Tensor output; // the graph's output (last layer)
+  // Summed over the plan's groups and the layers run layerwise between them. The per-layer
+  // brick counts are indexed by the graph's layer id (bricks_per_layer has graph.size()
+  // entries, 0 for the input and for layers run layerwise), so "bricks_computed.<i>" of
+  // to_map() is layer i of the graph and bricks_computed() the plan's total.
+  ExecCounters counters;
+  // One per plan entry, in plan order; per-layer brick counts indexed from the entry's first
+  // layer (as execute_group reports them).
+  std::vector<ExecCounters> group_counters;
 };
 
 // Throws UserError when the plan's groups overlap, are out of range, or cannot run

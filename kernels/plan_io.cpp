@@ -49,21 +49,21 @@ int positive(const json& v, const std::string& file, const std::string& key, int
   return v.get<int>();
 }
 
-Candidate parse_entry(const json& e, const std::string& file, const std::string& at,
-                      const Graph& g) {
-  if (!e.is_object())
-    fail(file, at, "expected an object {first, last, strategy, brick, cb}");
+// Unknown keys are errors, except the report fields of brickdl-tune's plan.json.
+void check_keys(const json& e, const std::string& file, const std::string& at) {
   static const std::vector<std::string> kKeys = {"first",    "last",  "first_layer", "last_layer",
                                                  "strategy", "brick", "cb",          "threads"};
   for (const auto& [k, v] : e.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() &&
-        // Report fields of brickdl-tune's plan.json are ignored.
-        k != "layers" && k != "workload" && k.find("_ms") == std::string::npos &&
+    if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() && k != "layers" &&
+        k != "workload" && k.find("_ms") == std::string::npos &&
         k.find("dram") == std::string::npos)
       fail(file, at + "." + k,
            "unknown key" + did_you_mean(k, kKeys) + "; valid: " + join_names(kKeys));
   }
-  Candidate c;
+}
+
+// "first" / "last" (or brickdl-tune's "first_layer" / "last_layer"), in order.
+Group parse_layers(const json& e, const std::string& file, const std::string& at, const Graph& g) {
   const auto get = [&](const char* a, const char* b) -> const json* {
     if (e.contains(a))
       return &e.at(a);
@@ -71,42 +71,51 @@ Candidate parse_entry(const json& e, const std::string& file, const std::string&
       return &e.at(b);
     fail(file, at + "." + a, std::string("missing key '") + a + "'");
   };
-  c.group.first = layer_ref(*get("first", "first_layer"), file, at + ".first", g);
-  c.group.last = layer_ref(*get("last", "last_layer"), file, at + ".last", g);
-  if (c.group.last < c.group.first)
+  Group group;
+  group.first = layer_ref(*get("first", "first_layer"), file, at + ".first", g);
+  group.last = layer_ref(*get("last", "last_layer"), file, at + ".last", g);
+  if (group.last < group.first)
     fail(file, at + ".last",
-         "last (" + std::to_string(c.group.last) + ") comes before first (" +
-             std::to_string(c.group.first) + ")");
+         "last (" + std::to_string(group.last) + ") comes before first (" +
+             std::to_string(group.first) + ")");
+  return group;
+}
+
+// "brick": [d, h, w], [h, w] or {d, h, w, cb}; sets the extents (and cb) of `brick`.
+void parse_brick(const json& b, const std::string& file, const std::string& bk, BrickShape& brick) {
+  if (b.is_array() && (b.size() == 3 || b.size() == 2)) {
+    const size_t h = b.size() - 2; // index of h
+    brick.d = b.size() == 3 ? positive(b[0], file, bk + "[0]", 1) : 1;
+    brick.h = positive(b[h], file, bk + "[" + std::to_string(h) + "]", 1);
+    brick.w = positive(b[h + 1], file, bk + "[" + std::to_string(h + 1) + "]", 1);
+  } else if (b.is_array()) {
+    fail(file, bk, "expected [d, h, w] or [h, w]");
+  } else if (b.is_object()) {
+    brick.d = b.contains("d") ? positive(b.at("d"), file, bk + ".d", 1) : 1;
+    if (!b.contains("h") || !b.contains("w"))
+      fail(file, bk, "expected keys h and w (and d)");
+    brick.h = positive(b.at("h"), file, bk + ".h", 1);
+    brick.w = positive(b.at("w"), file, bk + ".w", 1);
+    if (b.contains("cb"))
+      brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
+  } else {
+    fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb}");
+  }
+}
+
+Candidate parse_entry(const json& e, const std::string& file, const std::string& at,
+                      const Graph& g) {
+  if (!e.is_object())
+    fail(file, at, "expected an object {first, last, strategy, brick, cb}");
+  check_keys(e, file, at);
+  Candidate c;
+  c.group = parse_layers(e, file, at, g);
   if (!e.contains("strategy") || !e.at("strategy").is_string() ||
       !parse_strategy(e.at("strategy").get<std::string>(), &c.strategy))
     fail(file, at + ".strategy", "expected one of: layerwise, padded, memoized");
   const bool three_d = g.layer(c.group.last).out.spatial_rank == 3;
   if (e.contains("brick")) {
-    const json& b = e.at("brick");
-    const std::string bk = at + ".brick";
-    if (b.is_array()) {
-      if (b.size() == 3) {
-        c.brick.d = positive(b[0], file, bk + "[0]", 1);
-        c.brick.h = positive(b[1], file, bk + "[1]", 1);
-        c.brick.w = positive(b[2], file, bk + "[2]", 1);
-      } else if (b.size() == 2) {
-        c.brick.d = 1;
-        c.brick.h = positive(b[0], file, bk + "[0]", 1);
-        c.brick.w = positive(b[1], file, bk + "[1]", 1);
-      } else {
-        fail(file, bk, "expected [d, h, w] or [h, w]");
-      }
-    } else if (b.is_object()) {
-      c.brick.d = b.contains("d") ? positive(b.at("d"), file, bk + ".d", 1) : 1;
-      if (!b.contains("h") || !b.contains("w"))
-        fail(file, bk, "expected keys h and w (and d)");
-      c.brick.h = positive(b.at("h"), file, bk + ".h", 1);
-      c.brick.w = positive(b.at("w"), file, bk + ".w", 1);
-      if (b.contains("cb"))
-        c.brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
-    } else {
-      fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb}");
-    }
+    parse_brick(e.at("brick"), file, at + ".brick", c.brick);
   } else if (c.strategy != Strategy::kLayerwise) {
     fail(file, at + ".brick",
          std::string("missing key 'brick' for strategy ") + strategy_name(c.strategy) + " (e.g. " +

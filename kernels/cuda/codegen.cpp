@@ -255,14 +255,14 @@ int64_t unit_count(const GroupDesc& gd) {
   return int64_t{gd.batch} * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] * gd.nblk_last[3];
 }
 
-// Padded (also the single-layer kernels of the layer-by-layer baseline).
-void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const CodegenOptions& o,
-                 const std::string& what) {
+// Padded regions, backwards from the last layer's brick: each producer's region (per
+// axis, a map of the unit's origin) is the hull of what its readers need; external inputs
+// read by window layers are staged in shared memory over the hull of their readers' needs.
+void propagate_regions(GroupDesc& gd, const BrickShape& brick, const std::string& what) {
   const int L = gd.num_layers;
   std::vector<bool> set(static_cast<size_t>(L), false);
   std::vector<bool> ext_set(static_cast<size_t>(gd.num_external), false);
-  LayerDesc& last = gd.layers[L - 1];
-  last.region = RegionMap{{1, 1, 1}, {0, 0, 0}, {brick.d, brick.h, brick.w}};
+  gd.layers[L - 1].region = RegionMap{{1, 1, 1}, {0, 0, 0}, {brick.d, brick.h, brick.w}};
   set[static_cast<size_t>(L - 1)] = true;
   for (int l = L - 1; l >= 0; --l) {
     const LayerDesc& d = gd.layers[l];
@@ -285,19 +285,27 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
   for (int l = 0; l < L; ++l)
     if (!set[static_cast<size_t>(l)])
       throw Unsupported(what + ": a layer's output is read by no layer of the group");
+}
 
-  // Shared memory: staged inputs live until their last reader, intermediates likewise.
-  std::vector<int> last_reader_ext(static_cast<size_t>(gd.num_external), -1);
-  std::vector<int> last_reader(static_cast<size_t>(L), -1);
-  for (int l = 0; l < L; ++l) {
-    const LayerDesc& d = gd.layers[l];
-    for (int s = 0; s < d.num_src; ++s) {
-      if (d.src_kind[s] == dev::kSrcLayer)
-        last_reader[static_cast<size_t>(d.src_index[s])] = l;
-      else
-        last_reader_ext[static_cast<size_t>(d.src_index[s])] = l;
+// The last layer reading each intermediate layer / external input (-1: none).
+struct LastReaders {
+  std::vector<int> layer, ext;
+  explicit LastReaders(const GroupDesc& gd)
+      : layer(static_cast<size_t>(gd.num_layers), -1),
+        ext(static_cast<size_t>(gd.num_external), -1) {
+    for (int l = 0; l < gd.num_layers; ++l) {
+      const LayerDesc& d = gd.layers[l];
+      for (int s = 0; s < d.num_src; ++s)
+        (d.src_kind[s] == dev::kSrcLayer ? layer : ext)[static_cast<size_t>(d.src_index[s])] = l;
     }
   }
+};
+
+// Shared memory of a padded unit: staged inputs live until their last reader, intermediates
+// likewise. Returns the peak (floats).
+int64_t allocate_padded_smem(GroupDesc& gd) {
+  const int L = gd.num_layers;
+  const LastReaders last(gd);
   SmemAllocator smem;
   for (int e = 0; e < gd.num_external; ++e) {
     if (!gd.ext[e].staged)
@@ -309,77 +317,93 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
     if (l < L - 1)
       d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
     for (int e = 0; e < gd.num_external; ++e)
-      if (gd.ext[e].staged && last_reader_ext[static_cast<size_t>(e)] == l)
+      if (gd.ext[e].staged && last.ext[static_cast<size_t>(e)] == l)
         smem.free(gd.ext[e].smem);
     for (int p = 0; p < l; ++p)
-      if (last_reader[static_cast<size_t>(p)] == l)
+      if (last.layer[static_cast<size_t>(p)] == l)
         smem.free(gd.layers[p].smem_out);
-    const bool is_last = l == L - 1;
-    const int chans = is_last ? gd.cb_last : d.out.c;
+  }
+  return smem.peak();
+}
+
+// Padded (also the single-layer kernels of the layer-by-layer baseline).
+void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const CodegenOptions& o,
+                 const std::string& what) {
+  propagate_regions(gd, brick, what);
+  const int64_t peak = allocate_padded_smem(gd);
+  for (int l = 0; l < gd.num_layers; ++l) {
+    LayerDesc& d = gd.layers[l];
+    const int chans = l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
     choose_tile(d, int64_t{d.region.ext[0]} * d.region.ext[1], d.region.ext[2], chans, threads);
   }
-  gd.smem_floats = to_int(smem.peak(), "shared memory");
-  check_smem(smem.peak(), 0, o, what);
+  gd.smem_floats = to_int(peak, "shared memory");
+  check_smem(peak, 0, o, what);
+}
+
+// Memoized bricking of layer d (the candidate's extents clamped to its tensor, channel
+// blocks of cb; the last layer's are the units'); intermediates get their place in the memo
+// buffer and their flags. `memo` and `flags` are the running totals.
+void layout_bricks(const GroupDesc& gd, LayerDesc& d, bool is_last, const BrickShape& brick, int cb,
+                   int64_t& memo, int64_t& flags) {
+  const int ext[3] = {std::min(brick.d, d.out.d), std::min(brick.h, d.out.h),
+                      std::min(brick.w, d.out.w)};
+  for (int a = 0; a < 3; ++a)
+    d.bext[a] = ext[a];
+  if (is_last) {
+    d.cb = gd.cb_last;
+    for (int a = 0; a < 4; ++a)
+      d.nblk[a] = gd.nblk_last[a];
+    return;
+  }
+  d.cb = clamp_cb(cb, d.out.c);
+  d.nblk[0] = (d.out.c + d.cb - 1) / d.cb;
+  for (int a = 0; a < 3; ++a)
+    d.nblk[a + 1] = (dim_of(d.out, a) + ext[a] - 1) / ext[a];
+  const int64_t bricks = int64_t{gd.batch} * d.nblk[0] * d.nblk[1] * d.nblk[2] * d.nblk[3];
+  const int64_t bvol = int64_t{ext[0]} * ext[1] * ext[2];
+  d.brick_stride = to_int(round_up(d.cb * bvol, kBrickAlignFloats), "brick size");
+  d.memo_offset = to_int(memo, "memoized buffer offset");
+  d.flag_offset = to_int(flags, "flag offset");
+  memo += bricks * d.brick_stride;
+  flags += bricks;
+  to_int(memo, "memoized buffer size");
+}
+
+// Floats a window layer stages per brick: the whole brick's input region, times the widest
+// channel range any of its channel blocks reads.
+int64_t staging_floats(const LayerDesc& d) {
+  int64_t vol = 1;
+  for (int a = 0; a < 3; ++a)
+    vol *= int64_t{d.bext[a] - 1} * d.s[a] + int64_t{d.dl[a]} * (d.k[a] - 1) + 1;
+  int chans = 0;
+  for (int cbk = 0; cbk < d.nblk[0]; ++cbk) {
+    const int c0 = cbk * d.cb, c1 = std::min(c0 + d.cb, d.out.c);
+    int lo = c0, hi = c1;
+    if (d.op == dev::kOpConv) {
+      const int cout_g = d.out.c / d.groups, cin_g = d.in.c / d.groups;
+      lo = (c0 / cout_g) * cin_g;
+      hi = ((c1 - 1) / cout_g + 1) * cin_g;
+    }
+    chans = std::max(chans, hi - lo);
+  }
+  return vol * chans;
 }
 
 void plan_memoized(GroupDesc& gd, const BrickShape& brick, int cb, int threads,
                    const CodegenOptions& o, const std::string& what, int64_t* memo_floats,
                    int64_t* flag_count) {
-  const int L = gd.num_layers;
   int64_t memo = 0, flags = 0, stage = 0;
-  for (int l = 0; l < L; ++l) {
+  for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
-    // Each tensor is bricked with the candidate's extents, clamped to the tensor.
-    const int ext[3] = {std::min(brick.d, d.out.d), std::min(brick.h, d.out.h),
-                        std::min(brick.w, d.out.w)};
-    for (int a = 0; a < 3; ++a)
-      d.bext[a] = ext[a];
-    const int64_t bvol = int64_t{ext[0]} * ext[1] * ext[2];
-    if (l == L - 1) {
-      d.cb = gd.cb_last;
-      for (int a = 0; a < 4; ++a)
-        d.nblk[a] = gd.nblk_last[a];
-    } else {
-      d.cb = clamp_cb(cb, d.out.c);
-      d.nblk[0] = (d.out.c + d.cb - 1) / d.cb;
-      for (int a = 0; a < 3; ++a)
-        d.nblk[a + 1] = (dim_of(d.out, a) + ext[a] - 1) / ext[a];
-      const int64_t bricks = int64_t{gd.batch} * d.nblk[0] * d.nblk[1] * d.nblk[2] * d.nblk[3];
-      d.brick_stride = to_int(round_up(d.cb * bvol, kBrickAlignFloats), "brick size");
-      d.memo_offset = to_int(memo, "memoized buffer offset");
-      d.flag_offset = to_int(flags, "flag offset");
-      memo += bricks * d.brick_stride;
-      flags += bricks;
-      to_int(memo, "memoized buffer size");
-    }
-    if (d.op != dev::kOpEltwise) {
-      // Staging: the whole brick's input region, the widest channel range of any block.
-      int64_t vol = 1;
-      for (int a = 0; a < 3; ++a)
-        vol *= int64_t{ext[a] - 1} * d.s[a] + int64_t{d.dl[a]} * (d.k[a] - 1) + 1;
-      int chans = 0;
-      for (int cbk = 0; cbk < d.nblk[0]; ++cbk) {
-        const int c0 = cbk * d.cb, c1 = std::min(c0 + d.cb, d.out.c);
-        int lo = c0, hi = c1;
-        if (d.op == dev::kOpConv) {
-          const int cout_g = d.out.c / d.groups, cin_g = d.in.c / d.groups;
-          lo = (c0 / cout_g) * cin_g;
-          hi = ((c1 - 1) / cout_g + 1) * cin_g;
-        }
-        chans = std::max(chans, hi - lo);
-      }
-      stage = std::max(stage, vol * chans);
-    } else {
-      for (int s = 0; s < d.num_src; ++s) {
-        if (d.src_kind[s] != dev::kSrcLayer)
-          continue;
-        const LayerDesc& p = gd.layers[d.src_index[s]];
-        if (p.cb != d.cb)
-          throw Unsupported(what + ": elementwise operands bricked differently");
-      }
-    }
+    layout_bricks(gd, d, l == gd.num_layers - 1, brick, cb, memo, flags);
+    if (d.op != dev::kOpEltwise)
+      stage = std::max(stage, staging_floats(d));
+    for (int s = 0; s < d.num_src; ++s)
+      if (d.op == dev::kOpEltwise && d.src_kind[s] == dev::kSrcLayer &&
+          gd.layers[d.src_index[s]].cb != d.cb)
+        throw Unsupported(what + ": elementwise operands bricked differently");
     d.stage_smem = 0;
-    choose_tile(d, int64_t{ext[0]} * ext[1], ext[2], d.cb, threads);
+    choose_tile(d, int64_t{d.bext[0]} * d.bext[1], d.bext[2], d.cb, threads);
   }
   gd.smem_floats = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
@@ -459,6 +483,108 @@ std::string desc_to_cpp(const dev::GroupDesc& g) {
   return os.str();
 }
 
+namespace {
+
+// What every launch of a plan shares.
+struct PlanContext {
+  const Graph& g;
+  const GroupInfo& info;
+  const CodegenOptions& o;
+  int batch;
+  std::string what; // names the group and candidate in errors
+};
+
+// Layer-by-layer: one single-layer padded kernel for group layer i; intermediates are whole
+// NCDHW tensors.
+KernelLaunch layerwise_launch(const PlanContext& ctx, size_t i) {
+  const Graph& g = ctx.g;
+  const Layer& l = g.layer(ctx.info.ids[i]);
+  KernelLaunch k;
+  k.symbol = "brickdl_layer_" + std::to_string(i);
+  k.threads = ctx.o.layerwise_threads;
+  k.output = static_cast<int>(i);
+  k.layers = {static_cast<int>(i)};
+  std::vector<int> sources; // graph ids this layer reads, as the kernel's external slots
+  for (int in : l.inputs)
+    if (std::find(sources.begin(), sources.end(), in) == sources.end())
+      sources.push_back(in);
+  GroupDesc& gd = k.desc;
+  gd.mode = dev::kModePadded;
+  gd.num_layers = 1;
+  gd.num_external = static_cast<int>(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) {
+    gd.ext[s].dims = dims_of(g.layer(sources[s]).out);
+    const auto& ids = ctx.info.ids;
+    const auto& inputs = ctx.info.inputs;
+    if (const auto it = std::find(ids.begin(), ids.end(), sources[s]); it != ids.end()) {
+      k.inputs.push_back({false, static_cast<int>(it - ids.begin())});
+    } else {
+      const auto e = std::find(inputs.begin(), inputs.end(), sources[s]);
+      k.inputs.push_back({true, static_cast<int>(e - inputs.begin())});
+    }
+  }
+  gd.layers[0] = describe_layer(g, l, {}, sources);
+  const BrickShape tile = clamp_brick(ctx.o.layerwise_tile, l.out, ctx.info.rank);
+  set_units(gd, tile, clamp_cb(ctx.o.layerwise_tile.cb, gd.layers[0].out.c), gd.layers[0].out,
+            ctx.batch);
+  plan_padded(gd, tile, k.threads, ctx.o, ctx.what + " layer " + l.name);
+  k.smem_bytes = gd.smem_floats * 4;
+  k.blocks = unit_count(gd);
+  return k;
+}
+
+// Padded / memoized: one kernel for the whole group, one block per unit (a brick of the last
+// layer's output).
+KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan& plan) {
+  const Graph& g = ctx.g;
+  const GroupInfo& info = ctx.info;
+  KernelLaunch k;
+  k.symbol = "brickdl_group";
+  k.threads = c.threads;
+  k.output = static_cast<int>(info.ids.size()) - 1;
+  GroupDesc& gd = k.desc;
+  gd.mode = c.strategy == Strategy::kMemoized ? dev::kModeMemoized : dev::kModePadded;
+  gd.num_layers = static_cast<int>(info.ids.size());
+  gd.num_external = static_cast<int>(info.inputs.size());
+  for (size_t s = 0; s < info.inputs.size(); ++s) {
+    gd.ext[s].dims = dims_of(g.layer(info.inputs[s]).out);
+    k.inputs.push_back({true, static_cast<int>(s)});
+  }
+  for (size_t i = 0; i < info.ids.size(); ++i) {
+    gd.layers[i] = describe_layer(g, g.layer(info.ids[i]), info.ids, info.inputs);
+    k.layers.push_back(static_cast<int>(i));
+  }
+  const Layer& last = g.layer(c.group.last);
+  BrickShape want = c.brick;
+  want.d = info.rank == 3 ? std::max(want.d, 1) : 1;
+  want.h = std::max(want.h, 1);
+  want.w = std::max(want.w, 1);
+  const BrickShape brick = clamp_brick(want, last.out, info.rank);
+  set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
+            ctx.batch);
+  if (c.strategy == Strategy::kMemoized) {
+    plan_memoized(gd, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
+                  &plan.flag_count);
+  } else {
+    plan_padded(gd, brick, k.threads, ctx.o, ctx.what);
+  }
+  k.smem_bytes = gd.smem_floats * 4;
+  k.blocks = unit_count(gd);
+  return k;
+}
+
+// The translation unit for NVRTC: the templates and one kernel per launch.
+std::string plan_source(const KernelPlan& plan, const std::string& what) {
+  std::ostringstream src;
+  src << "// Generated by brickdl for " << what << "\n"
+      << "#include \"kernels.cuh\"\n";
+  for (size_t i = 0; i < plan.launches.size(); ++i)
+    src << kernel_text(plan.launches[i], static_cast<int>(i));
+  return src.str();
+}
+
+} // namespace
+
 KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions& o) {
   const GroupInfo info = inspect_group(g, c.group);
   if (c.threads < 32 || c.threads > 1024 || c.threads % 32 != 0)
@@ -468,90 +594,19 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
   plan.candidate = c;
   plan.layer_ids = info.ids;
   plan.input_ids = info.inputs;
-  const int batch = to_int(g.layer(c.group.last).out.n, "batch");
-  const std::string what = "group " + g.layer(c.group.first).name + " .. " +
-                           g.layer(c.group.last).name + " (" + c.config_str() + ")";
-
+  const PlanContext ctx{g, info, o, to_int(g.layer(c.group.last).out.n, "batch"),
+                        "group " + g.layer(c.group.first).name + " .. " +
+                            g.layer(c.group.last).name + " (" + c.config_str() + ")"};
   if (c.strategy == Strategy::kLayerwise) {
-    // One single-layer padded kernel per layer; intermediates are whole NCDHW tensors.
-    for (size_t i = 0; i < info.ids.size(); ++i) {
-      const Layer& l = g.layer(info.ids[i]);
-      KernelLaunch k;
-      k.symbol = "brickdl_layer_" + std::to_string(i);
-      k.threads = o.layerwise_threads;
-      k.output = static_cast<int>(i);
-      k.layers = {static_cast<int>(i)};
-      std::vector<int> sources; // graph ids this layer reads, as the kernel's external slots
-      for (int in : l.inputs)
-        if (std::find(sources.begin(), sources.end(), in) == sources.end())
-          sources.push_back(in);
-      GroupDesc& gd = k.desc;
-      gd.mode = dev::kModePadded;
-      gd.num_layers = 1;
-      gd.num_external = static_cast<int>(sources.size());
-      for (size_t s = 0; s < sources.size(); ++s) {
-        gd.ext[s].dims = dims_of(g.layer(sources[s]).out);
-        const auto it = std::find(info.ids.begin(), info.ids.end(), sources[s]);
-        if (it != info.ids.end()) {
-          k.inputs.push_back({false, static_cast<int>(it - info.ids.begin())});
-        } else {
-          const auto e = std::find(info.inputs.begin(), info.inputs.end(), sources[s]);
-          k.inputs.push_back({true, static_cast<int>(e - info.inputs.begin())});
-        }
-      }
-      gd.layers[0] = describe_layer(g, l, {}, sources);
-      const BrickShape tile = clamp_brick(o.layerwise_tile, l.out, info.rank);
-      set_units(gd, tile, clamp_cb(o.layerwise_tile.cb, gd.layers[0].out.c), gd.layers[0].out,
-                batch);
-      plan_padded(gd, tile, k.threads, o, what + " layer " + l.name);
-      k.smem_bytes = gd.smem_floats * 4;
-      k.blocks = unit_count(gd);
-      plan.launches.push_back(std::move(k));
-    }
+    for (size_t i = 0; i < info.ids.size(); ++i)
+      plan.launches.push_back(layerwise_launch(ctx, i));
   } else {
-    KernelLaunch k;
-    k.symbol = "brickdl_group";
-    k.threads = c.threads;
-    k.output = static_cast<int>(info.ids.size()) - 1;
-    GroupDesc& gd = k.desc;
-    gd.mode = c.strategy == Strategy::kMemoized ? dev::kModeMemoized : dev::kModePadded;
-    gd.num_layers = static_cast<int>(info.ids.size());
-    gd.num_external = static_cast<int>(info.inputs.size());
-    for (size_t s = 0; s < info.inputs.size(); ++s) {
-      gd.ext[s].dims = dims_of(g.layer(info.inputs[s]).out);
-      k.inputs.push_back({true, static_cast<int>(s)});
-    }
-    for (size_t i = 0; i < info.ids.size(); ++i) {
-      gd.layers[i] = describe_layer(g, g.layer(info.ids[i]), info.ids, info.inputs);
-      k.layers.push_back(static_cast<int>(i));
-    }
-    const Layer& last = g.layer(c.group.last);
-    BrickShape want = c.brick;
-    want.d = info.rank == 3 ? std::max(want.d, 1) : 1;
-    want.h = std::max(want.h, 1);
-    want.w = std::max(want.w, 1);
-    const BrickShape brick = clamp_brick(want, last.out, info.rank);
-    set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
-              batch);
-    if (c.strategy == Strategy::kMemoized) {
-      plan_memoized(gd, want, c.brick.cb, k.threads, o, what, &plan.memo_floats, &plan.flag_count);
-    } else {
-      plan_padded(gd, brick, k.threads, o, what);
-    }
-    k.smem_bytes = gd.smem_floats * 4;
-    k.blocks = unit_count(gd);
-    plan.launches.push_back(std::move(k));
+    plan.launches.push_back(group_launch(ctx, c, plan));
   }
   for (const auto& k : plan.launches)
     if (k.blocks > std::numeric_limits<int>::max())
-      throw Unsupported(what + ": " + std::to_string(k.blocks) + " thread blocks is too many");
-
-  std::ostringstream src;
-  src << "// Generated by brickdl for " << what << "\n"
-      << "#include \"kernels.cuh\"\n";
-  for (size_t i = 0; i < plan.launches.size(); ++i)
-    src << kernel_text(plan.launches[i], static_cast<int>(i));
-  plan.source = src.str();
+      throw Unsupported(ctx.what + ": " + std::to_string(k.blocks) + " thread blocks is too many");
+  plan.source = plan_source(plan, ctx.what);
   return plan;
 }
 

@@ -10,28 +10,21 @@
 //                                                    templates/*.cuh) + one constexpr GroupDesc
 //                                                    per kernel, for NVRTC
 //
-// The same KernelPlan drives the CUDA launcher (cuda_measurer.cu) and the host emulator
+// The same KernelPlan drives the CUDA launcher (detail/generated_run.cuh) and the host emulator
 // (emulator.h), so the emulator checks exactly what the device runs, minus the compiler.
 //
 // Tensors the kernels read and write are dense NCDHW (as kernels/tensor.h); memoized
 // intermediates are bricked inside KernelArgs::memo.
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/candidate.h"
 #include "core/graph.h"
+#include "kernels/cuda/statuses.h"
 #include "kernels/cuda/templates/group_desc.h"
 
 namespace brickdl::cuda {
-
-// The candidate cannot run as a generated kernel (an op without a template, too much shared
-// memory per block, ...). The measurer records it as status `unsupported`.
-class Unsupported : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 struct CodegenOptions {
   // Dynamic shared memory a block may use (the target's opt-in maximum; 227 KiB on sm_90,
@@ -71,7 +64,9 @@ struct KernelPlan {
   std::string source;      // the whole translation unit for NVRTC
 };
 
-// Plans and generates the kernels of `candidate` on the fused `graph`. Throws Unsupported.
+// Plans and generates the kernels of `candidate` on the fused `graph`. Throws Unsupported
+// (statuses.h) when the candidate cannot run as generated kernels (an op without a template,
+// too much shared memory per block, ...).
 KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
                         const CodegenOptions& options = {});
 

@@ -1,14 +1,26 @@
 #pragma once
-// CudaMeasurer: the Measurer of the CUDA backend (CUDA-free interface; cuda_measurer.cu).
+// CudaMeasurer: the Measurer of the CUDA backend (CUDA-free interface).
 //
 //   candidate ──plan_kernels──► source ──NvrtcCompiler (cache)──► cubin ──cuModuleLoadData──┐
-//   seeded inputs / weights (kernels/weights.h, as the CPU backend) ──► device buffers ─────┤
+//   seeded inputs / weights (kernels/group_data.h, as the CPU backend) ──► device buffers ──┤
 //                                                                                          ▼
 //   reference: cuDNN layerwise, strict FP32, exact algorithms (else the CPU reference ops)
-//   1 validation run  ──► compare (|out−ref| <= atol + rtol·|ref|), memo counters, error flag
-//   warm-up runs; repetitions: [L2 flush] event ─ kernels ─ event ──► samples (+ CUPTI
-//   activity: summed kernel durations); counter pass: CUPTI range profiler, one user range
-//   per run, replayed as many passes as the metrics need ──► MeasureResult::counters
+//   1 validation run  ──► compare (kernels/validation.h: |out−ref| <= atol + rtol·|ref|),
+//                         memo counters, error flag
+//   cold timing: warm-up runs; repetitions: [L2 flush] event ─ kernels ─ event ──► samples
+//   (+ CUPTI activity: summed kernel durations); counter pass: CUPTI range profiler, one user
+//   range per run, replayed as many passes as the metrics need ──► MeasureResult::counters
+//
+// Where each part lives (kernels/cuda/):
+//   cuda_measurer.cu        the measurer: the steps above, failures recorded as statuses
+//   statuses.h              the backend's exceptions, one per failing MeasureStatus
+//   device_session.cuh      stream, events, L2 flush, CUPTI profiler; recovery after failures
+//   measure_cold.cuh        cold timing          measure_cupti.cuh   CUPTI counters
+//   detail/device_buffers   device memory, uploads, downloads of a group's data
+//   detail/generated_run    the generated kernels of a plan, loaded and launched
+//   detail/l2_flush         the L2 flush buffer
+//   device_query.cu         cuda_device_available, query_device
+//   run_on_device.cu        run_on_device (tests, benchmarks)
 //
 // Strategy `layerwise` is the baseline: its timed samples are cuDNN with strict FP32 (one call
 // per layer; our generated kernels are FP32 FFMA too), and the counters add the variants
@@ -16,10 +28,10 @@
 // "variant.own_layerwise_ms" (our single-layer kernels, validated), medians over the same
 // repetitions. Without cuDNN, `layerwise` times our own single-layer kernels.
 //
-// Failures are statuses: unsupported (no template / too much shared memory / cuDNN lacks an
-// op for the baseline), compile_error (with the NVRTC log), launch_error (the CUDA error; the
-// device is reset so tuning can go on), timeout (a memoized wait exceeded its limit, or the
-// run exceeded MeasureOptions::timeout_s), wrong_result.
+// Failures are statuses (statuses.h): unsupported (no template / too much shared memory /
+// cuDNN lacks an op for the baseline), compile_error (with the NVRTC log), launch_error (the
+// CUDA error; the device is reset so tuning can go on), timeout (a memoized wait exceeded its
+// limit, or the run exceeded MeasureOptions::timeout_s), wrong_result.
 #include <functional>
 #include <memory>
 #include <string>

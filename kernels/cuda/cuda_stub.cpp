@@ -1,7 +1,7 @@
 // The CUDA backend when brickdl is built without CUDA: every class reports itself unsupported
 // and nothing can be compiled or launched; the rest of brickdl builds and runs unchanged.
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/nvrtc_compiler.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "kernels/cuda/codegen.h"
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/statuses.h"
 #include "kernels/merged_executor.h"
 
 namespace brickdl::cuda {
@@ -97,6 +97,131 @@ std::vector<int> spatial(const std::array<int, 3>& v, int rank) {
   return {v[1], v[2]};
 }
 
+using Math = CudnnLayerwise::Math;
+using Algorithms = CudnnLayerwise::Algorithms;
+
+// The fastest algorithm cudnnFind reports under the step's math mode; strict FP32 must not
+// run on tensor cores whatever cuDNN reports as allowed. False when none qualifies.
+bool find_fastest(cudnnHandle_t handle, Step& s, Math math) {
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int n = 0;
+  BRICKDL_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithm(
+      handle, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+  for (int i = 0; i < n; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS)
+      continue;
+    const bool tensor = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (math == Math::kStrictFp32 && tensor)
+      continue;
+    // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
+    // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
+    s.algo = perf[i].algo;
+    s.math = perf[i].mathType;
+    s.workspace = perf[i].memory;
+    return true;
+  }
+  return false;
+}
+
+// Implicit GEMM with FMA math (no Winograd / FFT rounding): the exact algorithms. False when
+// cuDNN takes neither.
+bool choose_exact(cudnnHandle_t handle, Step& s) {
+  for (auto a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM}) {
+    BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
+    size_t ws = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(handle, s.x, s.w, s.conv, s.y, a, &ws) ==
+        CUDNN_STATUS_SUCCESS) {
+      s.algo = a;
+      s.math = CUDNN_FMA_MATH;
+      s.workspace = ws;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The filter and convolution descriptors of conv layer `l` reading `in0`.
+void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathType_t want_math) {
+  const int rank = l.out.spatial_rank;
+  s.x = tensor_desc(in0);
+  s.y = tensor_desc(l.out);
+  s.b = tensor_desc(TensorShape{1, l.out.c, 1, 1, 1, rank});
+  BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
+  std::vector<int> fdims = {static_cast<int>(l.out_channels), static_cast<int>(in0.c / l.groups)};
+  for (int k : spatial(l.window.kernel, rank))
+    fdims.push_back(k);
+  BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                static_cast<int>(fdims.size()), fdims.data()));
+  BRICKDL_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&s.conv));
+  const auto pad = spatial(l.window.pad, rank), str = spatial(l.window.stride, rank),
+             dil = spatial(l.window.dilation, rank);
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(
+      s.conv, rank, pad.data(), str.data(), dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionGroupCount(s.conv, l.groups));
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, want_math));
+}
+
+// A conv step: descriptors and algorithm. Returns its library calls per run.
+int plan_conv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& in0, Math math,
+              Algorithms algorithms) {
+  s.bias = l.bias;
+  s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
+  describe_conv(s, l, in0,
+                math == Math::kStrictFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+  const bool chosen = (algorithms == Algorithms::kFastest && find_fastest(handle, s, math)) ||
+                      choose_exact(handle, s);
+  if (!chosen)
+    throw Unsupported("cuDNN baseline: no forward algorithm for " + l.name);
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
+  return s.kind == Step::kConvBiasRelu ? 1
+                                       : 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
+}
+
+// A max / avg pool step (floor-mode output sizes only). Returns its calls per run.
+int plan_pool(Step& s, const Layer& l, const TensorShape& in0) {
+  const int rank = l.out.spatial_rank;
+  s.kind = Step::kPool;
+  if (l.window.dilation != std::array<int, 3>{1, 1, 1})
+    throw Unsupported("cuDNN baseline: dilated pooling (" + l.name + ")");
+  s.x = tensor_desc(in0);
+  s.y = tensor_desc(l.out);
+  BRICKDL_CUDNN_CALL(cudnnCreatePoolingDescriptor(&s.pool));
+  const cudnnPoolingMode_t mode = l.op == OpKind::kMaxPool ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                  : l.count_include_pad
+                                      ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                      : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  const auto win = spatial(l.window.kernel, rank), pad = spatial(l.window.pad, rank),
+             str = spatial(l.window.stride, rank);
+  BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_NOT_PROPAGATE_NAN, rank,
+                                                 win.data(), pad.data(), str.data()));
+  std::vector<int> out(static_cast<size_t>(rank) + 2);
+  BRICKDL_CUDNN_CALL(cudnnGetPoolingNdForwardOutputDim(s.pool, s.x, rank + 2, out.data()));
+  if (out.back() != l.out.w || out[out.size() - 2] != l.out.h)
+    throw Unsupported("cuDNN baseline: " + l.name +
+                      " needs ceil-mode output sizes, cuDNN pools in floor mode");
+  return 1;
+}
+
+// An add (+ activation), relu or leaky relu step. Returns its calls per run.
+int plan_eltwise(Step& s, const Layer& l) {
+  s.kind = Step::kEltwise;
+  if (l.op == OpKind::kRelu)
+    s.act = Activation::kRelu;
+  if (l.op == OpKind::kLeakyRelu)
+    s.act = Activation::kLeakyRelu;
+  s.x = tensor_desc(l.out);
+  int calls = 0;
+  if (l.op == OpKind::kAdd) {
+    BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
+    BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(s.op, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                                  CUDNN_NOT_PROPAGATE_NAN));
+    calls += 1;
+  }
+  return calls + (s.act != Activation::kNone ? 1 : 0);
+}
+
 } // namespace
 
 struct CudnnLayerwise::Impl {
@@ -160,10 +285,7 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
   BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&m.relu));
   BRICKDL_CUDNN_CALL(
       cudnnSetActivationDescriptor(m.relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-  const cudnnMathType_t want_math =
-      math == Math::kStrictFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
   std::ostringstream desc;
-
   for (int id = group.first; id <= group.last; ++id) {
     const Layer& l = graph.layer(id);
     Step s;
@@ -174,121 +296,19 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
     for (int in : l.inputs)
       s.src.push_back(operand(in));
     const TensorShape& in0 = graph.layer(l.inputs.at(0)).out;
-    const int rank = l.out.spatial_rank;
-    if (rank != 2 && rank != 3)
+    if (l.out.spatial_rank != 2 && l.out.spatial_rank != 3)
       throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
     switch (l.op) {
-    case OpKind::kConv: {
-      s.bias = l.bias;
-      s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
-      s.x = tensor_desc(in0);
-      s.y = tensor_desc(l.out);
-      TensorShape bshape{1, l.out.c, 1, 1, 1, rank};
-      s.b = tensor_desc(bshape);
-      BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
-      std::vector<int> fdims = {static_cast<int>(l.out_channels),
-                                static_cast<int>(in0.c / l.groups)};
-      for (int k : spatial(l.window.kernel, rank))
-        fdims.push_back(k);
-      BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                    static_cast<int>(fdims.size()), fdims.data()));
-      BRICKDL_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&s.conv));
-      const auto pad = spatial(l.window.pad, rank), str = spatial(l.window.stride, rank),
-                 dil = spatial(l.window.dilation, rank);
-      BRICKDL_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(s.conv, rank, pad.data(), str.data(),
-                                                         dil.data(), CUDNN_CROSS_CORRELATION,
-                                                         CUDNN_DATA_FLOAT));
-      BRICKDL_CUDNN_CALL(cudnnSetConvolutionGroupCount(s.conv, l.groups));
-      BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, want_math));
-      bool chosen = false;
-      if (algorithms == Algorithms::kFastest) {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int n = 0;
-        BRICKDL_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithm(
-            m.handle, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-        for (int i = 0; i < n && !chosen; ++i) {
-          if (perf[i].status != CUDNN_STATUS_SUCCESS)
-            continue;
-          // Strict FP32 must not run on tensor cores whatever cuDNN reports as allowed.
-          const bool tensor = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-                              perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-          if (math == Math::kStrictFp32 && tensor)
-            continue;
-          // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
-          // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
-          s.algo = perf[i].algo;
-          s.math = perf[i].mathType;
-          s.workspace = perf[i].memory;
-          chosen = true;
-        }
-      }
-      if (!chosen) {
-        for (auto a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM}) {
-          BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
-          size_t ws = 0;
-          if (cudnnGetConvolutionForwardWorkspaceSize(m.handle, s.x, s.w, s.conv, s.y, a, &ws) ==
-              CUDNN_STATUS_SUCCESS) {
-            s.algo = a;
-            s.math = CUDNN_FMA_MATH;
-            s.workspace = ws;
-            chosen = true;
-            break;
-          }
-        }
-      }
-      if (!chosen)
-        throw Unsupported("cuDNN baseline: no forward algorithm for " + l.name);
-      BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
+    case OpKind::kConv:
+      m.calls += plan_conv(m.handle, s, l, in0, math, algorithms);
       m.workspace_bytes = std::max(m.workspace_bytes, s.workspace);
-      m.calls += s.kind == Step::kConvBiasRelu
-                     ? 1
-                     : 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
       desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
       break;
-    }
     case OpKind::kMaxPool:
-    case OpKind::kAvgPool: {
-      s.kind = Step::kPool;
-      if (l.window.dilation != std::array<int, 3>{1, 1, 1})
-        throw Unsupported("cuDNN baseline: dilated pooling (" + l.name + ")");
-      s.x = tensor_desc(in0);
-      s.y = tensor_desc(l.out);
-      BRICKDL_CUDNN_CALL(cudnnCreatePoolingDescriptor(&s.pool));
-      const cudnnPoolingMode_t mode = l.op == OpKind::kMaxPool ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                      : l.count_include_pad
-                                          ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-      const auto win = spatial(l.window.kernel, rank), pad = spatial(l.window.pad, rank),
-                 str = spatial(l.window.stride, rank);
-      BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_NOT_PROPAGATE_NAN, rank,
-                                                     win.data(), pad.data(), str.data()));
-      std::vector<int> out(static_cast<size_t>(rank) + 2);
-      BRICKDL_CUDNN_CALL(cudnnGetPoolingNdForwardOutputDim(s.pool, s.x, rank + 2, out.data()));
-      if (out.back() != l.out.w || out[out.size() - 2] != l.out.h)
-        throw Unsupported("cuDNN baseline: " + l.name +
-                          " needs ceil-mode output sizes, cuDNN pools in floor mode");
-      m.calls += 1;
-      break;
-    }
+    case OpKind::kAvgPool: m.calls += plan_pool(s, l, in0); break;
     case OpKind::kAdd:
     case OpKind::kRelu:
-    case OpKind::kLeakyRelu: {
-      s.kind = Step::kEltwise;
-      if (l.op == OpKind::kRelu)
-        s.act = Activation::kRelu;
-      if (l.op == OpKind::kLeakyRelu)
-        s.act = Activation::kLeakyRelu;
-      s.x = tensor_desc(l.out);
-      if (l.op == OpKind::kAdd) {
-        BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
-        BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(s.op, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
-                                                      CUDNN_NOT_PROPAGATE_NAN));
-        m.calls += 1;
-      }
-      m.calls += s.act != Activation::kNone ? 1 : 0;
-      break;
-    }
+    case OpKind::kLeakyRelu: m.calls += plan_eltwise(s, l); break;
     default:
       throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
                         " (" + l.name + ")");

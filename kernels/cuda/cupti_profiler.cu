@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/detail/driver_api.cuh"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 
@@ -120,6 +120,114 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     }
   }
   std::free(buffer);
+}
+
+// ---- range profiler passes ----------------------------------------------------------------
+
+// Disables the range profiler when it goes out of scope.
+struct RangeProfilerGuard {
+  CUpti_RangeProfiler_Object* obj;
+  ~RangeProfilerGuard() {
+    CUpti_RangeProfiler_Disable_Params d{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    d.pRangeProfilerObject = obj;
+    cuptiRangeProfilerDisable(&d);
+  }
+};
+
+CUpti_RangeProfiler_Object* enable_range_profiler() {
+  CUcontext ctx = nullptr;
+  BRICKDL_CU_CALL(detail::driver().ctx_get_current(&ctx));
+  CUpti_RangeProfiler_Enable_Params en{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerEnable(&en));
+  return en.pRangeProfilerObject;
+}
+
+// An initialised counter data image for one range of `names`.
+std::vector<uint8_t> counter_data_image(CUpti_RangeProfiler_Object* obj,
+                                        const std::vector<const char*>& names) {
+  CUpti_RangeProfiler_GetCounterDataSize_Params sz{
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  sz.pRangeProfilerObject = obj;
+  sz.pMetricNames = const_cast<const char**>(names.data());
+  sz.numMetrics = names.size();
+  sz.maxNumOfRanges = 1;
+  sz.maxNumRangeTreeNodes = 1;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerGetCounterDataSize(&sz));
+  std::vector<uint8_t> counter_data(sz.counterDataSize);
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  ci.pRangeProfilerObject = obj;
+  ci.counterDataSize = counter_data.size();
+  ci.pCounterData = counter_data.data();
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerCounterDataImageInitialize(&ci));
+  return counter_data;
+}
+
+// One user range, user replay, one nesting level.
+void set_config(CUpti_RangeProfiler_Object* obj, std::vector<uint8_t>& config,
+                std::vector<uint8_t>& counter_data) {
+  CUpti_RangeProfiler_SetConfig_Params sc{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  sc.pRangeProfilerObject = obj;
+  sc.configSize = config.size();
+  sc.pConfig = config.data();
+  sc.counterDataImageSize = counter_data.size();
+  sc.pCounterDataImage = counter_data.data();
+  sc.range = CUPTI_UserRange;
+  sc.replayMode = CUPTI_UserReplay;
+  sc.maxRangesPerPass = 1;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerSetConfig(&sc));
+}
+
+// One replay pass: prepare() outside the range, work() inside it. True when it was the last.
+bool run_pass(CUpti_RangeProfiler_Object* obj, const std::function<void()>& prepare,
+              const std::function<void()>& work) {
+  prepare();
+  BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
+  CUpti_RangeProfiler_Start_Params st{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  st.pRangeProfilerObject = obj;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerStart(&st));
+  CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+  push.pRangeProfilerObject = obj;
+  push.pRangeName = "brickdl";
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerPushRange(&push));
+  work();
+  BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
+  CUpti_RangeProfiler_PopRange_Params pop{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+  pop.pRangeProfilerObject = obj;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerPopRange(&pop));
+  CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = obj;
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerStop(&stop));
+  return stop.isAllPassSubmitted != 0;
+}
+
+// The metrics' values in the decoded counter data of range 0.
+std::vector<double> evaluate(HostObject& host, std::vector<uint8_t>& counter_data,
+                             const std::vector<const char*>& names) {
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info{
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  info.pCounterDataImage = counter_data.data();
+  info.counterDataImageSize = counter_data.size();
+  BRICKDL_CUPTI_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
+  if (info.numTotalRanges < 1)
+    throw CudaError("CUPTI range profiler recorded no range");
+  std::vector<double> values(names.size(), 0.0);
+  CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+  ev.pHostObject = host.get();
+  ev.pCounterDataImage = counter_data.data();
+  ev.counterDataImageSize = counter_data.size();
+  ev.rangeIndex = 0;
+  ev.ppMetricNames = const_cast<const char**>(names.data());
+  ev.numMetrics = names.size();
+  ev.pMetricValues = values.data();
+  BRICKDL_CUPTI_CALL(cuptiProfilerHostEvaluateToGpuValues(&ev));
+  return values;
 }
 
 } // namespace
@@ -235,100 +343,21 @@ std::map<std::string, double> CuptiProfiler::collect(const std::vector<std::stri
   host.add(names);
   std::vector<uint8_t> config = host.config_image();
 
-  CUcontext ctx = nullptr;
-  BRICKDL_CU_CALL(detail::driver().ctx_get_current(&ctx));
-  CUpti_RangeProfiler_Enable_Params en{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-  en.ctx = ctx;
-  BRICKDL_CUPTI_CALL(cuptiRangeProfilerEnable(&en));
-  CUpti_RangeProfiler_Object* obj = en.pRangeProfilerObject;
-  struct Disable {
-    CUpti_RangeProfiler_Object* obj;
-    ~Disable() {
-      CUpti_RangeProfiler_Disable_Params d{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-      d.pRangeProfilerObject = obj;
-      cuptiRangeProfilerDisable(&d);
-    }
-  } disable{obj};
-
-  CUpti_RangeProfiler_GetCounterDataSize_Params sz{
-      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  sz.pRangeProfilerObject = obj;
-  sz.pMetricNames = const_cast<const char**>(names.data());
-  sz.numMetrics = names.size();
-  sz.maxNumOfRanges = 1;
-  sz.maxNumRangeTreeNodes = 1;
-  BRICKDL_CUPTI_CALL(cuptiRangeProfilerGetCounterDataSize(&sz));
-  std::vector<uint8_t> counter_data(sz.counterDataSize);
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  ci.pRangeProfilerObject = obj;
-  ci.counterDataSize = counter_data.size();
-  ci.pCounterData = counter_data.data();
-  BRICKDL_CUPTI_CALL(cuptiRangeProfilerCounterDataImageInitialize(&ci));
-
-  CUpti_RangeProfiler_SetConfig_Params sc{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  sc.pRangeProfilerObject = obj;
-  sc.configSize = config.size();
-  sc.pConfig = config.data();
-  sc.counterDataImageSize = counter_data.size();
-  sc.pCounterDataImage = counter_data.data();
-  sc.range = CUPTI_UserRange;
-  sc.replayMode = CUPTI_UserReplay;
-  sc.maxRangesPerPass = 1;
-  sc.numNestingLevels = 1;
-  sc.minNestingLevel = 1;
-  sc.passIndex = 0;
-  sc.targetNestingLevel = 1;
-  BRICKDL_CUPTI_CALL(cuptiRangeProfilerSetConfig(&sc));
-
+  CUpti_RangeProfiler_Object* obj = enable_range_profiler();
+  const RangeProfilerGuard disable{obj};
+  std::vector<uint8_t> counter_data = counter_data_image(obj, names);
+  set_config(obj, config, counter_data);
   const int max_passes = passes_of(config) + 2; // a guard against a profiler that never ends
-  bool all_submitted = false;
-  for (int pass = 0; !all_submitted; ++pass) {
-    if (pass >= max_passes)
+  for (int pass = 0; !run_pass(obj, prepare, work);) {
+    if (++pass >= max_passes)
       throw CudaError("CUPTI range profiler: passes not complete after " +
                       std::to_string(max_passes) + " replays");
-    prepare();
-    BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
-    CUpti_RangeProfiler_Start_Params st{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    st.pRangeProfilerObject = obj;
-    BRICKDL_CUPTI_CALL(cuptiRangeProfilerStart(&st));
-    CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-    push.pRangeProfilerObject = obj;
-    push.pRangeName = "brickdl";
-    BRICKDL_CUPTI_CALL(cuptiRangeProfilerPushRange(&push));
-    work();
-    BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
-    CUpti_RangeProfiler_PopRange_Params pop{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-    pop.pRangeProfilerObject = obj;
-    BRICKDL_CUPTI_CALL(cuptiRangeProfilerPopRange(&pop));
-    CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-    stop.pRangeProfilerObject = obj;
-    BRICKDL_CUPTI_CALL(cuptiRangeProfilerStop(&stop));
-    all_submitted = stop.isAllPassSubmitted != 0;
   }
   CUpti_RangeProfiler_DecodeData_Params dec{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   dec.pRangeProfilerObject = obj;
   BRICKDL_CUPTI_CALL(cuptiRangeProfilerDecodeData(&dec));
 
-  CUpti_RangeProfiler_GetCounterDataInfo_Params info{
-      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-  info.pCounterDataImage = counter_data.data();
-  info.counterDataImageSize = counter_data.size();
-  BRICKDL_CUPTI_CALL(cuptiRangeProfilerGetCounterDataInfo(&info));
-  if (info.numTotalRanges < 1)
-    throw CudaError("CUPTI range profiler recorded no range");
-
-  std::vector<double> values(names.size(), 0.0);
-  CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{
-      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-  ev.pHostObject = host.get();
-  ev.pCounterDataImage = counter_data.data();
-  ev.counterDataImageSize = counter_data.size();
-  ev.rangeIndex = 0;
-  ev.ppMetricNames = const_cast<const char**>(names.data());
-  ev.numMetrics = names.size();
-  ev.pMetricValues = values.data();
-  BRICKDL_CUPTI_CALL(cuptiProfilerHostEvaluateToGpuValues(&ev));
+  const std::vector<double> values = evaluate(host, counter_data, names);
   std::map<std::string, double> out;
   for (size_t i = 0; i < metrics.size(); ++i)
     out[metrics[i]] = values[i];

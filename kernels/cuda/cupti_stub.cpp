@@ -1,7 +1,7 @@
 // CUPTI when brickdl is built without it (BRICKDL_ENABLE_CUPTI=OFF or no CUDA): unsupported;
 // CudaMeasurer then times with CUDA events only and collects no hardware counters.
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cupti_profiler.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "kernels/cuda/codegen.h"
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 
@@ -63,6 +63,67 @@ std::string read_file(const std::filesystem::path& p) {
   return os.str();
 }
 
+// FNV-1a of the source, the template headers, the options and the NVRTC version.
+std::string cache_key(const std::string& source, int arch, const std::vector<std::string>& options,
+                      const std::string& nvrtc_version) {
+  uint64_t h = 14695981039346656037ull;
+  h = fnv1a(h, source);
+  for (const auto& t : template_headers())
+    h = fnv1a(fnv1a(h, t.name), t.source);
+  for (const auto& o : options)
+    h = fnv1a(h, o);
+  h = fnv1a(h, nvrtc_version);
+  return hex(h) + "_sm" + std::to_string(arch);
+}
+
+// The cubin of `source` and NVRTC's log; throws CompileError when NVRTC rejects it.
+std::shared_ptr<CompiledModule> run_nvrtc(const std::string& source, int arch,
+                                          const std::vector<std::string>& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Program prog(source);
+  std::vector<const char*> argv;
+  for (const auto& o : options)
+    argv.push_back(o.c_str());
+  const nvrtcResult rc =
+      nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  BRICKDL_NVRTC_CALL(nvrtcGetProgramLogSize(prog.get(), &log_size));
+  std::string log(log_size, '\0');
+  if (log_size > 1)
+    BRICKDL_NVRTC_CALL(nvrtcGetProgramLog(prog.get(), log.data()));
+  while (!log.empty() && log.back() == '\0')
+    log.pop_back();
+  if (rc != NVRTC_SUCCESS)
+    throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(rc) + " (sm_" +
+                           std::to_string(arch) + ")",
+                       log);
+  auto m = std::make_shared<CompiledModule>();
+  m->arch = arch;
+  m->log = std::move(log);
+  size_t cubin_size = 0;
+  BRICKDL_NVRTC_CALL(nvrtcGetCUBINSize(prog.get(), &cubin_size));
+  m->cubin.resize(cubin_size);
+  BRICKDL_NVRTC_CALL(nvrtcGetCUBIN(prog.get(), m->cubin.data()));
+  m->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+// Write-then-rename, so concurrent tuners never read a partial file.
+void write_cubin(const std::string& dir, const std::filesystem::path& disk,
+                 const CompiledModule& m) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const auto tmp = disk.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&m));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(m.cubin.data(), static_cast<std::streamsize>(m.cubin.size()));
+  }
+  std::filesystem::rename(tmp, disk, ec);
+  if (ec)
+    std::filesystem::remove(tmp, ec);
+}
+
 } // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::string disk_cache_dir) : dir_(std::move(disk_cache_dir)) {}
@@ -93,16 +154,20 @@ NvrtcCompiler::compile(const std::string& source, int arch,
                                       "-default-device", "-std=c++17", "-lineinfo",
                                       "--ptxas-options=-v"};
   options.insert(options.end(), extra_options.begin(), extra_options.end());
+  const std::string key = cache_key(source, arch, options, version());
+  if (auto m = cached(key, arch))
+    return m;
+  auto m = run_nvrtc(source, arch, options);
+  m->key = key;
+  if (!dir_.empty())
+    write_cubin(dir_, std::filesystem::path(dir_) / (key + ".cubin"), *m);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++misses_;
+  cache_[key] = m;
+  return m;
+}
 
-  uint64_t h = 14695981039346656037ull;
-  h = fnv1a(h, source);
-  for (const auto& t : template_headers())
-    h = fnv1a(fnv1a(h, t.name), t.source);
-  for (const auto& o : options)
-    h = fnv1a(h, o);
-  h = fnv1a(h, version());
-  const std::string key = hex(h) + "_sm" + std::to_string(arch);
-
+std::shared_ptr<const CompiledModule> NvrtcCompiler::cached(const std::string& key, int arch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(key); it != cache_.end()) {
@@ -112,65 +177,17 @@ NvrtcCompiler::compile(const std::string& source, int arch,
   }
   const std::filesystem::path disk =
       dir_.empty() ? std::filesystem::path() : std::filesystem::path(dir_) / (key + ".cubin");
-  if (!dir_.empty() && std::filesystem::exists(disk)) {
-    auto m = std::make_shared<CompiledModule>();
-    m->arch = arch;
-    m->key = key;
-    m->cubin = read_file(disk);
-    m->from_cache = true;
-    if (!m->cubin.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++hits_;
-      cache_[key] = m;
-      return m;
-    }
-  }
-
-  const auto t0 = std::chrono::steady_clock::now();
-  Program prog(source);
-  std::vector<const char*> argv;
-  for (const auto& o : options)
-    argv.push_back(o.c_str());
-  const nvrtcResult rc =
-      nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
-  size_t log_size = 0;
-  BRICKDL_NVRTC_CALL(nvrtcGetProgramLogSize(prog.get(), &log_size));
-  std::string log(log_size, '\0');
-  if (log_size > 1)
-    BRICKDL_NVRTC_CALL(nvrtcGetProgramLog(prog.get(), log.data()));
-  while (!log.empty() && log.back() == '\0')
-    log.pop_back();
-  if (rc != NVRTC_SUCCESS)
-    throw CompileError(std::string("NVRTC: ") + nvrtcGetErrorString(rc) + " (sm_" +
-                           std::to_string(arch) + ")",
-                       log);
-
+  if (dir_.empty() || !std::filesystem::exists(disk))
+    return nullptr;
   auto m = std::make_shared<CompiledModule>();
   m->arch = arch;
   m->key = key;
-  m->log = std::move(log);
-  size_t cubin_size = 0;
-  BRICKDL_NVRTC_CALL(nvrtcGetCUBINSize(prog.get(), &cubin_size));
-  m->cubin.resize(cubin_size);
-  BRICKDL_NVRTC_CALL(nvrtcGetCUBIN(prog.get(), m->cubin.data()));
-  m->compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-
-  if (!dir_.empty()) {
-    // Write-then-rename, so concurrent tuners never read a partial file.
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
-    const auto tmp = disk.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(m.get()));
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(m->cubin.data(), static_cast<std::streamsize>(m->cubin.size()));
-    }
-    std::filesystem::rename(tmp, disk, ec);
-    if (ec)
-      std::filesystem::remove(tmp, ec);
-  }
+  m->cubin = read_file(disk);
+  m->from_cache = true;
+  if (m->cubin.empty())
+    return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  ++misses_;
+  ++hits_;
   cache_[key] = m;
   return m;
 }

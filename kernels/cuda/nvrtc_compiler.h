@@ -51,6 +51,9 @@ public:
   const std::string& disk_cache_dir() const { return dir_; }
 
 private:
+  // From the memory cache, else from the disk cache (then kept in memory); null if neither.
+  std::shared_ptr<const CompiledModule> cached(const std::string& key, int arch);
+
   std::string dir_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CompiledModule>> cache_;

@@ -31,6 +31,54 @@ T* at(T* base, const Region& r, const Strides& s, int64_t c, int64_t z, int64_t 
   return base + (c - r.c0) * s.c + (z - r.lo[0]) * s.z + (y - r.lo[1]) * s.y + (x - r.lo[2]);
 }
 
+// The box [lo, lo + span) of all channels of `is`, clipped to the tensor.
+Region box_inside(const std::array<int64_t, 3>& lo, const std::array<int64_t, 3>& span,
+                  const TensorShape& is) {
+  Region r;
+  r.lo = lo;
+  for (size_t a = 0; a < 3; ++a)
+    r.hi[a] = lo[a] + span[a];
+  r.c0 = 0;
+  r.c1 = is.c;
+  return clip(r, is);
+}
+
+// Strides of the zero-padded copy of conv_block_stride1 (its box starts at `lo`).
+struct PaddedStrides {
+  int64_t row, plane, vol;
+};
+
+// padded <- input channels [c0, c0 + channels) over the padded box, zero outside `inside`.
+void stage_padded(const ConstBlock& in, const Strides& si, const Region& inside, int64_t c0,
+                  int64_t channels, const std::array<int64_t, 3>& lo, const PaddedStrides& ps,
+                  float* padded) {
+  std::fill_n(padded, channels * ps.vol, 0.0f);
+  if (inside.empty())
+    return;
+  for (int64_t cl = 0; cl < channels; ++cl)
+    for (int64_t z = inside.lo[0]; z < inside.hi[0]; ++z)
+      for (int64_t y = inside.lo[1]; y < inside.hi[1]; ++y)
+        std::copy_n(at(in.data, in.stored, si, c0 + cl, z, y, inside.lo[2]), inside.extent(2),
+                    padded + cl * ps.vol + (z - lo[0]) * ps.plane + (y - lo[1]) * ps.row +
+                        (inside.lo[2] - lo[2]));
+}
+
+// Output channel co over `what` <- the accumulator `a` (row and plane strides of the padded
+// box) plus bias, activated; the accumulator's margin columns are skipped.
+void store_channel(const Layer& l, const LayerWeights& wts, const float* a, int64_t row,
+                   int64_t plane, int64_t co, const Block& out, const Strides& so,
+                   const Region& what) {
+  const bool has_bias = !wts.bias.empty();
+  const float bias = has_bias ? wts.bias[static_cast<size_t>(co)] : 0.0f;
+  for (int64_t oz = 0; oz < what.extent(0); ++oz)
+    for (int64_t oy = 0; oy < what.extent(1); ++oy) {
+      const float* src = a + oz * plane + oy * row;
+      float* o = at(out.data, out.stored, so, co, what.lo[0] + oz, what.lo[1] + oy, what.lo[2]);
+      for (int64_t i = 0; i < what.extent(2); ++i)
+        o[i] = activate(has_bias ? src[i] + bias : src[i], l.activation, l.leaky_slope);
+    }
+}
+
 // Stride-1 conv over a zero-padded copy of the input: with the copy's row and plane strides
 // shared by an accumulator, every tap (a, b, c) becomes one shift of the whole flattened box,
 // so each (input channel, tap) is a single long loop instead of one short loop per output row.
@@ -70,26 +118,12 @@ void conv_block_stride1(const Graph& g, const Layer& l, const LayerWeights& wts,
     acc.resize(static_cast<size_t>(len));
   const Strides si(in.stored), so(out.stored);
   // The part of the padded box inside the tensor (the rest stays zero).
-  Region inside;
-  inside.lo = lo;
-  for (size_t a = 0; a < 3; ++a)
-    inside.hi[a] = lo[a] + span[a];
-  inside.c0 = 0;
-  inside.c1 = is.c;
-  inside = clip(inside, is);
+  const Region inside = box_inside(lo, span, is);
   int64_t loaded_group = -1;
   for (int64_t co = what.c0; co < what.c1; ++co) {
     const int64_t grp = co / cout_g;
     if (grp != loaded_group) {
-      std::fill_n(padded.data(), cin_g * vol, 0.0f);
-      if (!inside.empty())
-        for (int64_t cl = 0; cl < cin_g; ++cl)
-          for (int64_t z = inside.lo[0]; z < inside.hi[0]; ++z)
-            for (int64_t y = inside.lo[1]; y < inside.hi[1]; ++y)
-              std::copy_n(at(in.data, in.stored, si, grp * cin_g + cl, z, y, inside.lo[2]),
-                          inside.extent(2),
-                          padded.data() + cl * vol + (z - lo[0]) * plane + (y - lo[1]) * row +
-                              (inside.lo[2] - lo[2]));
+      stage_padded(in, si, inside, grp * cin_g, cin_g, lo, {row, plane, vol}, padded.data());
       loaded_group = grp;
     }
     float* a = acc.data();
@@ -105,15 +139,7 @@ void conv_block_stride1(const Graph& g, const Layer& l, const LayerWeights& wts,
             for (int64_t q = 0; q < len; ++q)
               a[q] += wv * p[q];
           }
-    const bool has_bias = !wts.bias.empty();
-    const float bias = has_bias ? wts.bias[static_cast<size_t>(co)] : 0.0f;
-    for (int64_t oz = 0; oz < what.extent(0); ++oz)
-      for (int64_t oy = 0; oy < what.extent(1); ++oy) {
-        const float* src = a + oz * plane + oy * row;
-        float* o = at(out.data, out.stored, so, co, what.lo[0] + oz, what.lo[1] + oy, what.lo[2]);
-        for (int64_t i = 0; i < what.extent(2); ++i)
-          o[i] = activate(has_bias ? src[i] + bias : src[i], l.activation, l.leaky_slope);
-      }
+    store_channel(l, wts, a, row, plane, co, out, so, what);
   }
 }
 

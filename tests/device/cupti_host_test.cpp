@@ -2,8 +2,8 @@
 // project targets (A100 = GA100, H100 / H200 = GH100). Skipped only without CUPTI.
 #include <gtest/gtest.h>
 
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cupti_profiler.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "core/graph_builder.h"
 #include "kernels/cuda/codegen.h"
-#include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/nvrtc_compiler.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
 namespace {
@@ -42,6 +42,16 @@ Graph chain3d() {
     x = b.relu(b.conv3d(x, 3, 3, 1, 1));
   x = b.max_pool(x, 2, 2);
   return fuse_for_inference(b.build());
+}
+
+// No descriptor copies in local memory (that costs kilobytes of stack and spills); ptxas may
+// still spill a few bytes on its own. `log`: ptxas -v output.
+void expect_small_stack_frames(const std::string& log) {
+  std::smatch m;
+  for (auto it = log.cbegin();
+       std::regex_search(it, log.cend(), m, std::regex("(\\d+) bytes stack frame"));
+       it = m.suffix().first)
+    EXPECT_LT(std::stoi(m[1]), 128) << log;
 }
 
 TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
@@ -92,13 +102,7 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
                                                         "ELF",
                                                         4));
     EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log; // ptxas -v
-    // No descriptor copies in local memory (that costs kilobytes of stack and spills); ptxas
-    // may still spill a few bytes on its own.
-    std::smatch m;
-    for (auto it = j.module->log.cbegin();
-         std::regex_search(it, j.module->log.cend(), m, std::regex("(\\d+) bytes stack frame"));
-         it = m.suffix().first)
-      EXPECT_LT(std::stoi(m[1]), 128) << j.module->log;
+    expect_small_stack_frames(j.module->log);
   }
   EXPECT_EQ(compiler.misses(), 10);
   // The same source again comes from the memory cache.

@@ -83,6 +83,38 @@ TEST(PlanExecutor, MixedPlanMatchesTheReferenceModel) {
   EXPECT_EQ(none.counters.flops, 2 * g.total_macs());
 }
 
+// Regression: the plan totals used to drop every group's per-layer brick counts, so
+// bricks_computed was 0 for every plan.
+TEST(PlanExecutor, TotalsKeepTheBricksOfEveryGroupByGraphLayerId) {
+  const Graph g = small_resnet();
+  const ModelWeights w = make_weights(g, 5);
+  const Tensor x = random_tensor(g.input_shape(), 6);
+  const std::vector<Candidate> plan = {
+      cand(6, 7, Strategy::kPadded, BrickShape{1, 2, 2, 0}),
+      cand(1, 2, Strategy::kPadded, BrickShape{1, 4, 4, 0}),
+      cand(3, 5, Strategy::kMemoized, BrickShape{1, 3, 5, 4}),
+  };
+  const PlanResult r = execute_plan(g, plan, x, w, ExecOptions{2});
+  int64_t sum = 0;
+  for (const ExecCounters& c : r.group_counters)
+    sum += c.bricks_computed();
+  EXPECT_GT(r.group_counters[0].bricks_computed(), 0);
+  EXPECT_GT(r.counters.bricks_computed(), 0);
+  EXPECT_EQ(r.counters.bricks_computed(), sum);
+  EXPECT_EQ(r.counters.to_map().at("bricks_computed"), static_cast<double>(sum));
+  // Per layer, at the graph's layer ids; layers run layerwise have none.
+  ASSERT_EQ(r.counters.bricks_per_layer.size(), static_cast<size_t>(g.size()));
+  for (size_t k = 0; k < plan.size(); ++k)
+    for (int id = plan[k].group.first; id <= plan[k].group.last; ++id)
+      EXPECT_EQ(r.counters.bricks_per_layer[static_cast<size_t>(id)],
+                r.group_counters[k].bricks_per_layer[static_cast<size_t>(id - plan[k].group.first)])
+          << "layer " << id;
+  for (int id : {0, 8, 9, 10, 11, 12})
+    EXPECT_EQ(r.counters.bricks_per_layer[static_cast<size_t>(id)], 0) << "layer " << id;
+  // A plan without bricks: none counted.
+  EXPECT_EQ(execute_plan(g, {}, x, w, ExecOptions{2}).counters.bricks_computed(), 0);
+}
+
 TEST(PlanExecutor, RejectsBadPlans) {
   const Graph g = small_resnet();
   const ModelWeights w = make_weights(g, 5);

@@ -91,6 +91,40 @@ TEST_F(RunCli, WritesInputsWeightsOutputsThatReproduceTheModel) {
   EXPECT_EQ(read_npy(path("again/input.npy")).data, read_npy(path("run/input.npy")).data);
 }
 
+// Regression: manifest.json had bricks_computed 0 for every plan and no per-group counters.
+TEST_F(RunCli, ManifestListsEachPlanGroupWithItsCounters) {
+  std::ofstream(path("plan.json"))
+      << R"([{"first": 2, "last": 3, "strategy": "padded", "brick": [4, 4, 4]},
+             {"first": 1, "last": 1, "strategy": "memoized", "brick": [3, 3, 3]}])";
+  ASSERT_EQ(run("--model conv_chain --input-size 7,8,9 --plan " + path("plan.json") + " --out " +
+                path("run") + " --check --threads 2"),
+            0)
+      << read("err.txt");
+  const nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
+  const nlohmann::json& groups = m.at("plan_groups");
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].at("first"), 2);
+  EXPECT_EQ(groups[0].at("last"), 3);
+  EXPECT_EQ(groups[0].at("strategy"), "padded");
+  EXPECT_EQ(groups[1].at("strategy"), "memoized");
+  double sum = 0;
+  for (const nlohmann::json& grp : groups) {
+    EXPECT_GT(grp.at("counters").at("bricks_computed").get<double>(), 0) << grp.dump();
+    sum += grp.at("counters").at("bricks_computed").get<double>();
+  }
+  const nlohmann::json& totals = m.at("counters");
+  EXPECT_GT(totals.at("bricks_computed").get<double>(), 0);
+  EXPECT_EQ(totals.at("bricks_computed").get<double>(), sum);
+  // Per fused layer id: layer 2 is the padded group's first layer.
+  EXPECT_EQ(totals.at("bricks_computed.2"), groups[0].at("counters").at("bricks_computed.0"));
+  EXPECT_EQ(totals.at("bricks_computed.1"), groups[1].at("counters").at("bricks_computed.0"));
+  // --check reports how many elements are beyond the tolerance.
+  EXPECT_EQ(m.at("check").at("elements_beyond_tolerance"), 0);
+  EXPECT_NE(read("out.txt").find("check against the layer-by-layer reference: max relative error "),
+            std::string::npos)
+      << read("out.txt");
+}
+
 TEST_F(RunCli, BadFlagsExitWithTwoAndSayWhy) {
   EXPECT_EQ(run("--out " + path("x")), 2); // no --model
   EXPECT_NE(read("err.txt").find("--model"), std::string::npos) << read("err.txt");

@@ -4,7 +4,7 @@
 // which throw CudaError naming the call, the library's error text and file:line.
 #include <string>
 
-#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda::detail {
 

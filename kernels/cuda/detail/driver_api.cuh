@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda::detail {
 

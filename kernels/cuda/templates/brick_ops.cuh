@@ -148,6 +148,10 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
 // tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w.
 // `w` is packed per channel tile (codegen.h pack_conv_weights): [cout / tco][cin / groups]
 // [kd][kh][kw][tco], so a thread's tco weights of one tap are one (vector) load.
+// Long on purpose: the hot loop of every generated kernel. Moving its tap loop or its channel
+// loop into a __forceinline__ helper changes the generated code (bottleneck padded 8x8: 77 ->
+// 79 registers on sm_80 and sm_90), and moving its three parts out (init, taps, store) even
+// adds spills to a memoized kernel; none of that can be timed without a GPU.
 BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                              const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                              const OutTarget& out, const int* ro, const int* re, int c0, int c1) {

@@ -80,6 +80,39 @@ BRICKDL_DEVICE DepBox dependency_box(const LayerDesc& L, const LayerDesc& P, con
   return r;
 }
 
+// One lookup of a producer brick's flag: true when this block claimed it (it must compute
+// it), false once it is done (a hit, or a conflict waited for). Each lookup counts once: a
+// claim, a hit, or a conflict (found claimed by another block, or lost the claim race to one).
+BRICKDL_DEVICE bool memo_lookup(const KernelArgs& a, int* flag, unsigned long long* stats,
+                                int claimed, int done) {
+  bool contended = false;
+  for (;;) {
+    const int v = atomic_acquire_load(flag);
+    if (v == done) {
+      ++stats[contended ? kStatConflicts : kStatHits];
+      return false;
+    }
+    if (v == claimed) {
+      ++stats[kStatConflicts];
+      const long long start = clock_ticks();
+      while (atomic_acquire_load(flag) != done) {
+        ++stats[kStatWaits];
+        if (clock_ticks() - start > a.spin_limit || atomic_acquire_load(a.error) != 0) {
+          atomic_store_int(a.error, kErrorTimeout);
+          break;
+        }
+        spin_pause();
+      }
+      return false;
+    }
+    if (atomic_cas(flag, v, claimed) == v) {
+      ++stats[kStatClaims];
+      return true;
+    }
+    contended = true; // lost the claim race: look at the flag again
+  }
+}
+
 // Thread 0 only: advances the top of the stack to its next missing dependency (claimed and
 // pushed: kMemoDescend) or finds all present (kMemoCompute).
 BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_layer,
@@ -105,44 +138,56 @@ BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_l
       const int cb = r.lo[0] + rem / r.cnt[1];
       const int lin = brick_linear(P, q.n, cb, bz, by, bx);
       int* flag = a.flags + P.flag_offset + lin;
-      // Each lookup counts once: a claim, a hit, or a conflict (found claimed by another
-      // block, or lost the claim race to one, then waited for).
-      bool contended = false;
-      for (;;) {
-        const int v = atomic_acquire_load(flag);
-        if (v == done) {
-          ++stats[contended ? kStatConflicts : kStatHits];
-          break;
-        }
-        if (v == claimed) {
-          ++stats[kStatConflicts];
-          const long long start = clock_ticks();
-          while (atomic_acquire_load(flag) != done) {
-            ++stats[kStatWaits];
-            if (clock_ticks() - start > a.spin_limit || atomic_acquire_load(a.error) != 0) {
-              atomic_store_int(a.error, kErrorTimeout);
-              break;
-            }
-            spin_pause();
-          }
-          break;
-        }
-        if (atomic_cas(flag, v, claimed) == v) {
-          ++stats[kStatClaims];
-          stk_cursor[t] = base + d + 1;
-          *top = t + 1;
-          stk_layer[t + 1] = p;
-          stk_brick[t + 1] = lin;
-          stk_cursor[t + 1] = 0;
-          return kMemoDescend;
-        }
-        contended = true; // lost the claim race: look at the flag again
+      if (memo_lookup(a, flag, stats, claimed, done)) {
+        stk_cursor[t] = base + d + 1;
+        *top = t + 1;
+        stk_layer[t + 1] = p;
+        stk_brick[t + 1] = lin;
+        stk_cursor[t + 1] = 0;
+        return kMemoDescend;
       }
     }
     base += r.total;
   }
   stk_cursor[t] = base;
   return kMemoCompute;
+}
+
+// Where brick `lin` (coordinates q) of layer l goes: the output tensor for the last layer,
+// else its memoized brick.
+BRICKDL_DEVICE OutTarget memo_target(const GroupDesc& G, const LayerDesc& L, int l,
+                                     const KernelArgs& a, int lin, const BrickCoord& q) {
+  OutTarget out = {};
+  if (l == G.num_layers - 1) {
+    out.to_tensor = 1;
+    out.t = a.out;
+    out.dims = L.out;
+    out.n = q.n;
+  } else {
+    out.to_tensor = 0;
+    out.buf = memo_brick(L, a.memo, lin, q.cb, q.b[0], q.b[1], q.b[2]);
+  }
+  return out;
+}
+
+// Operand s of an elementwise brick q: an external tensor, or the same brick of the producer
+// (same shape and channel blocking: codegen checks).
+BRICKDL_DEVICE InSource memo_operand(const GroupDesc& G, const LayerDesc& L, int s,
+                                     const KernelArgs& a, const BrickCoord& q) {
+  InSource src;
+  if (L.src_kind[s] == kSrcExternal) {
+    const int e = L.src_index[s];
+    src.from_tensor = 1;
+    src.t.p = a.ext[e];
+    src.t.dims = G.ext[e].dims;
+    src.t.n = q.n;
+  } else {
+    const LayerDesc& P = G.layers[L.src_index[s]];
+    src.from_tensor = 0;
+    src.buf = memo_brick(P, a.memo, brick_linear(P, q.n, q.cb, q.b[0], q.b[1], q.b[2]), q.cb,
+                         q.b[0], q.b[1], q.b[2]);
+  }
+  return src;
 }
 
 // All threads: computes brick `lin` of layer `l` (its dependencies are done).
@@ -158,34 +203,13 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
   }
   const int c0 = q.cb * L.cb;
   const int c1 = imin(c0 + L.cb, L.out.c);
-  OutTarget out = {};
-  if (l == G.num_layers - 1) {
-    out.to_tensor = 1;
-    out.t = a.out;
-    out.dims = L.out;
-    out.n = q.n;
-  } else {
-    out.to_tensor = 0;
-    out.buf = memo_brick(L, a.memo, lin, q.cb, q.b[0], q.b[1], q.b[2]);
-  }
+  const OutTarget out = memo_target(G, L, l, a, lin, q);
   if (L.op == kOpEltwise) {
     InSource src[kMaxSources];
     for (int s = 0; s < kMaxSources; ++s) {
       if (s >= L.num_src)
         break;
-      if (L.src_kind[s] == kSrcExternal) {
-        const int e = L.src_index[s];
-        src[s].from_tensor = 1;
-        src[s].t.p = a.ext[e];
-        src[s].t.dims = G.ext[e].dims;
-        src[s].t.n = q.n;
-      } else {
-        // Same shape and channel blocking (codegen checks): the same brick of the producer.
-        const LayerDesc& P = G.layers[L.src_index[s]];
-        src[s].from_tensor = 0;
-        src[s].buf = memo_brick(P, a.memo, brick_linear(P, q.n, q.cb, q.b[0], q.b[1], q.b[2]), q.cb,
-                                q.b[0], q.b[1], q.b[2]);
-      }
+      src[s] = memo_operand(G, L, s, a, q);
     }
     eltwise_box(L, src, out, ro, re, c0, c1);
     return;

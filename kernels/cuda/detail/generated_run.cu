@@ -1,0 +1,133 @@
+#include "kernels/cuda/detail/generated_run.cuh"
+
+#include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/detail/driver_api.cuh"
+
+namespace brickdl::cuda::detail {
+
+Module::Module(const std::string& cubin, const KernelPlan& plan) {
+  const auto& d = driver();
+  BRICKDL_CU_CALL(d.module_load_data_ex(&mod_, cubin.data(), 0, nullptr, nullptr));
+  for (const KernelLaunch& k : plan.launches) {
+    CUfunction f = nullptr;
+    BRICKDL_CU_CALL(d.module_get_function(&f, mod_, k.symbol.c_str()));
+    if (k.smem_bytes > 48 * 1024)
+      BRICKDL_CU_CALL(
+          d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem_bytes));
+    fns_.push_back(f);
+  }
+}
+
+Module::~Module() {
+  if (mod_)
+    driver().module_unload(mod_);
+}
+
+int Module::registers(size_t i) const {
+  int r = 0;
+  driver().func_get_attribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, fns_.at(i));
+  return r;
+}
+
+GeneratedRun::GeneratedRun(const Graph& g, const KernelPlan& plan, const std::string& cubin,
+                           const GroupBuffers& buf, const kernels::ModelWeights& weights,
+                           long long spin_limit)
+    : plan_(plan), module_(cubin, plan) {
+  const std::vector<float*> out_ptr = allocate_outputs(g, buf);
+  memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_floats) * sizeof(float));
+  flags_ = DeviceBuffer(static_cast<size_t>(plan.flag_count) * sizeof(int));
+  if (plan.flag_count > 0)
+    BRICKDL_CUDA_CALL(cudaMemset(flags_.as<int>(), 0, flags_.bytes()));
+  stats_ = DeviceBuffer(dev::kNumStats * sizeof(unsigned long long));
+  error_ = DeviceBuffer(sizeof(int));
+  reset_stats();
+  for (const KernelLaunch& k : plan.launches)
+    args_.push_back(launch_args(k, buf, out_ptr, weights, spin_limit));
+}
+
+std::vector<float*> GeneratedRun::allocate_outputs(const Graph& g, const GroupBuffers& buf) {
+  const size_t L = plan_.layer_ids.size();
+  layer_out_.resize(L);
+  std::vector<float*> out_ptr(L, nullptr);
+  out_ptr[L - 1] = buf.output.as<float>();
+  for (const KernelLaunch& k : plan_.launches) {
+    const size_t o = static_cast<size_t>(k.output);
+    if (o + 1 < L) {
+      layer_out_[o] = DeviceBuffer(static_cast<size_t>(g.layer(plan_.layer_ids[o]).out.numel()) *
+                                   sizeof(float));
+      out_ptr[o] = layer_out_[o].as<float>();
+    }
+  }
+  return out_ptr;
+}
+
+dev::KernelArgs GeneratedRun::launch_args(const KernelLaunch& k, const GroupBuffers& buf,
+                                          const std::vector<float*>& out_ptr,
+                                          const kernels::ModelWeights& weights,
+                                          long long spin_limit) {
+  dev::KernelArgs a{};
+  for (size_t s = 0; s < k.inputs.size(); ++s)
+    a.ext[s] = k.inputs[s].external ? buf.input_ptrs.at(static_cast<size_t>(k.inputs[s].index))
+                                    : out_ptr.at(static_cast<size_t>(k.inputs[s].index));
+  for (size_t l = 0; l < k.layers.size(); ++l) {
+    const size_t gl = static_cast<size_t>(k.layers[l]);
+    if (k.desc.layers[l].op == dev::kOpConv) {
+      const int id = plan_.layer_ids[gl];
+      packed_.push_back(upload_floats(pack_conv_weights(k.desc.layers[l], weights.at(id).weight)));
+      a.weight[l] = packed_.back().as<float>();
+    }
+    a.bias[l] = buf.bias_ptrs.at(gl);
+  }
+  a.out = out_ptr.at(static_cast<size_t>(k.output));
+  a.memo = memo_.as<float>();
+  a.flags = flags_.as<int>();
+  a.stats = stats_.as<unsigned long long>();
+  a.error = error_.as<int>();
+  a.spin_limit = spin_limit;
+  return a;
+}
+
+void GeneratedRun::enqueue(cudaStream_t stream) {
+  const auto& d = driver();
+  ++epoch_;
+  for (size_t i = 0; i < plan_.launches.size(); ++i) {
+    const KernelLaunch& k = plan_.launches[i];
+    args_[i].epoch = epoch_;
+    void* params[] = {&args_[i]};
+    BRICKDL_CU_CALL(d.launch_kernel(module_.fn(i), static_cast<unsigned>(k.blocks), 1, 1,
+                                    static_cast<unsigned>(k.threads), 1, 1,
+                                    static_cast<unsigned>(k.smem_bytes),
+                                    reinterpret_cast<CUstream>(stream), params, nullptr));
+  }
+}
+
+void GeneratedRun::reset_stats() {
+  BRICKDL_CUDA_CALL(cudaMemset(stats_.as<void>(), 0, stats_.bytes()));
+  BRICKDL_CUDA_CALL(cudaMemset(error_.as<void>(), 0, error_.bytes()));
+}
+
+std::vector<unsigned long long> GeneratedRun::stats() const {
+  std::vector<unsigned long long> v(dev::kNumStats);
+  BRICKDL_CUDA_CALL(
+      cudaMemcpy(v.data(), stats_.as<void>(), stats_.bytes(), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+int GeneratedRun::error() const {
+  int e = 0;
+  BRICKDL_CUDA_CALL(cudaMemcpy(&e, error_.as<void>(), sizeof e, cudaMemcpyDeviceToHost));
+  return e;
+}
+
+void GeneratedRun::add_memo_counters(std::map<std::string, double>& counters) const {
+  const auto s = stats();
+  counters["memo_claims"] = static_cast<double>(s[dev::kStatClaims]);
+  counters["memo_hits"] = static_cast<double>(s[dev::kStatHits]);
+  counters["memo_conflicts"] = static_cast<double>(s[dev::kStatConflicts]);
+  counters["memo_lookups"] =
+      static_cast<double>(s[dev::kStatClaims] + s[dev::kStatHits] + s[dev::kStatConflicts]);
+  counters["memo_wait_spins"] = static_cast<double>(s[dev::kStatWaits]);
+  counters["bricks_computed"] = static_cast<double>(s[dev::kStatBricks]);
+}
+
+} // namespace brickdl::cuda::detail

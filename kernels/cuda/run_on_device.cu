@@ -1,0 +1,56 @@
+// One run of a candidate on device 0 with host data in and out (cuda_measurer.h), for tests
+// and benchmarks: no timing, no validation.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_measurer.h"
+#include "kernels/cuda/cudnn_layerwise.h"
+#include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/detail/device_buffers.cuh"
+#include "kernels/cuda/detail/generated_run.cuh"
+
+namespace brickdl::cuda {
+
+namespace {
+
+void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
+                   const detail::GroupBuffers& buf, const kernels::ModelWeights& weights) {
+  CodegenOptions co;
+  co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
+  const KernelPlan plan = plan_kernels(g, c, co);
+  NvrtcCompiler compiler(default_cache_dir());
+  detail::GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf, weights,
+                           static_cast<long long>(5e3) * dev.clock_khz);
+  run.enqueue(nullptr);
+  BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
+  if (run.error() != 0)
+    throw CudaError("a memoized wait exceeded its limit");
+}
+
+void run_cudnn(const Graph& g, const Candidate& c, DeviceRunner runner,
+               const detail::GroupBuffers& buf) {
+  CudnnLayerwise cudnn(g, c.group,
+                       runner == DeviceRunner::kCudnnTf32 ? CudnnLayerwise::Math::kTf32
+                                                          : CudnnLayerwise::Math::kStrictFp32);
+  cudnn.enqueue(buf.input_ptrs, buf.weight_ptrs, buf.bias_ptrs, buf.output.as<float>(), nullptr);
+  BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
+}
+
+} // namespace
+
+std::vector<float> run_on_device(const Graph& g, const Candidate& c, DeviceRunner runner,
+                                 const std::vector<const kernels::Tensor*>& inputs,
+                                 const kernels::ModelWeights& weights) {
+  const DeviceInfo dev = query_device(0);
+  BRICKDL_CUDA_CALL(cudaSetDevice(0));
+  const detail::GroupBuffers buf = detail::upload_group(g, c.group, inputs, weights);
+  if (runner == DeviceRunner::kGenerated) {
+    run_generated(g, c, dev, buf, weights);
+  } else {
+    run_cudnn(g, c, runner, buf);
+  }
+  return buf.download_output();
+}
+
+} // namespace brickdl::cuda

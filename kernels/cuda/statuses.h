@@ -1,0 +1,81 @@
+#pragma once
+// The exceptions of the CUDA backend, one per failing measurement status (CUDA-free header:
+// host code catches them). The measurer records each as its status and goes on tuning:
+//
+//   exception      MeasureStatus    thrown when                              device afterwards
+//   Unsupported    unsupported      no template / too much shared memory /   untouched
+//                                   cuDNN lacks an op (codegen, cuDNN)
+//   CompileError   compile_error    NVRTC rejects a generated source (log)   untouched
+//   CudaError      launch_error     a CUDA / driver / NVRTC / cuDNN / CUPTI  reset (sticky
+//                                   call failed (detail/cuda_call.cuh)       errors)
+//   TimedOut       timeout          a run exceeded MeasureOptions::timeout_s reset (the work
+//                                   or a memoized wait its spin limit        may still run)
+//   WrongResult    wrong_result     validation failed (kernels/validation.h) untouched
+//
+// Any other exception during a measurement is recorded as launch_error too. Outside a
+// measurement (no device, a broken setup) CudaError is an ordinary error.
+#include <stdexcept>
+#include <string>
+
+#include "core/measurer.h"
+
+namespace brickdl::cuda {
+
+// A failure that a measurement records as a status.
+class Failure : public std::runtime_error {
+public:
+  Failure(MeasureStatus status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  MeasureStatus status() const { return status_; }
+  // Whether the device must start afresh before the next measurement (see the table above).
+  bool resets_device() const {
+    return status_ == MeasureStatus::kLaunchError || status_ == MeasureStatus::kTimeout;
+  }
+  // What MeasureResult::error records.
+  virtual std::string detail() const { return what(); }
+
+private:
+  MeasureStatus status_;
+};
+
+class Unsupported : public Failure {
+public:
+  explicit Unsupported(const std::string& message)
+      : Failure(MeasureStatus::kUnsupported, message) {}
+};
+
+class CompileError : public Failure {
+public:
+  CompileError(const std::string& message, std::string log)
+      : Failure(MeasureStatus::kCompileError, message), log_(std::move(log)) {}
+  const std::string& log() const { return log_; }
+  // The message and the compiler log (its first 4000 characters).
+  std::string detail() const override {
+    constexpr size_t kMax = 4000;
+    const std::string log = log_.size() <= kMax ? log_
+                                                : log_.substr(0, kMax) + "\n[... " +
+                                                      std::to_string(log_.size() - kMax) + " more]";
+    return std::string(what()) + "\n" + log;
+  }
+
+private:
+  std::string log_;
+};
+
+class CudaError : public Failure {
+public:
+  explicit CudaError(const std::string& message) : Failure(MeasureStatus::kLaunchError, message) {}
+};
+
+class TimedOut : public Failure {
+public:
+  explicit TimedOut(const std::string& message) : Failure(MeasureStatus::kTimeout, message) {}
+};
+
+class WrongResult : public Failure {
+public:
+  explicit WrongResult(const std::string& message)
+      : Failure(MeasureStatus::kWrongResult, message) {}
+};
+
+} // namespace brickdl::cuda

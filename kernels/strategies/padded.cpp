@@ -1,0 +1,121 @@
+// Padded: one unit per brick of the last layer's output; every earlier layer recomputed over
+// the unit's region in unit-local buffers (merged_executor.h).
+#include <limits>
+
+#include "kernels/bricks.h"
+#include "kernels/detail/parallel.h"
+#include "kernels/strategies/strategies.h"
+
+namespace brickdl::kernels::detail {
+
+namespace {
+
+class PaddedRun {
+public:
+  PaddedRun(const StrategyContext& ctx, const BrickShape& brick)
+      : ctx_(ctx), info_(ctx.info), units_(info_.shape(info_.last()), brick),
+        workers_(static_cast<size_t>(ctx.threads)) {
+    for (Worker& w : workers_) {
+      w.counters.bricks_per_layer.assign(static_cast<size_t>(info_.size), 0);
+      w.buffers.resize(static_cast<size_t>(info_.size));
+      w.region.resize(static_cast<size_t>(info_.size));
+    }
+  }
+
+  GroupResult run() {
+    GroupResult res;
+    res.output = Tensor(info_.shape(info_.last()), std::numeric_limits<float>::quiet_NaN());
+    output_ = &res.output;
+    parallel_for(units_.num_bricks(), ctx_.threads,
+                 [&](int64_t u, int t) { run_unit(u, workers_[static_cast<size_t>(t)]); });
+    for (const Worker& w : workers_)
+      res.counters.add(w.counters);
+    return res;
+  }
+
+private:
+  // Per worker, reused across units: one buffer and one region per group layer.
+  struct Worker {
+    ExecCounters counters;
+    std::vector<std::vector<float>> buffers;
+    std::vector<Region> region;
+    std::vector<ConstBlock> in;
+  };
+
+  void run_unit(int64_t u, Worker& w) {
+    const BrickCoord b = units_.coord(u);
+    plan_regions(b, w.region);
+    count_input_loads(w.region, w.counters);
+    for (int i = 0; i < info_.size; ++i)
+      if (!w.region[static_cast<size_t>(i)].empty())
+        compute_layer(i, b.n, w);
+  }
+
+  // The unit's region of every layer: the last layer's brick, and for each earlier layer the
+  // hull of what its in-group consumers need, with all its channels.
+  void plan_regions(const BrickCoord& b, std::vector<Region>& region) const {
+    const Graph& g = *info_.graph;
+    region[static_cast<size_t>(info_.last())] = units_.region(b);
+    for (int i = info_.last() - 1; i >= 0; --i) {
+      Region r;
+      for (const auto& [j, slot] : info_.consumers[static_cast<size_t>(i)])
+        r = hull(r, input_need(g, info_.layer(j), slot, region[static_cast<size_t>(j)]));
+      if (!r.empty()) {
+        r.c0 = 0;
+        r.c1 = info_.shape(i).c;
+      }
+      region[static_cast<size_t>(i)] = r;
+    }
+  }
+
+  // Each external input's region the unit needs (the hull over its readers) is loaded once.
+  void count_input_loads(const std::vector<Region>& region, ExecCounters& k) const {
+    for (size_t e = 0; e < info_.external_ids.size(); ++e) {
+      Region r;
+      for (const auto& [j, slot] : info_.external_readers[e])
+        r = hull(r, input_need(*info_.graph, info_.layer(j), slot, region[static_cast<size_t>(j)]));
+      k.bytes_loaded_input += r.volume() * info_.elem_bytes;
+    }
+  }
+
+  // Layer i over the unit's region of it (image n): intermediates into the worker's buffers,
+  // the last layer into the output.
+  void compute_layer(int i, int64_t n, Worker& w) {
+    const Region& what = w.region[static_cast<size_t>(i)];
+    const Layer& l = info_.layer(i);
+    w.in.clear();
+    for (const Source& s : info_.slot_source[static_cast<size_t>(i)]) {
+      if (s.external) {
+        w.in.push_back(image_block(*ctx_.inputs[static_cast<size_t>(s.index)], n));
+      } else {
+        w.in.push_back(ConstBlock{w.buffers[static_cast<size_t>(s.index)].data(),
+                                  w.region[static_cast<size_t>(s.index)]});
+      }
+    }
+    const bool is_last = i == info_.last();
+    const Block out = is_last
+                          ? Block{output_->image(n), Region::whole(l.out)}
+                          : Block{scratch(w.buffers[static_cast<size_t>(i)], what.volume()), what};
+    compute_block(*info_.graph, l, ctx_.weights.at(l.id), w.in, out, what);
+    ExecCounters& k = w.counters;
+    k.flops += block_flops(*info_.graph, l, what);
+    k.bricks_per_layer[static_cast<size_t>(i)] += 1;
+    k.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
+    if (is_last)
+      k.bytes_stored_output += what.volume() * info_.elem_bytes;
+  }
+
+  const StrategyContext& ctx_;
+  const GroupInfo& info_;
+  const BrickLayout units_;
+  std::vector<Worker> workers_;
+  Tensor* output_ = nullptr;
+};
+
+} // namespace
+
+GroupResult run_padded(const StrategyContext& ctx, const BrickShape& brick) {
+  return PaddedRun(ctx, brick).run();
+}
+
+} // namespace brickdl::kernels::detail
