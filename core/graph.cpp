@@ -1,6 +1,7 @@
 #include "core/graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 
 #include "core/error.h"
@@ -63,6 +64,13 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
+namespace {
+uint64_t next_graph_uid() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+} // namespace
+
 Activation applied_activation(const Layer& l) {
   switch (l.op) {
   case OpKind::kRelu: return Activation::kRelu;
@@ -72,7 +80,7 @@ Activation applied_activation(const Layer& l) {
 }
 
 Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers)
-    : name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)) {
+    : uid_(next_graph_uid()), name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)) {
   consumers_.assign(layers_.size(), {});
   for (const auto& l : layers_) {
     BRICKDL_CHECK(l.id == static_cast<int>(&l - layers_.data()), "layer ids must be indices");

@@ -111,7 +111,13 @@ public:
 
   int find(const std::string& layer_name) const; // -1 if absent
 
+  // Identifies the graph's content: a Graph never changes once constructed, every
+  // construction draws a new uid, and copies keep it. Caches key on it (the model's group
+  // structure, model/detail/geometry.h). 0 for a default-constructed (empty) graph.
+  uint64_t uid() const { return uid_; }
+
 private:
+  uint64_t uid_ = 0;
   std::string name_;
   DType dtype_ = DType::kF32;
   std::vector<Layer> layers_;

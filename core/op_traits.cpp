@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -50,40 +49,12 @@ constexpr bool is_window(Attr a) {
   return a == kConvWindow || a == kPoolWindow || a == kAvgPoolWindow;
 }
 
-// How many integers attribute_values() writes for `a`.
-constexpr int value_count(Attr a) {
-  return is_window(a) ? 12 : 1;
-}
-
-constexpr std::array<int, kTable.size()> count_values() {
-  std::array<int, kTable.size()> n{};
-  for (size_t i = 0; i < kTable.size(); ++i)
-    for (Attr a : kTable[i].attributes)
-      n[i] += value_count(a);
-  return n;
-}
-constexpr std::array<int, kTable.size()> kValueCount = count_values();
-
-constexpr bool values_fit() {
-  for (int n : kValueCount)
-    if (n > kMaxAttributeValues)
-      return false;
-  return true;
-}
-static_assert(values_fit(), "an op has more attribute values than kMaxAttributeValues");
-
 bool has_dilation(Attr a) {
   return a == kConvWindow || a == kPoolWindow;
 }
 
 std::string triple(const std::array<int, 3>& v) {
   return fmt::format("{}x{}x{}", v[0], v[1], v[2]);
-}
-
-int64_t float_bits(float f) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
 }
 
 // The canonical token of one attribute; "" for a flag that is off.
@@ -106,31 +77,6 @@ std::string token(Attr a, const Layer& l) {
   case kSlope: return fmt::format("slope{}", l.leaky_slope);
   }
   return "";
-}
-
-[[gnu::always_inline]] inline int values(Attr a, const Layer& l, int64_t* out) {
-  if (is_window(a)) {
-    for (size_t i = 0; i < 3; ++i) {
-      out[4 * i] = l.window.kernel[i];
-      out[4 * i + 1] = l.window.stride[i];
-      out[4 * i + 2] = l.window.pad[i];
-      out[4 * i + 3] = l.window.dilation[i];
-    }
-    return value_count(a);
-  }
-  switch (a) {
-  case kGroups: *out = l.groups; break;
-  case kOutChannels:
-  case kOutFeatures: *out = l.out_channels; break;
-  case kBias: *out = l.bias; break;
-  case kCeilMode: *out = l.ceil_mode; break;
-  case kCountIncludePad: *out = l.count_include_pad; break;
-  case kScale: *out = l.upsample_scale; break;
-  case kMode: *out = l.bilinear; break;
-  case kSlope: *out = float_bits(l.leaky_slope); break;
-  default: BRICKDL_CHECK(false, "attribute without values");
-  }
-  return 1;
 }
 
 void add_json(Attr a, const Layer& l, nlohmann::json& j) {
@@ -241,17 +187,6 @@ std::string attribute_text(const Layer& layer) {
       s += " " + t;
   }
   return s;
-}
-
-int attribute_value_count(OpKind op) {
-  return kValueCount[static_cast<size_t>(op)];
-}
-
-int attribute_values(const Layer& layer, int64_t* out) {
-  int n = 0;
-  for (Attr a : traits(layer.op).attributes)
-    n += values(a, layer, out + n);
-  return n;
 }
 
 nlohmann::json attribute_json(const Layer& layer) {

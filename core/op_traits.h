@@ -21,7 +21,8 @@
 //
 // Attributes are serialised from this table only: the canonical text of a layer's attributes
 // (attribute_text) is part of the workload signature under which the tuning database shares
-// results, so its format must not change without a new signature version.
+// results (and keys the CPU measurer's reference cache), so its format must not change
+// without a new signature version.
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -68,8 +69,8 @@ enum class ChannelRule : uint8_t {
   kWhole,       // all channels
 };
 
-// An attribute of a layer that changes its work. Each has one canonical text, JSON form,
-// numeric key form and display form (op_traits.cpp), and YAML keys.
+// An attribute of a layer that changes its work. Each has one canonical text, JSON form and
+// display form (op_traits.cpp), and YAML keys.
 enum class Attr : uint8_t {
   kConvWindow,      // kernel, stride, padding, dilation (stride defaults to 1)
   kPoolWindow,      // kernel, stride, padding, dilation (stride defaults to the kernel)
@@ -138,14 +139,6 @@ bool is_brickable(const Layer& layer);
 // (" k1x3x3 s1x1x1 p0x1x1 d1x1x1 g1 c64 b1"); flags that are off give no token. Part of the
 // workload signature (core/group.h): do not change the format.
 std::string attribute_text(const Layer& layer);
-
-// Most values attribute_values() writes for one layer.
-inline constexpr int kMaxAttributeValues = 16;
-// How many values attribute_values() writes for a layer of `op`.
-int attribute_value_count(OpKind op);
-// The layer's attributes as integers (a float as its bit pattern), in canonical order, for
-// cache keys; writes at most kMaxAttributeValues and returns how many it wrote.
-int attribute_values(const Layer& layer, int64_t* out);
 
 // The layer's attributes as a JSON object under their YAML names ({"kernel": [1,3,3], ...}),
 // what `brickdl-run` writes into manifest.json.

@@ -78,49 +78,6 @@ double GroupGeometry::numel(int t) const {
 
 namespace {
 
-// The values the brick-independent geometry of `grp` is a function of. Written through a
-// raw pointer: this runs on every prediction.
-void structure_key(const Graph& graph, const Group& grp, std::vector<int64_t>& key) {
-  size_t n = 3;
-  for (int id = grp.first; id <= grp.last; ++id) {
-    const Layer& l = graph.layer(id);
-    n += 11 + static_cast<size_t>(attribute_value_count(l.op)) + 7 * l.inputs.size();
-  }
-  key.resize(n);
-  int64_t* k = key.data();
-  const auto shape = [&](const TensorShape& t) {
-    k[0] = t.n;
-    k[1] = t.c;
-    k[2] = t.d;
-    k[3] = t.h;
-    k[4] = t.w;
-    k[5] = t.spatial_rank;
-    k += 6;
-  };
-  *k++ = static_cast<int64_t>(graph.dtype());
-  *k++ = grp.first; // tensor_ids and the layer pointers are positions in the graph
-  *k++ = grp.size();
-  for (int id = grp.first; id <= grp.last; ++id) {
-    const Layer& l = graph.layer(id);
-    *k++ = static_cast<int64_t>(l.op); // the op fixes how many attribute values follow
-    *k++ = l.params;
-    *k++ = l.macs;
-    k += attribute_values(l, k);
-    shape(l.out);
-    *k++ = static_cast<int64_t>(l.inputs.size());
-    for (int in : l.inputs) {
-      *k++ = grp.contains(in) ? in - grp.first : -1 - in;
-      shape(graph.layer(in).out);
-    }
-    int64_t outside = 0;
-    if (id < grp.last)
-      for (int c : graph.consumers(id))
-        outside += grp.contains(c) ? 0 : 1;
-    *k++ = outside;
-  }
-  BRICKDL_CHECK(k == key.data() + key.size(), "structure key size");
-}
-
 // The group's layers, then its external inputs (core/group.h), each with its extents.
 void collect_tensors(const Graph& graph, const Group& grp, GroupGeometry& g) {
   const int L = g.layer_count;
@@ -227,8 +184,6 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
   BRICKDL_CHECK(grp.first >= 1 && grp.first <= grp.last && grp.last < graph.size(),
                 "group [" << grp.first << ", " << grp.last
                           << "] is not inside the graph's layers 1.." << graph.size() - 1);
-  thread_local std::vector<int64_t> key;
-  structure_key(graph, grp, key);
   g.graph = &graph;
   g.group = grp;
   g.layer_count = grp.size();
@@ -237,12 +192,13 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
   g.layers.clear();
   for (int id = grp.first; id <= grp.last; ++id)
     g.layers.push_back(&graph.layer(id));
-  // Reasons name layers, which the key leaves out: rebuild those.
-  const bool reuse =
-      g.has_structure && key == g.key && g.invalid_reason.empty() && g.structure_reason.empty();
+  // The group before was this one of this graph (an invalid one is rebuilt: it is rare).
+  const bool reuse = g.has_structure && graph.uid() == g.graph_uid && grp == g.group_built &&
+                     g.invalid_reason.empty() && g.structure_reason.empty();
   if (!reuse) {
     build_structure(graph, grp, g);
-    g.key = key;
+    g.graph_uid = graph.uid();
+    g.group_built = grp;
     g.has_structure = true;
   }
   // The brick.

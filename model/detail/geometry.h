@@ -164,10 +164,11 @@ struct GroupGeometry {
   std::string brick_reason;
 
   // Cache of the brick-independent part: everything above but `tensors` (brick, grid) and
-  // `brick_reason` is a function of the values in `key` (ops, attributes, shapes, input ids,
-  // consumers), so a later call whose key is equal reuses it (the search asks for many
-  // bricks and strategies of one group in a row).
-  std::vector<int64_t> key;
+  // `brick_reason` is a function of the graph's content (Graph::uid) and the group, so a later
+  // call for the same graph and group reuses it (the search asks for many bricks and
+  // strategies of one group in a row).
+  uint64_t graph_uid = 0;
+  Group group_built; // the group the cached structure is of
   bool has_structure = false;
   std::string structure_reason; // the brick-independent part of brick_reason
 
