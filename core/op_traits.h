@@ -9,9 +9,9 @@
 //                                       regions of its inputs
 //                          spatial,     the receptive rule: which input  (model geometry,
 //                          channels     region an output region needs     kernels/region.h)
-//                          attributes   what changes its work, in        (signatures, cache
-//                                       canonical order                   keys, YAML keys,
-//                                                                         manifests, describe)
+//                          attributes   what changes its work, in        (signatures, YAML
+//                                       canonical order                   keys, manifests,
+//                                                                         describe)
 //                          epilogue...  how fuse_for_inference folds it  (core/graph.cpp)
 //                          generated    the CUDA templates implement it  (kernels/cuda/codegen)
 //
