@@ -14,7 +14,7 @@ namespace brickdl::search {
 class Predictor {
 public:
   virtual ~Predictor() = default;
-  // `graph` is fused. Must be a pure function of the candidate's workload (search/workload.h)
+  // `graph` is fused. Must be a pure function of the candidate's workload (core/group.h)
   // and configuration: evaluate() calls it once per distinct pair and shares the answer.
   virtual model::Prediction predict(const Graph& graph, const Candidate& candidate) const = 0;
   virtual model::LowerBound lower_bound(const Graph& graph, const Group& group) const = 0;

@@ -71,7 +71,7 @@ struct RunInfo {
 };
 
 struct WorkloadInfo {
-  std::string signature; // canonical group signature (search/workload.h makes it)
+  std::string signature; // canonical group signature (core/group.h makes it)
   int num_layers = 1;
   std::string description;
   int64_t macs = 0;
