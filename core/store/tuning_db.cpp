@@ -1,11 +1,13 @@
 #include "core/store/tuning_db.h"
 
 #include <sqlite3.h>
+#include <tuple>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -174,6 +176,28 @@ TuningDb::CachedStatement TuningDb::cached(const std::string& sql, const char* w
   return CachedStatement(*it->second);
 }
 
+template <typename Keys, typename Row>
+int64_t TuningDb::get_or_insert(const char* find_sql, const char* insert_sql, const char* what,
+                                const Keys& keys, const Row& row) {
+  const std::string look_up = std::string("looking up a ") + what;
+  const std::string record = std::string("recording a ") + what;
+  auto find = cached(find_sql, look_up.c_str());
+  const auto bind_keys = [&] { std::apply([&](const auto&... k) { find->bind_all(k...); }, keys); };
+  bind_keys();
+  if (auto id = lookup_id(*find))
+    return *id;
+  require_writable(record.c_str());
+  Transaction tx(db_, &transaction_depth_, record.c_str());
+  auto insert = cached(insert_sql, record.c_str());
+  std::apply([&](const auto&... v) { insert->bind_all(v...).run(); }, row);
+  find->reset();
+  bind_keys();
+  const auto id = lookup_id(*find);
+  BRICKDL_CHECK(id.has_value(), "the " << what << " just inserted is not found");
+  tx.commit();
+  return *id;
+}
+
 int TuningDb::schema_version() const {
   Statement st(db_, "SELECT value FROM meta WHERE key = 'schema_version'",
                "reading the schema version");
@@ -200,23 +224,12 @@ void TuningDb::in_transaction(const std::function<void()>& body) {
 
 int64_t TuningDb::target_id(const std::string& fingerprint, const std::string& backend,
                             const std::string& description) {
-  auto find = cached("SELECT id FROM targets WHERE fingerprint = ?1", "looking up a target");
-  find->bind_all(fingerprint);
-  if (auto id = lookup_id(*find))
-    return *id;
-  require_writable("recording a target");
-  Transaction tx(db_, &transaction_depth_, "recording a target");
-  cached("INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
-         "ON CONFLICT (fingerprint) DO NOTHING",
-         "recording a target")
-      ->bind_all(fingerprint, backend, description)
-      .run();
-  find->reset();
-  find->bind_all(fingerprint);
-  const auto id = lookup_id(*find);
-  BRICKDL_CHECK(id.has_value());
-  tx.commit();
-  return *id;
+  return get_or_insert(
+      "SELECT id FROM targets WHERE fingerprint = ?1",
+      "INSERT INTO targets (fingerprint, backend, description) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (fingerprint) DO NOTHING",
+      "target", std::forward_as_tuple(fingerprint),
+      std::forward_as_tuple(fingerprint, backend, description));
 }
 
 int64_t TuningDb::begin_run(const RunInfo& info) {
@@ -263,23 +276,11 @@ bool TuningDb::mark_run_aborted(int64_t run_id) {
 }
 
 int64_t TuningDb::workload_id(const WorkloadInfo& w) {
-  auto find = cached("SELECT id FROM workloads WHERE signature = ?1", "looking up a workload");
-  find->bind_all(w.signature);
-  if (auto id = lookup_id(*find))
-    return *id;
-  require_writable("recording a workload");
-  Transaction tx(db_, &transaction_depth_, "recording a workload");
-  cached("INSERT INTO workloads (signature, num_layers, description, macs) "
-         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
-         "recording a workload")
-      ->bind_all(w.signature, w.num_layers, w.description, w.macs)
-      .run();
-  find->reset();
-  find->bind_all(w.signature);
-  const auto id = lookup_id(*find);
-  BRICKDL_CHECK(id.has_value());
-  tx.commit();
-  return *id;
+  return get_or_insert("SELECT id FROM workloads WHERE signature = ?1",
+                       "INSERT INTO workloads (signature, num_layers, description, macs) "
+                       "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (signature) DO NOTHING",
+                       "workload", std::forward_as_tuple(w.signature),
+                       std::forward_as_tuple(w.signature, w.num_layers, w.description, w.macs));
 }
 
 void TuningDb::add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
@@ -301,25 +302,12 @@ int64_t TuningDb::candidate_id(int64_t workload_id, const Candidate& c) {
   const int bw = layerwise ? 0 : c.brick.w, cb = layerwise ? 0 : c.brick.cb;
   const int threads = layerwise ? 0 : c.threads;
   const char* strategy = strategy_name(c.strategy);
-  auto find = cached("SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-                     "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
-                     "looking up a candidate");
-  find->bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
-  if (auto id = lookup_id(*find))
-    return *id;
-  require_writable("recording a candidate");
-  Transaction tx(db_, &transaction_depth_, "recording a candidate");
-  cached("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-         "recording a candidate")
-      ->bind_all(workload_id, strategy, bd, bh, bw, cb, threads)
-      .run();
-  find->reset();
-  find->bind_all(workload_id, strategy, bd, bh, bw, cb, threads);
-  const auto id = lookup_id(*find);
-  BRICKDL_CHECK(id.has_value());
-  tx.commit();
-  return *id;
+  return get_or_insert("SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
+                       "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
+                       "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                       "candidate", std::tie(workload_id, strategy, bd, bh, bw, cb, threads),
+                       std::tie(workload_id, strategy, bd, bh, bw, cb, threads));
 }
 
 void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,

@@ -185,6 +185,12 @@ private:
   // The prepared statement for `sql`, prepared once per connection (preparing costs about as
   // much as running these small statements); reset when the returned lease ends.
   CachedStatement cached(const std::string& sql, const char* what);
+  // The id `find_sql` selects with the tuple `keys`, after inserting the row with
+  // `insert_sql` and the tuple `row` (ON CONFLICT DO NOTHING: another writer may have
+  // inserted it) when absent. `what` names the row in errors ("target").
+  template <typename Keys, typename Row>
+  int64_t get_or_insert(const char* find_sql, const char* insert_sql, const char* what,
+                        const Keys& keys, const Row& row);
   // The measurement row `st` is on (columns: id, run_id, status, error, median_ms, min_ms,
   // max_ms, p25_ms, p75_ms, max_rel_error), with its samples and counters.
   StoredMeasurement read_measurement(const store::detail::Statement& st);
