@@ -14,6 +14,7 @@ int dtype_bytes(DType t) {
   case DType::kF32: return 4;
   case DType::kF16: return 2;
   case DType::kBF16: return 2;
+  case DType::kTF32: return 4;
   }
   return 4;
 }
@@ -23,12 +24,14 @@ const char* dtype_name(DType t) {
   case DType::kF32: return "fp32";
   case DType::kF16: return "fp16";
   case DType::kBF16: return "bf16";
+  case DType::kTF32: return "tf32";
   }
   return "?";
 }
 
 std::vector<std::string> dtype_names() {
-  return {dtype_name(DType::kF32), dtype_name(DType::kF16), dtype_name(DType::kBF16)};
+  return {dtype_name(DType::kF32), dtype_name(DType::kTF32), dtype_name(DType::kBF16),
+          dtype_name(DType::kF16)};
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
@@ -36,6 +39,8 @@ bool parse_dtype(const std::string& s, DType* out) {
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
   if (l == "fp32" || l == "float32" || l == "float") {
     *out = DType::kF32;
+  } else if (l == "tf32" || l == "tensorfloat32") {
+    *out = DType::kTF32;
   } else if (l == "fp16" || l == "float16" || l == "half") {
     *out = DType::kF16;
   } else if (l == "bf16" || l == "bfloat16") {

@@ -23,12 +23,16 @@
 
 namespace brickdl {
 
-enum class DType { kF32, kF16, kBF16 };
+// The precision of a graph: storage type and math. kTF32 stores fp32 and multiplies on TF32
+// tensor cores (10-bit mantissa inputs, fp32 accumulation); kF16 / kBF16 store 2-byte values
+// and accumulate in fp32.
+enum class DType { kF32, kF16, kBF16, kTF32 };
 int dtype_bytes(DType t);
 const char* dtype_name(DType t);
-// Parses "fp32" / "float32" / "fp16" / "half" / "bf16" / "bfloat16"; false if unknown.
+// Parses "fp32" / "float32" / "tf32" / "fp16" / "half" / "bf16" / "bfloat16"; false if
+// unknown.
 bool parse_dtype(const std::string& s, DType* out);
-// The canonical names of every DType ("fp32", "fp16", "bf16"): the valid precisions.
+// The canonical names of every DType ("fp32", "tf32", "bf16", "fp16"): the valid precisions.
 std::vector<std::string> dtype_names();
 
 struct TensorShape {

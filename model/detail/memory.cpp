@@ -89,6 +89,8 @@ ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
 double peak_flops(const GpuSpec& gpu, DType dtype, bool library) {
   if (dtype == DType::kF32)
     return gpu.fp32_tflops * 1e12;
+  if (dtype == DType::kTF32) // library and generated kernels both multiply on tensor cores
+    return gpu.tf32_tflops * 1e12;
   return (library ? gpu.fp16_tflops : 2 * gpu.fp32_tflops) * 1e12;
 }
 

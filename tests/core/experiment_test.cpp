@@ -331,7 +331,7 @@ TEST(ExperimentErrors, UnknownNamesListTheValidOnes) {
   EXPECT_EQ(named.measurement.backend_at.line, 10);
   expect_error(kBase + "search: {searcher: ''}\n", 9, 20, "search.searcher", "empty");
   expect_error(kBase + "precision: fp8\n", 9, 12, "precision",
-               "unknown precision 'fp8' (did you mean 'fp32'?); valid: fp32, fp16, bf16");
+               "unknown precision 'fp8' (did you mean 'fp32'?); valid: fp32, tf32, bf16, fp16");
   expect_error("model: no_such_model\ntarget: {gpu: H200}\n", 1, 8, "model",
                "unknown model 'no_such_model'");
   expect_error("model: {zoo: conv_chain, depht: 3}\ntarget: {gpu: H200}\n", 1, 26, "model.depht",
