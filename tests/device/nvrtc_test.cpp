@@ -24,8 +24,8 @@ Candidate make(Group g, Strategy s, BrickShape b, int threads = 256) {
   return c;
 }
 
-Graph bottleneck() {
-  GraphBuilder b("bottleneck", TensorShape{8, 64, 1, 56, 56, 2});
+Graph bottleneck(DType t = DType::kF32) {
+  GraphBuilder b("bottleneck", TensorShape{8, 64, 1, 56, 56, 2}, t);
   const int x = b.input();
   int y = b.relu(b.batch_norm(b.conv2d(x, 64, 1, 1, 0, 1, 1, false, "conv1")));
   y = b.relu(b.batch_norm(b.conv2d(y, 64, 3, 1, 1, 1, 1, false, "conv2")));
@@ -54,33 +54,25 @@ void expect_small_stack_frames(const std::string& log) {
     EXPECT_LT(std::stoi(m[1]), 128) << log;
 }
 
-TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
-  if (!NvrtcCompiler::is_supported())
-    GTEST_SKIP() << "built without CUDA";
-  const Graph g2 = bottleneck();
-  const Graph g3 = chain3d();
-  const std::vector<std::pair<const Graph*, Candidate>> cases = {
-      {&g2, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})},
-      {&g2, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 64}, 128)},
-      {&g2, make({1, 5}, Strategy::kLayerwise, {1, 8, 8, 0})},
-      {&g3, make({1, 4}, Strategy::kPadded, {1, 8, 8, 0})},
-      {&g3, make({1, 4}, Strategy::kMemoized, {1, 16, 16, 0})},
-  };
-  NvrtcCompiler compiler;
-  struct Job {
-    std::string what, source, symbol;
-    int arch;
-    std::string error;
-    std::shared_ptr<const CompiledModule> module;
-  };
+struct Job {
+  std::string what, source, symbol;
+  int arch;
+  std::string error;
+  std::shared_ptr<const CompiledModule> module;
+};
+
+// Every case for sm_80 and sm_90, on two compiler threads (NVRTC programs compile
+// independently; the cache is shared).
+std::vector<Job> compile_all(NvrtcCompiler& compiler,
+                             const std::vector<std::pair<const Graph*, Candidate>>& cases) {
   std::vector<Job> jobs;
   for (const auto& [g, c] : cases) {
     const KernelPlan plan = plan_kernels(*g, c);
     for (int arch : {80, 90})
-      jobs.push_back({c.config_str() + " sm_" + std::to_string(arch), plan.source,
-                      plan.launches[0].symbol, arch, "", nullptr});
+      jobs.push_back({std::string(dtype_name(g->dtype())) + " " + c.config_str() + " sm_" +
+                          std::to_string(arch),
+                      plan.source, plan.launches[0].symbol, arch, "", nullptr});
   }
-  // Two compiler threads (NVRTC programs compile independently; the cache is shared).
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
@@ -94,20 +86,68 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
   std::thread other(work);
   work();
   other.join();
-  for (const Job& j : jobs) {
-    SCOPED_TRACE(j.what);
-    ASSERT_TRUE(j.module) << j.error;
-    ASSERT_GT(j.module->cubin.size(), 4u);
-    EXPECT_EQ(j.module->cubin.substr(0, 4), std::string("\x7f"
-                                                        "ELF",
-                                                        4));
-    EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log; // ptxas -v
-    expect_small_stack_frames(j.module->log);
-  }
+  return jobs;
+}
+
+void expect_compiled(const Job& j) {
+  SCOPED_TRACE(j.what);
+  ASSERT_TRUE(j.module) << j.error;
+  ASSERT_GT(j.module->cubin.size(), 4u);
+  EXPECT_EQ(j.module->cubin.substr(0, 4), std::string("\x7f"
+                                                      "ELF",
+                                                      4));
+  EXPECT_NE(j.module->log.find(j.symbol), std::string::npos) << j.module->log; // ptxas -v
+  expect_small_stack_frames(j.module->log);
+}
+
+TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  const Graph g2 = bottleneck();
+  const Graph g3 = chain3d();
+  const std::vector<std::pair<const Graph*, Candidate>> cases = {
+      {&g2, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})},
+      {&g2, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 64}, 128)},
+      {&g2, make({1, 5}, Strategy::kLayerwise, {1, 8, 8, 0})},
+      {&g3, make({1, 4}, Strategy::kPadded, {1, 8, 8, 0})},
+      {&g3, make({1, 4}, Strategy::kMemoized, {1, 16, 16, 0})},
+  };
+  NvrtcCompiler compiler;
+  const std::vector<Job> jobs = compile_all(compiler, cases);
+  for (const Job& j : jobs)
+    expect_compiled(j);
   EXPECT_EQ(compiler.misses(), 10);
   // The same source again comes from the memory cache.
   const auto again = compiler.compile(plan_kernels(g2, cases[0].second).source, 90);
   EXPECT_TRUE(compiler.hits() == 1 && again->arch == 90);
+}
+
+// The tensor-core path (mma.sync TF32 m16n8k8, BF16 / FP16 m16n8k16, inline PTX) compiles for
+// both architectures in every kernel kind, within the compile-time budget, with no large
+// stack frames.
+TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16})
+    graphs.push_back(bottleneck(t));
+  std::vector<std::pair<const Graph*, Candidate>> cases;
+  for (const Graph& g : graphs) {
+    cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})});
+    cases.push_back({&g, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 64}, 128)});
+  }
+  cases.push_back({&graphs[0], make({1, 5}, Strategy::kLayerwise, {1, 8, 8, 0})});
+  for (const auto& [g, c] : cases)
+    for (const auto& k : plan_kernels(*g, c).launches)
+      for (int l = 0; l < k.desc.num_layers; ++l)
+        if (k.desc.layers[l].op == dev::kOpConv)
+          EXPECT_GT(k.desc.layers[l].mma_m, 0) << c.config_str() << " layer " << l;
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases)) {
+    expect_compiled(j);
+    if (j.module)
+      EXPECT_LT(j.module->compile_ms, 30000) << j.what; // generous: a shared 2-core machine
+  }
 }
 
 TEST(Nvrtc, BrokenSourceIsACompileErrorWithTheLog) {

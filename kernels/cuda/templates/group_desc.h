@@ -26,11 +26,16 @@ constexpr int kMaxSources = 2;  // inputs of one layer
 constexpr int kMaxExternal = 6; // tensors a group reads from outside
 constexpr int kMaxTileCo = 8;   // output channels per thread (conv register tile)
 constexpr int kMaxTilePx = 4;   // consecutive w positions per thread (conv register tile)
+constexpr int kMaxMmaM = 2;     // m16 tiles (output positions) per warp (tensor-core conv)
+constexpr int kMaxMmaN = 4;     // n8 tiles (output channels) per warp (tensor-core conv)
 
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
 enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
 enum SrcKind : int { kSrcExternal = 0, kSrcLayer = 1 };
 enum Mode : int { kModePadded = 0, kModeMemoized = 1 };
+// How a conv multiplies: FP32 FMA, or tensor-core MMA with inputs rounded to TF32 (m16n8k8),
+// BF16 or FP16 (m16n8k16); tensor-core products accumulate in fp32. Storage is fp32 always.
+enum Math : int { kMathFp32 = 0, kMathTf32 = 1, kMathBf16 = 2, kMathFp16 = 3 };
 
 // Per-sample shape of a tensor.
 struct Dims {
@@ -59,6 +64,11 @@ struct LayerDesc {
   int count_include_pad;       // avg pool
   int has_bias;
   int tile_co, tile_px; // conv register tile (<= kMaxTileCo, kMaxTilePx)
+  // Tensor-core conv (mma_m > 0): each warp computes mma_m x 16 output positions by
+  // mma_n x 8 output channels per tile; the weights are packed with tile_co == 8. mma_m == 0:
+  // the FP32 FMA path (register tile tile_co x tile_px).
+  int math; // Math
+  int mma_m, mma_n;
   // Padded: the region this layer computes per unit of work, and where it lives in shared
   // memory (floats; -1 for the last layer, which writes the output tensor).
   RegionMap region;
@@ -137,7 +147,7 @@ constexpr int kErrorTimeout = 1;
   X(op) X(act) X(slope) X(num_src) X(src_kind[0]) X(src_kind[1]) X(src_index[0])                 \
   X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
   X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
-  X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px)                                \
+  X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \
   BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
   X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
   X(stage_smem)

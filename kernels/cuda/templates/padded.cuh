@@ -8,7 +8,7 @@
 //
 // Ghost zones are recomputed by neighbouring blocks (the redundant FLOPs of the model). The
 // single-layer case of this kernel is also the layer-by-layer baseline of our own.
-#include "brick_ops.cuh"
+#include "conv_mma.cuh"
 
 namespace brickdl {
 namespace dev {
@@ -87,7 +87,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
   } else {
     const RegionBuf in = padded_window_input(G, L, bo);
     if (L.op == kOpConv) {
-      conv_box(L, w, bias, in, out, ro, re, c0, c1);
+      conv_layer_box(L, w, bias, in, out, ro, re, c0, c1);
     } else {
       pool_box(L, in, out, ro, re, c0, c1);
     }

@@ -12,6 +12,10 @@
 //    a phase only reads shared memory written in earlier phases;
 //  - values that cross a barrier live in shared memory, never in a thread's locals;
 //  - no `return` inside a thread loop (`continue` ends the thread's part of the phase).
+//  - warp-level code (tensor-core MMA, mma.cuh) runs inside BRICKDL_FOR_EACH_WARP(w): per-lane
+//    work inside BRICKDL_FOR_EACH_LANE(l), per-lane values in Lanes<T, N> (one set per lane
+//    under emulation, the thread's own registers on the device), and the warp-collective
+//    mma_step between lane loops (all 32 lanes of the warp take part). Blocks are whole warps.
 #include "group_desc.h"
 
 #if defined(BRICKDL_EMULATE)
@@ -20,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -37,6 +42,10 @@ inline thread_local float* block_smem = nullptr;
 #define BRICKDL_SHARED static thread_local
 #define BRICKDL_FOR_EACH_THREAD(t) for (int t = 0; t < ::brickdl::dev::emu::block_threads; ++t)
 #define BRICKDL_NUM_THREADS() (::brickdl::dev::emu::block_threads)
+#define BRICKDL_FOR_EACH_WARP(w)                                                                   \
+  for (int w = 0; w < (::brickdl::dev::emu::block_threads + 31) / 32; ++w)
+#define BRICKDL_NUM_WARPS() ((::brickdl::dev::emu::block_threads + 31) / 32)
+#define BRICKDL_FOR_EACH_LANE(l) for (int l = 0; l < 32; ++l)
 #define BRICKDL_SYNC() ((void)0)
 #define BRICKDL_RESTRICT
 #define BRICKDL_UNROLL
@@ -101,6 +110,11 @@ inline void spin_pause() {
 #define BRICKDL_FOR_EACH_THREAD(t)                                                                 \
   for (int t = static_cast<int>(threadIdx.x), t##_once_ = 1; t##_once_; t##_once_ = 0)
 #define BRICKDL_NUM_THREADS() (static_cast<int>(blockDim.x))
+#define BRICKDL_FOR_EACH_WARP(w)                                                                   \
+  for (int w = static_cast<int>(threadIdx.x >> 5), w##_once_ = 1; w##_once_; w##_once_ = 0)
+#define BRICKDL_NUM_WARPS() (static_cast<int>(blockDim.x >> 5))
+#define BRICKDL_FOR_EACH_LANE(l)                                                                   \
+  for (int l = static_cast<int>(threadIdx.x & 31), l##_once_ = 1; l##_once_; l##_once_ = 0)
 #define BRICKDL_SYNC() __syncthreads()
 #define BRICKDL_RESTRICT __restrict__
 #define BRICKDL_UNROLL _Pragma("unroll")

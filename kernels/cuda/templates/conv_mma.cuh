@@ -1,0 +1,192 @@
+#pragma once
+// Convolution on tensor cores: the box of a conv layer's output as an implicit GEMM
+//
+//   D[m][n] = bias[n] + sum_k A[m][k] · B[k][n]
+//     m: an output position of the box (z, y, x flattened, x fastest)
+//     n: an output channel of [c0, c1)
+//     k: (input channel of n's group, kz, ky, kx), the order of the packed weights
+//     A[m][k]: the input region `in` at m's window tap k (im2col on the fly, from shared
+//              memory), B[k][n]: the packed weights (tile_co == 8: [cout / 8][K][8])
+//
+// Each warp owns tiles of mma_m × 16 positions by mma_n × 8 channels; per step of k (8 for
+// TF32, 16 for BF16 / FP16) a lane gathers its A and B fragment values and the warp issues
+// mma_m × mma_n mma_step. K is padded with zeros to the step; positions past the box and
+// channels past c1 read zeros and are not stored. Output positions outside the output tensor
+// are stored as 0 (they are padding of the next layer), as in conv_box.
+#include "brick_ops.cuh"
+#include "mma.cuh"
+
+namespace brickdl {
+namespace dev {
+
+// The offset in `in` of input tap k = (ci, kz, ky, kx) relative to a position's window
+// origin; -1 past K.
+BRICKDL_DEVICE int tap_offset(const LayerDesc& L, const RegionBuf& in, int k, int kvol, int K) {
+  if (k >= K)
+    return -1;
+  const int ci = k / kvol;
+  const int tap = k - ci * kvol;
+  const int kx = tap % L.k[2];
+  const int ky = (tap / L.k[2]) % L.k[1];
+  const int kz = tap / (L.k[1] * L.k[2]);
+  return (ci * in.e[0] + kz * L.dl[0]) * in.e[1] * in.e[2] + ky * L.dl[1] * in.e[2] + kx * L.dl[2];
+}
+
+// Output position m of the box as (z, y, x).
+BRICKDL_DEVICE void box_position(const int* ro, const int* re, int m, int* z, int* y, int* x) {
+  const int plane = re[1] * re[2];
+  *z = ro[0] + m / plane;
+  *y = ro[1] + (m % plane) / re[2];
+  *x = ro[2] + m % re[2];
+}
+
+// Long on purpose: the tensor-core inner loop; splitting its lane loops into functions would
+// pass the per-lane register arrays through pointers (local memory on the device).
+template <int MATH>
+BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                 const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                 const OutTarget& out, const int* ro, const int* re, int c0,
+                                 int c1) {
+  using S = MmaShape<MATH>;
+  const int MT = L.mma_m, NT = L.mma_n;
+  const int cout_g = L.out.c / L.groups, cin_g = L.in.c / L.groups;
+  const int kvol = L.k[0] * L.k[1] * L.k[2];
+  const int K = cin_g * kvol;
+  const int P = re[0] * re[1] * re[2];
+  const int m_tiles = (P + 16 * MT - 1) / (16 * MT);
+  const int n_tiles = (c1 - c0 + 8 * NT - 1) / (8 * NT);
+  const int in_chan = in.e[0] * in.e[1] * in.e[2];
+  BRICKDL_FOR_EACH_WARP(wp) {
+    for (int tile = wp; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPS()) {
+      const int co_base = c0 + (tile % n_tiles) * 8 * NT;
+      const int m_base = (tile / n_tiles) * 16 * MT;
+      const int ci0 = (co_base / cout_g) * cin_g; // a tile never spans two groups (codegen)
+      Lanes<int, 2 * kMaxMmaM> pix;               // window origin of rows g, g + 8; -1: none
+      Lanes<float, 4 * kMaxMmaM * kMaxMmaN> acc;
+      BRICKDL_FOR_EACH_LANE(lane) {
+        const int g = lane >> 2, t = lane & 3;
+        BRICKDL_UNROLL
+        for (int i = 0; i < 2 * kMaxMmaM; ++i) {
+          if (i >= 2 * MT)
+            break;
+          const int m = m_base + 16 * (i / 2) + g + 8 * (i % 2);
+          int z, y, x;
+          box_position(ro, re, m, &z, &y, &x);
+          pix(lane)[i] = m >= P ? -1
+                                : (ci0 - in.c0) * in_chan +
+                                      ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] +
+                                       (y * L.s[1] - L.p[1] - in.o[1])) *
+                                          in.e[2] +
+                                      (x * L.s[2] - L.p[2] - in.o[2]);
+        }
+        BRICKDL_UNROLL
+        for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+          const int co = co_base + 8 * ((i / 4) % kMaxMmaN) + 2 * t + i % 2;
+          acc(lane)[i] = L.has_bias && co < c1 ? load_cached(bias + co) : 0.f;
+        }
+      }
+      for (int k0 = 0; k0 < K; k0 += S::k) {
+        Lanes<float, S::a * kMaxMmaM> fa;
+        Lanes<float, S::b * kMaxMmaN> fb;
+        BRICKDL_FOR_EACH_LANE(lane) {
+          const int g = lane >> 2, t = lane & 3;
+          BRICKDL_UNROLL
+          for (int j = 0; j < S::a; ++j) { // A word j / w, value j % w
+            const int r = j / S::w;
+            const int off = tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, K);
+            BRICKDL_UNROLL
+            for (int mt = 0; mt < kMaxMmaM; ++mt) {
+              if (mt >= MT)
+                break;
+              const int p = pix(lane)[2 * mt + r % 2];
+              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? in.p[p + off] : 0.f;
+            }
+          }
+          BRICKDL_UNROLL
+          for (int j = 0; j < S::b; ++j) { // B word j / w, value j % w
+            const int k = k0 + (t + 4 * (j / S::w)) * S::w + j % S::w;
+            BRICKDL_UNROLL
+            for (int nt = 0; nt < kMaxMmaN; ++nt) {
+              if (nt >= NT)
+                break;
+              const int co = co_base + 8 * nt + g;
+              fb(lane)[nt * S::b + j] =
+                  k < K && co < c1 ? load_cached(w + ((long long)(co >> 3) * K + k) * 8 + g) : 0.f;
+            }
+          }
+        }
+        BRICKDL_UNROLL
+        for (int mt = 0; mt < kMaxMmaM; ++mt) {
+          if (mt >= MT)
+            break;
+          BRICKDL_UNROLL
+          for (int nt = 0; nt < kMaxMmaN; ++nt) {
+            if (nt >= NT)
+              break;
+            mma_step<MATH>(acc, 4 * (mt * kMaxMmaN + nt), fa, mt * S::a, fb, nt * S::b);
+          }
+        }
+      }
+      BRICKDL_FOR_EACH_LANE(lane) {
+        const int g = lane >> 2, t = lane & 3;
+        BRICKDL_UNROLL
+        for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+          const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
+          if (mt >= MT || nt >= NT)
+            continue;
+          const int m = m_base + 16 * mt + g + 8 * (r / 2);
+          const int co = co_base + 8 * nt + 2 * t + r % 2;
+          if (m >= P || co >= c1)
+            continue;
+          int z, y, x;
+          box_position(ro, re, m, &z, &y, &x);
+          const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
+          store_out(out, co, z, y, x, v);
+        }
+      }
+    }
+  }
+}
+
+// The conv paths a kernel source contains. Codegen defines BRICKDL_CONV_FMA (0 / 1) and
+// BRICKDL_CONV_MMA (0, or the Math of its tensor-core layers) from the layers of its plan, so
+// NVRTC compiles only the paths used: an unused path inlined into every layer, even behind a
+// branch that folds away, costs registers (the 5-layer bottleneck, padded 8x8, fp32, sm_90:
+// 77 -> 254 registers and a 160-byte stack frame) and 10x the compile time. Under emulation
+// every path is there and the descriptor chooses at run time (BRICKDL_CONV_MMA == -1).
+#if !defined(BRICKDL_CONV_FMA)
+#define BRICKDL_CONV_FMA 1
+#endif
+#if !defined(BRICKDL_CONV_MMA)
+#define BRICKDL_CONV_MMA -1
+#endif
+
+// A conv layer over the box: on tensor cores when codegen chose an MMA tile, else FP32 FMA.
+BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                   const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                   const OutTarget& out, const int* ro, const int* re, int c0,
+                                   int c1) {
+#if BRICKDL_CONV_MMA > 0
+  if (L.mma_m > 0) {
+    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1);
+    return;
+  }
+#elif BRICKDL_CONV_MMA < 0
+  if (L.mma_m > 0) {
+    if (L.math == kMathTf32) {
+      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1);
+    } else if (L.math == kMathBf16) {
+      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1);
+    } else {
+      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1);
+    }
+    return;
+  }
+#endif
+#if BRICKDL_CONV_FMA
+  conv_box(L, w, bias, in, out, ro, re, c0, c1);
+#endif
+}
+
+} // namespace dev
+} // namespace brickdl

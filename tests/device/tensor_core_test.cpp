@@ -1,0 +1,298 @@
+// The tensor-core path of the generated kernels on the host (never skipped): the rounding of
+// each precision, the warp-level MMA step against a plain matrix product of rounded inputs,
+// and whole generated kernels (padded, memoized, layer by layer) in tf32, bf16 and fp16
+// against the fp32 reference ops on random shapes, strides, dilations, groups, 2-D and 3-D.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "core/graph_builder.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/emulator.h"
+#include "kernels/merged_executor.h"
+#include "kernels/weights.h"
+
+#define BRICKDL_EMULATE 1
+#include "kernels/cuda/templates/mma.cuh"
+
+namespace brickdl::cuda {
+namespace {
+
+constexpr uint64_t kSeed = 5;
+
+TEST(TensorCoreRounding, Tf32RoundsToNearestTiesAway) {
+  const float one = 1.f, ulp10 = std::ldexp(1.f, -10);
+  EXPECT_EQ(dev::round_tf32(one + std::ldexp(1.f, -12)), one);         // below half: down
+  EXPECT_EQ(dev::round_tf32(one + std::ldexp(1.f, -11)), one + ulp10); // tie: away from zero
+  EXPECT_EQ(dev::round_tf32(-(one + std::ldexp(1.f, -11))), -(one + ulp10));
+  EXPECT_EQ(dev::round_tf32(one + ulp10), one + ulp10); // representable: unchanged
+  EXPECT_TRUE(std::isnan(dev::round_tf32(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(dev::round_tf32(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+}
+
+TEST(TensorCoreRounding, Bf16RoundsToNearestEven) {
+  const float one = 1.f, ulp7 = std::ldexp(1.f, -7);
+  EXPECT_EQ(dev::round_bf16(one + std::ldexp(1.f, -8)), one); // tie, 1 is even: down
+  EXPECT_EQ(dev::round_bf16(one + ulp7 + std::ldexp(1.f, -8)), one + 2 * ulp7); // tie: up
+  EXPECT_EQ(dev::round_bf16(one + std::ldexp(1.f, -8) + std::ldexp(1.f, -20)), one + ulp7);
+}
+
+TEST(TensorCoreRounding, Fp16RangeSubnormalsAndTies) {
+  const float one = 1.f, ulp10 = std::ldexp(1.f, -10);
+  EXPECT_EQ(dev::round_fp16(one + std::ldexp(1.f, -11)), one); // tie to even
+  EXPECT_EQ(dev::round_fp16(one + 3 * std::ldexp(1.f, -11)), one + 2 * ulp10);
+  EXPECT_EQ(dev::round_fp16(65504.f), 65504.f); // the largest half
+  EXPECT_EQ(dev::round_fp16(65519.f), 65504.f);
+  EXPECT_EQ(dev::round_fp16(65520.f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(dev::round_fp16(-7e4f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(dev::round_fp16(std::ldexp(1.f, -24)), std::ldexp(1.f, -24)); // smallest subnormal
+  EXPECT_EQ(dev::round_fp16(std::ldexp(1.f, -26)), 0.f);
+  EXPECT_EQ(dev::round_fp16(std::ldexp(3.f, -25)), std::ldexp(2.f, -24)); // tie to even
+}
+
+// The step against D = C + round(A)·round(B) in double, with A, B, C scattered into lane
+// fragments by the layout documented in mma.cuh.
+template <int MATH> void check_step(uint32_t seed) {
+  using S = dev::MmaShape<MATH>;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  float A[16][S::k], B[S::k][8], C[16][8];
+  for (auto& row : A)
+    for (float& v : row)
+      v = u(rng);
+  for (auto& row : B)
+    for (float& v : row)
+      v = u(rng);
+  for (auto& row : C)
+    for (float& v : row)
+      v = u(rng);
+  dev::Lanes<float, 4> acc;
+  dev::Lanes<float, S::a> fa;
+  dev::Lanes<float, S::b> fb;
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int j = 0; j < S::a; ++j) {
+      const int r = j / S::w;
+      fa(lane)[j] = A[g + 8 * (r % 2)][(t + 4 * (r / 2)) * S::w + j % S::w];
+    }
+    for (int j = 0; j < S::b; ++j)
+      fb(lane)[j] = B[(t + 4 * (j / S::w)) * S::w + j % S::w][g];
+    for (int r = 0; r < 4; ++r)
+      acc(lane)[r] = C[g + 8 * (r / 2)][2 * t + r % 2];
+  }
+  dev::mma_step<MATH>(acc, 0, fa, 0, fb, 0);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int r = 0; r < 4; ++r) {
+      const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
+      double want = C[row][col];
+      double mag = std::fabs(want);
+      for (int k = 0; k < S::k; ++k) {
+        const double p =
+            double{dev::round_input<MATH>(A[row][k])} * double{dev::round_input<MATH>(B[k][col])};
+        want += p;
+        mag += std::fabs(p);
+      }
+      // Only the fp32 additions round: at most S::k of them, each within 2^-24 of the sum.
+      EXPECT_NEAR(acc(lane)[r], want, mag * S::k * std::ldexp(1.0, -24))
+          << "lane " << lane << " value " << r;
+      // Unrounded inputs would be further away: the step did round them.
+    }
+  }
+}
+
+TEST(TensorCoreStep, HostStepIsTheRoundedProduct) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    check_step<dev::kMathTf32>(seed);
+    check_step<dev::kMathBf16>(seed);
+    check_step<dev::kMathFp16>(seed);
+  }
+}
+
+TEST(TensorCoreStep, InputsAreRoundedToThePrecision) {
+  // A = 1 + 2^-12 in every entry, B = 1: TF32 drops the 2^-12 (nearest), FP32 would keep it.
+  dev::Lanes<float, 4> acc{};
+  dev::Lanes<float, 4> fa;
+  dev::Lanes<float, 2> fb;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int j = 0; j < 4; ++j)
+      fa(lane)[j] = 1.f + std::ldexp(1.f, -12);
+    fb(lane)[0] = fb(lane)[1] = 1.f;
+  }
+  dev::mma_step<dev::kMathTf32>(acc, 0, fa, 0, fb, 0);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(acc(lane)[r], 8.f);
+}
+
+// ---- whole kernels ---------------------------------------------------------------------------
+
+// Norm-wise relative error bound of an fp32-accumulated dot product of length k whose inputs
+// were rounded to a p-bit mantissa, with a safety factor; `layers` convs compound it.
+double rel_tolerance(DType t, int64_t k, int layers) {
+  const int p = t == DType::kTF32 ? 10 : t == DType::kBF16 ? 7 : t == DType::kF16 ? 10 : 23;
+  return 8.0 * std::ldexp(1.0, -(p + 1)) * std::sqrt(static_cast<double>(k)) * layers + 1e-5;
+}
+
+struct Checked {
+  double rel_error = 0; // max |emu − ref| / max |ref|
+  double tolerance = 0;
+  int mma_layers = 0; // conv layers of the generated kernels on the tensor-core path
+};
+
+Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
+  const KernelPlan plan = plan_kernels(g, c);
+  Checked out;
+  int64_t k_max = 1;
+  int convs = 0;
+  for (const KernelLaunch& k : plan.launches)
+    for (int l = 0; l < k.desc.num_layers; ++l)
+      out.mma_layers += k.desc.layers[l].mma_m > 0 ? 1 : 0;
+  for (int id : plan.layer_ids) {
+    const Layer& l = g.layer(id);
+    if (l.op != OpKind::kConv)
+      continue;
+    ++convs;
+    const int64_t cin = g.layer(l.inputs[0]).out.c / l.groups;
+    k_max = std::max(k_max, cin * l.window.kernel[0] * l.window.kernel[1] * l.window.kernel[2]);
+  }
+  out.tolerance = rel_tolerance(g.dtype(), k_max, std::max(1, convs));
+  std::vector<kernels::Tensor> ext;
+  std::vector<const kernels::Tensor*> ptrs;
+  std::vector<const float*> raw;
+  for (int id : plan.input_ids)
+    ext.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
+  for (const auto& t : ext) {
+    ptrs.push_back(&t);
+    raw.push_back(t.data());
+  }
+  const kernels::ModelWeights w = kernels::make_weights(g, kSeed, c.group.first, c.group.last);
+  std::vector<std::vector<float>> weights, biases;
+  for (int id : plan.layer_ids) {
+    weights.push_back(w.at(id).weight);
+    biases.push_back(w.at(id).bias);
+  }
+  const EmulatorResult emu = emulate_plan(g, plan, raw, weights, biases, eo);
+  Candidate lw = c;
+  lw.strategy = Strategy::kLayerwise;
+  const std::vector<float> ref = kernels::execute_group(g, lw, ptrs, w).output.values();
+  EXPECT_EQ(ref.size(), emu.output.size());
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < ref.size() && i < emu.output.size(); ++i) {
+    const double d = std::fabs(double{emu.output[i]} - ref[i]);
+    err = std::max(err, std::isfinite(d) ? d : 1e30);
+    mag = std::max(mag, std::fabs(double{ref[i]}));
+  }
+  out.rel_error = err / std::max(mag, 1e-30);
+  EXPECT_FALSE(emu.timed_out);
+  return out;
+}
+
+Candidate make(Group g, Strategy s, BrickShape b, int threads) {
+  Candidate c;
+  c.group = g;
+  c.strategy = s;
+  c.brick = b;
+  c.threads = threads;
+  return c;
+}
+
+// Every strategy of one group in `dtype`: within the precision's tolerance of the fp32
+// reference, and (fp32 excepted) on the tensor-core path for at least `min_mma` conv layers.
+void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma) {
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
+    const Candidate c = make(grp, s, b, threads);
+    SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
+    EmulatorOptions eo;
+    if (s == Strategy::kMemoized)
+      eo.workers = 3;
+    const Checked r = check(g, c, eo);
+    EXPECT_LE(r.rel_error, r.tolerance);
+    EXPECT_GE(r.mma_layers, min_mma);
+  }
+}
+
+Graph bottleneck(DType t) {
+  GraphBuilder b("bottleneck", TensorShape{2, 16, 1, 9, 10, 2}, t);
+  const int x = b.input();
+  int y = b.relu(b.batch_norm(b.conv2d(x, 16, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 16, 3, 1, 1, 1, 1, false, "conv2")));
+  y = b.batch_norm(b.conv2d(y, 16, 1, 1, 0, 1, 1, false, "conv3"));
+  b.relu(b.add(y, x, "add"));
+  return fuse_for_inference(b.build());
+}
+
+TEST(TensorCoreKernels, BottleneckInEveryPrecision) {
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
+    const Graph g = bottleneck(t);
+    const Group grp{g.find("conv1"), g.find("add")};
+    check_all(g, grp, {1, 4, 4, 0}, 64, 3);
+    check_all(g, grp, {1, 3, 5, 8}, 128, 3); // ragged bricks, channel blocks of 8
+  }
+}
+
+TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
+  // The same group in fp32 (FMA) and tf32 (MMA) gives different outputs: the rounding runs.
+  const Graph f32 = bottleneck(DType::kF32), t32 = bottleneck(DType::kTF32);
+  const Candidate c =
+      make({f32.find("conv1"), f32.find("add")}, Strategy::kPadded, {1, 4, 4, 0}, 64);
+  const Checked a = check(f32, c, {}), b = check(t32, c, {});
+  EXPECT_EQ(a.mma_layers, 0);
+  EXPECT_EQ(b.mma_layers, 3);
+  EXPECT_LT(a.rel_error, 1e-6);
+  EXPECT_GT(b.rel_error, 1e-5);
+}
+
+// Random conv chains with 8k channels (the tensor-core path), groups, strides, dilations.
+TEST(TensorCoreKernels, RandomChains) {
+  std::mt19937 rng(99);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
+  for (int trial = 0; trial < 9; ++trial) {
+    const DType t = types[trial % 3];
+    const int dims = pick(0, 2) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 7 : 12);
+    TensorShape in{pick(1, 2), 8 * pick(1, 2),     dims == 3 ? image : 1,
+                   image,      image + pick(0, 3), dims};
+    GraphBuilder b("random", in, t);
+    int x = b.input();
+    const int depth = pick(2, 3);
+    for (int l = 0; l < depth; ++l) {
+      const int k = pick(0, dims == 3 ? 1 : 2) * 2 + 1;
+      const int stride = pick(0, 3) == 0 ? 2 : 1;
+      const int dil = pick(0, 3) == 0 ? 2 : 1;
+      const int groups = pick(0, 2) == 0 ? 2 : 1;
+      const int pad = std::max(0, dil * (k - 1) / 2 - pick(0, 1));
+      const int64_t ch = 16 * pick(1, 2);
+      const std::string name = "l" + std::to_string(l);
+      x = dims == 3 ? b.conv3d(x, ch, k, stride, pad, dil, groups, true, name)
+                    : b.conv2d(x, ch, k, stride, pad, dil, groups, true, name);
+      if (pick(0, 1))
+        x = b.relu(x);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 5);
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
+    check_all(g, Group{1, g.size() - 1}, brick, 32 * pick(1, 4), depth);
+  }
+}
+
+TEST(TensorCoreKernels, NarrowAndDepthwiseConvsFallBackToFma) {
+  // 3 output channels or a depthwise conv cannot fill an n8 tile: FMA, still correct.
+  GraphBuilder b("narrow", TensorShape{1, 8, 1, 9, 9, 2}, DType::kTF32);
+  int x = b.conv2d(b.input(), 8, 3, 1, 1, 1, 8, true, "dw");
+  x = b.conv2d(x, 3, 3, 1, 1, 1, 1, true, "narrow");
+  const Graph g = fuse_for_inference(b.build());
+  check_all(g, Group{1, 2}, {1, 4, 4, 0}, 64, 0);
+  const KernelPlan plan = plan_kernels(g, make({1, 2}, Strategy::kPadded, {1, 4, 4, 0}, 64));
+  EXPECT_EQ(plan.launches[0].desc.layers[0].mma_m, 0);
+  EXPECT_EQ(plan.launches[0].desc.layers[1].mma_m, 0);
+}
+
+} // namespace
+} // namespace brickdl::cuda
