@@ -6,9 +6,11 @@
 #include <random>
 
 #include "core/graph_builder.h"
+#include "kernels/cuda/codegen.h"
 #include "kernels/cuda/cuda_measurer.h"
 #include "kernels/cuda/cudnn_layerwise.h"
 #include "kernels/cuda/cupti_profiler.h"
+#include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
 #include "kernels/weights.h"
 
@@ -119,6 +121,54 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
       const Data d = make_data(g, c.group);
       const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
       EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 1e-4, 1e-5), 1.0);
+    }
+  }
+}
+
+// The real mma.sync against its host twin: the same tensor-core plan on the GPU and under the
+// emulator (same rounding, exact products) agrees to fp32 summation-order noise, so a wrong
+// fragment mapping on either side fails here; both stay within the precision's tolerance
+// of the fp32 reference, and so does cuDNN in TF32.
+TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
+  BRICKDL_REQUIRE_GPU();
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
+    GraphBuilder b("bottleneck", TensorShape{2, 32, 1, 20, 20, 2}, t);
+    const int x = b.input();
+    int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
+    y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
+    y = b.batch_norm(b.conv2d(y, 32, 1, 1, 0, 1, 1, false, "conv3"));
+    b.relu(b.add(y, x, "add"));
+    const Graph g = fuse_for_inference(b.build());
+    for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
+                               make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
+                               make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
+      const Data d = make_data(g, c.group);
+      const KernelPlan plan = plan_kernels(g, c);
+      for (const auto& k : plan.launches)
+        for (int l = 0; l < k.desc.num_layers; ++l)
+          if (k.desc.layers[l].op == dev::kOpConv)
+            ASSERT_GT(k.desc.layers[l].mma_m, 0);
+      std::vector<const float*> raw;
+      for (const auto& in : d.inputs)
+        raw.push_back(in.data());
+      std::vector<std::vector<float>> w, bias;
+      for (int id : plan.layer_ids) {
+        w.push_back(d.weights.at(id).weight);
+        bias.push_back(d.weights.at(id).bias);
+      }
+      const auto host = emulate_plan(g, plan, raw, w, bias, {}).output;
+      const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+      double scale = 0;
+      for (float v : host)
+        scale = std::max(scale, double{std::fabs(v)});
+      EXPECT_LE(worst(out, host, 0, 1e-5 * scale), 1.0) << "device vs host emulation";
+      const double tol = t == DType::kBF16 ? 0.03 : 0.005; // norm-wise, 3 layers, K <= 288
+      EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "vs fp32";
+      if (t == DType::kTF32 && c.strategy == Strategy::kLayerwise) {
+        const auto cudnn = run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights);
+        EXPECT_LE(worst(cudnn, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "cuDNN";
+      }
     }
   }
 }
