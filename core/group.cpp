@@ -98,6 +98,22 @@ std::vector<int> group_external_inputs(const Graph& graph, const Group& group) {
   return ids;
 }
 
+int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) {
+  check_range(graph, group);
+  int readers = 0;
+  const Layer* reader = nullptr;
+  for (int id = group.first; id <= group.last; ++id)
+    for (int p : graph.layer(id).inputs)
+      if (p == input_id) {
+        ++readers;
+        reader = &graph.layer(id);
+      }
+  if (readers != 1 || reader->op != OpKind::kConv || reader->groups != 1 ||
+      graph.layer(input_id).out.c <= kStreamChunkChannels)
+    return 0;
+  return kStreamChunkChannels;
+}
+
 std::string brick_blocker(const Graph& graph, const Group& group) {
   check_range(graph, group);
   for (int id = group.first; id <= group.last; ++id) {

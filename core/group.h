@@ -41,6 +41,16 @@ std::vector<int> group_external_inputs(const Graph& graph, const Group& group);
 // them.
 std::string brick_blocker(const Graph& graph, const Group& group);
 
+// Padded merged kernels stream an external input through shared memory in chunks of
+// kStreamChunkChannels input channels, instead of staging all its channels at once, when its
+// only reader in the group is one conv with groups == 1 and it has more channels than one
+// chunk: then only the intermediate tiles must fit on chip with all their channels. Returns
+// the channels per chunk, or 0 when the input is staged whole (or not staged at all). The
+// model's footprint (model/strategies/padded.cpp) and the code generator
+// (kernels/cuda/codegen.cpp) both ask it.
+constexpr int kStreamChunkChannels = 32;
+int stream_chunk_channels(const Graph& graph, const Group& group, int input_id);
+
 // The canonical workload signature of a group: the key under which the tuning database
 // shares predictions and measurements across positions, runs and models (ResNet's repeated
 // blocks are one workload). It names every layer by its position in the group (L0, L1, ...)

@@ -149,6 +149,9 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   d.mma_m = 0;
   d.mma_n = 0;
   d.smem_out = -1;
+  d.stream_c = 0;
+  d.stream_smem = -1;
+  d.acc_smem = -1;
   d.stage_smem = 0;
   return d;
 }
@@ -341,14 +344,32 @@ struct LastReaders {
   }
 };
 
+// Marks the external inputs that their one conv reader streams in channel chunks
+// (stream_chunk_channels, core/group.h); `ids`: the graph ids of the external slots.
+void mark_streamed(GroupDesc& gd, const Graph& g, const Group& group, const std::vector<int>& ids) {
+  for (int e = 0; e < gd.num_external; ++e) {
+    const int chunk = stream_chunk_channels(g, group, ids[static_cast<size_t>(e)]);
+    if (chunk == 0)
+      continue;
+    for (int l = 0; l < gd.num_layers; ++l) {
+      LayerDesc& d = gd.layers[l];
+      if (d.num_src == 1 && d.src_kind[0] == dev::kSrcExternal && d.src_index[0] == e) {
+        d.stream_c = chunk;
+        gd.ext[e].streamed = 1;
+      }
+    }
+  }
+}
+
 // Shared memory of a padded unit: staged inputs live until their last reader, intermediates
-// likewise. Returns the peak (floats).
+// likewise; a streamed input's chunk buffer (and a last layer's accumulator) only while its
+// reader runs. Returns the peak (floats).
 int64_t allocate_padded_smem(GroupDesc& gd) {
   const int L = gd.num_layers;
   const LastReaders last(gd);
   SmemAllocator smem;
   for (int e = 0; e < gd.num_external; ++e) {
-    if (!gd.ext[e].staged)
+    if (!gd.ext[e].staged || gd.ext[e].streamed)
       continue;
     gd.ext[e].smem = smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region));
   }
@@ -356,8 +377,16 @@ int64_t allocate_padded_smem(GroupDesc& gd) {
     LayerDesc& d = gd.layers[l];
     if (l < L - 1)
       d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
+    if (d.stream_c > 0) {
+      d.stream_smem = smem.alloc(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region));
+      if (l == L - 1)
+        d.acc_smem = smem.alloc(int64_t{gd.cb_last} * gd.brick[0] * gd.brick[1] * gd.brick[2]);
+      smem.free(d.stream_smem);
+      if (l == L - 1)
+        smem.free(d.acc_smem);
+    }
     for (int e = 0; e < gd.num_external; ++e)
-      if (gd.ext[e].staged && last.ext[static_cast<size_t>(e)] == l)
+      if (gd.ext[e].staged && !gd.ext[e].streamed && last.ext[static_cast<size_t>(e)] == l)
         smem.free(gd.ext[e].smem);
     for (int p = 0; p < l; ++p)
       if (last.layer[static_cast<size_t>(p)] == l)
@@ -564,6 +593,7 @@ KernelLaunch layerwise_launch(const PlanContext& ctx, size_t i) {
     }
   }
   gd.layers[0] = describe_layer(g, l, {}, sources);
+  mark_streamed(gd, g, Group{l.id, l.id}, sources);
   const BrickShape tile = clamp_brick(ctx.o.layerwise_tile, l.out, ctx.info.rank);
   set_units(gd, tile, clamp_cb(ctx.o.layerwise_tile.cb, gd.layers[0].out.c), gd.layers[0].out,
             ctx.batch);
@@ -602,6 +632,8 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   const BrickShape brick = clamp_brick(want, last.out, info.rank);
   set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
             ctx.batch);
+  if (c.strategy == Strategy::kPadded)
+    mark_streamed(gd, g, c.group, info.inputs);
   if (c.strategy == Strategy::kMemoized) {
     plan_memoized(gd, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
                   &plan.flag_count);

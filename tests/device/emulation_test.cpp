@@ -214,6 +214,37 @@ TEST(Emulation, RandomChains) {
   }
 }
 
+// Inputs wider than one chunk (core/group.h kStreamChunkChannels) that one conv reads stream
+// through shared memory in channel chunks (a ragged last chunk here): intermediate and last
+// layers, single-layer kernels included; outputs match the reference and the staging buffer
+// is a chunk, not the whole input. (tensor_core_test.cpp: the same on tensor cores.)
+Graph wide_chain(DType t) {
+  GraphBuilder b("wide", TensorShape{2, 80, 1, 9, 10, 2}, t);
+  int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+  y = b.relu(b.conv2d(y, 16, 3, 1, 1, 1, 1, true, "mid"));
+  y = b.conv2d(y, 48, 1, 1, 0, 1, 1, true, "expand");
+  b.conv2d(y, 40, 3, 1, 1, 1, 1, true, "last"); // reads 48 channels: streamed when alone
+  return fuse_for_inference(b.build());
+}
+
+TEST(Emulation, StreamedInputsInChannelChunks) {
+  const Graph g = wide_chain(DType::kF32);
+  const Group chain = named_group(g, "reduce", "expand");
+  const KernelPlan plan = plan_kernels(g, candidate(chain, Strategy::kPadded, {1, 4, 4, 0}));
+  const dev::GroupDesc& d = plan.launches[0].desc;
+  EXPECT_EQ(d.layers[0].stream_c, kStreamChunkChannels);
+  EXPECT_TRUE(d.ext[0].streamed);
+  // Staged whole, the 80-channel 6x6 input region (4x4 brick, 3x3 halo of "mid") alone would
+  // take 80 * 36 floats; streamed: "reduce"'s 16 x 36 region plus a 32 x 36 chunk.
+  EXPECT_EQ(d.smem_floats, 16 * 36 + 32 * 36);
+  check_all(g, chain, {1, 4, 4, 0});
+  check_all(g, chain, {1, 3, 5, 8});
+  const Group last = named_group(g, "last", "last"); // the last layer streams: accumulator
+  const KernelPlan single = plan_kernels(g, candidate(last, Strategy::kPadded, {1, 4, 4, 0}));
+  EXPECT_EQ(single.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+  check_all(g, last, {1, 4, 3, 16});
+}
+
 TEST(Emulation, MemoizedCountsMatchTheory) {
   // Stride-1 chain: every brick of every intermediate layer is needed exactly once.
   GraphBuilder b("chain", TensorShape{1, 2, 1, 12, 12, 2});

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/graph_builder.h"
+#include "core/group.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
@@ -279,6 +280,21 @@ TEST(TensorCoreKernels, RandomChains) {
     const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8};
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
     check_all(g, Group{1, g.size() - 1}, brick, 32 * pick(1, 4), depth);
+  }
+}
+
+TEST(TensorCoreKernels, StreamedInputsInChannelChunks) {
+  // 80 input channels stream in chunks of 32, 32, 16: partial sums across MMA passes.
+  for (DType t : {DType::kTF32, DType::kBF16}) {
+    GraphBuilder b("wide", TensorShape{2, 80, 1, 9, 10, 2}, t);
+    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+    y = b.relu(b.conv2d(y, 16, 3, 1, 1, 1, 1, true, "mid"));
+    b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
+    const Graph g = fuse_for_inference(b.build());
+    const Candidate c = make({1, 3}, Strategy::kPadded, {1, 4, 4, 0}, 64);
+    ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+    check_all(g, Group{1, 3}, {1, 4, 4, 0}, 64, 3);
+    check_all(g, Group{1, 1}, {1, 3, 5, 8}, 96, 1); // single layer: the accumulator
   }
 }
 

@@ -143,8 +143,29 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
 
 // ---- layers -------------------------------------------------------------------------------
 
-// Conv over the box (ro, re) of its output, channels [c0, c1). `in` covers every input
-// position the box needs (0 outside the input tensor). Output positions outside the output
+// One pass of a conv over input channels [ci_lo, ci_hi) of each output channel's group
+// (relative to the group's first input channel). A streamed input takes one pass per chunk:
+// the first starts from the bias, later ones from the partial sums in `acc`, and every pass
+// but the last leaves raw partial sums there (no activation); the last stores the results.
+// An unstreamed conv is one pass (whole_pass).
+struct ConvPass {
+  int ci_lo, ci_hi;
+  int first, last;
+  RegionBuf acc; // partial sums over the box, channels from acc.c0 (unused for one pass)
+};
+
+BRICKDL_DEVICE ConvPass whole_pass(const LayerDesc& L) {
+  ConvPass p = {};
+  p.ci_lo = 0;
+  p.ci_hi = L.in.c / L.groups;
+  p.first = 1;
+  p.last = 1;
+  return p;
+}
+
+// Conv over the box (ro, re) of its output, channels [c0, c1), one pass (ConvPass) over
+// its input channels. `in` covers every input position the box needs (0 outside the input
+// tensor) for the pass's channels. Output positions outside the output
 // tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w.
 // `w` is packed per channel tile (codegen.h pack_conv_weights): [cout / tco][cin / groups]
 // [kd][kh][kw][tco], so a thread's tco weights of one tap are one (vector) load.
@@ -154,7 +175,8 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
 // adds spills to a memoized kernel; none of that can be timed without a GPU.
 BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                              const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
-                             const OutTarget& out, const int* ro, const int* re, int c0, int c1) {
+                             const OutTarget& out, const int* ro, const int* re, int c0, int c1,
+                             const ConvPass& pass) {
   const int tco = L.tile_co;
   const int tpx = L.tile_px;
   const int cout_g = L.out.c / L.groups;
@@ -185,17 +207,19 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
         for (int j = 0; j < kMaxTileCo; ++j) {
           if (j >= tco)
             break;
-          const float b = L.has_bias ? load_cached(bias + co0 + imin(j, nco - 1)) : 0.f;
+          const int cj = co0 + imin(j, nco - 1);
+          const float b = L.has_bias ? load_cached(bias + cj) : 0.f;
           BRICKDL_UNROLL
           for (int i = 0; i < kMaxTilePx; ++i)
-            acc[j][i] = b;
+            acc[j][i] =
+                pass.first ? b : pass.acc.p[region_index(pass.acc, cj, z, y, x0 + imin(i, nx - 1))];
         }
         const int ci0 = (co0 / cout_g) * cin_g; // a tile never spans two groups (codegen)
         const int zb = z * L.s[0] - L.p[0] - in.o[0];
         const int yb = y * L.s[1] - L.p[1] - in.o[1];
         const int xb = x0 * L.s[2] - L.p[2] - in.o[2];
         const float* wco = w + (long long)(co0 / tco) * cin_g * kvol * tco;
-        for (int ci = 0; ci < cin_g; ++ci) {
+        for (int ci = pass.ci_lo; ci < pass.ci_hi; ++ci) {
           const float* ip = in.p + (ci0 + ci - in.c0) * in_chan;
           const float* wp = wco + ci * kvol * tco;
           for (int kz = 0; kz < L.k[0]; ++kz) {
@@ -238,6 +262,11 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
           if (i >= nx)
             break;
           const int x = x0 + i;
+          if (!pass.last) { // a partial sum (rows outside the tensor: the last pass writes 0)
+            if (row_inside)
+              pass.acc.p[region_index(pass.acc, co0 + j, z, y, x)] = acc[j][i];
+            continue;
+          }
           const float v =
               row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope) : 0.f;
           store_out(out, co0 + j, z, y, x, v);

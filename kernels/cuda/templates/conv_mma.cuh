@@ -11,7 +11,8 @@
 // Each warp owns tiles of mma_m × 16 positions by mma_n × 8 channels; per step of k (8 for
 // TF32, 16 for BF16 / FP16) a lane gathers its A and B fragment values and the warp issues
 // mma_m × mma_n mma_step. K is padded with zeros to the step; positions past the box and
-// channels past c1 read zeros and are not stored. Output positions outside the output tensor
+// channels past c1 read zeros and are not stored. One call is one ConvPass: k runs over the
+// pass's input channels only. Output positions outside the output tensor
 // are stored as 0 (they are padding of the next layer), as in conv_box.
 #include "brick_ops.cuh"
 #include "mma.cuh"
@@ -45,13 +46,14 @@ BRICKDL_DEVICE void box_position(const int* ro, const int* re, int m, int* z, in
 template <int MATH>
 BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                  const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
-                                 const OutTarget& out, const int* ro, const int* re, int c0,
-                                 int c1) {
+                                 const OutTarget& out, const int* ro, const int* re, int c0, int c1,
+                                 const ConvPass& pass) {
   using S = MmaShape<MATH>;
   const int MT = L.mma_m, NT = L.mma_n;
   const int cout_g = L.out.c / L.groups, cin_g = L.in.c / L.groups;
   const int kvol = L.k[0] * L.k[1] * L.k[2];
-  const int K = cin_g * kvol;
+  const int K = cin_g * kvol;                                   // the packed weights' k extent
+  const int k_lo = pass.ci_lo * kvol, k_hi = pass.ci_hi * kvol; // this pass's k range
   const int P = re[0] * re[1] * re[2];
   const int m_tiles = (P + 16 * MT - 1) / (16 * MT);
   const int n_tiles = (c1 - c0 + 8 * NT - 1) / (8 * NT);
@@ -60,8 +62,10 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
     for (int tile = wp; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPS()) {
       const int co_base = c0 + (tile % n_tiles) * 8 * NT;
       const int m_base = (tile / n_tiles) * 16 * MT;
-      const int ci0 = (co_base / cout_g) * cin_g; // a tile never spans two groups (codegen)
-      Lanes<int, 2 * kMaxMmaM> pix;               // window origin of rows g, g + 8; -1: none
+      const int ci0 = (co_base / cout_g) * cin_g;         // a tile never spans two groups (codegen)
+      const float* in_g = in.p + (ci0 - in.c0) * in_chan; // the group's channel 0 (may lie
+                                                          // before a chunk's first channel)
+      Lanes<int, 2 * kMaxMmaM> pix; // spatial window origin of rows g, g + 8; -1: none
       Lanes<float, 4 * kMaxMmaM * kMaxMmaN> acc;
       BRICKDL_FOR_EACH_LANE(lane) {
         const int g = lane >> 2, t = lane & 3;
@@ -72,20 +76,27 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           const int m = m_base + 16 * (i / 2) + g + 8 * (i % 2);
           int z, y, x;
           box_position(ro, re, m, &z, &y, &x);
-          pix(lane)[i] = m >= P ? -1
-                                : (ci0 - in.c0) * in_chan +
-                                      ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] +
-                                       (y * L.s[1] - L.p[1] - in.o[1])) *
-                                          in.e[2] +
-                                      (x * L.s[2] - L.p[2] - in.o[2]);
+          pix(lane)[i] =
+              m >= P
+                  ? -1
+                  : ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] + (y * L.s[1] - L.p[1] - in.o[1])) *
+                            in.e[2] +
+                        (x * L.s[2] - L.p[2] - in.o[2]);
         }
         BRICKDL_UNROLL
         for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+          const int m = m_base + 16 * (i / (4 * kMaxMmaN)) + g + 8 * ((i % 4) / 2);
           const int co = co_base + 8 * ((i / 4) % kMaxMmaN) + 2 * t + i % 2;
-          acc(lane)[i] = L.has_bias && co < c1 ? load_cached(bias + co) : 0.f;
+          if (pass.first || m >= P || co >= c1 || i / (4 * kMaxMmaN) >= MT) {
+            acc(lane)[i] = L.has_bias && co < c1 && pass.first ? load_cached(bias + co) : 0.f;
+          } else {
+            int z, y, x;
+            box_position(ro, re, m, &z, &y, &x);
+            acc(lane)[i] = pass.acc.p[region_index(pass.acc, co, z, y, x)];
+          }
         }
       }
-      for (int k0 = 0; k0 < K; k0 += S::k) {
+      for (int k0 = k_lo; k0 < k_hi; k0 += S::k) {
         Lanes<float, S::a * kMaxMmaM> fa;
         Lanes<float, S::b * kMaxMmaN> fb;
         BRICKDL_FOR_EACH_LANE(lane) {
@@ -93,13 +104,13 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           BRICKDL_UNROLL
           for (int j = 0; j < S::a; ++j) { // A word j / w, value j % w
             const int r = j / S::w;
-            const int off = tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, K);
+            const int off = tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi);
             BRICKDL_UNROLL
             for (int mt = 0; mt < kMaxMmaM; ++mt) {
               if (mt >= MT)
                 break;
               const int p = pix(lane)[2 * mt + r % 2];
-              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? in.p[p + off] : 0.f;
+              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? in_g[p + off] : 0.f;
             }
           }
           BRICKDL_UNROLL
@@ -111,7 +122,8 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
                 break;
               const int co = co_base + 8 * nt + g;
               fb(lane)[nt * S::b + j] =
-                  k < K && co < c1 ? load_cached(w + ((long long)(co >> 3) * K + k) * 8 + g) : 0.f;
+                  k < k_hi && co < c1 ? load_cached(w + ((long long)(co >> 3) * K + k) * 8 + g)
+                                      : 0.f;
             }
           }
         }
@@ -140,6 +152,10 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
             continue;
           int z, y, x;
           box_position(ro, re, m, &z, &y, &x);
+          if (!pass.last) { // a partial sum (see ConvPass)
+            pass.acc.p[region_index(pass.acc, co, z, y, x)] = acc(lane)[i];
+            continue;
+          }
           const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
           store_out(out, co, z, y, x, v);
         }
@@ -165,26 +181,26 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
 BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                                    const OutTarget& out, const int* ro, const int* re, int c0,
-                                   int c1) {
+                                   int c1, const ConvPass& pass) {
 #if BRICKDL_CONV_MMA > 0
   if (L.mma_m > 0) {
-    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1);
+    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass);
     return;
   }
 #elif BRICKDL_CONV_MMA < 0
   if (L.mma_m > 0) {
     if (L.math == kMathTf32) {
-      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1);
+      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass);
     } else if (L.math == kMathBf16) {
-      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1);
+      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass);
     } else {
-      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1);
+      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass);
     }
     return;
   }
 #endif
 #if BRICKDL_CONV_FMA
-  conv_box(L, w, bias, in, out, ro, re, c0, c1);
+  conv_box(L, w, bias, in, out, ro, re, c0, c1, pass);
 #endif
 }
 

@@ -236,7 +236,7 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
   }
   BRICKDL_SYNC();
   if (L.op == kOpConv) {
-    conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1);
+    conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L));
   } else {
     pool_box(L, in, out, ro, re, c0, c1);
   }

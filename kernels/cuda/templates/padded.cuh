@@ -1,7 +1,8 @@
 #pragma once
 // Padded bricks: one thread block per output brick (unit of work) of the group's last layer.
 //
-//   external inputs ──stage (halo region, once)──► shared memory
+//   external inputs ──stage (halo region, once)──► shared memory, or streamed by their one
+//                     conv reader in chunks of input channels (padded_streamed_conv)
 //   layer 1 .. L-1: computed over their region (brick + ghost zone grown backwards, all
 //                   channels) into shared memory; no communication between blocks
 //   layer L:        computed over the brick, the unit's channel block, into the output
@@ -39,6 +40,44 @@ BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc
   }
   const LayerDesc& P = G.layers[L.src_index[0]];
   return region_buf(smem + P.smem_out, P.region, bo, 0);
+}
+
+// A conv whose external input streams through shared memory in chunks of stream_c input
+// channels (groups == 1): stage a chunk, one ConvPass, repeat. Partial sums live in the
+// layer's own region, or for the last layer in its accumulator (cb_last x brick).
+BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
+                                         const KernelArgs& a, const float* w, const float* bias,
+                                         const int* bo, int n, const OutTarget& out, const int* ro,
+                                         const int* re, int c0, int c1) {
+  const ExternalDesc& X = G.ext[L.src_index[0]];
+  TensorRef src;
+  src.p = a.ext[L.src_index[0]];
+  src.dims = X.dims;
+  src.n = n;
+  ConvPass pass = whole_pass(L);
+  if (out.to_tensor) {
+    pass.acc.p = block_smem() + L.acc_smem;
+    for (int ax = 0; ax < 3; ++ax) {
+      pass.acc.o[ax] = bo[ax];
+      pass.acc.e[ax] = G.brick[ax];
+    }
+    pass.acc.c0 = c0;
+    pass.acc.coherent = 0;
+  } else {
+    pass.acc = out.buf;
+  }
+  for (int lo = 0; lo < L.in.c; lo += L.stream_c) {
+    const int hi = imin(lo + L.stream_c, L.in.c);
+    const RegionBuf chunk = region_buf(block_smem() + L.stream_smem, X.region, bo, lo);
+    stage_from_tensor(chunk, src, lo, hi);
+    BRICKDL_SYNC();
+    pass.ci_lo = lo;
+    pass.ci_hi = hi;
+    pass.first = lo == 0;
+    pass.last = hi == L.in.c;
+    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass);
+    BRICKDL_SYNC();
+  }
 }
 
 BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
@@ -84,10 +123,12 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
       }
     }
     eltwise_box(L, src, out, ro, re, c0, c1);
+  } else if (L.stream_c > 0) {
+    padded_streamed_conv(G, L, a, w, bias, bo, n, out, ro, re, c0, c1);
   } else {
     const RegionBuf in = padded_window_input(G, L, bo);
     if (L.op == kOpConv) {
-      conv_layer_box(L, w, bias, in, out, ro, re, c0, c1);
+      conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, whole_pass(L));
     } else {
       pool_box(L, in, out, ro, re, c0, c1);
     }
@@ -112,7 +153,7 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
     if (e >= G.num_external)
       break;
     const ExternalDesc& X = G.ext[e];
-    if (!X.staged)
+    if (!X.staged || X.streamed)
       continue;
     TensorRef src;
     src.p = a.ext[e];
