@@ -110,6 +110,7 @@ const std::vector<GpuField>& gpu_fields() {
       {"max_threads_per_block", nullptr, &GpuSpec::max_threads_per_block, false},
       {"fp32_tflops", &GpuSpec::fp32_tflops},
       {"tf32_tflops", &GpuSpec::tf32_tflops},
+      {"bf16_tflops", &GpuSpec::bf16_tflops},
       {"fp16_tflops", &GpuSpec::fp16_tflops},
       {"launch_overhead_us", &GpuSpec::launch_overhead_us, nullptr, true, true},
       {"atomic_ns", &GpuSpec::atomic_ns, nullptr, true, true},
