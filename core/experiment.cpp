@@ -538,6 +538,7 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     if (!parse_dtype(s, &cfg.precision))
       p.fail("unknown precision '" + s + "'" + did_you_mean(s, dtype_names()) +
              "; valid: " + join_names(dtype_names()));
+    cfg.precision_at = p.where();
   }
   if (root.has("input_size")) {
     const YamlValue s = root.get("input_size");

@@ -93,6 +93,7 @@ struct ExperimentConfig {
   std::vector<int64_t> input_size; // optional override: [H, W] or [D, H, W]
   int64_t input_channels = 0;      // optional override (0 = model default)
   DType precision = DType::kF32;
+  SourceLocation precision_at; // where it was given (empty key: the default)
 
   GpuSpec gpu; // named spec with overrides applied
   SearchSpaceConfig search;

@@ -421,6 +421,14 @@ void check_names(const ExperimentConfig& exp) {
                    "search.searcher", "searcher");
   check_registered(exp.measurement.backend, backend_names(), exp.measurement.backend_at, exp.file,
                    "measurement.backend", "backend");
+  // A precision the backend cannot compute: refused where the backend was chosen, else (the
+  // default backend) where the precision was.
+  SourceLocation where = exp.measurement.backend_at;
+  if (where.key.empty())
+    where = exp.precision_at;
+  if (where.key.empty())
+    where = SourceLocation{exp.file, 0, 0, "measurement.backend"};
+  check_backend_precision(exp.measurement.backend, exp.precision, where);
 }
 
 void check_experiment(const ExperimentConfig& exp) {
