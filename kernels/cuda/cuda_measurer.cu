@@ -254,9 +254,11 @@ private:
                   session_.stream());
   }
 
-  // The device's output (after a wait) against the reference (kernels/validation.h).
+  // The device's output (after a wait) against the reference (kernels/validation.h), with the
+  // experiment's tolerance and the norm-wise allowance of the graph's precision.
   kernels::Comparison validate(const Job& j) const {
-    return kernels::compare(j.buf.download_output(), j.ref, kernels::Tolerance{j.o.atol, j.o.rtol});
+    return kernels::compare(j.buf.download_output(), j.ref,
+                            kernels::group_tolerance(j.g, j.c.group, j.o.atol, j.o.rtol));
   }
 
   CudaMeasurerOptions opt_;
