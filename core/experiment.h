@@ -18,7 +18,7 @@
 //   batch           >= 1
 //   input_size      [H, W] or [D, H, W], matching the model's rank; input_channels >= 1
 //   precision       dtype_names() (accepted here; a backend that cannot compute it is refused
-//                   by search::check_names: README "Precision")
+//                   by search::check_precision: README "Precision")
 //   target          {gpu: NAME, <GpuSpec field>: value, ...}, or `target: NAME`. NAME is a
 //                   spec of core/gpu_spec.h or `custom`, which needs every field without a
 //                   default (all but registers_per_thread_max and max_threads_per_block).

@@ -233,6 +233,8 @@ TEST_F(TuneE2E, PrecisionTheBackendCannotComputeExitsWith2) {
   EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--backend", "cpu"}, "tf32cli"), 2);
   EXPECT_NE(read("tf32cli.err").find("--backend"), std::string::npos) << read("tf32cli.err");
   EXPECT_FALSE(fs::exists(db_)) << "bad input must not create the database";
+  EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--describe"}, "tf32describe"), 0)
+      << read("tf32describe.err"); // model only
   EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--backend", "none"}, "tf32none"), 0)
       << read("tf32none.err");
 }

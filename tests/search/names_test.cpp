@@ -93,7 +93,7 @@ TEST(Names, BackendRefusesAPrecisionItCannotCompute) {
   e.measurement.backend = "cpu";
   e.measurement.backend_at = SourceLocation{"the command line", 0, 0, "--backend"};
   try {
-    check_names(e);
+    check_precision(e);
     ADD_FAILURE() << "cpu accepted bf16";
   } catch (const UserError& err) {
     EXPECT_EQ(err.where().key, "--backend");
@@ -113,9 +113,10 @@ TEST(Names, EveryBackendComputesWhatItLists) {
       ASSERT_TRUE(parse_dtype(p, &t));
       const std::vector<DType> runs = backend_precisions(b);
       if (std::find(runs.begin(), runs.end(), t) != runs.end()) {
-        EXPECT_NO_THROW(check_names(parse_experiment(yaml, "exp.yaml"))) << b << " " << p;
+        EXPECT_NO_THROW(check_precision(parse_experiment(yaml, "exp.yaml"))) << b << " " << p;
       } else {
-        EXPECT_THROW(check_names(parse_experiment(yaml, "exp.yaml")), UserError) << b << " " << p;
+        EXPECT_THROW(check_precision(parse_experiment(yaml, "exp.yaml")), UserError)
+            << b << " " << p;
       }
     }
   }
@@ -127,7 +128,7 @@ TEST(Names, EveryBackendComputesWhatItLists) {
 TEST(Names, AutoRefusesWhatItsResolutionCannotCompute) {
   std::string why_not;
   if (resolve_backend("auto", &why_not) == "cuda") {
-    EXPECT_NO_THROW(check_names(parse_experiment(kBase + "precision: tf32\n", "exp.yaml")));
+    EXPECT_NO_THROW(check_precision(parse_experiment(kBase + "precision: tf32\n", "exp.yaml")));
     const UserError e = refusal(kBase + "precision: fp16\n");
     EXPECT_EQ(e.where().key, "precision");
     EXPECT_EQ(e.bare_message().rfind("backend 'cuda' computes fp32 and tf32", 0), 0u) << e.what();
@@ -140,7 +141,7 @@ TEST(Names, AutoRefusesWhatItsResolutionCannotCompute) {
                                   "), which computes fp32 only; precision 'tf32' runs with "
                                   "backend 'cuda' or model-only with backend 'none' (--backend "
                                   "none)");
-  EXPECT_NO_THROW(check_names(parse_experiment(kBase + "precision: fp32\n", "exp.yaml")));
+  EXPECT_NO_THROW(check_precision(parse_experiment(kBase + "precision: fp32\n", "exp.yaml")));
 }
 
 TEST(Names, PartitionsSearcherNeedsPartitions) {
