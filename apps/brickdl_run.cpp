@@ -169,14 +169,18 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& 
 // fail) unless some element's error is undefined (NaN or infinite on one side only).
 int check(const Loaded& in, const Tensor& output, nlohmann::json& manifest) {
   const Tensor ref = run_graph(in.graph, in.input, in.weights);
-  const Tolerance tol;
+  // The whole graph as one reduction chain (kernels/validation.h: tolerance_for).
+  const Graph& g = in.graph;
+  const Reduction r = group_reduction(g, Group{0, g.output()});
+  const Tolerance tol = tolerance_for(g.dtype(), r.length, r.layers);
   const Comparison c = compare(output.values(), ref.values(), tol);
   manifest["check"] = {{"max_abs_error", c.max_abs_error},
                        {"max_rel_error", c.max_rel_error},
                        {"elements_beyond_tolerance", c.bad},
                        {"undefined_elements", c.undefined},
                        {"atol", tol.atol},
-                       {"rtol", tol.rtol}};
+                       {"rtol", tol.rtol},
+                       {"norm_rtol", tol.norm_rtol}};
   std::cout << "check against the layer-by-layer reference: max relative error ";
   if (c.undefined > 0) {
     std::cout << "undefined (" << c.undefined << " of " << c.elements
@@ -188,7 +192,10 @@ int check(const Loaded& in, const Tensor& output, nlohmann::json& manifest) {
     return kExitInternalError;
   }
   std::cout << c.max_rel_error << " (" << c.bad << " of " << c.elements << " elements beyond atol "
-            << tol.atol << " + rtol " << tol.rtol << ")\n";
+            << tol.atol << " + rtol " << tol.rtol;
+  if (tol.norm_rtol > 0)
+    std::cout << " + norm_rtol " << tol.norm_rtol << " x max|ref|";
+  std::cout << ")\n";
   return 0;
 }
 

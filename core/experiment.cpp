@@ -110,6 +110,7 @@ const std::vector<GpuField>& gpu_fields() {
       {"max_threads_per_block", nullptr, &GpuSpec::max_threads_per_block, false},
       {"fp32_tflops", &GpuSpec::fp32_tflops},
       {"tf32_tflops", &GpuSpec::tf32_tflops},
+      {"bf16_tflops", &GpuSpec::bf16_tflops},
       {"fp16_tflops", &GpuSpec::fp16_tflops},
       {"launch_overhead_us", &GpuSpec::launch_overhead_us, nullptr, true, true},
       {"atomic_ns", &GpuSpec::atomic_ns, nullptr, true, true},
@@ -537,6 +538,7 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     if (!parse_dtype(s, &cfg.precision))
       p.fail("unknown precision '" + s + "'" + did_you_mean(s, dtype_names()) +
              "; valid: " + join_names(dtype_names()));
+    cfg.precision_at = p.where();
   }
   if (root.has("input_size")) {
     const YamlValue s = root.get("input_size");

@@ -17,7 +17,8 @@
 //                   (core/yaml_graph.h)
 //   batch           >= 1
 //   input_size      [H, W] or [D, H, W], matching the model's rank; input_channels >= 1
-//   precision       dtype_names() (accepted here; the model and backends may refuse them)
+//   precision       dtype_names() (accepted here; a backend that cannot compute it is refused
+//                   by search::check_precision: README "Precision")
 //   target          {gpu: NAME, <GpuSpec field>: value, ...}, or `target: NAME`. NAME is a
 //                   spec of core/gpu_spec.h or `custom`, which needs every field without a
 //                   default (all but registers_per_thread_max and max_threads_per_block).
@@ -93,6 +94,7 @@ struct ExperimentConfig {
   std::vector<int64_t> input_size; // optional override: [H, W] or [D, H, W]
   int64_t input_channels = 0;      // optional override (0 = model default)
   DType precision = DType::kF32;
+  SourceLocation precision_at; // where it was given (empty key: the default)
 
   GpuSpec gpu; // named spec with overrides applied
   SearchSpaceConfig search;

@@ -22,12 +22,14 @@ GpuSpec a100(const std::string& name, double bw, double mem) {
   s.max_threads_per_sm = 2048;
   s.fp32_tflops = 19.5;
   s.tf32_tflops = 156;
+  s.bf16_tflops = 312;
   s.fp16_tflops = 312;
   s.launch_overhead_us = 3.0;
   s.atomic_ns = 1.0;
   s.source =
       "NVIDIA A100 Tensor Core GPU datasheet and Architecture whitepaper (GA100: 108 SMs, 40 MB "
-      "L2, 164 KB shared memory per SM); CUDA C Programming Guide, compute capability 8.0 "
+      "L2, 164 KB shared memory per SM; dense FP32 19.5 TFLOPS, TF32 156, BF16 312, FP16 312); "
+      "CUDA C Programming Guide, compute capability 8.0 "
       "limits; L2 bandwidth, launch overhead and atomic cost are estimates to be calibrated";
   return s;
 }
@@ -46,11 +48,13 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   s.max_threads_per_sm = 2048;
   s.fp32_tflops = 67;
   s.tf32_tflops = 494.7;
+  s.bf16_tflops = 989.4;
   s.fp16_tflops = 989.4;
   s.launch_overhead_us = 2.5;
   s.atomic_ns = 0.8;
   s.source = "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
-             "494.7, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per SM, 227 KB "
+             "494.7, BF16 989.4, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per "
+             "SM, 227 KB "
              "per block); L2 bandwidth, launch overhead and atomic cost are estimates to be "
              "calibrated";
   return s;

@@ -21,6 +21,7 @@ struct GpuSpec {
   int max_threads_per_block = 1024;
   double fp32_tflops = 0;        // peak dense FP32 (non-tensor)
   double tf32_tflops = 0;        // peak dense TF32 tensor
+  double bf16_tflops = 0;        // peak dense BF16 tensor
   double fp16_tflops = 0;        // peak dense FP16 tensor
   double launch_overhead_us = 0; // per kernel launch, back to back in a stream
   double atomic_ns = 0;          // cost of one uncontended global atomic (estimate)

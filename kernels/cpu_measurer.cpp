@@ -63,10 +63,10 @@ bool unsupported(const std::string& why, MeasureResult& res) {
   return true;
 }
 
-// Validation of the first run (kernels/validation.h): kWrongResult when some element is off.
-bool wrong_result(const Tensor& out, const Tensor& ref, const MeasureOptions& o,
-                  MeasureResult& res) {
-  const Comparison cmp = compare(out.values(), ref.values(), Tolerance{o.atol, o.rtol});
+// Validation of the first run (kernels/validation.h): kWrongResult when some element is off
+// (the tolerance: group_tolerance, the experiment's and the precision's).
+bool wrong_result(const Tensor& out, const Tensor& ref, const Tolerance& tol, MeasureResult& res) {
+  const Comparison cmp = compare(out.values(), ref.values(), tol);
   res.max_rel_error = cmp.max_rel_error;
   if (cmp.ok())
     return false;
@@ -168,7 +168,8 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     res.counters = first.counters.to_map();
     res.counters["cpu_threads"] = threads_; // how the times were taken, not a count
   }
-  if (wrong_result(first.output, ref, options, res) || first_run_timed_out(first_ms, options, res))
+  const Tolerance tol = group_tolerance(graph, candidate.group, options.atol, options.rtol);
+  if (wrong_result(first.output, ref, tol, res) || first_run_timed_out(first_ms, options, res))
     return res;
   time_repetitions(run, options, res);
   res.summarize();

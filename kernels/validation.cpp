@@ -11,14 +11,52 @@ namespace brickdl::kernels {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// tolerance_for (validation.h): the safety factor, and the unit roundoff of fp32 accumulation.
+constexpr double kSafety = 8;
+const double kAccumulationRoundoff = std::ldexp(1.0, -24);
 
-// Whether `a` (output) matches `b` (reference) under the rules of validation.h.
-bool matches(double a, double b, const Tolerance& tol) {
+// Whether `a` (output) matches `b` (reference) under the rules of validation.h; `norm_atol`
+// is norm_rtol · max|ref|.
+bool matches(double a, double b, const Tolerance& tol, double norm_atol) {
   if (std::isnan(b))
     return std::isnan(a);
   if (std::isinf(b))
     return a == b;
-  return std::isfinite(a) && std::fabs(a - b) <= tol.atol + tol.rtol * std::fabs(b);
+  return std::isfinite(a) && std::fabs(a - b) <= tol.atol + tol.rtol * std::fabs(b) + norm_atol;
+}
+
+double max_finite_magnitude(std::span<const float> v) {
+  double m = 0;
+  for (const float x : v)
+    if (std::isfinite(x))
+      m = std::max(m, std::fabs(double{x}));
+  return m;
+}
+
+// Mantissa bits (without the implicit one) a kernel rounds its multiply inputs to.
+int mantissa_bits(DType t) {
+  switch (t) {
+  case DType::kF32: return 23;
+  case DType::kTF32: return 10;
+  case DType::kBF16: return 7;
+  case DType::kF16: return 10;
+  }
+  BRICKDL_CHECK(false, "unknown dtype");
+  return 0;
+}
+
+// Multiply-adds per output of `l` (0 when it reduces nothing).
+int64_t reduction_of(const Graph& g, const Layer& l) {
+  if (l.op == OpKind::kConv) {
+    const Window& w = l.window;
+    const int64_t cin = g.layer(l.inputs.at(0)).out.c;
+    return cin / std::max(1, l.groups) * w.kernel[0] * w.kernel[1] * w.kernel[2];
+  }
+  if (l.op == OpKind::kLinear) {
+    const TensorShape& in = g.layer(l.inputs.at(0)).out;
+    return in.numel() / std::max<int64_t>(1, in.n);
+  }
+  return 0;
 }
 
 std::string wrong_message(const Comparison& c, std::span<const float> out,
@@ -26,9 +64,12 @@ std::string wrong_message(const Comparison& c, std::span<const float> out,
   const size_t i = static_cast<size_t>(c.first_bad);
   return std::to_string(c.bad) + " of " + std::to_string(c.elements) +
          " output elements differ from the reference beyond atol " + std::to_string(tol.atol) +
-         " + rtol " + std::to_string(tol.rtol) + " (first at flat index " +
-         std::to_string(c.first_bad) + ": " + std::to_string(out[i]) + " vs " +
-         std::to_string(ref[i]) + "); max relative error " + std::to_string(c.max_rel_error);
+         " + rtol " + std::to_string(tol.rtol) +
+         (tol.norm_rtol > 0 ? " + norm_rtol " + std::to_string(tol.norm_rtol) + " x max|ref|"
+                            : std::string()) +
+         " (first at flat index " + std::to_string(c.first_bad) + ": " + std::to_string(out[i]) +
+         " vs " + std::to_string(ref[i]) + "); max relative error " +
+         std::to_string(c.max_rel_error);
 }
 
 } // namespace
@@ -38,10 +79,11 @@ Comparison compare(std::span<const float> out, std::span<const float> ref, const
                                                        << ref.size() << " reference elements");
   Comparison c;
   c.elements = static_cast<int64_t>(ref.size());
+  const double norm_atol = tol.norm_rtol > 0 ? tol.norm_rtol * max_finite_magnitude(ref) : 0;
   double max_ref = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const double a = out[i], b = ref[i];
-    if (!matches(a, b, tol) && c.bad++ == 0)
+    if (!matches(a, b, tol, norm_atol) && c.bad++ == 0)
       c.first_bad = static_cast<int64_t>(i);
     if (std::isfinite(a) && std::isfinite(b)) {
       c.max_abs_error = std::max(c.max_abs_error, std::fabs(a - b));
@@ -58,6 +100,41 @@ Comparison compare(std::span<const float> out, std::span<const float> ref, const
   if (!c.ok())
     c.message = wrong_message(c, out, ref, tol);
   return c;
+}
+
+double unit_roundoff(DType precision) {
+  return std::ldexp(1.0, -(mantissa_bits(precision) + 1));
+}
+
+Tolerance tolerance_for(DType precision, int64_t reduction_length, int layers) {
+  Tolerance t;
+  const double k = static_cast<double>(std::max<int64_t>(1, reduction_length));
+  const double per_layer = unit_roundoff(precision) + kAccumulationRoundoff * std::sqrt(k);
+  const double norm = kSafety * std::max(1, layers) * per_layer;
+  if (norm > t.rtol)
+    t.norm_rtol = norm;
+  return t;
+}
+
+Reduction group_reduction(const Graph& graph, const Group& group) {
+  Reduction r{1, 0};
+  for (int id = group.first; id <= group.last; ++id) {
+    const int64_t k = reduction_of(graph, graph.layer(id));
+    if (k > 0) {
+      r.length = std::max(r.length, k);
+      ++r.layers;
+    }
+  }
+  r.layers = std::max(r.layers, 1);
+  return r;
+}
+
+Tolerance group_tolerance(const Graph& graph, const Group& group, double atol, double rtol) {
+  const Reduction r = group_reduction(graph, group);
+  Tolerance t = tolerance_for(graph.dtype(), r.length, r.layers);
+  t.atol = atol;
+  t.rtol = rtol;
+  return t;
 }
 
 } // namespace brickdl::kernels

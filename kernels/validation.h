@@ -9,8 +9,10 @@
 //                                                                       └─ message (when bad)
 //
 // Element i is good when
-//  - the reference is finite: the output is finite and |out − ref| <= atol + rtol·|ref|
-//    (a NaN or an infinity where the reference is finite fails);
+//  - the reference is finite: the output is finite and
+//      |out − ref| <= atol + rtol·|ref| + norm_rtol·max|ref|
+//    (max over the finite references; a NaN or an infinity where the reference is finite
+//    fails);
 //  - the reference is NaN: the output is NaN too;
 //  - the reference is ±inf: the output is the same infinity.
 // Errors are norm-wise, over the finite pairs: max_abs_error = max |out − ref|,
@@ -18,15 +20,42 @@
 // pair whose error is undefined — a NaN or an infinity on one side only, or opposite
 // infinities — is never dropped: it is counted in `undefined`, and both maxima become +inf.
 // Pairs that match a non-finite reference (NaN and NaN, inf and inf) add no error.
+//
+// Tolerance per precision (tolerance_for). The reference computes in fp32. Each output of a
+// conv / linear layer is a dot product of K terms accumulated in fp32; with tf32, bf16 or fp16
+// math its inputs are first rounded to a p-bit mantissa, unit roundoff u_p = 2^-(p+1): fp32
+// p = 23 (6.0e-8: no rounding beyond the products' own), tf32 p = 10 (4.9e-4), bf16 p = 7
+// (3.9e-3), fp16 p = 10 (4.9e-4). On random data the errors are random walks:
+//  - input rounding: each term off by about u_p, independently, so the sum is off by about
+//    u_p·sqrt(K)·rms(term), which is u_p relative to the output (zero-mean terms: the sum grows
+//    like sqrt(K)·rms(term) as well);
+//  - fp32 accumulation in another order than the reference's: each partial sum (about
+//    sqrt(j)·rms(term)) rounded with u = 2^-24, about u·sqrt(K) relative to the output.
+// An element whose sum cancels to near zero keeps the error of its terms, so the bound is
+// norm-wise, relative to the largest reference magnitude, and it adds up over the group's
+// reducing layers (each passes its error on):
+//   norm_rtol = 8 · L · (u_p + 2^-24 · sqrt(K))
+// with K the group's largest reduction (conv: input channels / groups × kernel volume; linear:
+// input features), L its number of conv / linear layers, 8 a safety factor for the tail over
+// millions of outputs. compare() then passes exactly when its norm-wise max_rel_error is at
+// most norm_rtol (or the element-wise part holds). The element-wise fp32 defaults (atol 1e-5,
+// rtol 1e-4) stay underneath: where the norm-wise term is below the default rtol (fp32 while
+// L·(1 + sqrt(K)) < 209, e.g. three 3×3 convs of 512 channels) norm_rtol is 0, today's fp32
+// tolerance exactly. (A bound of u_p·sqrt(K) relative to the output would be slack: for bf16
+// and K = 4608 it exceeds 1, and an all-zero output would pass.)
 #include <cstdint>
 #include <span>
 #include <string>
+
+#include "core/graph.h"
+#include "core/group.h"
 
 namespace brickdl::kernels {
 
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-4;
+  double norm_rtol = 0; // allowance relative to the largest |ref| (norm-wise; see above)
 };
 
 struct Comparison {
@@ -37,7 +66,8 @@ struct Comparison {
   double max_abs_error = 0;
   double max_rel_error = 0;
   // Empty when ok(); else "N of M output elements differ from the reference beyond atol A +
-  // rtol R (first at flat index I: out vs ref); max relative error E".
+  // rtol R [+ norm_rtol X x max|ref|] (first at flat index I: out vs ref); max relative
+  // error E".
   std::string message;
 
   bool ok() const { return bad == 0; }
@@ -46,5 +76,24 @@ struct Comparison {
 // Compares `out` with `ref` element-wise under `tol`. Throws InternalError when the sizes
 // differ.
 Comparison compare(std::span<const float> out, std::span<const float> ref, const Tolerance& tol);
+
+// The unit roundoff 2^-(p+1) of the mantissa `precision` rounds a product's inputs to.
+double unit_roundoff(DType precision);
+
+// The tolerance for an output of `precision` computed through `layers` chained dot products
+// of at most `reduction_length` terms (see above): the fp32 defaults, plus norm_rtol = 8 · L ·
+// (u_p + 2^-24 · sqrt(K)) when that exceeds the default rtol. Non-decreasing in K, L and u_p.
+Tolerance tolerance_for(DType precision, int64_t reduction_length, int layers = 1);
+
+// The reductions of a group, for tolerance_for.
+struct Reduction {
+  int64_t length = 1; // K: terms per output of its largest reduction (1 when none)
+  int layers = 1;     // L: its conv / linear layers (at least 1)
+};
+Reduction group_reduction(const Graph& graph, const Group& group);
+
+// The tolerance a measurement of `group` validates with: the experiment's element-wise `atol`
+// and `rtol` (MeasureOptions) and the norm-wise allowance of the graph's precision.
+Tolerance group_tolerance(const Graph& graph, const Group& group, double atol, double rtol);
 
 } // namespace brickdl::kernels

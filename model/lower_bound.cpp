@@ -170,7 +170,7 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
   propagate_sets(geometry, s);
   LowerBound lb = compulsory_work(geometry, s);
   const double t_mem = lb.dram_bytes / (gpu_.dram_bandwidth_gbs * 1e9);
-  const double t_flop = lb.flops / detail::peak_flops(gpu_, graph.dtype(), true);
+  const double t_flop = lb.flops / detail::peak_flops(gpu_, graph.dtype());
   lb.time_ms = std::max(t_mem, t_flop) * 1e3;
   return lb;
 }

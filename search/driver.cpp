@@ -423,8 +423,19 @@ void check_names(const ExperimentConfig& exp) {
                    "measurement.backend", "backend");
 }
 
+void check_precision(const ExperimentConfig& exp) {
+  // Refused where the backend was chosen, else (the default backend) where the precision was.
+  SourceLocation where = exp.measurement.backend_at;
+  if (where.key.empty())
+    where = exp.precision_at;
+  if (where.key.empty())
+    where = SourceLocation{exp.file, 0, 0, "measurement.backend"};
+  check_backend_precision(exp.measurement.backend, exp.precision, where);
+}
+
 void check_experiment(const ExperimentConfig& exp) {
   check_names(exp);
+  check_precision(exp);
   const SearchSpace space = SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file);
   make_searcher(searcher_options(exp, space, exp.seed));
 }
@@ -436,6 +447,7 @@ TuneResult tune(TuneContext& ctx) {
 
   // Everything that can be wrong with the input is checked before the run row exists.
   check_names(exp);
+  check_precision(exp);
   const Graph fused = fuse_for_inference(exp.graph);
   const SearchSpace space = SearchSpace::build(fused, exp.search, exp.file);
   const SearcherOptions so = searcher_options(exp, space, ctx.seed);

@@ -33,6 +33,12 @@ struct TuneResult {
 // with a suggestion and the valid names.
 void check_names(const ExperimentConfig& experiment);
 
+// Checks that the experiment's backend computes its precision (search/measurers.h,
+// check_backend_precision): else a UserError where the backend was chosen (YAML or
+// --backend), or where the precision was when the backend is the default. Model-only work
+// (brickdl-tune --describe) does not need it.
+void check_precision(const ExperimentConfig& experiment);
+
 // Checks what tune() would reject before starting a run (names, the search space and the
 // searcher), so that a tool can fail on bad input before it creates anything. Throws
 // UserError.

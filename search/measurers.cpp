@@ -1,5 +1,7 @@
 #include "search/measurers.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "kernels/cpu_measurer.h"
 #include "kernels/cuda/cuda_measurer.h"
@@ -53,17 +55,89 @@ std::unique_ptr<Measurer> make_auto(const MeasurementConfig& config, const Logge
 struct Backend {
   const char* name;
   std::unique_ptr<Measurer> (*make)(const MeasurementConfig&, const Logger&);
+  std::vector<DType> precisions; // what it computes; empty: what it resolves to
 };
 
-// The registry: the only list of backend names (YAML, command line, errors).
-constexpr Backend kBackends[] = {
-    {"none", make_none},
-    {"cpu", make_cpu},
-    {"cuda", make_cuda},
-    {"auto", make_auto},
+// The registry: the only list of backend names (YAML, command line, errors) and of the
+// precisions each computes (measurers.h).
+const Backend kBackends[] = {
+    {"none", make_none, {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16}},
+    {"cpu", make_cpu, {DType::kF32}},
+    {"cuda", make_cuda, {DType::kF32, DType::kTF32}},
+    {"auto", make_auto, {}},
 };
+
+const Backend& registered(const std::string& name) {
+  for (const Backend& b : kBackends)
+    if (name == b.name)
+      return b;
+  throw UserError("unknown backend '" + name + "'" + did_you_mean(name, backend_names()) +
+                  "; valid: " + join_names(backend_names()));
+}
+
+bool computes(const Backend& b, DType t) {
+  return std::find(b.precisions.begin(), b.precisions.end(), t) != b.precisions.end();
+}
+
+// "fp32 only", "fp32 and tf32", "fp32, tf32, bf16 and fp16".
+std::string precision_list(const Backend& b) {
+  std::vector<std::string> names;
+  for (DType t : b.precisions)
+    names.emplace_back(dtype_name(t));
+  if (names.size() == 1)
+    return names[0] + " only";
+  const std::string last = names.back();
+  names.pop_back();
+  return join_names(names) + " and " + last;
+}
+
+// "runs with backend 'cuda' or model-only with 'none'": the measuring backends that compute
+// `t`, then the model.
+std::string who_runs(DType t) {
+  std::vector<std::string> measuring;
+  for (const Backend& b : kBackends)
+    if (b.name != std::string("none") && computes(b, t))
+      measuring.push_back(std::string("'") + b.name + "'");
+  std::string s = std::string("precision '") + dtype_name(t) + "' runs ";
+  if (!measuring.empty())
+    s += "with backend " + join_names(measuring, " or ") + " or ";
+  return s + "model-only with backend 'none' (--backend none)";
+}
 
 } // namespace
+
+std::string resolve_backend(const std::string& backend, std::string* why_not) {
+  if (backend != "auto")
+    return backend;
+  const std::string why = cuda::cuda_unavailable_reason();
+  if (why_not)
+    *why_not = why;
+  return why.empty() ? "cuda" : "cpu";
+}
+
+std::vector<DType> backend_precisions(const std::string& backend) {
+  const Backend& b = registered(resolve_backend(backend));
+  return b.precisions;
+}
+
+void check_backend_precision(const std::string& backend, DType precision,
+                             const SourceLocation& where) {
+  const Backend& named = registered(backend);
+  if (computes(named, precision))
+    return;
+  if (named.precisions.empty() && computes(registered("cpu"), precision) &&
+      computes(registered("cuda"), precision))
+    return; // "auto": either way
+  std::string why_not;
+  const Backend& b = registered(resolve_backend(backend, &why_not));
+  if (computes(b, precision))
+    return;
+  std::string what = std::string("backend '") + b.name + "'";
+  if (&b != &named)
+    what = "backend '" + backend + "' falls back to '" + b.name +
+           "' here (no usable GPU: " + why_not + "), which";
+  throw UserError(where, what + " computes " + precision_list(b) + "; " + who_runs(precision));
+}
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> v;
@@ -74,11 +148,7 @@ std::vector<std::string> backend_names() {
 
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log) {
-  for (const Backend& b : kBackends)
-    if (backend == b.name)
-      return b.make(config, log);
-  throw UserError("unknown backend '" + backend + "'" + did_you_mean(backend, backend_names()) +
-                  "; valid: " + join_names(backend_names()));
+  return registered(backend).make(config, log);
 }
 
 } // namespace brickdl::search

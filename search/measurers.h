@@ -4,8 +4,14 @@
 //   "none" → no measurer (model only)      "cpu"  → kernels::CpuMeasurer
 //   "cuda" → make_cuda_measurer(), or UserError saying why it is not available
 //   "auto" → cuda when available, else cpu, with ONE line on the log saying so
+//
+// Precisions each computes (the rest it refuses, check_backend_precision):
+//   none: all (the model predicts every precision)     cpu: fp32 (the host executor is strict
+//   fp32)     cuda: fp32 and tf32 (the generated kernels and the cuDNN baseline keep fp32
+//   storage; bf16 / fp16 storage is future work)      auto: those of what it resolves to here
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/experiment.h"
 #include "core/measurer.h"
@@ -22,5 +28,18 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
 std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, std::string* why_not);
 
 std::vector<std::string> backend_names(); // none, cpu, cuda, auto
+
+// What `backend` stands for on this machine: "auto" is "cuda" when a GPU is usable, else "cpu"
+// (`*why_not` then says why not cuda); any other name is itself.
+std::string resolve_backend(const std::string& backend, std::string* why_not = nullptr);
+
+// The precisions a registered `backend` computes ("auto": resolved here, resolve_backend).
+std::vector<DType> backend_precisions(const std::string& backend);
+
+// Throws UserError at `where` when the registered `backend` cannot compute `precision`; the
+// message names the backends that can. "auto" probes the GPU only when its two resolutions
+// disagree on `precision`.
+void check_backend_precision(const std::string& backend, DType precision,
+                             const SourceLocation& where);
 
 } // namespace brickdl::search

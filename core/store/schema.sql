@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS runs (
   config_json   TEXT NOT NULL DEFAULT '{}',
   model         TEXT NOT NULL,          -- zoo name or 'custom'
   batch         INTEGER NOT NULL,
-  precision     TEXT NOT NULL,          -- 'fp32' | 'fp16' | 'bf16'
+  precision     TEXT NOT NULL,          -- 'fp32' | 'tf32' | 'bf16' | 'fp16'
   gpu_spec      TEXT NOT NULL,          -- the GPU spec the model predicted for
   target_id     INTEGER NOT NULL REFERENCES targets(id),
   git_revision  TEXT NOT NULL,

@@ -26,6 +26,12 @@ namespace {
 
 using detail::GeneratedRun;
 using detail::GroupBuffers;
+using Math = CudnnLayerwise::Math;
+
+// The counter name of a cuDNN math mode: "variant.cudnn_<key>_ms".
+const char* math_key(Math m) {
+  return m == Math::kTf32 ? "tf32" : "fp32";
+}
 
 double median(std::vector<double> v) {
   if (v.empty())
@@ -178,8 +184,9 @@ private:
 
   // ---- the layerwise baseline -----------------------------------------------------------
 
-  // cuDNN strict FP32 is the baseline; TF32 and our own single-layer kernels are variants.
-  // Without cuDNN (or when it lacks an op), our own kernels are the baseline.
+  // cuDNN in the math of the graph's precision is the baseline (fp32: strict FP32, tf32: TF32);
+  // the other math mode and our own single-layer kernels are variants. Without cuDNN (or when
+  // it lacks an op), our own kernels are the baseline.
   void measure_layerwise(Job& j, const kernels::Comparison& own) {
     const auto run_own = [&] { j.gen->enqueue(session_.stream()); };
     j.r.counters["variant.own_layerwise_max_rel_error"] = own.max_rel_error;
@@ -190,8 +197,8 @@ private:
     } else {
       j.r.counters["variant.own_layerwise_wrong"] = 1;
     }
-    if (const std::unique_ptr<CudnnLayerwise> strict = cudnn_variants(j)) {
-      measure_cudnn_strict(j, *strict);
+    if (const std::unique_ptr<CudnnLayerwise> baseline = cudnn_variants(j)) {
+      measure_cudnn_baseline(j, *baseline);
       return;
     }
     j.r.max_rel_error = own.max_rel_error;
@@ -201,40 +208,42 @@ private:
     measure_cupti(session_, run_own, j.o, opt_.metrics, j.r.counters);
   }
 
-  // Times the TF32 variant and returns the strict FP32 baseline; null without cuDNN or when it
-  // lacks an op of the group.
+  // Times the other math mode as a variant and returns the baseline (math_for the graph's
+  // precision); null without cuDNN or when it lacks an op of the group.
   std::unique_ptr<CudnnLayerwise> cudnn_variants(Job& j) {
     if (!use_cudnn())
       return nullptr;
     try {
-      auto strict =
-          std::make_unique<CudnnLayerwise>(j.g, j.c.group, CudnnLayerwise::Math::kStrictFp32);
-      CudnnLayerwise tf32(j.g, j.c.group, CudnnLayerwise::Math::kTf32);
-      const auto run_tf32 = [&] { enqueue(tf32, j); };
-      run_tf32();
+      const Math math = CudnnLayerwise::math_for(j.g.dtype());
+      const Math other = math == Math::kTf32 ? Math::kStrictFp32 : Math::kTf32;
+      auto baseline = std::make_unique<CudnnLayerwise>(j.g, j.c.group, math);
+      CudnnLayerwise variant(j.g, j.c.group, other);
+      const auto run_variant = [&] { enqueue(variant, j); };
+      run_variant();
       session_.wait(j.o.timeout_s);
-      j.r.counters["variant.cudnn_tf32_max_rel_error"] = validate(j).max_rel_error;
-      j.r.counters["variant.cudnn_tf32_ms"] =
-          median(measure_cold(session_, run_tf32, j.o, nullptr));
-      return strict;
+      const std::string key = std::string("variant.cudnn_") + math_key(other);
+      j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
+      j.r.counters[key + "_ms"] = median(measure_cold(session_, run_variant, j.o, nullptr));
+      return baseline;
     } catch (const Unsupported& e) {
       session_.warn_once(std::string("cuDNN baseline unavailable for a group: ") + e.what());
       return nullptr;
     }
   }
 
-  void measure_cudnn_strict(Job& j, CudnnLayerwise& strict) {
-    const auto run = [&] { enqueue(strict, j); };
+  void measure_cudnn_baseline(Job& j, CudnnLayerwise& baseline) {
+    const auto run = [&] { enqueue(baseline, j); };
+    const char* math = math_key(CudnnLayerwise::math_for(j.g.dtype()));
     j.buf.poison_output(session_.stream());
     run();
     session_.wait(j.o.timeout_s);
     const kernels::Comparison cmp = validate(j);
     j.r.max_rel_error = cmp.max_rel_error;
     if (!cmp.ok())
-      throw WrongResult("cuDNN strict FP32: " + cmp.message);
-    j.r.counters["cudnn_calls_per_run"] = strict.calls_per_run();
+      throw WrongResult(std::string("cuDNN ") + math + ": " + cmp.message);
+    j.r.counters["cudnn_calls_per_run"] = baseline.calls_per_run();
     j.r.samples_ms = measure_cold(session_, run, j.o, &j.r.counters);
-    j.r.counters["variant.cudnn_fp32_ms"] = median(j.r.samples_ms);
+    j.r.counters[std::string("variant.cudnn_") + math + "_ms"] = median(j.r.samples_ms);
     measure_cupti(session_, run, j.o, opt_.metrics, j.r.counters);
   }
 
@@ -245,9 +254,11 @@ private:
                   session_.stream());
   }
 
-  // The device's output (after a wait) against the reference (kernels/validation.h).
+  // The device's output (after a wait) against the reference (kernels/validation.h), with the
+  // experiment's tolerance and the norm-wise allowance of the graph's precision.
   kernels::Comparison validate(const Job& j) const {
-    return kernels::compare(j.buf.download_output(), j.ref, kernels::Tolerance{j.o.atol, j.o.rtol});
+    return kernels::compare(j.buf.download_output(), j.ref,
+                            kernels::group_tolerance(j.g, j.c.group, j.o.atol, j.o.rtol));
   }
 
   CudaMeasurerOptions opt_;

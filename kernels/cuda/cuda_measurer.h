@@ -22,11 +22,13 @@
 //   device_query.cu         cuda_device_available, query_device
 //   run_on_device.cu        run_on_device (tests, benchmarks)
 //
-// Strategy `layerwise` is the baseline: its timed samples are cuDNN with strict FP32 (one call
-// per layer; our generated kernels are FP32 FFMA too), and the counters add the variants
-// "variant.cudnn_tf32_ms" (TF32 tensor cores allowed), "variant.cudnn_fp32_ms" and
-// "variant.own_layerwise_ms" (our single-layer kernels, validated), medians over the same
-// repetitions. Without cuDNN, `layerwise` times our own single-layer kernels.
+// Strategy `layerwise` is the baseline: its timed samples are cuDNN (one call per layer) in the
+// math of the graph's precision (CudnnLayerwise::math_for: fp32 strict FP32, tf32 TF32), and
+// the counters add "variant.cudnn_tf32_ms" (TF32 tensor cores allowed), "variant.cudnn_fp32_ms"
+// (strict FP32; one of the two is the baseline itself) and "variant.own_layerwise_ms" (our
+// single-layer kernels, validated), medians over the same repetitions. Without cuDNN,
+// `layerwise` times our own single-layer kernels. The reference stays strict FP32 whatever the
+// precision; the tolerance follows the precision (kernels/validation.h, tolerance_for).
 //
 // Failures are statuses (statuses.h): unsupported (no template / too much shared memory /
 // cuDNN lacks an op for the baseline), compile_error (with the NVRTC log), launch_error (the

@@ -273,6 +273,7 @@ std::string CudnnLayerwise::version() {
 CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math,
                                Algorithms algorithms)
     : impl_(std::make_unique<Impl>()) {
+  math_for(graph.dtype()); // refuses 16-bit storage: every tensor here is CUDNN_DATA_FLOAT
   Impl& m = *impl_;
   const std::vector<int> inputs = group_external_inputs(graph, group);
   auto operand = [&](int id) {

@@ -9,15 +9,18 @@
 //
 // Math: kStrictFp32 restricts convolutions to FMA kernels (CUDNN_FMA_MATH: no TF32);
 // kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), what
-// frameworks run by default on Ampere and later. Algorithms: kFastest asks cudnnFind (it runs
-// the candidates once) under that math mode; kExact takes implicit GEMM (no Winograd / FFT
-// rounding), used as the validation reference. Ops or attributes cuDNN lacks (ceil-mode or
-// dilated pools, ...) make the constructor throw Unsupported.
+// frameworks run by default on Ampere and later. The baseline of a graph runs the math of its
+// precision (math_for): fp32 strict FP32, tf32 TF32. Its tensors are fp32 (CUDNN_DATA_FLOAT),
+// so bf16 / fp16 graphs are refused rather than silently run in fp32. Algorithms: kFastest asks
+// cudnnFind (it runs the candidates once) under that math mode; kExact takes implicit GEMM (no
+// Winograd / FFT rounding), used as the validation reference. Ops or attributes cuDNN lacks
+// (ceil-mode or dilated pools, ...) make the constructor throw Unsupported.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/candidate.h"
+#include "core/error.h"
 #include "core/graph.h"
 
 namespace brickdl::cuda {
@@ -30,7 +33,24 @@ public:
   static bool is_supported();   // false when built without cuDNN
   static std::string version(); // "9.19.0", or "none"
 
-  // Plans `group` of the fused `graph` on the current device. Throws Unsupported or CudaError.
+  // The math mode of `precision`: fp32 → kStrictFp32, tf32 → kTf32. Throws UserError for
+  // bf16 / fp16 (the baseline's tensors and buffers are fp32).
+  static Math math_for(DType precision) {
+    switch (precision) {
+    case DType::kF32: return Math::kStrictFp32;
+    case DType::kTF32: return Math::kTf32;
+    case DType::kBF16:
+    case DType::kF16: break;
+    }
+    throw UserError(std::string("the cuDNN baseline runs fp32 and tf32; precision '") +
+                    dtype_name(precision) +
+                    "' needs a baseline with 16-bit tensors (CUDNN_DATA_HALF / "
+                    "CUDNN_DATA_BFLOAT16), which brickdl does not have yet");
+  }
+
+  // Plans `group` of the fused `graph` on the current device, in `math` (which may differ from
+  // math_for(graph.dtype()): the reference and the variants choose theirs). Throws UserError
+  // when the graph's precision is bf16 / fp16 (math_for), Unsupported or CudaError.
   CudnnLayerwise(const Graph& graph, const Group& group, Math math,
                  Algorithms algorithms = Algorithms::kFastest);
   ~CudnnLayerwise();

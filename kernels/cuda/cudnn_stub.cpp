@@ -14,7 +14,8 @@ bool CudnnLayerwise::is_supported() {
 std::string CudnnLayerwise::version() {
   return "none";
 }
-CudnnLayerwise::CudnnLayerwise(const Graph&, const Group&, Math, Algorithms) {
+CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group&, Math, Algorithms) {
+  math_for(graph.dtype()); // the same refusal of bf16 / fp16 as with cuDNN
   throw Unsupported("brickdl was built without cuDNN (BRICKDL_ENABLE_CUDNN)");
 }
 CudnnLayerwise::~CudnnLayerwise() = default;

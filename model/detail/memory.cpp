@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
+
 namespace brickdl::model::detail {
 
 int estimate_registers(const GpuSpec& gpu, double brick_volume, int threads) {
@@ -86,17 +88,21 @@ ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
   return r;
 }
 
-double peak_flops(const GpuSpec& gpu, DType dtype, bool library) {
-  if (dtype == DType::kF32)
-    return gpu.fp32_tflops * 1e12;
-  if (dtype == DType::kTF32) // library and generated kernels both multiply on tensor cores
-    return gpu.tf32_tflops * 1e12;
-  return (library ? gpu.fp16_tflops : 2 * gpu.fp32_tflops) * 1e12;
+double peak_flops(const GpuSpec& gpu, DType dtype) {
+  // Library and generated kernels run the same math per precision (memory.h, "Time").
+  switch (dtype) {
+  case DType::kF32: return gpu.fp32_tflops * 1e12;
+  case DType::kTF32: return gpu.tf32_tflops * 1e12;
+  case DType::kBF16: return gpu.bf16_tflops * 1e12;
+  case DType::kF16: return gpu.fp16_tflops * 1e12;
+  }
+  BRICKDL_CHECK(false, "unknown dtype");
+  return 0;
 }
 
 double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DType dtype,
-                           bool library, double dram_bytes, double l2_bytes, double flops,
-                           double blocks, double occupancy_factor, Prediction& p) {
+                           double dram_bytes, double l2_bytes, double flops, double blocks,
+                           double occupancy_factor, Prediction& p) {
   const double sms = std::max(1, gpu.sm_count);
   const double per_sm = std::max(blocks, 1.0) / sms;
   const double u_mem = std::min(1.0, per_sm) * occupancy_factor;
@@ -105,7 +111,7 @@ double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DT
       dram_bytes / (gpu.dram_bandwidth_gbs * 1e9 * c.dram_efficiency * u_mem) * 1e3;
   const double l2_ms = l2_bytes / (gpu.l2_bandwidth_gbs * 1e9 * c.l2_efficiency * u_mem) * 1e3;
   const double compute_ms =
-      flops / (peak_flops(gpu, dtype, library) * c.compute_efficiency * u_compute) * 1e3;
+      flops / (peak_flops(gpu, dtype) * c.compute_efficiency * u_compute) * 1e3;
   p.t_dram_ms += dram_ms;
   p.t_l2_ms += l2_ms;
   p.t_compute_ms += compute_ms;

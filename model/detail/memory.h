@@ -39,8 +39,10 @@
 // Time. Per kernel, t_dram = DRAM bytes / (peak · dram_efficiency · u_mem), t_l2 likewise,
 //   t_compute = FLOPs / (peak · compute_efficiency · u_compute), where u_mem = min(1, blocks /
 //   SMs) and u_compute = (blocks / SMs) / ceil(blocks / SMs) (the last partial wave), both
-//   times the occupancy factor. The peak is FP32 for fp32; for fp16 / bf16 merged kernels
-//   use 2 × FP32 (half2 on CUDA cores) and library kernels the FP16 tensor rate.
+//   times the occupancy factor. The peak follows the precision, the same for library (cuDNN)
+//   and generated kernels, which run the same math: fp32 the FP32 FMA peak (strict FP32:
+//   cuDNN with CUDNN_FMA_MATH, the generated kernels' FMA path), tf32 the TF32 tensor peak,
+//   bf16 and fp16 their 16-bit tensor peaks (mma.sync with FP32 accumulation), dense rates.
 //   Atomics: claims × atomic_ns. Conflicts (a lookup finding the brick CLAIMED by another
 //   block): a re-lookup along an axis with reuse distance Δ comes from a block that runs at
 //   the same time with probability max(0, 1 − Δ / concurrent blocks). A block computes
@@ -115,13 +117,13 @@ struct ResolvedCoefficients {
 };
 ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c);
 
-// Peak FLOP/s for the dtype; `library` for cuDNN-like kernels (tensor cores for fp16).
-double peak_flops(const GpuSpec& gpu, DType dtype, bool library);
+// Peak FLOP/s of the math `dtype` runs: the same for library and generated kernels.
+double peak_flops(const GpuSpec& gpu, DType dtype);
 
 // Adds one kernel's roofline terms to p (t_* and bound_*). Returns max of the three (ms).
 double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DType dtype,
-                           bool library, double dram_bytes, double l2_bytes, double flops,
-                           double blocks, double occupancy_factor, Prediction& p);
+                           double dram_bytes, double l2_bytes, double flops, double blocks,
+                           double occupancy_factor, Prediction& p);
 
 // time_ms = bound terms + atomics + launch + sync (all already in p).
 void finish_time(Prediction& p);

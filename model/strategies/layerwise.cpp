@@ -115,8 +115,8 @@ void add_layer_kernel(const GroupGeometry& g, const StrategyContext& ctx, const 
   p.dram_read_bytes += read;
   p.dram_write_bytes += write;
   p.thread_blocks += static_cast<int64_t>(blocks);
-  const double top = add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), true, read + write,
-                                         l1, flops, blocks, 1.0, p);
+  const double top = add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), read + write, l1,
+                                         flops, blocks, 1.0, p);
   if (kernels)
     kernels->push_back({l.id, read, write, l1, flops, blocks, top + ctx.coef.launch_us * 1e-3});
 }

@@ -100,8 +100,8 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
                                    const Occupancy& occ, const L2Window& win, double units,
                                    Prediction& p) {
   p.launches = 1;
-  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), false, p.dram_bytes, p.l2_bytes, p.flops,
-                      units, occ.factor > 0 ? occ.factor : 1.0, p);
+  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), p.dram_bytes, p.l2_bytes, p.flops, units,
+                      occ.factor > 0 ? occ.factor : 1.0, p);
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;
   p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
 }

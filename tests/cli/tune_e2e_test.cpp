@@ -218,6 +218,27 @@ TEST_F(TuneE2E, BadInputExitsWith2) {
   EXPECT_FALSE(fs::exists(db_)) << "bad input must not create the database";
 }
 
+// A precision the backend cannot compute is bad input, refused where the backend is chosen;
+// the model alone predicts every precision.
+TEST_F(TuneE2E, PrecisionTheBackendCannotComputeExitsWith2) {
+  std::ofstream(dir_ / "tf32.yaml") << "precision: tf32\n"
+                                    << read("chain.yaml"); // backend: cpu on line 11
+  EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string()}, "tf32"), 2);
+  EXPECT_NE(read("tf32.err").find("tf32.yaml:11:"), std::string::npos) << read("tf32.err");
+  EXPECT_NE(read("tf32.err")
+                .find("backend 'cpu' computes fp32 only; precision 'tf32' runs with "
+                      "backend 'cuda' or model-only"),
+            std::string::npos)
+      << read("tf32.err");
+  EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--backend", "cpu"}, "tf32cli"), 2);
+  EXPECT_NE(read("tf32cli.err").find("--backend"), std::string::npos) << read("tf32cli.err");
+  EXPECT_FALSE(fs::exists(db_)) << "bad input must not create the database";
+  EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--describe"}, "tf32describe"), 0)
+      << read("tf32describe.err"); // model only
+  EXPECT_EQ(run_to_end({(dir_ / "tf32.yaml").string(), "--backend", "none"}, "tf32none"), 0)
+      << read("tf32none.err");
+}
+
 TEST_F(TuneE2E, ModelOnlyPrintsThePlanTable) {
   ASSERT_EQ(run_to_end({(dir_ / "chain.yaml").string(), "--backend", "none"}, "none"), 0)
       << read("none.err");

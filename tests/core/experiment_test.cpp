@@ -219,7 +219,7 @@ TEST(Experiment, CustomGpuNeedsEveryField) {
       "  dram_bandwidth_gbs: 900\n  dram_gb: 16\n  l2_bytes: 6291456\n"
       "  l2_bandwidth_gbs: 2500\n  smem_per_sm_bytes: 98304\n  smem_per_block_bytes: 65536\n"
       "  registers_per_sm: 65536\n  sm_count: 80\n  max_threads_per_sm: 2048\n"
-      "  fp32_tflops: 15.7\n  tf32_tflops: 0.1\n  fp16_tflops: 125\n"
+      "  fp32_tflops: 15.7\n  tf32_tflops: 0.1\n  bf16_tflops: 125\n  fp16_tflops: 125\n"
       "  launch_overhead_us: 4\n  atomic_ns: 1.5\n";
   const ExperimentConfig e =
       parse_experiment(base_with(8, "target:\n  gpu: custom\n" + fields), "exp.yaml");

@@ -2,6 +2,7 @@
 // signatures (pinned: the tuning database shares results under them).
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "core/graph_builder.h"
@@ -102,6 +103,25 @@ TEST(Workload, SignatureIsPinned) {
             "v1 n2 fp32 | X0=16x14x14 | L0=conv(X0) k1x3x3 s1x1x1 p0x1x1 d1x1x1 g1 c16 b1 relu "
             "-> 16x14x14 | L1=conv(L0) k1x3x3 s1x1x1 p0x1x1 d1x1x1 g1 c16 b1 -> 16x14x14 | "
             "L2=add(L1,X0) relu -> 16x14x14");
+}
+
+// Results of one precision never stand for another's: tf32 stores fp32 data like fp32, yet its
+// workloads (the key of every stored result) differ.
+TEST(Workload, SignatureDistinguishesPrecision) {
+  auto one = [](DType t) {
+    GraphBuilder b("one", TensorShape{1, 4, 1, 8, 8, 2}, t);
+    b.relu(b.conv2d(b.input(), 4, 3, 1, 1));
+    return fuse_for_inference(b.build());
+  };
+  std::set<std::string> signatures;
+  for (const std::string& name : dtype_names()) {
+    DType t;
+    ASSERT_TRUE(parse_dtype(name, &t));
+    const std::string s = workload_signature(one(t), Group{1, 1});
+    EXPECT_EQ(s.rfind("v1 n1 " + name + " | ", 0), 0u) << s;
+    signatures.insert(s);
+  }
+  EXPECT_EQ(signatures.size(), dtype_names().size());
 }
 
 TEST(Workload, SignatureDistinguishesBatchAndEpilogue) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/graph_builder.h"
 #include "kernels/validation.h"
 
 namespace brickdl::kernels {
@@ -118,6 +119,122 @@ TEST(Validation, ToleranceIsAbsolutePlusRelative) {
   EXPECT_EQ(z.max_rel_error, 0.25);
   // Nothing to compare is right.
   EXPECT_TRUE(compare(std::vector<float>{}, std::vector<float>{}, Tolerance{}).ok());
+}
+
+TEST(Validation, NormWiseToleranceIsRelativeToTheLargestReference) {
+  const std::vector<float> ref = {0.f, -100.f, kNaN};
+  const Tolerance norm{0, 0, 0.01}; // 1 = 0.01 · max|ref| (the NaN is not a magnitude)
+  EXPECT_TRUE(compare(std::vector<float>{1.f, -99.f, kNaN}, ref, norm).ok());
+  const Comparison c = compare(std::vector<float>{1.5f, -100.f, kNaN}, ref, norm);
+  EXPECT_EQ(c.bad, 1);
+  EXPECT_NE(c.message.find("norm_rtol 0.010000 x max|ref|"), std::string::npos) << c.message;
+}
+
+// 8 · L · (u_p + 2^-24 · sqrt(K)), u_p = 2^-(p+1), over the fp32 defaults (validation.h).
+TEST(Validation, ToleranceGrowsWithTheReductionAndACoarserPrecision) {
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF32), std::ldexp(1.0, -24));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kTF32), std::ldexp(1.0, -11));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kBF16), std::ldexp(1.0, -8));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF16), std::ldexp(1.0, -11));
+  // fp32 keeps today's values while L·(1 + sqrt(K)) < 209: one layer up to K ≈ 43 000, three
+  // 3×3 convs of 512 channels (K = 4608).
+  for (auto [k, l] : {std::pair<int64_t, int>{1, 1}, {9, 1}, {4608, 3}, {40000, 1}, {81, 6}}) {
+    const Tolerance t = tolerance_for(DType::kF32, k, l);
+    EXPECT_EQ(t.atol, Tolerance{}.atol);
+    EXPECT_EQ(t.rtol, Tolerance{}.rtol);
+    EXPECT_EQ(t.norm_rtol, 0) << k << " " << l;
+  }
+  const double u32 = std::ldexp(1.0, -24);
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::kF32, 1 << 20).norm_rtol, 8 * (u32 + u32 * 1024));
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::kF32, 4608, 53).norm_rtol,
+                   8 * 53 * (u32 + u32 * std::sqrt(4608.0)));
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::kTF32, 64).norm_rtol, 8 * (std::ldexp(1.0, -11) + 8 * u32));
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::kBF16, 64, 3).norm_rtol,
+                   8 * 3 * (std::ldexp(1.0, -8) + 8 * u32));
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::kF16, 64).norm_rtol,
+                   tolerance_for(DType::kTF32, 64).norm_rtol);
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16}) {
+    for (int l : {1, 3}) {
+      double last = 0;
+      for (int64_t k = 1; k <= (int64_t{1} << 24); k *= 4) {
+        const double n = tolerance_for(t, k, l).norm_rtol;
+        EXPECT_GE(n, last) << dtype_name(t) << " K " << k;
+        EXPECT_GE(tolerance_for(t, k, l + 1).norm_rtol, n) << dtype_name(t) << " K " << k;
+        last = n;
+      }
+      EXPECT_GT(last, 0);
+    }
+  }
+  for (int64_t k : {1, 576, 1 << 20}) {
+    EXPECT_LE(tolerance_for(DType::kF32, k).norm_rtol, tolerance_for(DType::kTF32, k).norm_rtol);
+    EXPECT_LT(tolerance_for(DType::kTF32, k).norm_rtol, tolerance_for(DType::kBF16, k).norm_rtol);
+  }
+  // Never so loose that an all-zero output passes a ResNet-50 bottleneck (K = 4608, 3 convs).
+  EXPECT_LT(tolerance_for(DType::kBF16, 4608, 3).norm_rtol, 0.1);
+}
+
+// The largest reduction of the group's conv / linear layers, and how many there are.
+TEST(Validation, ReductionOfAGroup) {
+  GraphBuilder b("g", TensorShape{1, 8, 1, 6, 6, 2});
+  const int c1 = b.conv2d(0, 16, 3, 1, 1);        // 8 · 9 = 72
+  const int c2 = b.conv2d(c1, 16, 3, 1, 1, 1, 4); // 16 / 4 · 9 = 36
+  const int r = b.relu(c2);                       // no reduction
+  const int c3 = b.conv2d(r, 4, 1);               // 16
+  const int l = b.linear(b.flatten(c3), 10);      // 4 · 36 = 144
+  const Graph g = b.build();
+  auto red = [&](int first, int last) {
+    const Reduction x = group_reduction(g, Group{first, last});
+    return std::pair{x.length, x.layers};
+  };
+  EXPECT_EQ(red(c1, c1), (std::pair<int64_t, int>{72, 1}));
+  EXPECT_EQ(red(c1, c3), (std::pair<int64_t, int>{72, 3}));
+  EXPECT_EQ(red(c2, c3), (std::pair<int64_t, int>{36, 2}));
+  EXPECT_EQ(red(r, r), (std::pair<int64_t, int>{1, 1}));
+  EXPECT_EQ(red(l, l), (std::pair<int64_t, int>{144, 1}));
+  const Tolerance t = group_tolerance(g, Group{c1, c3}, 0, 1e-3); // the experiment's own
+  EXPECT_EQ(t.atol, 0);
+  EXPECT_EQ(t.rtol, 1e-3);
+  EXPECT_EQ(t.norm_rtol, 0); // fp32
+
+  GraphBuilder b16("g16", TensorShape{1, 8, 1, 6, 6, 2}, DType::kBF16);
+  b16.conv2d(b16.conv2d(0, 16, 3, 1, 1), 4, 1);
+  const Graph g16 = b16.build();
+  EXPECT_DOUBLE_EQ(group_tolerance(g16, Group{1, 2}, 1e-5, 1e-4).norm_rtol,
+                   tolerance_for(DType::kBF16, 72, 2).norm_rtol);
+}
+
+// `x` rounded to nearest even with a `bits`-bit mantissa (what a tensor core multiplies).
+float round_mantissa(float x, int bits) {
+  int e = 0;
+  const double m = std::frexp(double{x}, &e); // x = m · 2^e, 0.5 <= |m| < 1
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, bits + 1)), e - bits - 1));
+}
+
+// Dot products of K random terms whose inputs are rounded to the precision, accumulated in
+// fp32, against the exact sums: inside tolerance_for, and (for tf32 / bf16) outside the fp32
+// default, so the allowance is needed and not slack.
+TEST(Validation, RoundedInputDotProductsFitTheirPrecisionsTolerance) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> val(-1.f, 1.f);
+  for (auto [t, bits] : {std::pair{DType::kTF32, 10}, std::pair{DType::kBF16, 7}}) {
+    for (int64_t k : {9, 576, 4608}) {
+      std::vector<float> out, ref;
+      for (int i = 0; i < 500; ++i) {
+        float acc = 0;
+        double exact = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const float a = val(rng), w = val(rng);
+          acc += round_mantissa(a, bits) * round_mantissa(w, bits);
+          exact += double{a} * w;
+        }
+        out.push_back(acc);
+        ref.push_back(static_cast<float>(exact));
+      }
+      const Comparison c = compare(out, ref, tolerance_for(t, k));
+      EXPECT_TRUE(c.ok()) << dtype_name(t) << " K " << k << ": " << c.message;
+      EXPECT_FALSE(compare(out, ref, Tolerance{}).ok()) << dtype_name(t) << " K " << k;
+    }
+  }
 }
 
 TEST(Validation, DifferentSizesAreAnInternalError) {

@@ -76,6 +76,37 @@ TEST(CostModelHand, SingleConvLayerwiseAndLowerBound) {
   EXPECT_DOUBLE_EQ(lb.flops, 3600);
 }
 
+// The compute time follows the precision's peak, for merged and library (layerwise) kernels
+// alike: fp32 the FP32 FMA peak, tf32 the TF32 tensor peak, bf16 / fp16 their tensor peaks.
+TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
+  const GpuSpec& gpu = *find_gpu_spec("A100-40GB");
+  auto conv = [](DType t) {
+    GraphBuilder b("one_conv", TensorShape{1, 1, 1, 10, 10, 2}, t);
+    b.conv2d(0, 2, 3, 1, 1);
+    return fuse_for_inference(b.build());
+  };
+  for (Strategy s : {Strategy::kPadded, Strategy::kLayerwise}) {
+    SCOPED_TRACE(strategy_name(s));
+    const Candidate c = candidate(1, 1, s, brick2d(4));
+    const Prediction f32 = a100().predict(conv(DType::kF32), c);
+    const Prediction t32 = a100().predict(conv(DType::kTF32), c);
+    const Prediction b16 = a100().predict(conv(DType::kBF16), c);
+    const Prediction f16 = a100().predict(conv(DType::kF16), c);
+    ASSERT_TRUE(f32.feasible && t32.feasible && b16.feasible && f16.feasible);
+    ASSERT_GT(f32.t_compute_ms, 0);
+    EXPECT_DOUBLE_EQ(f32.t_compute_ms / t32.t_compute_ms, gpu.tf32_tflops / gpu.fp32_tflops);
+    EXPECT_DOUBLE_EQ(f32.t_compute_ms / b16.t_compute_ms, gpu.bf16_tflops / gpu.fp32_tflops);
+    EXPECT_DOUBLE_EQ(f32.t_compute_ms / f16.t_compute_ms, gpu.fp16_tflops / gpu.fp32_tflops);
+    EXPECT_DOUBLE_EQ(f32.flops, b16.flops); // the same work, only the rate differs
+  }
+  // A spec whose BF16 rate differs from its FP16 rate: bf16 follows its own field.
+  GpuSpec custom = gpu;
+  custom.bf16_tflops = gpu.fp16_tflops / 2;
+  const Candidate c = candidate(1, 1, Strategy::kLayerwise, brick2d(4));
+  EXPECT_DOUBLE_EQ(CostModel(custom).predict(conv(DType::kBF16), c).t_compute_ms,
+                   2 * CostModel(custom).predict(conv(DType::kF16), c).t_compute_ms);
+}
+
 // input 1x1x10x10 → conv1 3x3 pad 1 (1 → 2) → conv2 3x3 pad 1 (2 → 1).
 Graph two_convs() {
   GraphBuilder b("two_convs", TensorShape{1, 1, 1, 10, 10, 2});
