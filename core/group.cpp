@@ -114,6 +114,16 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
   return kStreamChunkChannels;
 }
 
+bool has_tensor_math(DType precision) {
+  return precision != DType::kF32;
+}
+
+bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups,
+                          int64_t channels_per_block) {
+  return tensor_math && groups >= 1 && (out_channels / groups) % 8 == 0 &&
+         channels_per_block % 8 == 0;
+}
+
 std::string brick_blocker(const Graph& graph, const Group& group) {
   check_range(graph, group);
   for (int id = group.first; id <= group.last; ++id) {

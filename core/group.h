@@ -51,6 +51,15 @@ std::string brick_blocker(const Graph& graph, const Group& group);
 constexpr int kStreamChunkChannels = 32;
 int stream_chunk_channels(const Graph& graph, const Group& group, int input_id);
 
+// Generated kernels multiply a conv on tensor cores (mma.sync: kernels/cuda/templates/
+// conv_mma.cuh) when the precision has tensor-core math (tf32, bf16, fp16: has_tensor_math)
+// and its output channels split into whole tiles of 8 per conv group and per block of
+// `channels_per_block` channels that one unit computes; else on FP32 FMA units (depthwise
+// and narrow convs). The code generator and the model's compute time both ask.
+bool has_tensor_math(DType precision);
+bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups,
+                          int64_t channels_per_block);
+
 // The canonical workload signature of a group: the key under which the tuning database
 // shares predictions and measurements across positions, runs and models (ResNet's repeated
 // blocks are one workload). It names every layer by its position in the group (L0, L1, ...)

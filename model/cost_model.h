@@ -65,9 +65,11 @@ struct Prediction {
   // memory limit: all of them; ops padded / memoized cannot run: none); do not rank it.
 
   // Work.
-  double flops = 0;                      // executed (useful + redundant)
-  double useful_flops = 0;               // the layers' own: 2 · MACs
-  double redundant_flops = 0;            // padded halo recomputation
+  double flops = 0;           // executed (useful + redundant)
+  double useful_flops = 0;    // the layers' own: 2 · MACs
+  double redundant_flops = 0; // padded halo recomputation
+  double fma_flops = 0; // of `flops`, those on FP32 FMA units in a merged kernel of a tensor-core
+                        // precision (convs off tensor cores: core/group.h conv_on_tensor_cores)
   std::vector<int64_t> bricks_per_layer; // bricks computed, per layer of the group
   int64_t thread_blocks = 0;
 

@@ -170,6 +170,11 @@ void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
     add_edges(graph, grp, l, i, g);
   }
   g.edge_begin[static_cast<size_t>(L)] = static_cast<int>(g.edges.size());
+  g.stream_chunk.assign(static_cast<size_t>(g.tensor_count()), 0);
+  if (g.invalid_reason.empty())
+    for (int t = L; t < g.tensor_count(); ++t)
+      g.stream_chunk[static_cast<size_t>(t)] =
+          stream_chunk_channels(graph, grp, g.tensor_ids[static_cast<size_t>(t)]);
   g.first_use[static_cast<size_t>(L - 1)] = L - 1;
   g.last_use[static_cast<size_t>(L - 1)] = L - 1;
   if (L > kMaxGroupLayers && g.structure_reason.empty())

@@ -157,6 +157,8 @@ struct GroupGeometry {
   std::vector<int> first_use;          // L + E: first consumer (layer index), L − 1 for the last
   std::vector<int> last_use;           // L + E: last consumer (layer index)
   std::vector<bool> staged;            // L + E: read by a window op (staged in shared memory)
+  std::vector<int> stream_chunk;       // L + E: padded streams it in chunks of this many
+                                       // channels (core/group.h stream_chunk_channels); 0: whole
 
   // Empty when the group is a valid group; else why not (an intermediate leaves the group).
   std::string invalid_reason;

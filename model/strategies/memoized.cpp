@@ -509,6 +509,8 @@ void add_layer_counts(Walk& w, const BoxSums& bs, const LayerTotals& t, Predicti
   p.bricks_per_layer[is] = to_count(t.bricks);
   w.bricks_total += t.bricks;
   p.flops += t.volume * g.flops_per_point[is];
+  if (!merged_conv_on_tensor_cores(g, i, g.tensors[is].brick[0]))
+    p.fma_flops += t.volume * g.flops_per_point[is];
   const double channels = static_cast<double>(g.tensors[is].extent[0]);
   p.bytes_weight += g.params[is] * t.block_channels / channels * dt;
   w.weights_unique += g.params[is] * static_cast<double>(bs.extent[0]) / channels * dt;

@@ -180,7 +180,11 @@ void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double v
   const size_t i = static_cast<size_t>(t);
   const double n = static_cast<double>(g.batch);
   const double dt = g.dtype_bytes;
-  p.flops += n * ch.sum * volume * g.flops_per_point[i];
+  const double flops = n * ch.sum * volume * g.flops_per_point[i];
+  p.flops += flops;
+  if (!merged_conv_on_tensor_cores(
+          g, t, t == g.layer_count - 1 ? g.tensors[i].brick[0] : g.tensors[i].extent[0]))
+    p.fma_flops += flops;
   const double unit_count = n * static_cast<double>(blocks) * units;
   p.bricks_per_layer[i] += to_count(unit_count);
   if (t == g.layer_count - 1) {
@@ -251,8 +255,10 @@ double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
 
 // Shared memory (elements): the regions alive while layer i is computed, at the worst i.
 // Intermediates live from their layer to their last reader; external inputs that a window op
-// reads are staged from their first reader to their last. The last layer writes straight to
-// global memory. `maxv`: each tensor's largest region in any unit.
+// reads are staged from their first reader to their last, all channels at once, or one chunk
+// of channels while their one conv reader runs when streamed (GroupGeometry::stream_chunk).
+// The last layer writes straight to global memory, except that it accumulates in its region
+// when it reads a streamed input. `maxv`: each tensor's largest region in any unit.
 double live_region_elements(const GroupGeometry& g, const std::vector<double>& maxv) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
@@ -263,8 +269,13 @@ double live_region_elements(const GroupGeometry& g, const std::vector<double>& m
       const size_t ts = static_cast<size_t>(t);
       if (t < L - 1 && t <= i && g.last_use[ts] >= i)
         live += maxv[ts];
-      if (t >= L && g.staged[ts] && g.first_use[ts] <= i && g.last_use[ts] >= i)
-        live += maxv[ts];
+      if (t < L || !g.staged[ts] || g.first_use[ts] > i || g.last_use[ts] < i)
+        continue;
+      const double chunk = g.stream_chunk[ts];
+      const double channels = static_cast<double>(g.tensors[ts].extent[0]);
+      live += chunk > 0 ? maxv[ts] * std::min(1.0, chunk / channels) : maxv[ts];
+      if (chunk > 0 && i == L - 1)
+        live += maxv[static_cast<size_t>(L - 1)]; // the last layer's accumulator
     }
     smem = std::max(smem, live);
   }

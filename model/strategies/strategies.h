@@ -94,13 +94,27 @@ inline void add_weight_rereads(const L2Window& win, double weights_unique, doubl
     reads += bytes_weight - weights_unique;
 }
 
+// Whether group layer i runs on tensor cores in a merged kernel computing `channels_per_block`
+// of its channels per unit (true for layers without FLOPs: nothing to move).
+inline bool merged_conv_on_tensor_cores(const GroupGeometry& g, int i, int64_t channels_per_block) {
+  const Layer& l = *g.layers[static_cast<size_t>(i)];
+  if (l.op != OpKind::kConv || !has_tensor_math(g.graph->dtype()))
+    return true;
+  return conv_on_tensor_cores(true, g.tensors[static_cast<size_t>(i)].extent[0], l.groups,
+                              channels_per_block);
+}
+
 // One merged kernel's roofline, launch and barrier terms (p.barriers, the bytes and the FLOPs
 // already set); the caller adds its own terms and calls finish_time.
 inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext& ctx,
                                    const Occupancy& occ, const L2Window& win, double units,
                                    Prediction& p) {
   p.launches = 1;
-  add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), p.dram_bytes, p.l2_bytes, p.flops, units,
+  // A FLOP on FP32 FMA units costs peak(precision) / peak(fp32) tensor-core FLOPs.
+  const DType dtype = g.graph->dtype();
+  const double fma_cost = peak_flops(ctx.gpu, dtype) / peak_flops(ctx.gpu, DType::kF32);
+  add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes,
+                      p.flops + p.fma_flops * (fma_cost - 1), units,
                       occ.factor > 0 ? occ.factor : 1.0, p);
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;
   p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;

@@ -14,6 +14,7 @@
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
+#include "kernels/validation.h"
 #include "kernels/weights.h"
 
 #define BRICKDL_EMULATE 1
@@ -131,37 +132,20 @@ TEST(TensorCoreStep, InputsAreRoundedToThePrecision) {
 }
 
 // ---- whole kernels ---------------------------------------------------------------------------
-
-// Norm-wise relative error bound of an fp32-accumulated dot product of length k whose inputs
-// were rounded to a p-bit mantissa, with a safety factor; `layers` convs compound it.
-double rel_tolerance(DType t, int64_t k, int layers) {
-  const int p = t == DType::kTF32 ? 10 : t == DType::kBF16 ? 7 : t == DType::kF16 ? 10 : 23;
-  return 8.0 * std::ldexp(1.0, -(p + 1)) * std::sqrt(static_cast<double>(k)) * layers + 1e-5;
-}
+// Validated as the measurers validate: kernels/validation.h group_tolerance, per precision.
 
 struct Checked {
-  double rel_error = 0; // max |emu − ref| / max |ref|
-  double tolerance = 0;
-  int mma_layers = 0; // conv layers of the generated kernels on the tensor-core path
+  double rel_error = 0;         // max |emu − ref| / max |ref|
+  kernels::Comparison validity; // under the precision's tolerance (kernels/validation.h)
+  int mma_layers = 0;           // conv layers of the generated kernels on the tensor-core path
 };
 
 Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
   const KernelPlan plan = plan_kernels(g, c);
   Checked out;
-  int64_t k_max = 1;
-  int convs = 0;
   for (const KernelLaunch& k : plan.launches)
     for (int l = 0; l < k.desc.num_layers; ++l)
       out.mma_layers += k.desc.layers[l].mma_m > 0 ? 1 : 0;
-  for (int id : plan.layer_ids) {
-    const Layer& l = g.layer(id);
-    if (l.op != OpKind::kConv)
-      continue;
-    ++convs;
-    const int64_t cin = g.layer(l.inputs[0]).out.c / l.groups;
-    k_max = std::max(k_max, cin * l.window.kernel[0] * l.window.kernel[1] * l.window.kernel[2]);
-  }
-  out.tolerance = rel_tolerance(g.dtype(), k_max, std::max(1, convs));
   std::vector<kernels::Tensor> ext;
   std::vector<const kernels::Tensor*> ptrs;
   std::vector<const float*> raw;
@@ -189,6 +173,9 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
     mag = std::max(mag, std::fabs(double{ref[i]}));
   }
   out.rel_error = err / std::max(mag, 1e-30);
+  const kernels::Tolerance def;
+  out.validity =
+      kernels::compare(emu.output, ref, kernels::group_tolerance(g, c.group, def.atol, def.rtol));
   EXPECT_FALSE(emu.timed_out);
   return out;
 }
@@ -212,7 +199,7 @@ void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma
     if (s == Strategy::kMemoized)
       eo.workers = 3;
     const Checked r = check(g, c, eo);
-    EXPECT_LE(r.rel_error, r.tolerance);
+    EXPECT_TRUE(r.validity.ok()) << r.validity.message;
     EXPECT_GE(r.mma_layers, min_mma);
   }
 }

@@ -80,9 +80,9 @@ TEST(CostModelHand, SingleConvLayerwiseAndLowerBound) {
 // alike: fp32 the FP32 FMA peak, tf32 the TF32 tensor peak, bf16 / fp16 their tensor peaks.
 TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
   const GpuSpec& gpu = *find_gpu_spec("A100-40GB");
-  auto conv = [](DType t) {
+  auto conv = [](DType t) { // 8 output channels: one tensor-core tile (generated kernels)
     GraphBuilder b("one_conv", TensorShape{1, 1, 1, 10, 10, 2}, t);
-    b.conv2d(0, 2, 3, 1, 1);
+    b.conv2d(0, 8, 3, 1, 1);
     return fuse_for_inference(b.build());
   };
   for (Strategy s : {Strategy::kPadded, Strategy::kLayerwise}) {
@@ -105,6 +105,42 @@ TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
   const Candidate c = candidate(1, 1, Strategy::kLayerwise, brick2d(4));
   EXPECT_DOUBLE_EQ(CostModel(custom).predict(conv(DType::kBF16), c).t_compute_ms,
                    2 * CostModel(custom).predict(conv(DType::kF16), c).t_compute_ms);
+}
+
+// Merged kernels run a conv whose output channels do not fill tiles of 8 (here 2, or a
+// depthwise conv) on FP32 FMA units whatever the precision (core/group.h
+// conv_on_tensor_cores): its compute time stays at the FP32 peak in tf32, while cuDNN's
+// (layerwise) follows the tensor peak.
+TEST(CostModelHand, ConvsOffTensorCoresKeepTheFp32Peak) {
+  auto graph = [](DType t, int64_t cout, int groups) {
+    GraphBuilder b("conv", TensorShape{1, 8, 1, 10, 10, 2}, t);
+    b.conv2d(0, cout, 3, 1, 1, 1, groups);
+    return fuse_for_inference(b.build());
+  };
+  const GpuSpec& gpu = *find_gpu_spec("A100-40GB");
+  for (const auto& [cout, groups] : {std::pair<int64_t, int>{2, 1}, {8, 8}}) {
+    SCOPED_TRACE(std::to_string(cout) + " channels, " + std::to_string(groups) + " groups");
+    for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+      const Candidate c = candidate(1, 1, s, brick2d(4));
+      const Prediction f32 = a100().predict(graph(DType::kF32, cout, groups), c);
+      const Prediction t32 = a100().predict(graph(DType::kTF32, cout, groups), c);
+      ASSERT_GT(f32.t_compute_ms, 0);
+      EXPECT_DOUBLE_EQ(t32.t_compute_ms, f32.t_compute_ms) << strategy_name(s);
+      EXPECT_DOUBLE_EQ(t32.fma_flops, t32.flops);
+    }
+    const Candidate lw = candidate(1, 1, Strategy::kLayerwise, brick2d(4));
+    EXPECT_DOUBLE_EQ(a100().predict(graph(DType::kF32, cout, groups), lw).t_compute_ms /
+                         a100().predict(graph(DType::kTF32, cout, groups), lw).t_compute_ms,
+                     gpu.tf32_tflops / gpu.fp32_tflops);
+  }
+  // A channel block of 4 (memoized bricks every layer by it) leaves an 8-channel conv off the
+  // tensor cores too; blocks of 8 put it on.
+  const Graph g8 = graph(DType::kTF32, 16, 1);
+  Candidate c4 = candidate(1, 1, Strategy::kMemoized, brick2d(4));
+  c4.brick.cb = 4;
+  EXPECT_DOUBLE_EQ(a100().predict(g8, c4).fma_flops, a100().predict(g8, c4).flops);
+  c4.brick.cb = 8;
+  EXPECT_DOUBLE_EQ(a100().predict(g8, c4).fma_flops, 0);
 }
 
 // input 1x1x10x10 → conv1 3x3 pad 1 (1 → 2) → conv2 3x3 pad 1 (2 → 1).
@@ -447,9 +483,11 @@ TEST(CostModelFeasibility, SharedMemoryLimit) {
   EXPECT_NE(p.reason.find("shared memory"), std::string::npos) << p.reason;
   EXPECT_GT(p.smem_bytes_per_block, 163 * 1024);
   const Prediction small = a100().predict(g, candidate(1, 2, Strategy::kPadded, brick2d(2)));
-  // 2x2 bricks: input 6 · 6 · 256 + conv1 4 · 4 · 256 elements = 13312 · 4 B = 52 KiB.
+  // 2x2 bricks: conv1 is the input's only reader, so the input streams in chunks of 32
+  // channels (core/group.h): one 6 · 6 · 32 chunk + conv1's 4 · 4 · 256 region = 5248
+  // elements · 4 B = 20.5 KiB (staged whole, the input alone would take 6 · 6 · 256).
   EXPECT_TRUE(small.feasible) << small.reason;
-  EXPECT_DOUBLE_EQ(small.smem_bytes_per_block, (36 + 16) * 256 * 4);
+  EXPECT_DOUBLE_EQ(small.smem_bytes_per_block, (36 * 32 + 16 * 256) * 4);
   // memoized stages one brick's input region: (2 − 1) · 1 + 2 + 1 = 4 per axis, 256 channels:
   // 16 · 256 · 4 B = 16 KiB; 32x32 bricks need 34 · 34 · 256 · 4 B ≈ 1.1 MiB: infeasible.
   const Prediction memo = a100().predict(g, candidate(1, 2, Strategy::kMemoized, brick2d(2)));

@@ -143,6 +143,15 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
 
 // ---- layers -------------------------------------------------------------------------------
 
+// Whether the kernel source contains the streamed-input passes (ConvPass): codegen defines
+// BRICKDL_STREAMED 0 when no layer of the plan streams its input, so NVRTC never sees them
+// (dead code inlined into every layer still costs registers and stack before it folds away:
+// the 4-conv ResNet-50 block with its add, padded 8x8, tf32, sm_90: 101 -> 203 registers and
+// a 160-byte stack frame). Under emulation it is always there.
+#if !defined(BRICKDL_STREAMED)
+#define BRICKDL_STREAMED 1
+#endif
+
 // One pass of a conv over input channels [ci_lo, ci_hi) of each output channel's group
 // (relative to the group's first input channel). A streamed input takes one pass per chunk:
 // the first starts from the bias, later ones from the partial sums in `acc`, and every pass
@@ -210,9 +219,14 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
           const int cj = co0 + imin(j, nco - 1);
           const float b = L.has_bias ? load_cached(bias + cj) : 0.f;
           BRICKDL_UNROLL
-          for (int i = 0; i < kMaxTilePx; ++i)
+          for (int i = 0; i < kMaxTilePx; ++i) {
+#if BRICKDL_STREAMED
             acc[j][i] =
                 pass.first ? b : pass.acc.p[region_index(pass.acc, cj, z, y, x0 + imin(i, nx - 1))];
+#else
+            acc[j][i] = b;
+#endif
+          }
         }
         const int ci0 = (co0 / cout_g) * cin_g; // a tile never spans two groups (codegen)
         const int zb = z * L.s[0] - L.p[0] - in.o[0];
@@ -262,11 +276,13 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
           if (i >= nx)
             break;
           const int x = x0 + i;
+#if BRICKDL_STREAMED
           if (!pass.last) { // a partial sum (rows outside the tensor: the last pass writes 0)
             if (row_inside)
               pass.acc.p[region_index(pass.acc, co0 + j, z, y, x)] = acc[j][i];
             continue;
           }
+#endif
           const float v =
               row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope) : 0.f;
           store_out(out, co0 + j, z, y, x, v);

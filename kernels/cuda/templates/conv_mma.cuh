@@ -41,6 +41,40 @@ BRICKDL_DEVICE void box_position(const int* ro, const int* re, int m, int* z, in
   *x = ro[2] + m % re[2];
 }
 
+// The partial sums of a lane's accumulator fragment (layout of mma.cuh's C, per m16 x n8
+// tile) from / to `acc` (a ConvPass buffer), for the positions and channels inside the box.
+template <bool kStore>
+BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro, const int* re,
+                                int P, int m_base, int co_base, int c1, int MT, int NT, int g,
+                                int t) {
+  BRICKDL_UNROLL
+  for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+    const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
+    const int m = m_base + 16 * mt + g + 8 * (r / 2);
+    const int co = co_base + 8 * nt + 2 * t + r % 2;
+    if (mt >= MT || nt >= NT || m >= P || co >= c1)
+      continue;
+    int z, y, x;
+    box_position(ro, re, m, &z, &y, &x);
+    float* p = acc.p + region_index(acc, co, z, y, x);
+    if (kStore) {
+      *p = frag[i];
+    } else {
+      frag[i] = *p;
+    }
+  }
+}
+BRICKDL_DEVICE void mma_load_partial(float* frag, const RegionBuf& acc, const int* ro,
+                                     const int* re, int P, int m_base, int co_base, int c1, int MT,
+                                     int NT, int g, int t) {
+  mma_partial<false>(frag, acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+}
+BRICKDL_DEVICE void mma_store_partial(float* frag, const RegionBuf& acc, const int* ro,
+                                      const int* re, int P, int m_base, int co_base, int c1, int MT,
+                                      int NT, int g, int t) {
+  mma_partial<true>(frag, acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+}
+
 // Long on purpose: the tensor-core inner loop; splitting its lane loops into functions would
 // pass the per-lane register arrays through pointers (local memory on the device).
 template <int MATH>
@@ -85,16 +119,15 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         }
         BRICKDL_UNROLL
         for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
-          const int m = m_base + 16 * (i / (4 * kMaxMmaN)) + g + 8 * ((i % 4) / 2);
           const int co = co_base + 8 * ((i / 4) % kMaxMmaN) + 2 * t + i % 2;
-          if (pass.first || m >= P || co >= c1 || i / (4 * kMaxMmaN) >= MT) {
-            acc(lane)[i] = L.has_bias && co < c1 && pass.first ? load_cached(bias + co) : 0.f;
-          } else {
-            int z, y, x;
-            box_position(ro, re, m, &z, &y, &x);
-            acc(lane)[i] = pass.acc.p[region_index(pass.acc, co, z, y, x)];
-          }
+          acc(lane)[i] = L.has_bias && co < c1 ? load_cached(bias + co) : 0.f;
         }
+        // A later pass of a streamed input resumes from the partial sums (separate loop: for
+        // one-pass convs it folds away whole).
+#if BRICKDL_STREAMED
+        if (!pass.first)
+          mma_load_partial(acc(lane), pass.acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+#endif
       }
       for (int k0 = k_lo; k0 < k_hi; k0 += S::k) {
         Lanes<float, S::a * kMaxMmaM> fa;
@@ -141,6 +174,12 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
       }
       BRICKDL_FOR_EACH_LANE(lane) {
         const int g = lane >> 2, t = lane & 3;
+#if BRICKDL_STREAMED
+        if (!pass.last) {
+          mma_store_partial(acc(lane), pass.acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+          continue;
+        }
+#endif
         BRICKDL_UNROLL
         for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
           const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
@@ -152,10 +191,6 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
             continue;
           int z, y, x;
           box_position(ro, re, m, &z, &y, &x);
-          if (!pass.last) { // a partial sum (see ConvPass)
-            pass.acc.p[region_index(pass.acc, co, z, y, x)] = acc(lane)[i];
-            continue;
-          }
           const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
           store_out(out, co, z, y, x, v);
         }

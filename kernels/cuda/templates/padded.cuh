@@ -123,8 +123,10 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
       }
     }
     eltwise_box(L, src, out, ro, re, c0, c1);
+#if BRICKDL_STREAMED
   } else if (L.stream_c > 0) {
     padded_streamed_conv(G, L, a, w, bias, bo, n, out, ro, re, c0, c1);
+#endif
   } else {
     const RegionBuf in = padded_window_input(G, L, bo);
     if (L.op == kOpConv) {
