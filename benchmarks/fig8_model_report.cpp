@@ -1,0 +1,82 @@
+// The model's view of the paper's Fig 8 subgraphs of ResNet-50 (the conv chains of seven
+// bottleneck blocks, experiments/fig8_resnet50_subgraphs.yaml): per subgraph and strategy,
+// the feasible bricks and the fastest one's predicted time and L1 / L2 / DRAM bytes relative
+// to the same layers run layerwise. Model only, no GPU.
+//
+//   fig8_model_report [--gpu NAME] [--precision P] [--batch N] [--threads T]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/gpu_spec.h"
+#include "core/zoo.h"
+#include "model/cost_model.h"
+
+namespace {
+
+using namespace brickdl;
+
+constexpr const char* kBlocks[] = {"layer1.0", "layer1.1", "layer2.0", "layer2.1",
+                                   "layer3.0", "layer3.1", "layer4.0"};
+constexpr int kBricks[] = {4, 8, 16, 32};
+
+std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group& grp, Strategy s,
+                          int threads, const model::Prediction& lw) {
+  std::string feasible;
+  const model::Prediction* best = nullptr;
+  model::Prediction keep[std::size(kBricks)];
+  int best_brick = 0;
+  for (size_t i = 0; i < std::size(kBricks); ++i) {
+    Candidate c;
+    c.group = grp;
+    c.strategy = s;
+    c.brick = {1, kBricks[i], kBricks[i], 0};
+    c.threads = threads;
+    keep[i] = m.predict(g, c);
+    if (!keep[i].feasible)
+      continue;
+    feasible += (feasible.empty() ? "" : ",") + std::to_string(kBricks[i]);
+    if (best == nullptr || keep[i].time_ms < best->time_ms) {
+      best = &keep[i];
+      best_brick = kBricks[i];
+    }
+  }
+  if (best == nullptr)
+    return fmt::format("{:<44}", "none feasible");
+  return fmt::format("{:>2}x{:<2} {:7.1f} {:5.2f} {:5.2f} {:5.2f} [{}]", best_brick, best_brick,
+                     best->time_ms * 1e3, best->l1_bytes / lw.l1_bytes,
+                     best->l2_bytes / lw.l2_bytes, best->dram_bytes / lw.dram_bytes, feasible);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string gpu_name = "H200", precision = "tf32";
+  int batch = 8, threads = 256;
+  CLI::App app("the model on the Fig 8 subgraphs of ResNet-50: feasibility, time, traffic");
+  app.add_option("--gpu", gpu_name)->check(CLI::IsMember(gpu_spec_names()));
+  app.add_option("--precision", precision)->check(CLI::IsMember(dtype_names()));
+  app.add_option("--batch", batch)->check(CLI::Range(1, 1024));
+  app.add_option("--threads", threads)->check(CLI::Range(32, 1024));
+  CLI11_PARSE(app, argc, argv);
+  ZooOptions zo;
+  zo.batch = batch;
+  parse_dtype(precision, &zo.dtype);
+  const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
+  const model::CostModel m(*find_gpu_spec(gpu_name));
+  fmt::print("ResNet-50 batch {} {} on {} (model {}); per strategy: best brick, us, L1 / L2 / "
+             "DRAM bytes vs layerwise, [feasible bricks]\n",
+             batch, precision, gpu_name, model::CostModel::version());
+  fmt::print("{:<9} {:>8}  {:<44}  {:<44}\n", "subgraph", "lw us", "padded", "memoized");
+  for (const char* block : kBlocks) {
+    const std::string p = block;
+    const Group grp{g.find(p + ".conv1"), g.find(p + ".conv3")};
+    Candidate lwc;
+    lwc.group = grp;
+    lwc.strategy = Strategy::kLayerwise;
+    const model::Prediction lw = m.predict(g, lwc);
+    fmt::print("{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
+               strategy_cell(m, g, grp, Strategy::kPadded, threads, lw),
+               strategy_cell(m, g, grp, Strategy::kMemoized, threads, lw));
+  }
+  return 0;
+}
