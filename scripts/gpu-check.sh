@@ -103,6 +103,7 @@ tune() {  # tune NAME YAML
 }
 tune micro_bricksize "$root/experiments/micro_bricksize.yaml"
 tune gpu_check_resnet50 "$root/experiments/gpu_check_resnet50.yaml"
+tune gpu_check_resnet50_tf32 "$root/experiments/gpu_check_resnet50_tf32.yaml"
 
 # ---- 5. summary (last) -----------------------------------------------------------------------
 step "summary (also in $out/summary.txt)"
