@@ -114,6 +114,13 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
   return kStreamChunkChannels;
 }
 
+int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points) {
+  return layer.op == OpKind::kConv && layer.groups == 1 && staged_channels > kStreamChunkChannels &&
+                 staged_channels * staged_points > kStageWholeElements
+             ? kStreamChunkChannels
+             : 0;
+}
+
 bool has_tensor_math(DType precision) {
   return precision != DType::kF32;
 }

@@ -438,12 +438,8 @@ void layout_bricks(const GroupDesc& gd, LayerDesc& d, bool is_last, const BrickS
   to_int(memo, "memoized buffer size");
 }
 
-// Floats a window layer stages per brick: the whole brick's input region, times the widest
-// channel range any of its channel blocks reads.
-int64_t staging_floats(const LayerDesc& d) {
-  int64_t vol = 1;
-  for (int a = 0; a < 3; ++a)
-    vol *= int64_t{d.bext[a] - 1} * d.s[a] + int64_t{d.dl[a]} * (d.k[a] - 1) + 1;
+// The widest input channel range any channel block of window layer d reads.
+int staged_channels(const LayerDesc& d) {
   int chans = 0;
   for (int cbk = 0; cbk < d.nblk[0]; ++cbk) {
     const int c0 = cbk * d.cb, c1 = std::min(c0 + d.cb, d.out.c);
@@ -455,18 +451,40 @@ int64_t staging_floats(const LayerDesc& d) {
     }
     chans = std::max(chans, hi - lo);
   }
-  return vol * chans;
+  return chans;
 }
 
-void plan_memoized(GroupDesc& gd, const BrickShape& brick, int cb, int threads,
-                   const CodegenOptions& o, const std::string& what, int64_t* memo_floats,
-                   int64_t* flag_count) {
+// Floats a window layer stages per brick: the whole brick's input region, times the widest
+// channel range any of its channel blocks reads, or (streamed: stream_c > 0) one chunk of
+// stream_c channels plus the cb x brick accumulator (acc_smem, after the chunk).
+int64_t staged_points(const LayerDesc& d) {
+  int64_t vol = 1;
+  for (int a = 0; a < 3; ++a)
+    vol *= int64_t{d.bext[a] - 1} * d.s[a] + int64_t{d.dl[a]} * (d.k[a] - 1) + 1;
+  return vol;
+}
+
+int64_t staging_floats(LayerDesc& d) {
+  const int64_t vol = staged_points(d);
+  if (d.stream_c == 0)
+    return vol * staged_channels(d);
+  const int64_t chunk = round_up(vol * d.stream_c, kSmemAlignFloats);
+  d.acc_smem = to_int(chunk, "shared memory offset");
+  return chunk + int64_t{d.cb} * d.bext[0] * d.bext[1] * d.bext[2];
+}
+
+void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
+                   const BrickShape& brick, int cb, int threads, const CodegenOptions& o,
+                   const std::string& what, int64_t* memo_floats, int64_t* flag_count) {
   int64_t memo = 0, flags = 0, stage = 0;
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     layout_bricks(gd, d, l == gd.num_layers - 1, brick, cb, memo, flags);
-    if (d.op != dev::kOpEltwise)
+    if (d.op != dev::kOpEltwise) {
+      d.stream_c = memoized_stream_chunk(g.layer(ids[static_cast<size_t>(l)]), staged_channels(d),
+                                         staged_points(d));
       stage = std::max(stage, staging_floats(d));
+    }
     for (int s = 0; s < d.num_src; ++s)
       if (d.op == dev::kOpEltwise && d.src_kind[s] == dev::kSrcLayer &&
           gd.layers[d.src_index[s]].cb != d.cb)
@@ -635,7 +653,7 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   if (c.strategy == Strategy::kPadded)
     mark_streamed(gd, g, c.group, info.inputs);
   if (c.strategy == Strategy::kMemoized) {
-    plan_memoized(gd, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
+    plan_memoized(gd, g, info.ids, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
                   &plan.flag_count);
   } else {
     plan_padded(gd, brick, k.threads, ctx.o, ctx.what);

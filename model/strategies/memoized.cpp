@@ -586,6 +586,22 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
   return region;
 }
 
+// What a window layer's brick holds in shared memory: its staged input (`staged` elements
+// over `channels`), or, streamed (core/group.h memoized_stream_chunk), one chunk of it plus
+// the layer's cb x brick accumulator.
+double staged_streamed(const GroupGeometry& g, int i, double staged, double channels) {
+  const size_t is = static_cast<size_t>(i);
+  const int chunk = memoized_stream_chunk(*g.layers[is], static_cast<int64_t>(channels),
+                                          static_cast<int64_t>(staged / channels));
+  if (chunk == 0)
+    return staged;
+  const TensorGrid& tg = g.tensors[is];
+  double acc = static_cast<double>(tg.brick[0]);
+  for (size_t a = 1; a < static_cast<size_t>(kAxes); ++a)
+    acc *= static_cast<double>(std::min(tg.brick[a], tg.extent[a]));
+  return staged / channels * chunk + acc;
+}
+
 // Loads, lookups and their reuse per edge of the layer (Scratch::streams), and what one
 // brick of the layer stages in shared memory (Walk::smem_bytes).
 void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
@@ -605,7 +621,8 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
     w.s.streams.push_back(
         edge_stream(w, edge, x, w.s.loads[ks], w.s.touches[ks], distance, one_box, p));
     if (window)
-      stage += staged_elements(g.tensors[is], edge, x);
+      stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
+                               static_cast<double>(x[0].need_max));
   }
   w.smem_bytes = std::max(w.smem_bytes, stage * g.dtype_bytes);
 }

@@ -245,6 +245,21 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
   check_all(g, last, {1, 4, 3, 16});
 }
 
+// Memoized: a conv whose brick stages more than core/group.h kStageWholeElements (here 128
+// channels x 10 x 10) streams its input in chunks into a cb x brick accumulator.
+TEST(Emulation, MemoizedStreamsWideStaging) {
+  GraphBuilder b("wide_memo", TensorShape{1, 128, 1, 12, 11, 2});
+  int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
+  b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp = named_group(g, "wide", "next");
+  const KernelPlan plan = plan_kernels(g, candidate(grp, Strategy::kMemoized, {1, 8, 8, 0}));
+  EXPECT_EQ(plan.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+  EXPECT_EQ(plan.launches[0].desc.layers[1].stream_c, 0); // 16 channels: staged whole
+  check_all(g, grp, {1, 8, 8, 0});
+  check_all(g, grp, {1, 8, 8, 8});
+}
+
 TEST(Emulation, MemoizedCountsMatchTheory) {
   // Stride-1 chain: every brick of every intermediate layer is needed exactly once.
   GraphBuilder b("chain", TensorShape{1, 2, 1, 12, 12, 2});

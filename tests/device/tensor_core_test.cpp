@@ -283,6 +283,13 @@ TEST(TensorCoreKernels, StreamedInputsInChannelChunks) {
     check_all(g, Group{1, 3}, {1, 4, 4, 0}, 64, 3);
     check_all(g, Group{1, 1}, {1, 3, 5, 8}, 96, 1); // single layer: the accumulator
   }
+  // Memoized: 128 channels x 10 x 10 staged per 8x8 brick streams (kStageWholeElements).
+  GraphBuilder b("wide_memo", TensorShape{1, 128, 1, 12, 11, 2}, DType::kTF32);
+  b.conv2d(b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide")), 8, 3, 1, 1);
+  const Graph g = fuse_for_inference(b.build());
+  const Candidate c = make({1, 2}, Strategy::kMemoized, {1, 8, 8, 0}, 64);
+  ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+  check_all(g, Group{1, 2}, {1, 8, 8, 0}, 64, 2);
 }
 
 TEST(TensorCoreKernels, NarrowAndDepthwiseConvsFallBackToFma) {

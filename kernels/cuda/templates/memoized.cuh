@@ -190,6 +190,51 @@ BRICKDL_DEVICE InSource memo_operand(const GroupDesc& G, const LayerDesc& L, int
   return src;
 }
 
+// Stages channels [lo, hi) of window layer L's input over `in`'s box (its channel 0 is lo).
+BRICKDL_DEVICE void memo_stage(const GroupDesc& G, const LayerDesc& L, const KernelArgs& a,
+                               const BrickCoord& q, RegionBuf in, int lo, int hi) {
+  in.c0 = lo;
+  if (L.src_kind[0] == kSrcExternal) {
+    TensorRef src;
+    src.p = a.ext[L.src_index[0]];
+    src.dims = G.ext[L.src_index[0]].dims;
+    src.n = q.n;
+    stage_from_tensor(in, src, lo, hi);
+  } else {
+    stage_from_bricks(in, G.layers[L.src_index[0]], a.memo, q.n, lo, hi);
+  }
+}
+
+// A conv (groups 1) whose brick reads more than stream_c input channels: stage a chunk, one
+// ConvPass accumulating in shared memory (acc_smem: cb x bext), repeat; the last pass stores.
+BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, int l,
+                                       const KernelArgs& a, const BrickCoord& q,
+                                       const RegionBuf& in, const OutTarget& out, const int* bo,
+                                       const int* ro, const int* re, int c0, int c1, int ilo,
+                                       int ihi) {
+  ConvPass pass = whole_pass(L);
+  pass.acc.p = block_smem() + L.acc_smem;
+  for (int ax = 0; ax < 3; ++ax) {
+    pass.acc.o[ax] = bo[ax];
+    pass.acc.e[ax] = L.bext[ax];
+  }
+  pass.acc.c0 = c0;
+  pass.acc.coherent = 0;
+  for (int lo = ilo; lo < ihi; lo += L.stream_c) {
+    const int hi = imin(lo + L.stream_c, ihi);
+    RegionBuf chunk = in;
+    chunk.c0 = lo;
+    memo_stage(G, L, a, q, chunk, lo, hi);
+    BRICKDL_SYNC();
+    pass.ci_lo = lo;
+    pass.ci_hi = hi;
+    pass.first = lo == ilo;
+    pass.last = hi == ihi;
+    conv_layer_box(L, a.weight[l], a.bias[l], chunk, out, ro, re, c0, c1, pass);
+    BRICKDL_SYNC();
+  }
+}
+
 // All threads: computes brick `lin` of layer `l` (its dependencies are done).
 BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, const KernelArgs& a,
                                  int lin) {
@@ -225,15 +270,13 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
   input_channels(L, c0, c1, &ilo, &ihi);
   in.c0 = ilo;
   in.coherent = 0;
-  if (L.src_kind[0] == kSrcExternal) {
-    TensorRef src;
-    src.p = a.ext[L.src_index[0]];
-    src.dims = G.ext[L.src_index[0]].dims;
-    src.n = q.n;
-    stage_from_tensor(in, src, ilo, ihi);
-  } else {
-    stage_from_bricks(in, G.layers[L.src_index[0]], a.memo, q.n, ilo, ihi);
+#if BRICKDL_STREAMED
+  if (L.stream_c > 0) {
+    memo_streamed_conv(G, L, l, a, q, in, out, bo, ro, re, c0, c1, ilo, ihi);
+    return;
   }
+#endif
+  memo_stage(G, L, a, q, in, ilo, ihi);
   BRICKDL_SYNC();
   if (L.op == kOpConv) {
     conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L));
