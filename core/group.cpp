@@ -114,9 +114,12 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
   return kStreamChunkChannels;
 }
 
-int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points) {
+int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
+                          int64_t acc_elements) {
+  const int64_t whole = staged_channels * staged_points;
   return layer.op == OpKind::kConv && layer.groups == 1 && staged_channels > kStreamChunkChannels &&
-                 staged_channels * staged_points > kStageWholeElements
+                 whole > kStageWholeElements &&
+                 kStreamChunkChannels * staged_points + acc_elements < whole
              ? kStreamChunkChannels
              : 0;
 }

@@ -52,11 +52,13 @@ constexpr int kStreamChunkChannels = 32;
 int stream_chunk_channels(const Graph& graph, const Group& group, int input_id);
 // Memoized merged kernels stage each window layer's input per brick; a conv with groups == 1
 // whose staged input (`staged_channels` x `staged_points` positions) is over
-// kStageWholeElements and spans more than one chunk streams it in chunks instead (partial sums
-// in a cb x brick accumulator; smaller inputs stay whole: the streamed passes cost registers).
-// Returns the channels per chunk, or 0.
+// kStageWholeElements and spans more than one chunk streams it in chunks instead, with its
+// partial sums in an accumulator of `acc_elements` (cb x brick), when a chunk plus the
+// accumulator is smaller than the whole input (smaller inputs stay whole: the streamed passes
+// cost registers). Returns the channels per chunk, or 0.
 constexpr int64_t kStageWholeElements = 12288; // 48 KiB of fp32
-int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points);
+int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
+                          int64_t acc_elements);
 
 // Generated kernels multiply a conv on tensor cores (mma.sync: kernels/cuda/templates/
 // conv_mma.cuh) when the precision has tensor-core math (tf32, bf16, fp16: has_tensor_math)

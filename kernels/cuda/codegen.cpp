@@ -482,7 +482,8 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
     layout_bricks(gd, d, l == gd.num_layers - 1, brick, cb, memo, flags);
     if (d.op != dev::kOpEltwise) {
       d.stream_c = memoized_stream_chunk(g.layer(ids[static_cast<size_t>(l)]), staged_channels(d),
-                                         staged_points(d));
+                                         staged_points(d),
+                                         int64_t{d.cb} * d.bext[0] * d.bext[1] * d.bext[2]);
       stage = std::max(stage, staging_floats(d));
     }
     for (int s = 0; s < d.num_src; ++s)

@@ -591,14 +591,15 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
 // the layer's cb x brick accumulator.
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels) {
   const size_t is = static_cast<size_t>(i);
-  const int chunk = memoized_stream_chunk(*g.layers[is], static_cast<int64_t>(channels),
-                                          static_cast<int64_t>(staged / channels));
-  if (chunk == 0)
-    return staged;
   const TensorGrid& tg = g.tensors[is];
   double acc = static_cast<double>(tg.brick[0]);
   for (size_t a = 1; a < static_cast<size_t>(kAxes); ++a)
     acc *= static_cast<double>(std::min(tg.brick[a], tg.extent[a]));
+  const int chunk =
+      memoized_stream_chunk(*g.layers[is], static_cast<int64_t>(channels),
+                            static_cast<int64_t>(staged / channels), static_cast<int64_t>(acc));
+  if (chunk == 0)
+    return staged;
   return staged / channels * chunk + acc;
 }
 
