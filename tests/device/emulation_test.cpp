@@ -14,6 +14,7 @@
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
 #include "kernels/weights.h"
+#include "tests/device/emulated_group.h"
 
 namespace brickdl::cuda {
 namespace {
@@ -40,28 +41,11 @@ struct Outcome {
 };
 
 Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {}) {
-  const KernelPlan plan = plan_kernels(g, c);
-  std::vector<kernels::Tensor> ext;
-  for (int id : plan.input_ids)
-    ext.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
-  std::vector<const kernels::Tensor*> ext_ptr;
-  std::vector<const float*> raw;
-  for (const auto& t : ext) {
-    ext_ptr.push_back(&t);
-    raw.push_back(t.data());
-  }
-  const kernels::ModelWeights w = kernels::make_weights(g, kSeed, c.group.first, c.group.last);
-  std::vector<std::vector<float>> weights, biases;
-  for (int id : plan.layer_ids) {
-    weights.push_back(w.at(id).weight);
-    biases.push_back(w.at(id).bias);
-  }
+  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
   Outcome o;
-  o.emu = emulate_plan(g, plan, raw, weights, biases, eo);
-  Candidate lw = c;
-  lw.strategy = Strategy::kLayerwise;
-  o.reference = kernels::execute_group(g, lw, ext_ptr, w);
-  o.cpu = kernels::execute_group(g, c, ext_ptr, w);
+  o.emu = r.emu;
+  o.reference = r.reference;
+  o.cpu = kernels::execute_group(g, c, r.input_ptrs(), r.weights);
   EXPECT_TRUE(o.reference.supported) << o.reference.reason;
   const auto& ref = o.reference.output.values();
   EXPECT_EQ(ref.size(), o.emu.output.size());

@@ -16,6 +16,7 @@
 #include "kernels/merged_executor.h"
 #include "kernels/validation.h"
 #include "kernels/weights.h"
+#include "tests/device/emulated_group.h"
 
 #define BRICKDL_EMULATE 1
 #include "kernels/cuda/templates/mma.cuh"
@@ -141,30 +142,13 @@ struct Checked {
 };
 
 Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
-  const KernelPlan plan = plan_kernels(g, c);
+  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
   Checked out;
-  for (const KernelLaunch& k : plan.launches)
+  for (const KernelLaunch& k : r.plan.launches)
     for (int l = 0; l < k.desc.num_layers; ++l)
       out.mma_layers += k.desc.layers[l].mma_m > 0 ? 1 : 0;
-  std::vector<kernels::Tensor> ext;
-  std::vector<const kernels::Tensor*> ptrs;
-  std::vector<const float*> raw;
-  for (int id : plan.input_ids)
-    ext.push_back(kernels::random_tensor(g.layer(id).out, kSeed, static_cast<uint64_t>(id)));
-  for (const auto& t : ext) {
-    ptrs.push_back(&t);
-    raw.push_back(t.data());
-  }
-  const kernels::ModelWeights w = kernels::make_weights(g, kSeed, c.group.first, c.group.last);
-  std::vector<std::vector<float>> weights, biases;
-  for (int id : plan.layer_ids) {
-    weights.push_back(w.at(id).weight);
-    biases.push_back(w.at(id).bias);
-  }
-  const EmulatorResult emu = emulate_plan(g, plan, raw, weights, biases, eo);
-  Candidate lw = c;
-  lw.strategy = Strategy::kLayerwise;
-  const std::vector<float> ref = kernels::execute_group(g, lw, ptrs, w).output.values();
+  const EmulatorResult& emu = r.emu;
+  const std::vector<float>& ref = r.reference.output.values();
   EXPECT_EQ(ref.size(), emu.output.size());
   double err = 0, mag = 0;
   for (size_t i = 0; i < ref.size() && i < emu.output.size(); ++i) {

@@ -239,5 +239,43 @@ BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_REST
 #endif
 }
 
+// An accumulator of cb x `ext` partial sums in shared memory at `smem`, for the box from
+// origin `o` and channel c0 (a streamed conv whose output is not a shared-memory region).
+BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, int c0) {
+  RegionBuf acc;
+  acc.p = smem;
+  for (int ax = 0; ax < 3; ++ax) {
+    acc.o[ax] = o[ax];
+    acc.e[ax] = ext[ax];
+  }
+  acc.c0 = c0;
+  acc.coherent = 0;
+  return acc;
+}
+
+// A streamed conv: for input channels [lo0, hi0) in chunks of stream_c, stage(chunk, lo, hi)
+// fills `chunk` (its channel 0 is lo), then one ConvPass adds them to `acc`; the last pass
+// stores the results to `out`. All threads; barriers between the phases.
+template <class Stage>
+BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, const float* bias,
+                                         RegionBuf chunk, const RegionBuf& acc,
+                                         const OutTarget& out, const int* ro, const int* re, int c0,
+                                         int c1, int lo0, int hi0, const Stage& stage) {
+  ConvPass pass = whole_pass(L);
+  pass.acc = acc;
+  for (int lo = lo0; lo < hi0; lo += L.stream_c) {
+    const int hi = imin(lo + L.stream_c, hi0);
+    chunk.c0 = lo;
+    stage(chunk, lo, hi);
+    BRICKDL_SYNC();
+    pass.ci_lo = lo;
+    pass.ci_hi = hi;
+    pass.first = lo == lo0;
+    pass.last = hi == hi0;
+    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass);
+    BRICKDL_SYNC();
+  }
+}
+
 } // namespace dev
 } // namespace brickdl

@@ -212,27 +212,10 @@ BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, i
                                        const RegionBuf& in, const OutTarget& out, const int* bo,
                                        const int* ro, const int* re, int c0, int c1, int ilo,
                                        int ihi) {
-  ConvPass pass = whole_pass(L);
-  pass.acc.p = block_smem() + L.acc_smem;
-  for (int ax = 0; ax < 3; ++ax) {
-    pass.acc.o[ax] = bo[ax];
-    pass.acc.e[ax] = L.bext[ax];
-  }
-  pass.acc.c0 = c0;
-  pass.acc.coherent = 0;
-  for (int lo = ilo; lo < ihi; lo += L.stream_c) {
-    const int hi = imin(lo + L.stream_c, ihi);
-    RegionBuf chunk = in;
-    chunk.c0 = lo;
-    memo_stage(G, L, a, q, chunk, lo, hi);
-    BRICKDL_SYNC();
-    pass.ci_lo = lo;
-    pass.ci_hi = hi;
-    pass.first = lo == ilo;
-    pass.last = hi == ihi;
-    conv_layer_box(L, a.weight[l], a.bias[l], chunk, out, ro, re, c0, c1, pass);
-    BRICKDL_SYNC();
-  }
+  streamed_conv_passes(
+      L, a.weight[l], a.bias[l], in, accumulator(block_smem() + L.acc_smem, bo, L.bext, c0), out,
+      ro, re, c0, c1, ilo, ihi,
+      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, q, chunk, lo, hi); });
 }
 
 // All threads: computes brick `lin` of layer `l` (its dependencies are done).

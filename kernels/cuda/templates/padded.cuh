@@ -54,30 +54,12 @@ BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
   src.p = a.ext[L.src_index[0]];
   src.dims = X.dims;
   src.n = n;
-  ConvPass pass = whole_pass(L);
-  if (out.to_tensor) {
-    pass.acc.p = block_smem() + L.acc_smem;
-    for (int ax = 0; ax < 3; ++ax) {
-      pass.acc.o[ax] = bo[ax];
-      pass.acc.e[ax] = G.brick[ax];
-    }
-    pass.acc.c0 = c0;
-    pass.acc.coherent = 0;
-  } else {
-    pass.acc = out.buf;
-  }
-  for (int lo = 0; lo < L.in.c; lo += L.stream_c) {
-    const int hi = imin(lo + L.stream_c, L.in.c);
-    const RegionBuf chunk = region_buf(block_smem() + L.stream_smem, X.region, bo, lo);
-    stage_from_tensor(chunk, src, lo, hi);
-    BRICKDL_SYNC();
-    pass.ci_lo = lo;
-    pass.ci_hi = hi;
-    pass.first = lo == 0;
-    pass.last = hi == L.in.c;
-    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass);
-    BRICKDL_SYNC();
-  }
+  const RegionBuf acc =
+      out.to_tensor ? accumulator(block_smem() + L.acc_smem, bo, G.brick, c0) : out.buf;
+  streamed_conv_passes(L, w, bias, region_buf(block_smem() + L.stream_smem, X.region, bo, 0), acc,
+                       out, ro, re, c0, c1, 0, L.in.c, [&](const RegionBuf& chunk, int lo, int hi) {
+                         stage_from_tensor(chunk, src, lo, hi);
+                       });
 }
 
 BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
