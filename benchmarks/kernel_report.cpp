@@ -62,14 +62,10 @@ void report_one(const Graph& g, const Candidate& c, int arch, cuda::NvrtcCompile
     const auto module = nvrtc.compile(plan.source, arch);
     const PtxasInfo p = parse_ptxas(module->log);
     int64_t smem = 0;
-    int mma = 0, convs = 0;
-    for (const auto& k : plan.launches) {
+    for (const auto& k : plan.launches)
       smem = std::max<int64_t>(smem, k.smem_bytes);
-      for (int l = 0; l < k.desc.num_layers; ++l) {
-        convs += k.desc.layers[l].op == dev::kOpConv ? 1 : 0;
-        mma += k.desc.layers[l].mma_m > 0 ? 1 : 0;
-      }
-    }
+    const cuda::PlanPaths paths = cuda::plan_paths(plan);
+    const int mma = paths.convs_mma, convs = paths.convs_mma + paths.convs_fma;
     fmt::print("{} {:>8} {:>5} {:>6} {:>6}/{:<6} {:>9} {:>6} {:>10.0f}\n", what,
                plan.launches.size(), p.registers, p.stack, p.spill_stores, p.spill_loads,
                smem + p.static_smem, fmt::format("{}/{}", mma, convs), module->compile_ms);

@@ -45,18 +45,11 @@ int mantissa_bits(DType t) {
   return 0;
 }
 
-// Multiply-adds per output of `l` (0 when it reduces nothing).
-int64_t reduction_of(const Graph& g, const Layer& l) {
-  if (l.op == OpKind::kConv) {
-    const Window& w = l.window;
-    const int64_t cin = g.layer(l.inputs.at(0)).out.c;
-    return cin / std::max(1, l.groups) * w.kernel[0] * w.kernel[1] * w.kernel[2];
-  }
-  if (l.op == OpKind::kLinear) {
-    const TensorShape& in = g.layer(l.inputs.at(0)).out;
-    return in.numel() / std::max<int64_t>(1, in.n);
-  }
-  return 0;
+// Multiply-adds per output of `l` (0 when it reduces nothing): the graph builder's MACs per
+// output element (set for conv and linear only).
+int64_t reduction_of(const Layer& l) {
+  const int64_t outputs = l.out.numel();
+  return outputs > 0 ? l.macs / outputs : 0;
 }
 
 std::string wrong_message(const Comparison& c, std::span<const float> out,
@@ -119,7 +112,7 @@ Tolerance tolerance_for(DType precision, int64_t reduction_length, int layers) {
 Reduction group_reduction(const Graph& graph, const Group& group) {
   Reduction r{1, 0};
   for (int id = group.first; id <= group.last; ++id) {
-    const int64_t k = reduction_of(graph, graph.layer(id));
+    const int64_t k = reduction_of(graph.layer(id));
     if (k > 0) {
       r.length = std::max(r.length, k);
       ++r.layers;

@@ -70,6 +70,17 @@ struct KernelPlan {
 KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
                         const CodegenOptions& options = {});
 
+// What a plan's kernels compute with: its conv layers on FP32 FMA units and on tensor cores
+// (mma_math: their Math, 0 when none), and whether a layer streams its input in channel
+// chunks. The generated source compiles only these paths (conv_mma.cuh, brick_ops.cuh).
+struct PlanPaths {
+  int convs_fma = 0;
+  int convs_mma = 0;
+  int mma_math = 0;
+  bool streamed = false;
+};
+PlanPaths plan_paths(const KernelPlan& plan);
+
 // The weights of a conv layer as its kernel reads them: from PyTorch's [cout][cin / groups]
 // [kd][kh][kw] to [cout / tco][cin / groups][kd][kh][kw][tco] with tco = L.tile_co (the
 // output channels one thread computes), zero-padded to a multiple of tco channels. Done once

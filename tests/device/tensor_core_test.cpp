@@ -144,9 +144,7 @@ struct Checked {
 Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
   const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
   Checked out;
-  for (const KernelLaunch& k : r.plan.launches)
-    for (int l = 0; l < k.desc.num_layers; ++l)
-      out.mma_layers += k.desc.layers[l].mma_m > 0 ? 1 : 0;
+  out.mma_layers = plan_paths(r.plan).convs_mma;
   const EmulatorResult& emu = r.emu;
   const std::vector<float>& ref = r.reference.output.values();
   EXPECT_EQ(ref.size(), emu.output.size());
@@ -164,20 +162,11 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
   return out;
 }
 
-Candidate make(Group g, Strategy s, BrickShape b, int threads) {
-  Candidate c;
-  c.group = g;
-  c.strategy = s;
-  c.brick = b;
-  c.threads = threads;
-  return c;
-}
-
 // Every strategy of one group in `dtype`: within the precision's tolerance of the fp32
 // reference, and (fp32 excepted) on the tensor-core path for at least `min_mma` conv layers.
 void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma) {
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
-    const Candidate c = make(grp, s, b, threads);
+    const Candidate c{grp, b, s, threads};
     SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
     EmulatorOptions eo;
     if (s == Strategy::kMemoized)
@@ -211,7 +200,7 @@ TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
   // The same group in fp32 (FMA) and tf32 (MMA) gives different outputs: the rounding runs.
   const Graph f32 = bottleneck(DType::kF32), t32 = bottleneck(DType::kTF32);
   const Candidate c =
-      make({f32.find("conv1"), f32.find("add")}, Strategy::kPadded, {1, 4, 4, 0}, 64);
+      Candidate{{f32.find("conv1"), f32.find("add")}, {1, 4, 4, 0}, Strategy::kPadded, 64};
   const Checked a = check(f32, c, {}), b = check(t32, c, {});
   EXPECT_EQ(a.mma_layers, 0);
   EXPECT_EQ(b.mma_layers, 3);
@@ -262,7 +251,7 @@ TEST(TensorCoreKernels, StreamedInputsInChannelChunks) {
     y = b.relu(b.conv2d(y, 16, 3, 1, 1, 1, 1, true, "mid"));
     b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
     const Graph g = fuse_for_inference(b.build());
-    const Candidate c = make({1, 3}, Strategy::kPadded, {1, 4, 4, 0}, 64);
+    const Candidate c{{1, 3}, {1, 4, 4, 0}, Strategy::kPadded, 64};
     ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
     check_all(g, Group{1, 3}, {1, 4, 4, 0}, 64, 3);
     check_all(g, Group{1, 1}, {1, 3, 5, 8}, 96, 1); // single layer: the accumulator
@@ -271,7 +260,7 @@ TEST(TensorCoreKernels, StreamedInputsInChannelChunks) {
   GraphBuilder b("wide_memo", TensorShape{1, 128, 1, 12, 11, 2}, DType::kTF32);
   b.conv2d(b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide")), 8, 3, 1, 1);
   const Graph g = fuse_for_inference(b.build());
-  const Candidate c = make({1, 2}, Strategy::kMemoized, {1, 8, 8, 0}, 64);
+  const Candidate c{{1, 2}, {1, 8, 8, 0}, Strategy::kMemoized, 64};
   ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
   check_all(g, Group{1, 2}, {1, 8, 8, 0}, 64, 2);
 }
@@ -283,7 +272,7 @@ TEST(TensorCoreKernels, NarrowAndDepthwiseConvsFallBackToFma) {
   x = b.conv2d(x, 3, 3, 1, 1, 1, 1, true, "narrow");
   const Graph g = fuse_for_inference(b.build());
   check_all(g, Group{1, 2}, {1, 4, 4, 0}, 64, 0);
-  const KernelPlan plan = plan_kernels(g, make({1, 2}, Strategy::kPadded, {1, 4, 4, 0}, 64));
+  const KernelPlan plan = plan_kernels(g, Candidate{{1, 2}, {1, 4, 4, 0}, Strategy::kPadded, 64});
   EXPECT_EQ(plan.launches[0].desc.layers[0].mma_m, 0);
   EXPECT_EQ(plan.launches[0].desc.layers[1].mma_m, 0);
 }
