@@ -39,6 +39,8 @@ std::string BrickShape::str() const {
   s += std::to_string(h) + "x" + std::to_string(w);
   if (cb > 0)
     s += "/c" + std::to_string(cb);
+  if (nb > 1)
+    s += "/n" + std::to_string(nb);
   return s;
 }
 

@@ -3,9 +3,10 @@
 //
 //   Group  = layers one merged kernel runs (core/group.h: what is a group, what it reads).
 //   Brick  = the block of every activation tensor of the group owned by one unit of work:
-//            spatial extents bd × bh × bw (bd == 1 for 2-D) and a channel block cb
-//            (0 = all channels of the tensor). Each tensor of the group is bricked with the
-//            same extents at its own resolution.
+//            spatial extents bd × bh × bw (bd == 1 for 2-D), a channel block cb (0 = all
+//            channels of the tensor) and a batch block nb (images computed together, so that
+//            every weight a unit fetches serves nb images). Each tensor of the group is
+//            bricked with the same extents at its own resolution.
 //   Candidate = group + brick + strategy + kernel parameters.
 #include <cstdint>
 #include <string>
@@ -24,9 +25,11 @@ std::vector<std::string> strategy_names();
 struct BrickShape {
   int d = 1, h = 8, w = 8;
   int cb = 0; // channel block; 0 = all channels
+  int nb = 1; // batch block: images per unit of work (clamped to the batch)
   int64_t volume() const { return int64_t{d} * h * w; }
   int dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }
-  std::string str() const; // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0
+  // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0 and "/n4" when nb > 1
+  std::string str() const;
   bool operator==(const BrickShape& o) const = default;
 };
 
