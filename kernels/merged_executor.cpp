@@ -75,8 +75,9 @@ std::string unsupported_reason(const Graph& g, const Candidate& c) {
   std::string why = group_invalid_reason(g, c.group);
   if (!why.empty() || c.strategy == Strategy::kLayerwise)
     return why;
-  if (c.brick.d < 1 || c.brick.h < 1 || c.brick.w < 1 || c.brick.cb < 0)
-    return "brick " + c.brick.str() + " has an extent < 1 or a negative channel block";
+  if (c.brick.d < 1 || c.brick.h < 1 || c.brick.w < 1 || c.brick.cb < 0 || c.brick.nb < 1)
+    return "brick " + c.brick.str() +
+           " has an extent < 1, a negative channel block or a batch block < 1";
   return brick_blocker(g, c.group);
 }
 

@@ -25,11 +25,15 @@
 //    group's layers.
 //  - Regions are those of kernels/region.h. A tensor read by several layers of a unit (padded)
 //    or by several inputs of one layer is needed over the hull of what each read needs.
-//  - padded: unit = one brick of the last layer (n, channel block, spatial brick). Earlier
-//    layers are computed over the hull of what their in-group consumers need, with all their
-//    channels; the last layer over the brick (clipped), its channel block only.
+//  - Batch blocks (BrickShape::nb, clamped to [1, batch]): a unit, and a memoized brick,
+//    covers the same brick in nb consecutive images (the last block may hold fewer). Per unit
+//    or brick, bricks, weights, claims and lookups count once; elements (FLOPs, loads, stores)
+//    count once per image.
+//  - padded: unit = one brick of the last layer (batch block, channel block, spatial brick).
+//    Earlier layers are computed over the hull of what their in-group consumers need, with
+//    all their channels; the last layer over the brick (clipped), its channel block only.
 //    bricks_computed.<i> += 1 per unit for every layer computed (non-empty region).
-//    bytes_loaded.input += per unit, each external input's needed region (channels included);
+//    bytes_loaded.input += per image, each external input's needed region (channels included);
 //    bytes_loaded.weight += per unit, the parameters of every layer computed, the last layer's
 //    scaled to its channel block (params · channels in block / channels); intermediates are
 //    neither stored nor re-loaded (they stay in the unit).

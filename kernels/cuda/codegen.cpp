@@ -284,6 +284,7 @@ BrickShape clamp_brick(const BrickShape& b, const TensorShape& out, int rank) {
 void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::Dims& out,
                int batch) {
   gd.batch = batch;
+  gd.nb = std::clamp(brick.nb, 1, std::max(batch, 1));
   gd.brick[0] = brick.d;
   gd.brick[1] = brick.h;
   gd.brick[2] = brick.w;
@@ -295,7 +296,8 @@ void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::D
 }
 
 int64_t unit_count(const GroupDesc& gd) {
-  return int64_t{gd.batch} * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] * gd.nblk_last[3];
+  const int64_t batch_blocks = (int64_t{gd.batch} + gd.nb - 1) / gd.nb;
+  return batch_blocks * gd.nblk_last[0] * gd.nblk_last[1] * gd.nblk_last[2] * gd.nblk_last[3];
 }
 
 // Padded regions, backwards from the last layer's brick: each producer's region (per
@@ -406,8 +408,11 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
     const int chans = l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
     choose_tile(d, int64_t{d.region.ext[0]} * d.region.ext[1], d.region.ext[2], chans, threads);
   }
-  gd.smem_floats = to_int(peak, "shared memory");
-  check_smem(peak, 0, o, what);
+  // The unit's images side by side: every image's regions live at once (a layer runs for all
+  // of them between two barriers).
+  gd.smem_image = to_int(round_up(peak, kSmemAlignFloats), "shared memory");
+  gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
+  check_smem(gd.smem_floats, 0, o, what);
 }
 
 // Memoized bricking of layer d (the candidate's extents clamped to its tensor, channel
@@ -484,6 +489,9 @@ int64_t staging_floats(LayerDesc& d) {
 void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
                    const BrickShape& brick, int cb, int threads, const CodegenOptions& o,
                    const std::string& what, int64_t* memo_floats, int64_t* flag_count) {
+  if (gd.nb > 1)
+    throw Unsupported(what + ": memoized batch blocks (nb > 1) are not built in the generated "
+                             "kernels yet; the model and the CPU executor run them");
   int64_t memo = 0, flags = 0, stage = 0;
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
@@ -501,6 +509,7 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
     choose_tile(d, int64_t{d.bext[0]} * d.bext[1], d.bext[2], d.cb, threads);
   }
   gd.smem_floats = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
+  gd.smem_image = gd.smem_floats;
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
   *memo_floats = memo;
   *flag_count = flags;

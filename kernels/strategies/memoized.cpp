@@ -1,5 +1,11 @@
-// Memoized: a bricked store per intermediate layer, one atomic state flag per brick; each
-// needed brick computed once, recursively, by whichever worker claims it (merged_executor.h).
+// Memoized: a bricked store per intermediate layer, one atomic state flag per brick and batch
+// block; each needed brick computed once, recursively, by whichever worker claims it
+// (merged_executor.h). A claim covers the brick in every image of its batch block: the CPU
+// computes those images one after the other and counts what a GPU unit holding them together
+// moves (the weights and the flags once, the elements once per image).
+//
+// Unit u of a layer: brick u % bricks_per_image of the images of batch block u / bricks_per_image.
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <memory>
@@ -22,10 +28,12 @@ struct BrickStore {
   std::unique_ptr<float[]> data; // uninitialised: only computed bricks are ever read
   std::unique_ptr<std::atomic<uint8_t>[]> state;
 
-  BrickStore(const TensorShape& shape, const BrickShape& brick) : layout(shape, brick) {
+  BrickStore(const TensorShape& shape, const BrickShape& brick, int64_t blocks)
+      : layout(shape, brick) {
     data.reset(new float[static_cast<size_t>(layout.storage_elems())]);
-    state.reset(new std::atomic<uint8_t>[static_cast<size_t>(layout.num_bricks())]);
-    for (int64_t i = 0; i < layout.num_bricks(); ++i)
+    const int64_t units = blocks * layout.bricks_per_image();
+    state.reset(new std::atomic<uint8_t>[static_cast<size_t>(units)]);
+    for (int64_t i = 0; i < units; ++i)
       state[i].store(kEmpty, std::memory_order_relaxed);
   }
   float* brick(int64_t i) { return data.get() + i * layout.brick_elems(); }
@@ -41,9 +49,11 @@ class MemoRun {
 public:
   MemoRun(const StrategyContext& ctx, const BrickShape& brick)
       : info_(ctx.info), inputs_(ctx.inputs), weights_(ctx.weights),
-        last_(info_.shape(info_.last()), brick), workers_(static_cast<size_t>(ctx.threads)) {
+        last_(info_.shape(info_.last()), brick), batch_block_(batch_block(brick, batch())),
+        blocks_((batch() + batch_block_ - 1) / batch_block_),
+        workers_(static_cast<size_t>(ctx.threads)) {
     for (int i = 0; i < info_.last(); ++i)
-      stores_.push_back(std::make_unique<BrickStore>(info_.shape(i), brick));
+      stores_.push_back(std::make_unique<BrickStore>(info_.shape(i), brick, blocks_));
     for (auto& w : workers_) {
       w.counters.bricks_per_layer.assign(static_cast<size_t>(info_.size), 0);
       w.levels.resize(static_cast<size_t>(info_.size));
@@ -54,14 +64,15 @@ public:
     GroupResult res;
     res.output = Tensor(info_.shape(info_.last()), std::numeric_limits<float>::quiet_NaN());
     output_ = &res.output;
-    parallel_for(last_.num_bricks(), static_cast<int>(workers_.size()), [&](int64_t b, int t) {
-      try {
-        compute(info_.last(), b, workers_[static_cast<size_t>(t)]);
-      } catch (...) {
-        abort_.store(true, std::memory_order_relaxed);
-        throw;
-      }
-    });
+    parallel_for(blocks_ * last_.bricks_per_image(), static_cast<int>(workers_.size()),
+                 [&](int64_t b, int t) {
+                   try {
+                     compute(info_.last(), b, workers_[static_cast<size_t>(t)]);
+                   } catch (...) {
+                     abort_.store(true, std::memory_order_relaxed);
+                     throw;
+                   }
+                 });
     for (const auto& w : workers_)
       res.counters.add(w.counters);
     return res;
@@ -85,6 +96,14 @@ private:
 
   const BrickLayout& layout(int i) const {
     return i == info_.last() ? last_ : stores_[static_cast<size_t>(i)]->layout;
+  }
+  int64_t batch() const { return info_.shape(info_.last()).n; }
+
+  // Producer bricks of image n0 (the first image of its batch block) as units of layer p.
+  void to_units(int p, int64_t n0, std::vector<int64_t>& bricks) const {
+    const int64_t bpi = layout(p).bricks_per_image();
+    for (int64_t& b : bricks)
+      b += n0 / batch_block_ * bpi - n0 * bpi;
   }
 
   // Makes every listed brick of intermediate layer p DONE, computing the EMPTY ones.
@@ -119,12 +138,12 @@ private:
     }
   }
 
-  // Computes brick b of group layer i into its store (or the output for the last layer).
-  void compute(int i, int64_t b, Worker& w) {
-    const Graph& g = *info_.graph;
+  // Computes unit u of group layer i into its store (or the output for the last layer).
+  void compute(int i, int64_t u, Worker& w) {
     const Layer& l = info_.layer(i);
-    const BrickCoord bc = layout(i).coord(b);
-    const Region what = layout(i).region(bc);
+    const int64_t bpi = layout(i).bricks_per_image();
+    const int64_t n0 = u / bpi * batch_block_, n1 = std::min(n0 + batch_block_, batch());
+    const Region what = layout(i).region(layout(i).coord(n0 * bpi + u % bpi));
     const auto& sources = info_.sources[static_cast<size_t>(i)];
     Level& lv = w.levels[static_cast<size_t>(i)];
     // First make every needed producer brick available, then gather (the recursion uses the
@@ -135,9 +154,22 @@ private:
       if (sources[s].source.external || lv.needs[s].empty())
         continue;
       const int p = sources[s].source.index;
-      layout(p).bricks_touching(bc.n, lv.needs[s], &lv.bricks);
+      layout(p).bricks_touching(n0, lv.needs[s], &lv.bricks);
+      to_units(p, n0, lv.bricks);
       ensure(p, lv.bricks, lv.deferred, w);
     }
+    for (int64_t n = n0; n < n1; ++n)
+      compute_image(i, layout(i).coord(n * bpi + u % bpi), what, lv, w);
+    w.counters.bricks_per_layer[static_cast<size_t>(i)] += 1;
+    w.counters.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
+  }
+
+  // Brick bc of layer i (its region `what`) in bc's image, from the producers' stores.
+  void compute_image(int i, const BrickCoord& bc, const Region& what, Level& lv, Worker& w) {
+    const Graph& g = *info_.graph;
+    const Layer& l = info_.layer(i);
+    const auto& sources = info_.sources[static_cast<size_t>(i)];
+    const int64_t b = layout(i).index(bc);
     ExecCounters& k = w.counters;
     lv.blocks.resize(sources.size());
     if (lv.buffers.size() < sources.size())
@@ -166,8 +198,6 @@ private:
                 : Block{stores_[static_cast<size_t>(i)]->brick(b), layout(i).storage_region(bc)};
     compute_block(g, l, weights_.at(l.id), lv.inputs, out, what);
     k.flops += block_flops(g, l, what);
-    k.bricks_per_layer[static_cast<size_t>(i)] += 1;
-    k.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
     (is_last ? k.bytes_stored_output : k.bytes_stored_intermediate) +=
         what.volume() * info_.elem_bytes;
   }
@@ -176,6 +206,8 @@ private:
   const std::vector<const Tensor*>& inputs_;
   const ModelWeights& weights_;
   BrickLayout last_;
+  const int64_t batch_block_; // images per unit
+  const int64_t blocks_;      // batch blocks
   std::vector<std::unique_ptr<BrickStore>> stores_;
   std::vector<Worker> workers_;
   Tensor* output_ = nullptr;

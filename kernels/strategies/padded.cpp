@@ -1,5 +1,8 @@
-// Padded: one unit per brick of the last layer's output; every earlier layer recomputed over
-// the unit's region in unit-local buffers (merged_executor.h).
+// Padded: one unit per brick of the last layer's output and batch block of images; every
+// earlier layer recomputed over the unit's region in unit-local buffers (merged_executor.h).
+// The CPU runs a unit's images one after the other; it counts what a GPU unit holding them
+// together moves: the weights once per unit, the regions once per image.
+#include <algorithm>
 #include <limits>
 
 #include "kernels/bricks.h"
@@ -14,6 +17,8 @@ class PaddedRun {
 public:
   PaddedRun(const StrategyContext& ctx, const BrickShape& brick)
       : ctx_(ctx), info_(ctx.info), units_(info_.shape(info_.last()), brick),
+        batch_block_(batch_block(brick, units_.shape().n)),
+        blocks_((units_.shape().n + batch_block_ - 1) / batch_block_),
         workers_(static_cast<size_t>(ctx.threads)) {
     for (Worker& w : workers_) {
       w.counters.bricks_per_layer.assign(static_cast<size_t>(info_.size), 0);
@@ -26,7 +31,7 @@ public:
     GroupResult res;
     res.output = Tensor(info_.shape(info_.last()), std::numeric_limits<float>::quiet_NaN());
     output_ = &res.output;
-    parallel_for(units_.num_bricks(), ctx_.threads,
+    parallel_for(blocks_ * units_.bricks_per_image(), ctx_.threads,
                  [&](int64_t u, int t) { run_unit(u, workers_[static_cast<size_t>(t)]); });
     for (const Worker& w : workers_)
       res.counters.add(w.counters);
@@ -42,13 +47,19 @@ private:
     std::vector<ConstBlock> in;
   };
 
+  // Unit u: brick u % bricks_per_image of the images of batch block u / bricks_per_image.
   void run_unit(int64_t u, Worker& w) {
-    const BrickCoord b = units_.coord(u);
-    plan_regions(b, w.region);
-    count_input_loads(w.region, w.counters);
-    for (int i = 0; i < info_.size; ++i)
-      if (!w.region[static_cast<size_t>(i)].empty())
-        compute_layer(i, b.n, w);
+    const int64_t bpi = units_.bricks_per_image();
+    const int64_t n0 = u / bpi * batch_block_;
+    const int64_t n1 = std::min(n0 + batch_block_, units_.shape().n);
+    for (int64_t n = n0; n < n1; ++n) {
+      const BrickCoord b = units_.coord(n * bpi + u % bpi);
+      plan_regions(b, w.region);
+      count_input_loads(w.region, w.counters);
+      for (int i = 0; i < info_.size; ++i)
+        if (!w.region[static_cast<size_t>(i)].empty())
+          compute_layer(i, b.n, n == n0, w);
+    }
   }
 
   // The unit's region of every layer: the last layer's brick, and for each earlier layer the
@@ -79,8 +90,8 @@ private:
   }
 
   // Layer i over the unit's region of it (image n): intermediates into the worker's buffers,
-  // the last layer into the output.
-  void compute_layer(int i, int64_t n, Worker& w) {
+  // the last layer into the output. The unit's first image counts the brick and the weights.
+  void compute_layer(int i, int64_t n, bool first_image, Worker& w) {
     const Region& what = w.region[static_cast<size_t>(i)];
     const Layer& l = info_.layer(i);
     w.in.clear();
@@ -99,8 +110,10 @@ private:
     compute_block(*info_.graph, l, ctx_.weights.at(l.id), w.in, out, what);
     ExecCounters& k = w.counters;
     k.flops += block_flops(*info_.graph, l, what);
-    k.bricks_per_layer[static_cast<size_t>(i)] += 1;
-    k.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
+    if (first_image) {
+      k.bricks_per_layer[static_cast<size_t>(i)] += 1;
+      k.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
+    }
     if (is_last)
       k.bytes_stored_output += what.volume() * info_.elem_bytes;
   }
@@ -108,6 +121,8 @@ private:
   const StrategyContext& ctx_;
   const GroupInfo& info_;
   const BrickLayout units_;
+  const int64_t batch_block_; // images per unit
+  const int64_t blocks_;      // batch blocks
   std::vector<Worker> workers_;
   Tensor* output_ = nullptr;
 };

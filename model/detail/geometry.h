@@ -145,6 +145,8 @@ struct GroupGeometry {
   int layer_count = 0;    // L
   int external_count = 0; // E
   int64_t batch = 1;
+  int64_t batch_block = 1; // images per unit of work (BrickShape::nb clamped to the batch)
+  int64_t batch_units = 1; // ceil(batch / batch_block): units along the batch
   double dtype_bytes = 4;
 
   std::vector<const Layer*> layers;    // L

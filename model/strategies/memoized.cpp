@@ -380,19 +380,22 @@ double edge_total(double n, const EdgeAxis* x, bool touch) {
 }
 
 // Totals over one box of the layer: every sum factors into per-axis sums.
+// Elements (volume, loads) count every image; bricks, their weight reads and lookups count
+// batch blocks: one brick is computed for the unit's images at once.
 LayerTotals box_totals(Walk& w, const BoxSums& bs) {
   const double n = static_cast<double>(w.g.batch);
+  const double nu = static_cast<double>(w.g.batch_units);
   const auto d = [](int64_t v) { return static_cast<double>(v); };
   LayerTotals t;
-  t.bricks = n * d(bs.count[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
+  t.bricks = nu * d(bs.count[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
   t.volume = n * d(bs.extent[0]) * d(bs.extent[1]) * d(bs.extent[2]) * d(bs.extent[3]);
-  t.block_channels = n * d(bs.extent[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
+  t.block_channels = nu * d(bs.extent[0]) * d(bs.count[1]) * d(bs.count[2]) * d(bs.count[3]);
   const size_t ne = static_cast<size_t>(w.ne);
   w.s.loads.resize(ne);
   w.s.touches.resize(ne);
   for (size_t k = 0; k < ne; ++k) {
     w.s.loads[k] = edge_total(n, &w.s.edge_axis[k * 4], false);
-    w.s.touches[k] = edge_total(n, &w.s.edge_axis[k * 4], true);
+    w.s.touches[k] = edge_total(nu, &w.s.edge_axis[k * 4], true);
   }
   return t;
 }
@@ -490,12 +493,13 @@ LayerTotals union_totals(Walk& w) {
             tc[k] += rc[2 + 2 * k] * rd[2 + 2 * k] * rh[2 + 2 * k] * rw[2 + 2 * k];
           }
         }
-  t.bricks *= n;
+  const double nu = static_cast<double>(w.g.batch_units); // as in box_totals
+  t.bricks *= nu;
   t.volume *= n;
-  t.block_channels *= n;
+  t.block_channels *= nu;
   for (int k = 0; k < ne; ++k) {
     ld[k] *= n;
-    tc[k] *= n;
+    tc[k] *= nu;
   }
   return t;
 }
@@ -559,7 +563,7 @@ Stream edge_stream(Walk& w, const Edge& edge, const EdgeAxis* x, double loads, d
   st.bytes = edge_split(x, false, distance, n * dt);
   if (internal) {
     p.memo_lookups += touches;
-    st.lookups = edge_split(x, true, distance, n);
+    st.lookups = edge_split(x, true, distance, static_cast<double>(w.g.batch_units));
   }
   if (!one_box) {
     rescale_rereads(st.bytes, loads * dt);
@@ -586,13 +590,14 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
   return region;
 }
 
-// What a window layer's brick holds in shared memory: its staged input (`staged` elements
-// over `channels`), or, streamed (core/group.h memoized_stream_chunk), one chunk of it plus
-// the layer's cb x brick accumulator.
+// What a window layer's brick holds in shared memory for the unit's batch block of images:
+// its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
+// memoized_stream_chunk), one chunk of it plus the layer's cb x brick accumulator.
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels) {
   const size_t is = static_cast<size_t>(i);
   const TensorGrid& tg = g.tensors[is];
-  double acc = static_cast<double>(tg.brick[0]);
+  staged *= static_cast<double>(g.batch_block);
+  double acc = static_cast<double>(tg.brick[0] * g.batch_block);
   for (size_t a = 1; a < static_cast<size_t>(kAxes); ++a)
     acc *= static_cast<double>(std::min(tg.brick[a], tg.extent[a]));
   const int chunk =

@@ -174,7 +174,8 @@ void sum_spatial_axes(const GroupGeometry& g, Scratch& s, uint64_t mask,
 }
 
 // Layer t's FLOPs, units and weights over `blocks` channel blocks whose units compute it;
-// `volume` and `units` are the spatial sums (Σ extents, units with a non-empty region).
+// `volume` and `units` are the spatial sums (Σ extents, units with a non-empty region). A unit
+// computes a batch block of images and reads the weights once for all of them.
 void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double volume, double units,
                     int64_t blocks, Prediction& p) {
   const size_t i = static_cast<size_t>(t);
@@ -185,12 +186,13 @@ void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double v
   if (!merged_conv_on_tensor_cores(
           g, t, t == g.layer_count - 1 ? g.tensors[i].brick[0] : g.tensors[i].extent[0]))
     p.fma_flops += flops;
-  const double unit_count = n * static_cast<double>(blocks) * units;
+  const double nu = static_cast<double>(g.batch_units);
+  const double unit_count = nu * static_cast<double>(blocks) * units;
   p.bricks_per_layer[i] += to_count(unit_count);
   if (t == g.layer_count - 1) {
     // The last layer's weights are split by channel block.
     p.bytes_weight +=
-        n * units * g.params[i] * ch.sum / static_cast<double>(g.tensors[i].extent[0]) * dt;
+        nu * units * g.params[i] * ch.sum / static_cast<double>(g.tensors[i].extent[0]) * dt;
   } else {
     p.bytes_weight += unit_count * g.params[i] * dt;
   }
@@ -316,8 +318,9 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   p.bytes_output = g.numel(L - 1) * dt;
   p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_output;
   p.l2_bytes = p.l1_bytes;
-  const Occupancy occ = set_block_footprint(g, ctx, live_region_elements(g, s.max_volume) * dt,
-                                            "padded regions need", p);
+  const Occupancy occ = set_block_footprint(
+      g, ctx, live_region_elements(g, s.max_volume) * static_cast<double>(g.batch_block) * dt,
+      "padded regions need", p);
   const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ, units, p);
 
   // Time: one barrier per layer per unit.

@@ -62,17 +62,19 @@ inline std::array<double, 4> reuse_distances(const TensorGrid& last, double chan
           kb * static_cast<double>(last.grid[3] * last.grid[2])};
 }
 
-// Thread blocks of the merged kernel: images × channel blocks × spatial bricks of the last layer.
+// Thread blocks of the merged kernel: batch blocks × channel blocks × spatial bricks of the
+// last layer.
 inline double merged_units(const GroupGeometry& g) {
   const TensorGrid& last = g.last();
-  return static_cast<double>(g.batch) * static_cast<double>(last.grid[0]) *
+  return static_cast<double>(g.batch_units) * static_cast<double>(last.grid[0]) *
          static_cast<double>(last.spatial_bricks());
 }
 
-// Sets smem_bytes_per_block (already in bytes), registers_per_thread (from the last layer's
-// brick volume), blocks_per_sm, and marks the candidate infeasible when one block's shared
-// memory or occupancy does not fit; returns the occupancy for the L2 wave model.
-// `what` names the shared-memory user in the reason ("padded regions need").
+// Sets smem_bytes_per_block (already in bytes, for all the unit's images), registers_per_thread
+// (from the outputs of the last layer one unit computes: brick volume × batch block),
+// blocks_per_sm, and marks the candidate infeasible when one block's shared memory or occupancy
+// does not fit; returns the occupancy for the L2 wave model. `what` names the shared-memory user in
+// the reason ("padded regions need").
 Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
                               const char* what, Prediction& p);
 

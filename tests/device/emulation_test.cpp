@@ -198,6 +198,46 @@ TEST(Emulation, RandomChains) {
   }
 }
 
+// Batch blocks: a padded unit computes its brick for nb images (the last block ragged),
+// every image's regions side by side in shared memory. Outputs match the reference; the
+// launch has one block per batch block and brick; the CPU executor counts the same bricks.
+// Memoized batch blocks are refused by the code generator, saying so.
+TEST(Emulation, PaddedBatchBlocks) {
+  GraphBuilder b("chain3", TensorShape{3, 3, 1, 13, 11, 2});
+  int x = b.relu(b.conv2d(b.input(), 5, 3, 1, 1, 1, 1, false, "c1"));
+  x = b.conv2d(x, 6, 3, 2, 1, 1, 1, true, "c2");
+  b.conv2d(b.leaky_relu(x, 0.2f), 4, 1, 1, 0, 1, 1, true, "c3");
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp = named_group(g, "c1", "c3");
+  const Candidate one = candidate(grp, Strategy::kPadded, {1, 4, 4, 0});
+  const KernelLaunch single = plan_kernels(g, one).launches[0];
+  for (int nb : {2, 3, 8}) {
+    for (BrickShape brick : {BrickShape{1, 4, 4, 0, nb}, BrickShape{1, 3, 5, 2, nb}}) {
+      const Candidate c = candidate(grp, Strategy::kPadded, brick);
+      SCOPED_TRACE(c.config_str());
+      const Outcome o = run(g, c);
+      EXPECT_LE(o.worst, 1.0);
+      const int images = std::min(nb, 3);
+      const KernelLaunch k = plan_kernels(g, c).launches[0];
+      EXPECT_EQ(k.desc.nb, images);
+      EXPECT_EQ(k.desc.smem_floats, images * k.desc.smem_image);
+      const KernelLaunch k1 = plan_kernels(g, candidate(grp, Strategy::kPadded,
+                                                        BrickShape{1, brick.h, brick.w, brick.cb}))
+                                  .launches[0];
+      EXPECT_EQ(k.blocks, k1.blocks / 3 * ((3 + images - 1) / images));
+      ASSERT_TRUE(o.cpu.supported) << o.cpu.reason;
+      EXPECT_EQ(o.cpu.counters.bricks_per_layer[2], k.blocks);
+    }
+  }
+  EXPECT_EQ(single.desc.nb, 1);
+  try {
+    plan_kernels(g, candidate(grp, Strategy::kMemoized, {1, 4, 4, 0, 2}));
+    FAIL() << "memoized batch block accepted";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("batch blocks"), std::string::npos) << e.what();
+  }
+}
+
 // Inputs wider than one chunk (core/group.h kStreamChunkChannels) that one conv reads stream
 // through shared memory in channel chunks (a ragged last chunk here): intermediate and last
 // layers, single-layer kernels included; outputs match the reference and the staging buffer

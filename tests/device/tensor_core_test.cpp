@@ -196,6 +196,25 @@ TEST(TensorCoreKernels, BottleneckInEveryPrecision) {
   }
 }
 
+// Batch blocks on tensor cores: two images per padded unit, with an input streamed in channel
+// chunks (partial sums and the last layer's accumulator per image).
+TEST(TensorCoreKernels, PaddedBatchBlocks) {
+  for (DType t : {DType::kTF32, DType::kBF16}) {
+    GraphBuilder b("wide3", TensorShape{3, 80, 1, 9, 10, 2}, t);
+    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+    b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
+    const Graph g = fuse_for_inference(b.build());
+    for (const Candidate& c : {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, 64},
+                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 96}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
+      ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+      const Checked r = check(g, c, EmulatorOptions{});
+      EXPECT_TRUE(r.validity.ok()) << r.validity.message;
+      EXPECT_GE(r.mma_layers, c.group.size());
+    }
+  }
+}
+
 TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
   // The same group in fp32 (FMA) and tf32 (MMA) gives different outputs: the rounding runs.
   const Graph f32 = bottleneck(DType::kF32), t32 = bottleneck(DType::kTF32);

@@ -72,7 +72,7 @@ private:
   TensorShape input() {
     TensorShape in;
     in.spatial_rank = dims_;
-    in.n = pick(1, 2);
+    in.n = pick(1, 3); // 3: a ragged last batch block for nb = 2
     in.c = pick(1, 4);
     if (dims_ == 3) {
       in.d = pick(3, 9);
@@ -231,6 +231,8 @@ inline BrickShape random_brick(std::mt19937& rng, int dims) {
   b.h = kSizes[s(rng)];
   b.w = kSizes[s(rng)];
   b.cb = cb(rng);
+  static const int kBatchBlocks[] = {1, 1, 2, 3}; // 3 > a batch of 2: clamped
+  b.nb = kBatchBlocks[cb(rng)];
   return b;
 }
 

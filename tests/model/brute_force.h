@@ -158,12 +158,21 @@ inline std::vector<std::pair<int, Box>> needs(const Graph& g, const Layer& l, co
   return r;
 }
 
+// Units along the batch: a unit (and a memoized brick) covers nb images, the last block fewer.
+inline double batch_units(int64_t batch, const BrickShape& brick) {
+  int64_t units = 0;
+  for (int64_t n0 = 0; n0 < batch; n0 += std::max(1, brick.nb))
+    ++units;
+  return static_cast<double>(units);
+}
+
 inline BruteCounts brute_padded(const Graph& g, const Candidate& cand) {
   const Group grp = cand.group;
   const int L = grp.size();
   const Layer& last = g.layer(grp.last);
   const double dt = dtype_bytes(g.dtype());
   const double n = static_cast<double>(last.out.n);
+  const double nu = batch_units(last.out.n, cand.brick);
   const BrickGeom bg(last.out, cand.brick);
   BruteCounts c;
   c.bricks.assign(static_cast<size_t>(L), 0);
@@ -183,9 +192,9 @@ inline BruteCounts brute_padded(const Graph& g, const Candidate& cand) {
               r.c0 = 0;
               r.c1 = l.out.c - 1;
             }
-            c.bricks[static_cast<size_t>(id - grp.first)] += static_cast<int64_t>(n);
+            c.bricks[static_cast<size_t>(id - grp.first)] += static_cast<int64_t>(nu);
             c.flops += n * r.volume() * flops_per_point(g, l);
-            c.bytes_weight += n * double(l.params) *
+            c.bytes_weight += nu * double(l.params) *
                               (id == grp.last ? double(r.c1 - r.c0 + 1) / double(l.out.c) : 1.0) *
                               dt;
             for (const auto& [p, b] : needs(g, l, r))
@@ -204,6 +213,7 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
   const int L = grp.size();
   const double dt = dtype_bytes(g.dtype());
   const double n = static_cast<double>(g.layer(grp.last).out.n);
+  const double nu = batch_units(g.layer(grp.last).out.n, cand.brick);
   BruteCounts c;
   c.bricks.assign(static_cast<size_t>(L), 0);
   std::vector<std::set<std::array<int64_t, 4>>> sets(static_cast<size_t>(L));
@@ -221,14 +231,14 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
     const BrickGeom bg(l.out, cand.brick);
     for (const auto& j : sets[static_cast<size_t>(id - grp.first)]) {
       const Box r = bg.brick(j);
-      c.bricks[static_cast<size_t>(id - grp.first)] += static_cast<int64_t>(n);
+      c.bricks[static_cast<size_t>(id - grp.first)] += static_cast<int64_t>(nu);
       c.flops += n * r.volume() * flops_per_point(g, l);
-      c.bytes_weight += n * double(l.params) * double(r.c1 - r.c0 + 1) / double(l.out.c) * dt;
+      c.bytes_weight += nu * double(l.params) * double(r.c1 - r.c0 + 1) / double(l.out.c) * dt;
       if (id == grp.last) {
         c.bytes_output += n * r.volume() * dt;
       } else {
         c.bytes_intermediate_store += n * r.volume() * dt;
-        c.claims += n;
+        c.claims += nu;
       }
       for (const auto& [p, b] : needs(g, l, r)) {
         if (b.empty())
@@ -248,7 +258,7 @@ inline BruteCounts brute_memoized(const Graph& g, const Candidate& cand) {
           for (k[1] = lo[1]; k[1] <= hi[1]; ++k[1])
             for (k[2] = lo[2]; k[2] <= hi[2]; ++k[2])
               for (k[3] = lo[3]; k[3] <= hi[3]; ++k[3]) {
-                c.lookups += n;
+                c.lookups += nu;
                 sets[static_cast<size_t>(p - grp.first)].insert(k);
               }
       }

@@ -130,6 +130,7 @@ inline BrickShape random_brick(std::mt19937& rng) {
   b.h = sizes[pick(rng, 0, 5)];
   b.w = sizes[pick(rng, 0, 5)];
   b.cb = pick(rng, 0, 3);
+  b.nb = pick(rng, 1, 3);
   return b;
 }
 

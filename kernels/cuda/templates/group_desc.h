@@ -106,9 +106,12 @@ struct GroupDesc {
   int mode; // Mode
   int num_layers;
   int batch;
+  int nb;           // batch block: images per unit of work (padded; 1 for memoized)
   int brick[3];     // bd, bh, bw (bd == 1 for 2-D)
   int cb_last;      // channels per unit of work of the last layer
-  int nblk_last[4]; // units of work per axis c, d, h, w per sample
+  int nblk_last[4]; // units of work per axis c, d, h, w per batch block
+  int smem_image;   // padded: shared memory of one image of the unit (floats); image j of the
+                    // unit has its regions at j * smem_image
   int smem_floats;  // dynamic shared memory per block
   int num_external;
   ExternalDesc ext[kMaxExternal];
@@ -161,7 +164,7 @@ constexpr int kErrorTimeout = 1;
 #define BRICKDL_EXTERNAL_DESC_FIELDS(X)                                                          \
   BRICKDL_DIMS_FIELDS(X, dims) X(staged) X(streamed) BRICKDL_REGION_FIELDS(X, region) X(smem)
 #define BRICKDL_GROUP_DESC_FIELDS(X)                                                             \
-  X(mode) X(num_layers) X(batch) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)                \
-  X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_floats)               \
+  X(mode) X(num_layers) X(batch) X(nb) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)         \
+  X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_image) X(smem_floats) \
   X(num_external)
 // clang-format on

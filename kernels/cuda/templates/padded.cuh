@@ -1,5 +1,7 @@
 #pragma once
-// Padded bricks: one thread block per output brick (unit of work) of the group's last layer.
+// Padded bricks: one thread block per output brick (unit of work) of the group's last layer
+// and batch block of images (G.nb; every image's regions side by side in shared memory, at
+// j * G.smem_image for the unit's image j; each layer runs for all of them between barriers).
 //
 //   external inputs ──stage (halo region, once)──► shared memory, or streamed by their one
 //                     conv reader in chunks of input channels (padded_streamed_conv)
@@ -31,9 +33,8 @@ BRICKDL_DEVICE RegionBuf region_buf(float* p, const RegionMap& m, const int* bo,
 }
 
 // Input 0 of window layer L as its shared-memory region buffer (staged input or producer).
-BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L,
-                                             const int* bo) {
-  float* smem = block_smem();
+BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L, const int* bo,
+                                             float* smem) {
   if (L.src_kind[0] == kSrcExternal) {
     const ExternalDesc& X = G.ext[L.src_index[0]];
     return region_buf(smem + X.smem, X.region, bo, 0);
@@ -47,24 +48,23 @@ BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc
 // layer's own region, or for the last layer in its accumulator (cb_last x brick).
 BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
                                          const KernelArgs& a, const float* w, const float* bias,
-                                         const int* bo, int n, const OutTarget& out, const int* ro,
-                                         const int* re, int c0, int c1) {
+                                         const int* bo, int n, float* smem, const OutTarget& out,
+                                         const int* ro, const int* re, int c0, int c1) {
   const ExternalDesc& X = G.ext[L.src_index[0]];
   TensorRef src;
   src.p = a.ext[L.src_index[0]];
   src.dims = X.dims;
   src.n = n;
-  const RegionBuf acc =
-      out.to_tensor ? accumulator(block_smem() + L.acc_smem, bo, G.brick, c0) : out.buf;
-  streamed_conv_passes(L, w, bias, region_buf(block_smem() + L.stream_smem, X.region, bo, 0), acc,
-                       out, ro, re, c0, c1, 0, L.in.c, [&](const RegionBuf& chunk, int lo, int hi) {
+  const RegionBuf acc = out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0) : out.buf;
+  streamed_conv_passes(L, w, bias, region_buf(smem + L.stream_smem, X.region, bo, 0), acc, out, ro,
+                       re, c0, c1, 0, L.in.c, [&](const RegionBuf& chunk, int lo, int hi) {
                          stage_from_tensor(chunk, src, lo, hi);
                        });
 }
 
 BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
                                  const KernelArgs& a, const float* w, const float* bias,
-                                 const int* bo, int n, int cblk) {
+                                 const int* bo, int n, int cblk, float* smem) {
   int ro[3], re[3], c0, c1;
   OutTarget out = {};
   if (is_last) {
@@ -85,7 +85,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
     c0 = 0;
     c1 = L.out.c;
     out.to_tensor = 0;
-    out.buf = region_buf(block_smem() + L.smem_out, L.region, bo, 0);
+    out.buf = region_buf(smem + L.smem_out, L.region, bo, 0);
   }
   if (L.op == kOpEltwise) {
     InSource src[kMaxSources];
@@ -101,16 +101,16 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
       } else {
         const LayerDesc& P = G.layers[L.src_index[s]];
         src[s].from_tensor = 0;
-        src[s].buf = region_buf(block_smem() + P.smem_out, P.region, bo, 0);
+        src[s].buf = region_buf(smem + P.smem_out, P.region, bo, 0);
       }
     }
     eltwise_box(L, src, out, ro, re, c0, c1);
 #if BRICKDL_STREAMED
   } else if (L.stream_c > 0) {
-    padded_streamed_conv(G, L, a, w, bias, bo, n, out, ro, re, c0, c1);
+    padded_streamed_conv(G, L, a, w, bias, bo, n, smem, out, ro, re, c0, c1);
 #endif
   } else {
-    const RegionBuf in = padded_window_input(G, L, bo);
+    const RegionBuf in = padded_window_input(G, L, bo, smem);
     if (L.op == kOpConv) {
       conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, whole_pass(L));
     } else {
@@ -120,7 +120,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
 }
 
 BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
-  // unit -> (n, channel block, bz, by, bx) of the last layer's bricks, w fastest.
+  // unit -> (batch block, channel block, bz, by, bx) of the last layer's bricks, w fastest.
   int u = unit;
   const int bx = u % G.nblk_last[3];
   u /= G.nblk_last[3];
@@ -129,21 +129,25 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
   const int bz = u % G.nblk_last[1];
   u /= G.nblk_last[1];
   const int cblk = u % G.nblk_last[0];
-  const int n = u / G.nblk_last[0];
+  const int n0 = u / G.nblk_last[0] * G.nb;
+  const int images = imin(G.nb, G.batch - n0);
   const int bo[3] = {bz * G.brick[0], by * G.brick[1], bx * G.brick[2]};
 
-  BRICKDL_UNROLL
-  for (int e = 0; e < kMaxExternal; ++e) {
-    if (e >= G.num_external)
-      break;
-    const ExternalDesc& X = G.ext[e];
-    if (!X.staged || X.streamed)
-      continue;
-    TensorRef src;
-    src.p = a.ext[e];
-    src.dims = X.dims;
-    src.n = n;
-    stage_from_tensor(region_buf(block_smem() + X.smem, X.region, bo, 0), src, 0, X.dims.c);
+  for (int j = 0; j < images; ++j) {
+    BRICKDL_UNROLL
+    for (int e = 0; e < kMaxExternal; ++e) {
+      if (e >= G.num_external)
+        break;
+      const ExternalDesc& X = G.ext[e];
+      if (!X.staged || X.streamed)
+        continue;
+      TensorRef src;
+      src.p = a.ext[e];
+      src.dims = X.dims;
+      src.n = n0 + j;
+      stage_from_tensor(region_buf(block_smem() + j * G.smem_image + X.smem, X.region, bo, 0), src,
+                        0, X.dims.c);
+    }
   }
   BRICKDL_SYNC();
 
@@ -151,7 +155,9 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
   for (int l = 0; l < kMaxLayers; ++l) {
     if (l >= G.num_layers)
       break;
-    padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n, cblk);
+    for (int j = 0; j < images; ++j)
+      padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n0 + j,
+                   cblk, block_smem() + j * G.smem_image);
     BRICKDL_SYNC();
   }
 }
