@@ -4,7 +4,7 @@
 // to the same layers run layerwise. Model only, no GPU.
 //
 //   fig8_model_report [--gpu NAME] [--precision P] [--batch N] [--threads T]
-//                     [--batch-blocks 1,2,4,8]
+//                     [--batch-blocks 1,2,4,8] [--channel-blocks 0] [--detail BLOCK]
 #include <algorithm>
 #include <vector>
 
@@ -28,7 +28,7 @@ constexpr int kBricks[] = {4, 8, 16, 32};
 // of each), and the least L2 bytes of any feasible candidate.
 std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group& grp, Strategy s,
                           int threads, const std::vector<int>& batch_blocks,
-                          const model::Prediction& lw) {
+                          const std::vector<int>& channel_blocks, const model::Prediction& lw) {
   std::string feasible;
   model::Prediction best;
   best.feasible = false; // none yet
@@ -36,19 +36,20 @@ std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group
   double least_l2 = 0;
   for (int e : kBricks) {
     int widest = 0;
-    for (int nb : batch_blocks) {
-      const Candidate c{grp, BrickShape{1, e, e, 0, nb}, s, threads};
-      const model::Prediction p = m.predict(g, c);
-      if (!p.feasible)
-        continue;
-      widest = std::max(widest, nb);
-      if (least_l2 == 0 || p.l2_bytes < least_l2)
-        least_l2 = p.l2_bytes;
-      if (!best.feasible || p.time_ms < best.time_ms) {
-        best = p;
-        best_brick = c.brick;
+    for (int nb : batch_blocks)
+      for (int cb : channel_blocks) {
+        const Candidate c{grp, BrickShape{1, e, e, cb, nb}, s, threads};
+        const model::Prediction p = m.predict(g, c);
+        if (!p.feasible)
+          continue;
+        widest = std::max(widest, nb);
+        if (least_l2 == 0 || p.l2_bytes < least_l2)
+          least_l2 = p.l2_bytes;
+        if (!best.feasible || p.time_ms < best.time_ms) {
+          best = p;
+          best_brick = c.brick;
+        }
       }
-    }
     if (widest > 0)
       feasible += fmt::format("{}{}/n{}", feasible.empty() ? "" : ",", e, widest);
   }
@@ -59,12 +60,40 @@ std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group
                      best.dram_bytes / lw.dram_bytes, least_l2 / lw.l2_bytes, feasible);
 }
 
+// One candidate's predicted time and its terms (--detail BLOCK).
+void print_terms(const model::CostModel& m, const Graph& g, const Candidate& c) {
+  const model::Prediction p = m.predict(g, c);
+  fmt::print("{:<9} {:<10} {:8.1f} {:8.1f} {:8.1f} {:8.1f} {:7.1f} {:7.1f} {:5} {:5} {:7.0f} "
+             "{:6.1f}  {}\n",
+             strategy_name(c.strategy), c.strategy == Strategy::kLayerwise ? "-" : c.brick.str(),
+             p.time_ms * 1e3, p.t_dram_ms * 1e3, p.t_l2_ms * 1e3, p.t_compute_ms * 1e3,
+             p.t_sync_ms * 1e3, (p.t_atomic_compulsory_ms + p.t_atomic_conflict_ms) * 1e3,
+             p.registers_per_thread, p.blocks_per_sm, p.smem_bytes_per_block / 1024,
+             p.l2_bytes / 1e6, p.feasible ? "" : p.reason);
+}
+
+// Every candidate of one subgraph, with the terms of its predicted time.
+void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, int threads,
+                  const std::vector<int>& batch_blocks, const std::vector<int>& channel_blocks) {
+  fmt::print("{:<9} {:<10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>5} {:>5} {:>7} {:>6}  {}\n",
+             "strategy", "brick", "us", "dram", "l2", "compute", "sync", "atomic", "regs", "bps",
+             "smemKiB", "L2 MB", "reason");
+  print_terms(m, g, Candidate{grp, {}, Strategy::kLayerwise, threads});
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
+    for (int e : kBricks)
+      for (int nb : batch_blocks)
+        for (int cb : channel_blocks)
+          print_terms(m, g, Candidate{grp, BrickShape{1, e, e, cb, nb}, s, threads});
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::string gpu_name = "H200", precision = "tf32";
   int batch = 8, threads = 256;
   std::vector<int> batch_blocks = {1, 2, 4, 8};
+  std::vector<int> channel_blocks = {0};
+  std::string detail;
   CLI::App app("the model on the Fig 8 subgraphs of ResNet-50: feasibility, time, traffic");
   app.add_option("--gpu", gpu_name)->check(CLI::IsMember(gpu_spec_names()));
   app.add_option("--precision", precision)->check(CLI::IsMember(dtype_names()));
@@ -73,12 +102,22 @@ int main(int argc, char** argv) {
   app.add_option("--batch-blocks", batch_blocks, "images per unit to try")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  app.add_option("--channel-blocks", channel_blocks, "channel blocks to try (0: all)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--detail", detail, "a block (layer3.1): every candidate's time terms")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kBlocks), std::end(kBlocks))));
   CLI11_PARSE(app, argc, argv);
   ZooOptions zo;
   zo.batch = batch;
   parse_dtype(precision, &zo.dtype);
   const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
   const model::CostModel m(*find_gpu_spec(gpu_name));
+  if (!detail.empty()) {
+    print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, threads,
+                 batch_blocks, channel_blocks);
+    return 0;
+  }
   fmt::print("ResNet-50 batch {} {} on {} (model {}); per strategy: fastest brick/batch block, us, "
              "L1 / L2 / DRAM bytes vs layerwise, least L2 of any feasible candidate vs "
              "layerwise, [feasible bricks/largest feasible batch block]\n",
@@ -91,9 +130,10 @@ int main(int argc, char** argv) {
     lwc.group = grp;
     lwc.strategy = Strategy::kLayerwise;
     const model::Prediction lw = m.predict(g, lwc);
-    fmt::print("{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
-               strategy_cell(m, g, grp, Strategy::kPadded, threads, batch_blocks, lw),
-               strategy_cell(m, g, grp, Strategy::kMemoized, threads, batch_blocks, lw));
+    fmt::print(
+        "{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
+        strategy_cell(m, g, grp, Strategy::kPadded, threads, batch_blocks, channel_blocks, lw),
+        strategy_cell(m, g, grp, Strategy::kMemoized, threads, batch_blocks, channel_blocks, lw));
   }
   return 0;
 }

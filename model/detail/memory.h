@@ -67,7 +67,8 @@ inline constexpr int kMaxBlocksPerSm = 32;
 inline constexpr double kSectorBytes = 32;
 // Share of concurrent re-lookups that reach a shared brick second (the first one claims it).
 inline constexpr double kConflictOverlap = 0.5;
-// Library kernels (layerwise): outputs per thread block, to estimate their grid size.
+// Library kernels (layerwise): outputs per thread block, for the grid size they report (their
+// time assumes they fill every SM: model/strategies/layerwise.cpp).
 inline constexpr double kLibraryOutputsPerBlock = 2048;
 // Shared memory the runtime reserves per block.
 inline constexpr double kReservedSmemPerBlock = 1024;
