@@ -2,8 +2,8 @@
 // shared memory and NVRTC compile time per kernel, for one group of a zoo model in every
 // strategy and precision.
 //
-//   kernel_report [model first last] [--batch N] [--brick B] [--threads T] [--arch A]...
-//                 [--precision P]...
+//   kernel_report [model first last] [--batch N] [--brick B] [--cb C] [--nb N] [--threads T]
+//                 [--arch A]... [--precision P]...
 //
 // Defaults: ResNet-50, batch 8, subgraph 1 of the paper's Fig 8 (layer1.0.conv1 ..
 // layer1.0.conv3), 8x8 bricks, 256 threads, sm_80 and sm_90, fp32 / tf32 / bf16.
@@ -50,6 +50,7 @@ PtxasInfo parse_ptxas(const std::string& log) {
 struct Options {
   std::string model = "resnet50", first = "layer1.0.conv1", last = "layer1.0.conv3";
   int batch = 8, brick = 8, threads = 256;
+  int cb = 0, nb = 1; // channel block (0: all), batch block (images per unit)
   std::vector<int> archs = {80, 90};
   std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
 };
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch)->check(CLI::Range(1, 1024));
   app.add_option("--brick", o.brick, "square brick edge")->check(CLI::Range(1, 4096));
   app.add_option("--threads", o.threads)->check(CLI::Range(32, 1024));
+  app.add_option("--cb", o.cb, "channel block (0: all channels)")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--nb", o.nb, "batch block (images per unit)")->check(CLI::Range(1, 1024));
   app.add_option("--arch", o.archs, "sm_XX as XX");
   app.add_option("--precision", o.precisions)->check(CLI::IsMember(dtype_names()));
   CLI11_PARSE(app, argc, argv);
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
         Candidate c;
         c.group = grp;
         c.strategy = s;
-        c.brick = {1, o.brick, o.brick, 0};
+        c.brick = {1, o.brick, o.brick, o.cb, o.nb};
         c.threads = o.threads;
         for (int arch : o.archs)
           report_one(g, c, arch, nvrtc);
