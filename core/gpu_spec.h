@@ -19,10 +19,13 @@ struct GpuSpec {
   int sm_count = 0;
   int max_threads_per_sm = 0;
   int max_threads_per_block = 1024;
-  double fp32_tflops = 0;        // peak dense FP32 (non-tensor)
-  double tf32_tflops = 0;        // peak dense TF32 tensor
-  double bf16_tflops = 0;        // peak dense BF16 tensor
-  double fp16_tflops = 0;        // peak dense FP16 tensor
+  double fp32_tflops = 0; // peak dense FP32 (non-tensor)
+  double tf32_tflops = 0; // peak dense TF32 tensor
+  double bf16_tflops = 0; // peak dense BF16 tensor
+  double fp16_tflops = 0; // peak dense FP16 tensor
+  // Of the tensor peaks above, the fraction that warp-level mma.sync (the generated kernels)
+  // reaches; the library's kernels reach the whole peak (on Hopper through wgmma).
+  double mma_sync_fraction = 1.0;
   double launch_overhead_us = 0; // per kernel launch, back to back in a stream
   double atomic_ns = 0;          // cost of one uncontended global atomic (estimate)
   std::string source;            // where the numbers come from

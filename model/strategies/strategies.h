@@ -112,11 +112,14 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
                                    const Occupancy& occ, const L2Window& win, double units,
                                    Prediction& p) {
   p.launches = 1;
-  // A FLOP on FP32 FMA units costs peak(precision) / peak(fp32) tensor-core FLOPs.
+  // In peak(precision) FLOPs: a FLOP on FP32 FMA units costs peak(precision) / peak(fp32), a
+  // tensor-core FLOP of our mma.sync 1 / mma_sync_fraction (core/gpu_spec.h).
   const DType dtype = g.graph->dtype();
   const double fma_cost = peak_flops(ctx.gpu, dtype) / peak_flops(ctx.gpu, DType::kF32);
+  const double mma_cost =
+      has_tensor_math(dtype) ? 1.0 / std::max(1e-3, ctx.gpu.mma_sync_fraction) : 1.0;
   add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes,
-                      p.flops + p.fma_flops * (fma_cost - 1), units,
+                      (p.flops - p.fma_flops) * mma_cost + p.fma_flops * fma_cost, units,
                       occ.factor > 0 ? occ.factor : 1.0, p);
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;
   p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;

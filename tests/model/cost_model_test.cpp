@@ -107,6 +107,32 @@ TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
                    2 * CostModel(custom).predict(conv(DType::kF16), c).t_compute_ms);
 }
 
+// The merged kernels' tensor-core FLOPs are charged at mma_sync_fraction of the peak (Hopper:
+// mma.sync reaches about half of wgmma's); the library's layerwise kernels and fp32 (FMA)
+// are not.
+TEST(CostModelHand, MergedTensorFlopsAtTheMmaSyncFraction) {
+  const GpuSpec& h200 = *find_gpu_spec("H200");
+  EXPECT_DOUBLE_EQ(h200.mma_sync_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(find_gpu_spec("A100-40GB")->mma_sync_fraction, 1.0);
+  GpuSpec whole = h200;
+  whole.mma_sync_fraction = 1.0;
+  for (DType t : {DType::kTF32, DType::kF32}) {
+    GraphBuilder bt("conv", TensorShape{1, 16, 1, 32, 32, 2}, t);
+    bt.conv2d(0, 16, 3, 1, 1);
+    const Graph g = fuse_for_inference(bt.build());
+    for (Strategy s : {Strategy::kPadded, Strategy::kLayerwise}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + strategy_name(s));
+      const Candidate c = candidate(1, 1, s, brick2d(8));
+      const Prediction half = CostModel(h200).predict(g, c);
+      const Prediction full = CostModel(whole).predict(g, c);
+      ASSERT_TRUE(half.feasible && full.feasible);
+      const bool charged = t == DType::kTF32 && s == Strategy::kPadded;
+      EXPECT_DOUBLE_EQ(half.t_compute_ms, (charged ? 2.0 : 1.0) * full.t_compute_ms);
+      EXPECT_DOUBLE_EQ(half.flops, full.flops);
+    }
+  }
+}
+
 // Merged kernels run a conv whose output channels do not fill tiles of 8 (here 2, or a
 // depthwise conv) on FP32 FMA units whatever the precision (core/group.h
 // conv_on_tensor_cores): its compute time stays at the FP32 peak in tf32, while cuDNN's
