@@ -20,9 +20,9 @@ using detail::YamlValue;
 const std::vector<std::string> kTopKeys = {"name",           "model",     "batch",    "input_size",
                                            "input_channels", "precision", "target",   "search",
                                            "measurement",    "seed",      "database", "output"};
-const std::vector<std::string> kSearchKeys = {"brick_sizes",    "channel_blocks", "max_group_len",
-                                              "strategies",     "threads",        "searcher",
-                                              "random_samples", "partitions",     "subgraphs"};
+const std::vector<std::string> kSearchKeys = {
+    "brick_sizes", "channel_blocks", "batch_blocks",   "max_group_len", "strategies",
+    "threads",     "searcher",       "random_samples", "partitions",    "subgraphs"};
 const std::vector<std::string> kMeasurementKeys = {
     "backend",  "warmup",           "repetitions",     "top_k",       "counters",
     "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
@@ -38,6 +38,9 @@ constexpr const char* kConvChain = "conv_chain";
 // CNNs. 64 bounds the space (a 64^3 fp32 brick is 1 MiB, far beyond any on-chip memory);
 // whether a size fits a given group on a given GPU is the model's call, not the loader's.
 constexpr int kMaxBrick = 64;
+// Batch blocks (images per unit of work) are clamped to the batch by the search space; the cap
+// only catches typos.
+constexpr int kMaxBatchBlock = 1024;
 constexpr int kMinThreads = 32;
 constexpr int kMaxThreads = 1024;
 
@@ -409,14 +412,10 @@ void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg, SearchSpace
   }
 }
 
-SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
-  SearchSpaceConfig s;
-  const YamlValue v = root.get("search");
-  if (!v.present())
-    return s;
-  v.expect_keys(kSearchKeys, "search");
+// search.brick_sizes, channel_blocks and batch_blocks: the lists a brick is built from.
+void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   if (v.has("brick_sizes")) {
-    s.brick_sizes = read_unique_ints(
+    s->brick_sizes = read_unique_ints(
         v.get("brick_sizes"), "search.brick_sizes", [](const YamlValue& item, int x) {
           if (!is_power_of_two(x) || x > kMaxBrick)
             item.fail("a brick size must be a power of two from 1 to " + std::to_string(kMaxBrick) +
@@ -424,12 +423,29 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
         });
   }
   if (v.has("channel_blocks")) {
-    s.channel_blocks = read_unique_ints(
+    s->channel_blocks = read_unique_ints(
         v.get("channel_blocks"), "search.channel_blocks", [](const YamlValue& item, int x) {
           if (x < 0)
             item.fail("a channel block must be >= 0 (0 = all channels), got " + std::to_string(x));
         });
   }
+  if (v.has("batch_blocks")) {
+    s->batch_blocks = read_unique_ints(
+        v.get("batch_blocks"), "search.batch_blocks", [](const YamlValue& item, int x) {
+          if (x < 1 || x > kMaxBatchBlock)
+            item.fail("a batch block (images per unit of work) must be an integer from 1 to " +
+                      std::to_string(kMaxBatchBlock) + ", got " + std::to_string(x));
+        });
+  }
+}
+
+SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
+  SearchSpaceConfig s;
+  const YamlValue v = root.get("search");
+  if (!v.present())
+    return s;
+  v.expect_keys(kSearchKeys, "search");
+  read_brick_lists(v, &s);
   if (v.has("max_group_len"))
     s.max_group_len = v.get("max_group_len").as_int(1);
   if (v.has("strategies")) {
