@@ -38,9 +38,6 @@ constexpr const char* kConvChain = "conv_chain";
 // CNNs. 64 bounds the space (a 64^3 fp32 brick is 1 MiB, far beyond any on-chip memory);
 // whether a size fits a given group on a given GPU is the model's call, not the loader's.
 constexpr int kMaxBrick = 64;
-// Batch blocks (images per unit of work) are clamped to the batch by the search space; the cap
-// only catches typos.
-constexpr int kMaxBatchBlock = 1024;
 constexpr int kMinThreads = 32;
 constexpr int kMaxThreads = 1024;
 
