@@ -275,8 +275,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", o.input_file, "input tensor (.npy, float32/float64, the model's shape)")
       ->check(CLI::ExistingFile);
   app.add_option("--plan", o.plan_file,
-                 "plan JSON: [{first, last, strategy, brick: [d,h,w], cb}, ...] or brickdl-tune's "
-                 "plan.json; layers outside its groups run layer by layer")
+                 "plan JSON: [{first, last, strategy, brick: [d,h,w], cb, nb}, ...] or "
+                 "brickdl-tune's plan.json; layers outside its groups run layer by layer")
       ->check(CLI::ExistingFile);
   app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));

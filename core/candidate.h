@@ -33,6 +33,10 @@ struct BrickShape {
   bool operator==(const BrickShape& o) const = default;
 };
 
+// The largest batch block a configuration may ask for (experiments, plan files): larger
+// values act as the batch anyway, so the cap only catches typos.
+inline constexpr int kMaxBatchBlock = 1024;
+
 struct Candidate {
   Group group;
   BrickShape brick;

@@ -20,9 +20,9 @@ using detail::YamlValue;
 const std::vector<std::string> kTopKeys = {"name",           "model",     "batch",    "input_size",
                                            "input_channels", "precision", "target",   "search",
                                            "measurement",    "seed",      "database", "output"};
-const std::vector<std::string> kSearchKeys = {"brick_sizes",    "channel_blocks", "max_group_len",
-                                              "strategies",     "threads",        "searcher",
-                                              "random_samples", "partitions",     "subgraphs"};
+const std::vector<std::string> kSearchKeys = {
+    "brick_sizes", "channel_blocks", "batch_blocks",   "max_group_len", "strategies",
+    "threads",     "searcher",       "random_samples", "partitions",    "subgraphs"};
 const std::vector<std::string> kMeasurementKeys = {
     "backend",  "warmup",           "repetitions",     "top_k",       "counters",
     "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
@@ -410,14 +410,10 @@ void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg, SearchSpace
   }
 }
 
-SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
-  SearchSpaceConfig s;
-  const YamlValue v = root.get("search");
-  if (!v.present())
-    return s;
-  v.expect_keys(kSearchKeys, "search");
+// search.brick_sizes, channel_blocks and batch_blocks: the lists a brick is built from.
+void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   if (v.has("brick_sizes")) {
-    s.brick_sizes = read_unique_ints(
+    s->brick_sizes = read_unique_ints(
         v.get("brick_sizes"), "search.brick_sizes", [](const YamlValue& item, int x) {
           if (!is_power_of_two(x) || x > kMaxBrick)
             item.fail("a brick size must be a power of two from 1 to " + std::to_string(kMaxBrick) +
@@ -425,12 +421,29 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
         });
   }
   if (v.has("channel_blocks")) {
-    s.channel_blocks = read_unique_ints(
+    s->channel_blocks = read_unique_ints(
         v.get("channel_blocks"), "search.channel_blocks", [](const YamlValue& item, int x) {
           if (x < 0)
             item.fail("a channel block must be >= 0 (0 = all channels), got " + std::to_string(x));
         });
   }
+  if (v.has("batch_blocks")) {
+    s->batch_blocks = read_unique_ints(
+        v.get("batch_blocks"), "search.batch_blocks", [](const YamlValue& item, int x) {
+          if (x < 1 || x > kMaxBatchBlock)
+            item.fail("a batch block (images per unit of work) must be an integer from 1 to " +
+                      std::to_string(kMaxBatchBlock) + ", got " + std::to_string(x));
+        });
+  }
+}
+
+SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
+  SearchSpaceConfig s;
+  const YamlValue v = root.get("search");
+  if (!v.present())
+    return s;
+  v.expect_keys(kSearchKeys, "search");
+  read_brick_lists(v, &s);
   if (v.has("max_group_len"))
     s.max_group_len = v.get("max_group_len").as_int(1);
   if (v.has("strategies")) {

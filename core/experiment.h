@@ -24,11 +24,13 @@
 //                   default (all but registers_per_thread_max and max_threads_per_block).
 //                   Fields are > 0 (launch_overhead_us and atomic_ns may be 0).
 //   search          brick_sizes: powers of two from 1 to 64; channel_blocks >= 0;
-//                   max_group_len >= 1; strategies; threads: multiples of 32 in [32, 1024];
-//                   searcher; random_samples >= 1; partitions: lists of group lengths that
-//                   each cover the whole fused graph (batch-norms and activations folded, the
-//                   input not counted); subgraphs: {name, first, last} by layer name (name
-//                   defaults to "first..last"). Lists hold no duplicates.
+//                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
+//                   above the batch act as the batch); max_group_len >= 1; strategies;
+//                   threads: multiples of 32 in [32, 1024]; searcher; random_samples >= 1;
+//                   partitions: lists of group lengths that each cover the whole fused graph
+//                   (batch-norms and activations folded, the input not counted); subgraphs:
+//                   {name, first, last} by layer name (name defaults to "first..last"). Lists
+//                   hold no duplicates.
 //   measurement     backend; warmup >= 0; repetitions >= 1; top_k >= 1; counters; flush_l2;
 //                   collect_counters; timeout_s > 0; cpu_threads >= 0; rtol > 0; atol >= 0;
 //                   budget_s >= 0; max_measurements >= 0
@@ -51,6 +53,8 @@ struct SearchSpaceConfig {
   // Brick extents tried per spatial dim (cubes for 3-D, squares for 2-D).
   std::vector<int> brick_sizes = {4, 8, 16, 32};
   std::vector<int> channel_blocks = {0}; // 0 = all channels
+  // Images per unit of work (BrickShape::nb): each weight a unit reads serves nb images.
+  std::vector<int> batch_blocks = {1};
   int max_group_len = 4;
   std::vector<Strategy> strategies = {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized};
   std::vector<int> threads = {256};

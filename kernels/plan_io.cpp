@@ -49,10 +49,19 @@ int positive(const json& v, const std::string& file, const std::string& key, int
   return v.get<int>();
 }
 
+// A batch block: images per unit of work, 1 to kMaxBatchBlock.
+int batch_block(const json& v, const std::string& file, const std::string& key) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxBatchBlock)
+    fail(file, key,
+         "expected a batch block (images per unit of work), an integer from 1 to " +
+             std::to_string(kMaxBatchBlock) + ", got " + v.dump());
+  return v.get<int>();
+}
+
 // Unknown keys are errors, except the report fields of brickdl-tune's plan.json.
 void check_keys(const json& e, const std::string& file, const std::string& at) {
-  static const std::vector<std::string> kKeys = {"first",    "last",  "first_layer", "last_layer",
-                                                 "strategy", "brick", "cb",          "threads"};
+  static const std::vector<std::string> kKeys = {
+      "first", "last", "first_layer", "last_layer", "strategy", "brick", "cb", "nb", "threads"};
   for (const auto& [k, v] : e.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() && k != "layers" &&
         k != "workload" && k.find("_ms") == std::string::npos &&
@@ -81,7 +90,7 @@ Group parse_layers(const json& e, const std::string& file, const std::string& at
   return group;
 }
 
-// "brick": [d, h, w], [h, w] or {d, h, w, cb}; sets the extents (and cb) of `brick`.
+// "brick": [d, h, w], [h, w] or {d, h, w, cb, nb}; sets the extents (and cb, nb) of `brick`.
 void parse_brick(const json& b, const std::string& file, const std::string& bk, BrickShape& brick) {
   if (b.is_array() && (b.size() == 3 || b.size() == 2)) {
     const size_t h = b.size() - 2; // index of h
@@ -98,15 +107,17 @@ void parse_brick(const json& b, const std::string& file, const std::string& bk, 
     brick.w = positive(b.at("w"), file, bk + ".w", 1);
     if (b.contains("cb"))
       brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
+    if (b.contains("nb"))
+      brick.nb = batch_block(b.at("nb"), file, bk + ".nb");
   } else {
-    fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb}");
+    fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb, nb}");
   }
 }
 
 Candidate parse_entry(const json& e, const std::string& file, const std::string& at,
                       const Graph& g) {
   if (!e.is_object())
-    fail(file, at, "expected an object {first, last, strategy, brick, cb}");
+    fail(file, at, "expected an object {first, last, strategy, brick, cb, nb}");
   check_keys(e, file, at);
   Candidate c;
   c.group = parse_layers(e, file, at, g);
@@ -125,6 +136,8 @@ Candidate parse_entry(const json& e, const std::string& file, const std::string&
     fail(file, at + ".brick", "a 2-D group's brick has depth 1");
   if (e.contains("cb"))
     c.brick.cb = positive(e.at("cb"), file, at + ".cb", 0);
+  if (e.contains("nb"))
+    c.brick.nb = batch_block(e.at("nb"), file, at + ".nb");
   if (e.contains("threads"))
     c.threads = positive(e.at("threads"), file, at + ".threads", 1);
   return c;
@@ -193,6 +206,7 @@ nlohmann::json plan_to_json(const std::vector<Candidate>& plan) {
     if (c.strategy != Strategy::kLayerwise) {
       e["brick"] = {c.brick.d, c.brick.h, c.brick.w};
       e["cb"] = c.brick.cb;
+      e["nb"] = c.brick.nb;
     }
     list.push_back(std::move(e));
   }

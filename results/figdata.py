@@ -116,6 +116,7 @@ class CandidateResult:
     bw: int
     cb: int
     threads: int
+    nb: int = 1                # batch block: images per unit of work (column bn)
     prediction: dict = None    # the predictions row (column -> value), or None
     measured_ms: float = None  # median of the latest ok measurement on the run's target
     counters: dict = field(default_factory=dict)
@@ -124,7 +125,9 @@ class CandidateResult:
     def brick(self):
         dims = [self.bh, self.bw] if self.bd == 1 else [self.bd, self.bh, self.bw]
         text = "x".join(str(d) for d in dims)
-        return text + (f"/c{self.cb}" if self.cb else "")
+        # As BrickShape::str(): "/c32" when cb > 0, "/n4" when nb > 1.
+        text += f"/c{self.cb}" if self.cb else ""
+        return text + (f"/n{self.nb}" if self.nb > 1 else "")
 
     @property
     def feasible(self):
@@ -168,6 +171,8 @@ def workload_candidates(conn, workload_id, run):
         out.append(CandidateResult(
             id=row["id"], workload_id=workload_id, strategy=row["strategy"], bd=row["bd"],
             bh=row["bh"], bw=row["bw"], cb=row["cb"], threads=row["threads"],
+            # Schema version 1 files (read as they are) have no bn: one image per unit.
+            nb=row["bn"] if "bn" in row.keys() else 1,
             prediction=latest_prediction(conn, row["id"], run.gpu_spec),
             measured_ms=measured, counters=counters))
     return out

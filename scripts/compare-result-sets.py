@@ -4,7 +4,8 @@
   scripts/compare-result-sets.py A.db B.db
 
 What a rerun of the same experiments must reproduce exactly, whatever the machine's timing:
-workloads (signatures, descriptions, MACs), candidates, every prediction (all columns), the
+workloads (signatures, descriptions, MACs), candidates (keyed by their batch block too; a
+schema-1 file has none, so its candidates count as bn = 1), every prediction (all columns), the
 groups of each run, runs' configurations, predicted plans, and the status and counters of
 every measurement (but the counters that depend on thread timing: memo_hits and
 memo_conflicts split the lookups by who got there first). Measured times, ids,
@@ -19,9 +20,9 @@ TIMING_COUNTERS = ("memo_hits", "memo_conflicts", "cpu_threads")
 
 QUERIES = {
     "workloads": "SELECT signature, num_layers, description, macs FROM workloads",
-    "candidates": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, c.threads
+    "candidates": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, c.threads
                      FROM candidates c JOIN workloads w ON w.id = c.workload_id""",
-    "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, c.threads, p.*
+    "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, c.threads, p.*
                       FROM predictions p JOIN candidates c ON c.id = p.candidate_id
                       JOIN workloads w ON w.id = c.workload_id""",
     "runs": """SELECT r.experiment, r.config_json, r.model, r.batch,
@@ -35,17 +36,17 @@ QUERIES = {
                           FROM plans p JOIN runs r ON r.id = p.run_id
                           WHERE p.kind = 'predicted'""",
     "measurements": """SELECT r.experiment, w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb,
-                              c.threads, m.status
+                              {bn}, c.threads, m.status
                        FROM measurements m JOIN runs r ON r.id = m.run_id
                        JOIN candidates c ON c.id = m.candidate_id
                        JOIN workloads w ON w.id = c.workload_id""",
     "counters": """SELECT r.experiment, w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb,
-                          c.threads, k.name, k.value
+                          {bn}, c.threads, k.name, k.value
                    FROM counters k JOIN measurements m ON m.id = k.measurement_id
                    JOIN runs r ON r.id = m.run_id JOIN candidates c ON c.id = m.candidate_id
                    JOIN workloads w ON w.id = c.workload_id
-                   WHERE k.name NOT IN ({})""".format(
-        ", ".join(f"'{n}'" for n in TIMING_COUNTERS)),
+                   WHERE k.name NOT IN ({names})""".replace(
+        "{names}", ", ".join(f"'{n}'" for n in TIMING_COUNTERS)),
 }
 
 
@@ -54,7 +55,10 @@ def rows(path, sql):
     uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
     try:
-        cur = conn.execute(sql)
+        # Schema version 1 has no batch block column: its candidates computed one image per
+        # unit of work, so they compare equal to version-2 rows with bn = 1.
+        has_bn = any(r[1] == "bn" for r in conn.execute("PRAGMA table_info(candidates)"))
+        cur = conn.execute(sql.replace("{bn}", "c.bn" if has_bn else "1 AS bn"))
         names = [d[0] for d in cur.description]
         keep = [i for i, n in enumerate(names) if not n.endswith("id")]
         return sorted(tuple(r[i] for i in keep) for r in cur.fetchall())

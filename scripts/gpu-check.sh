@@ -151,7 +151,7 @@ for run_id, exp, target_id, spec in db.execute(
         (run_id,)).fetchall()
     for first, last, wid, names, label in groups:
         cands = db.execute(
-            "SELECT c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.threads, p.time_ms, "
+            "SELECT c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads, p.time_ms, "
             "p.dram_bytes FROM candidates c LEFT JOIN predictions p ON p.candidate_id = c.id "
             "AND p.gpu_spec = ? WHERE c.workload_id = ? ORDER BY c.strategy, c.bh",
             (spec, wid)).fetchall()
@@ -190,8 +190,9 @@ for run_id, exp, target_id, spec in db.execute(
                      fmt(ratio(fp32, tf32), "{:.2f}"), fmt(ratio(fp32, base_pred), "{:.2f}")))
         best = None
         for c, m in measured:
-            cid, strat, bd, bh, bw, cb, threads, pred_ms, pred_dram = c
-            brick = (f"{bd}x" if bd > 1 else "") + f"{bh}x{bw}" + (f"/c{cb}" if cb else "")
+            cid, strat, bd, bh, bw, cb, bn, threads, pred_ms, pred_dram = c
+            brick = (f"{bd}x" if bd > 1 else "") + f"{bh}x{bw}" + (f"/c{cb}" if cb else "") + \
+                (f"/n{bn}" if bn > 1 else "")
             ok = m[1] == "ok"
             d = dram(m[0]) if ok else None
             rows.append(("", f"{strat} {brick} t{threads}", m[1], fmt(m[2] if ok else None),

@@ -28,7 +28,7 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
   nlohmann::json strategies = nlohmann::json::array();
   for (Strategy s : e.search.strategies)
     strategies.push_back(strategy_name(s));
-  return {
+  nlohmann::json out = {
       {"name", e.name},
       {"model", e.model},
       {"batch", e.batch},
@@ -52,6 +52,12 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
         {"budget_s", e.measurement.budget_s},
         {"max_measurements", e.measurement.max_measurements}}},
   };
+  // Batch blocks only when the experiment asks for more than one image per unit: a run without
+  // them records the configuration it recorded before they existed (the committed result set
+  // compares this text); readers take a missing list as [1].
+  if (e.search.batch_blocks != std::vector<int>{1})
+    out["search"]["batch_blocks"] = e.search.batch_blocks;
+  return out;
 }
 
 PredictionRow prediction_row(const model::Prediction& p, const model::LowerBound& lb) {

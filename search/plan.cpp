@@ -153,6 +153,11 @@ nlohmann::json to_json(const PlanSummary& s) {
     };
     if (c.strategy != Strategy::kLayerwise) {
       g["brick"] = {{"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}};
+      // nb only when a unit computes several images: absent means 1 (kernels/plan_io.h), so
+      // plans without batch blocks read as they did before nb existed (the database keeps this
+      // text, and the committed result set compares it).
+      if (c.brick.nb != 1)
+        g["brick"]["nb"] = c.brick.nb;
       g["threads"] = c.threads;
     }
     groups.push_back(std::move(g));

@@ -16,6 +16,8 @@ constexpr const char* kReasonBrickCovers =
     "brick larger than every tensor of the group: same work as a smaller brick";
 constexpr const char* kReasonChannelsCover =
     "channel block covers all channels: same work as another channel block";
+constexpr const char* kReasonBatchCovers =
+    "batch block covers the whole batch: same work as another batch block";
 
 // Largest spatial extent and channel count over the tensors a group reads and writes.
 struct GroupExtent {
@@ -72,6 +74,22 @@ std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t c
     } else {
       ++*pruned;
     }
+  }
+  return out;
+}
+
+// Batch blocks (sorted, unique): a block >= the batch computes every image in one unit, so
+// blocks above the batch are clamped to it and kept once (batch 8 with 1, 2, 4, 8, 16 keeps 1,
+// 2, 4, 8; batch 1 keeps only 1).
+std::vector<int> useful_batch_blocks(const std::vector<int>& sorted, int64_t batch,
+                                     int64_t* pruned) {
+  std::vector<int> out;
+  for (int nb : sorted) {
+    const int clamped = static_cast<int>(std::min<int64_t>(nb, std::max<int64_t>(batch, 1)));
+    if (!out.empty() && out.back() == clamped)
+      ++*pruned;
+    else
+      out.push_back(clamped);
   }
   return out;
 }
@@ -137,6 +155,46 @@ int SearchSpace::singleton(int layer) const {
   return i;
 }
 
+void SearchSpace::add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& config) {
+  const Group& grp = e->group;
+  const std::vector<int> threads = sorted_unique(config.threads);
+  const int64_t per_brick =
+      static_cast<int64_t>(merged_strategies_.size()) * static_cast<int64_t>(threads.size());
+  const GroupExtent ext = group_extent(graph_, grp);
+  int64_t pruned_sizes = 0, pruned_blocks = 0, pruned_batch = 0;
+  const std::vector<int> bricks =
+      useful_sizes(sorted_unique(config.brick_sizes), ext.spatial, &pruned_sizes);
+  const std::vector<int> blocks =
+      useful_channel_blocks(sorted_unique(config.channel_blocks), ext.channels, &pruned_blocks);
+  const std::vector<int> batch_blocks =
+      useful_batch_blocks(sorted_unique(config.batch_blocks), graph_.batch(), &pruned_batch);
+  // Each reason counts the candidates it removed from the listed (duplicate-free) product.
+  const auto n_blocks = static_cast<int64_t>(blocks.size());
+  const auto n_batch = static_cast<int64_t>(batch_blocks.size());
+  const auto n_bricks = static_cast<int64_t>(bricks.size());
+  if (pruned_sizes > 0)
+    pruned_[kReasonBrickCovers] +=
+        pruned_sizes * per_brick * (n_blocks + pruned_blocks) * (n_batch + pruned_batch);
+  if (pruned_blocks > 0)
+    pruned_[kReasonChannelsCover] +=
+        pruned_blocks * per_brick * n_bricks * (n_batch + pruned_batch);
+  if (pruned_batch > 0)
+    pruned_[kReasonBatchCovers] += pruned_batch * per_brick * n_bricks * n_blocks;
+  const bool three_d = graph_.layer(grp.last).out.spatial_rank == 3;
+  for (Strategy s : merged_strategies_)
+    for (int b : bricks)
+      for (int cb : blocks)
+        for (int nb : batch_blocks)
+          for (int t : threads) {
+            Candidate c;
+            c.group = grp;
+            c.strategy = s;
+            c.brick = BrickShape{three_d ? b : 1, b, b, cb, nb};
+            c.threads = t;
+            e->candidates.push_back(c);
+          }
+}
+
 int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
   GroupEntry e;
   e.group = grp;
@@ -149,37 +207,15 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
     e.layerwise = 0;
     e.candidates.push_back(layerwise_candidate(grp));
   }
-  const std::vector<int> sizes = sorted_unique(config.brick_sizes);
-  const std::vector<int> threads = sorted_unique(config.threads);
-  const int64_t per_brick =
-      static_cast<int64_t>(merged_strategies_.size()) * static_cast<int64_t>(threads.size());
-  if (!e.mergeable) {
-    pruned_[kReasonNotSpatial] += per_brick * static_cast<int64_t>(sizes.size()) *
-                                  static_cast<int64_t>(config.channel_blocks.size());
+  if (e.mergeable) {
+    add_merged_candidates(&e, config);
   } else {
-    const GroupExtent ext = group_extent(graph_, grp);
-    int64_t pruned_sizes = 0, pruned_blocks = 0;
-    const std::vector<int> bricks = useful_sizes(sizes, ext.spatial, &pruned_sizes);
-    const std::vector<int> blocks =
-        useful_channel_blocks(sorted_unique(config.channel_blocks), ext.channels, &pruned_blocks);
-    if (pruned_sizes > 0)
-      pruned_[kReasonBrickCovers] +=
-          pruned_sizes * per_brick * static_cast<int64_t>(blocks.size() + pruned_blocks);
-    if (pruned_blocks > 0)
-      pruned_[kReasonChannelsCover] +=
-          pruned_blocks * per_brick * static_cast<int64_t>(bricks.size());
-    const bool three_d = graph_.layer(grp.last).out.spatial_rank == 3;
-    for (Strategy s : merged_strategies_)
-      for (int b : bricks)
-        for (int cb : blocks)
-          for (int t : threads) {
-            Candidate c;
-            c.group = grp;
-            c.strategy = s;
-            c.brick = BrickShape{three_d ? b : 1, b, b, cb};
-            c.threads = t;
-            e.candidates.push_back(c);
-          }
+    const int64_t listed = static_cast<int64_t>(merged_strategies_.size()) *
+                           static_cast<int64_t>(sorted_unique(config.brick_sizes).size()) *
+                           static_cast<int64_t>(config.channel_blocks.size()) *
+                           static_cast<int64_t>(sorted_unique(config.batch_blocks).size()) *
+                           static_cast<int64_t>(sorted_unique(config.threads).size());
+    pruned_[kReasonNotSpatial] += listed;
   }
   groups_.push_back(std::move(e));
   const int index = static_cast<int>(groups_.size()) - 1;
@@ -209,6 +245,8 @@ void check_config(const SearchSpaceConfig& config, const std::string& source) {
   check_list(config.brick_sizes, "search.brick_sizes", 1, "must list at least one size", "sizes");
   check_list(config.channel_blocks, "search.channel_blocks", 0,
              "must list at least one block (0 = all channels)", "blocks");
+  check_list(config.batch_blocks, "search.batch_blocks", 1,
+             "must list at least one batch block (1 = one image per unit of work)", "batch blocks");
   check_list(config.threads, "search.threads", 1, "must list at least one thread count",
              "thread counts");
 }

@@ -6,7 +6,7 @@
 //                never in a group), at most max_group_len layers, only the last layer's output
 //                read outside the group (inputs from outside are allowed: residual skips)
 //        candidates per group: layerwise (singleton groups only) + bricks × channel blocks ×
-//                merged strategies × threads
+//                batch blocks × merged strategies × threads
 //        pruned: structural duplicates, counted per reason (the model's infeasibility is
 //                counted by evaluate(), see search/evaluation.h)
 //
@@ -41,7 +41,7 @@ struct GroupEntry {
   std::string layer_names;           // "a .. b"
   bool mergeable = true;             // false: some layer is not brickable; layerwise only
   int layerwise = -1;                // index of the layerwise candidate (singletons), else -1
-  std::vector<Candidate> candidates; // layerwise first, then bricks × cb × strategy × threads
+  std::vector<Candidate> candidates; // layerwise first, then strategy × brick × cb × nb × threads
 };
 
 class SearchSpace {
@@ -84,6 +84,9 @@ public:
 
 private:
   int add_group(const Group& g, const SearchSpaceConfig& config);
+  // The padded / memoized candidates of a mergeable group, without the sizes, channel blocks
+  // and batch blocks that repeat another's work (counted in pruned_).
+  void add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& config);
   // Every valid group of at most `max_len` layers (but those of several layers that only
   // layerwise could run, unless `required`), then the `required` groups still missing; sorts
   // the ending / starting indexes.

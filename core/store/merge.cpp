@@ -80,21 +80,24 @@ private:
   }
 
   void copy_candidates() {
-    Statement st(i_, "SELECT id, workload_id, strategy, bd, bh, bw, cb, threads FROM candidates",
+    // The input is at the current version (read-only opens migrate a copy): every column of
+    // the unique key, bn included, is there; candidates that differ in it stay apart.
+    Statement st(i_,
+                 "SELECT id, workload_id, strategy, bd, bh, bw, cb, bn, threads FROM candidates",
                  "reading candidates");
     Statement insert(o_,
-                     "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                     "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, threads) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
                      "merging candidates");
     Statement find(o_,
                    "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-                   "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND threads = ?7",
+                   "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND bn = ?7 AND threads = ?8",
                    "merging candidates");
     while (st.step()) {
       for (Statement* s : {&insert, &find}) {
         s->reset();
         s->bind(1, mapped(workloads_, st.int64(1), "workload"));
-        for (int c = 2; c <= 7; ++c)
+        for (int c = 2; c <= 8; ++c)
           s->bind_column(c, st, c);
       }
       insert.run();

@@ -4,7 +4,7 @@
 // twice adds nothing the second time.
 //
 //   natural keys   targets: fingerprint       workloads: signature
-//                  candidates: (workload, strategy, brick, threads)
+//                  candidates: (workload, strategy, brick with cb and nb, threads)
 //                  runs: (experiment, model, batch, precision, target, git revision, started_at)
 //                  measurements: (candidate, target, run)   [the schema's UNIQUE constraint]
 //                  predictions: (candidate, gpu spec, model version)

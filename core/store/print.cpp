@@ -37,7 +37,8 @@ Json candidate_json(const CandidateRef& c) {
   Json j;
   j["id"] = c.id;
   j["strategy"] = strategy_name(c.strategy);
-  j["brick"] = {{"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}};
+  j["brick"] = {
+      {"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}, {"nb", c.brick.nb}};
   j["threads"] = c.threads;
   j["config"] = c.config();
   return j;

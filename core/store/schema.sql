@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (
 -- The schema version is stated once, in the statement below: CMake reads it into the C++ store
 -- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
 -- this one edit plus a migration step in core/store/detail/schema.cpp.
-INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '1');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '2');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).
@@ -61,14 +61,18 @@ CREATE TABLE IF NOT EXISTS run_groups (
   PRIMARY KEY (run_id, first_layer, last_layer)
 );
 
+-- A configuration of a workload: brick extents bd x bh x bw, channel block cb (0 = all
+-- channels), batch block bn (images per unit of work, BrickShape::nb) and threads per block.
+-- Layerwise candidates have no brick: bd = bh = bw = cb = threads = 0 and bn = 1.
 CREATE TABLE IF NOT EXISTS candidates (
   id          INTEGER PRIMARY KEY,
   workload_id INTEGER NOT NULL REFERENCES workloads(id),
   strategy    TEXT NOT NULL CHECK (strategy IN ('layerwise', 'padded', 'memoized')),
   bd INTEGER NOT NULL, bh INTEGER NOT NULL, bw INTEGER NOT NULL,
   cb INTEGER NOT NULL,
+  bn INTEGER NOT NULL DEFAULT 1 CHECK (bn >= 1),
   threads     INTEGER NOT NULL,
-  UNIQUE (workload_id, strategy, bd, bh, bw, cb, threads)
+  UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, threads)
 );
 
 CREATE TABLE IF NOT EXISTS predictions (

@@ -158,8 +158,9 @@ public:
   int64_t workload_id(const WorkloadInfo& w); // get or insert
   void add_run_group(int64_t run_id, int64_t workload_id, int first_layer, int last_layer,
                      const std::string& layer_names, const std::string& label = "");
-  // Get or insert (group ignored). A layerwise candidate is stored with bd = bh = bw = cb =
-  // threads = 0: its brick and threads do not apply, so all of a workload's layerwise
+  // Get or insert (group ignored); candidates differing only in the batch block (brick.nb)
+  // are different rows. A layerwise candidate is stored with bd = bh = bw = cb = threads = 0
+  // and bn = 1: its brick and threads do not apply, so all of a workload's layerwise
   // candidates are one row.
   int64_t candidate_id(int64_t workload_id, const Candidate& c);
   void put_prediction(int64_t candidate_id, const std::string& gpu_spec,

@@ -52,11 +52,11 @@ class Builder:
                           "last_layer, layer_names, label) VALUES (?, ?, ?, ?, ?, ?)",
                           (run_id, workload_id, first, last, f"l{first} .. l{last}", label))
 
-    def candidate(self, workload_id, strategy, edge=8, threads=256, dims=3):
+    def candidate(self, workload_id, strategy, edge=8, threads=256, dims=3, nb=1):
         bd = edge if dims == 3 else 1
         return self._insert("INSERT INTO candidates(workload_id, strategy, bd, bh, bw, cb, "
-                            "threads) VALUES (?, ?, ?, ?, ?, 0, ?)",
-                            (workload_id, strategy, bd, edge, edge, threads))
+                            "bn, threads) VALUES (?, ?, ?, ?, ?, 0, ?, ?)",
+                            (workload_id, strategy, bd, edge, edge, nb, threads))
 
     def prediction(self, candidate_id, time, dram=0.0, compute=0.0, ac=0.0, cf=0.0, l1=0.0,
                    l2=0.0, dram_bytes=0.0, feasible=True, version="v1", spec=SPEC):

@@ -206,6 +206,52 @@ class FigDataTest(unittest.TestCase):
         self.assertIsNone(fd.spearman([1], [1]))
 
 
+class BatchBlockTest(unittest.TestCase):
+    """The batch block (candidates.bn, schema version 2) in the brick text, and version-1
+    files, which have no bn column and are read as they are."""
+
+    @staticmethod
+    def _candidates(path, workload_id):
+        conn = fd.open_db(path)
+        try:
+            run = fd.Run(id=1, experiment="e", model="m", batch=8, precision="fp32",
+                         gpu_spec=synthetic_db.SPEC, target_id=1, target="cpu:t",
+                         backend="cpu", status="complete", config_json="{}")
+            return fd.workload_candidates(conn, workload_id, run)
+        finally:
+            conn.close()
+
+    def test_batch_block_in_the_brick_text(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "nb.db")
+            b = synthetic_db.Builder(path)
+            w = b.workload()
+            b.candidate(w, "padded", edge=8, dims=2)
+            b.candidate(w, "padded", edge=8, dims=2, nb=4)
+            b.close()
+            cands = self._candidates(path, w)
+        self.assertEqual([(c.brick, c.nb) for c in cands], [("8x8", 1), ("8x8/n4", 4)])
+        self.assertEqual(cands[1].describe(), "padded 8x8/n4 t256")
+
+    def test_version1_file_reads_with_one_image_per_unit(self):
+        v1 = os.path.join(HERE, "..", "..", "tests", "store", "schema_v1.sql")
+        if not os.path.isfile(v1):
+            self.skipTest("tests/store/schema_v1.sql is not in this tree")
+        with open(v1, encoding="utf-8") as f:
+            schema = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "v1.db")
+            conn = sqlite3.connect(path)
+            conn.executescript(schema)
+            conn.execute("INSERT INTO workloads(signature, num_layers) VALUES ('w', 1)")
+            conn.execute("INSERT INTO candidates(workload_id, strategy, bd, bh, bw, cb, "
+                         "threads) VALUES (1, 'memoized', 1, 4, 4, 16, 128)")
+            conn.commit()
+            conn.close()
+            cands = self._candidates(path, 1)
+        self.assertEqual([(c.brick, c.nb) for c in cands], [("4x4/c16", 1)])
+
+
 class OpenDbTest(unittest.TestCase):
     def test_missing_file(self):
         with self.assertRaisesRegex(fd.DataError, "no such database file"):

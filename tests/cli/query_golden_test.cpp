@@ -75,13 +75,13 @@ protected:
   // The fixture database: one target, two runs of a 6-layer chain with three workloads.
   //   W1 = layers 1-2 (measured: layerwise, padded ok; memoized wrong result)
   //   W2 = layers 3 and 4 (the same workload twice; layerwise ok, memoized compile error)
-  //   W3 = layers 5-6 (predicted only)
+  //   W3 = layers 5-6 (predicted only; best: padded with two images per unit, nb = 2)
   // Run 2 re-measures W1 padded (faster) and W2 layerwise (slower), for `compare`.
   // Workload and candidate ids of the fixture.
   struct Ids {
     int64_t target = 0, run1 = 0, w1 = 0, w2 = 0, w3 = 0;
     int64_t w1_lw = 0, w1_pad = 0, w1_memo = 0, w2_lw = 0, w2_memo = 0;
-    int64_t w3_lw = 0, w3_pad = 0, w3_memo = 0;
+    int64_t w3_lw = 0, w3_pad = 0, w3_memo = 0, w3_pad_n2 = 0;
   };
 
   static RunInfo run_info(const std::string& target) {
@@ -124,6 +124,9 @@ protected:
     id.w3_lw = db.candidate_id(id.w3, candidate(Strategy::kLayerwise, 4));
     id.w3_pad = db.candidate_id(id.w3, candidate(Strategy::kPadded, 8));
     id.w3_memo = db.candidate_id(id.w3, candidate(Strategy::kMemoized, 16));
+    Candidate two_images = candidate(Strategy::kPadded, 8);
+    two_images.brick.nb = 2;
+    id.w3_pad_n2 = db.candidate_id(id.w3, two_images);
   }
 
   static void add_predictions(TuningDb& db, const Ids& id) {
@@ -148,6 +151,7 @@ protected:
     predict(id.w3_lw, 0.025);
     predict(id.w3_pad, 0.0175);
     predict(id.w3_memo, 0.010, /*feasible=*/false); // faster but infeasible: never the best
+    predict(id.w3_pad_n2, 0.016);                   // W3's best: two images per unit
   }
 
   static MeasureResult ok(std::vector<double> samples,
@@ -190,7 +194,7 @@ protected:
   // The fixture database: one target, two runs of a 6-layer chain with three workloads.
   //   W1 = layers 1-2 (measured: layerwise, padded ok; memoized wrong result)
   //   W2 = layers 3 and 4 (the same workload twice; layerwise ok, memoized compile error)
-  //   W3 = layers 5-6 (predicted only)
+  //   W3 = layers 5-6 (predicted only; best: padded with two images per unit, nb = 2)
   // Run 2 re-measures W1 padded (faster) and W2 layerwise (slower), for `compare`. The clock
   // ticks once per stamped write, so the order of the writes is part of the golden output.
   static void build_database(const std::string& path, const std::string& target) {
@@ -239,11 +243,12 @@ TEST_F(QueryCli, BestTable) {
   expect_golden("best.txt", r.out);
   // Hand-checked: W1's best is padded (run 2's median 1.25 beats run 1's 1.5; layerwise
   // 2.175 / 1.25 = 1.74x); W3 was never measured, so its row is the best feasible prediction
-  // (padded 0.0175, not the infeasible memoized 0.010).
+  // (padded with two images per unit 0.016, not the infeasible memoized 0.010; 0.025 / 0.016
+  // = 1.56x).
   expect_line(r.out, "subgraph 1: conv1 .. conv2",
               {"padded 8x8x8 t128", " measured ", " 1.2500 ", "2.1750", "1.74x"});
   expect_line(r.out, "conv3 (x2)", {"layerwise", " measured ", " 0.7500 ", "1.00x"});
-  expect_line(r.out, "conv5 .. add6", {"padded 8x8x8 t128", " predicted ", " 0.0175 ", "1.43x"});
+  expect_line(r.out, "conv5 .. add6", {"padded 8x8x8/n2 t128", " predicted ", " 0.0160 ", "1.56x"});
 }
 
 TEST_F(QueryCli, BestJson) {
@@ -313,7 +318,7 @@ TEST_F(QueryCli, MergeIsIdempotentAndKeepsEveryRow) {
   Result r = query("merge " + out + " " + db_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("runs +2 (0 already present), measurements +7 (0 already present), "
-                       "predictions +8, plans +1"),
+                       "predictions +9, plans +1"),
             std::string::npos)
       << r.out;
   r = query("merge " + out + " " + db_);

@@ -82,6 +82,7 @@ TEST(Experiment, DefaultsOfAMinimalInlineExperiment) {
   EXPECT_EQ(e.gpu.sm_count, 108);
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{4, 8, 16, 32}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0}));
+  EXPECT_EQ(e.search.batch_blocks, (std::vector<int>{1}));
   EXPECT_EQ(e.search.max_group_len, 4);
   EXPECT_EQ(e.search.strategies,
             (std::vector<Strategy>{Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized}));
@@ -115,6 +116,7 @@ ExperimentConfig full_experiment() {
                                    "search:\n"
                                    "  brick_sizes: [8, 16]\n"
                                    "  channel_blocks: [0, 32]\n"
+                                   "  batch_blocks: [1, 4]\n"
                                    "  max_group_len: 2\n"
                                    "  strategies: [memoized, layerwise]\n"
                                    "  threads: [128, 256]\n"
@@ -163,6 +165,7 @@ TEST(Experiment, EverySearchKey) {
   const ExperimentConfig e = full_experiment();
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{8, 16}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0, 32}));
+  EXPECT_EQ(e.search.batch_blocks, (std::vector<int>{1, 4}));
   EXPECT_EQ(e.search.max_group_len, 2);
   EXPECT_EQ(e.search.strategies,
             (std::vector<Strategy>{Strategy::kMemoized, Strategy::kLayerwise}));
@@ -300,6 +303,19 @@ TEST(ExperimentErrors, OutOfRange) {
                "a multiple of 32 from 32 to 1024");
   expect_error(kBase + "search: {channel_blocks: [-8]}\n", 9, 27, "search.channel_blocks[0]",
                "a channel block must be >= 0");
+  // Batch blocks: integers from 1 to 1024; values above the batch are the search space's call.
+  expect_error(kBase + "search: {batch_blocks: [0]}\n", 9, 25, "search.batch_blocks[0]",
+               "a batch block (images per unit of work) must be an integer from 1 to 1024, got 0");
+  expect_error(kBase + "search: {batch_blocks: [1, -2]}\n", 9, 28, "search.batch_blocks[1]",
+               "got -2");
+  expect_error(kBase + "search: {batch_blocks: [2048]}\n", 9, 25, "search.batch_blocks[0]",
+               "got 2048");
+  expect_error(kBase + "search: {batch_blocks: [2.5]}\n", 9, 25, "search.batch_blocks[0]",
+               "expected an integer");
+  expect_error(kBase + "search: {batch_blocks: [4, 4]}\n", 9, 28, "search.batch_blocks[1]",
+               "4 is listed twice in search.batch_blocks");
+  expect_error(kBase + "search: {batch_blocks: []}\n", 9, 24, "search.batch_blocks",
+               "expected at least one value");
   expect_error(kBase + "measurement: {repetitions: 0}\n", 9, 28, "measurement.repetitions",
                "expected an integer >= 1, got 0");
   expect_error(kBase + "measurement: {budget_s: -1}\n", 9, 25, "measurement.budget_s",

@@ -178,6 +178,48 @@ TEST(PlanJson, ReadsBothFormsAndNamesBadKeys) {
       << error_of("[{\"first\": 1,\n  \"last\": }]");
 }
 
+TEST(PlanJson, BatchBlockIsReadWrittenAndDefaultsToOne) {
+  const Graph g = small_resnet();
+  // Absent: one image per unit of work (files written before batch blocks still load).
+  const std::vector<Candidate> old = parse_plan_json(
+      R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "cb": 8}])", "o.json", g);
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].brick.nb, 1);
+  // Both forms: "nb" next to "cb", or inside the brick object.
+  const std::vector<Candidate> a = parse_plan_json(
+      R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "cb": 8, "nb": 4},
+          {"first": 3, "last": 5, "strategy": "layerwise"}])",
+      "a.json", g);
+  EXPECT_EQ(a[0].brick, (BrickShape{1, 4, 4, 8, 4}));
+  EXPECT_EQ(a[0].brick.str(), "4x4/c8/n4");
+  EXPECT_EQ(parse_plan_json(plan_to_json(a).dump(), "c.json", g), a);
+  EXPECT_EQ(plan_to_json(a)[0]["nb"], 4);
+  const std::vector<Candidate> b = parse_plan_json(
+      R"({"groups": [{"first_layer": 3, "last_layer": 5, "strategy": "memoized",
+          "brick": {"h": 3, "w": 5, "cb": 4, "nb": 2}}]})",
+      "b.json", g);
+  EXPECT_EQ(b[0].brick, (BrickShape{1, 3, 5, 4, 2}));
+  const auto error_of = [&](const std::string& text) {
+    try {
+      parse_plan_json(text, "p.json", g);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const char* bad : {"0", "-2", "2.5", "\"4\"", "4096"}) {
+    const std::string e = error_of(
+        std::string(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "nb": )") +
+        bad + "}]");
+    EXPECT_NE(e.find("p.json"), std::string::npos) << e;
+    EXPECT_NE(e.find("[0].nb"), std::string::npos) << e;
+    EXPECT_NE(e.find("an integer from 1 to 1024"), std::string::npos) << e;
+  }
+  const std::string e = error_of(R"({"groups": [{"first_layer": 1, "last_layer": 2,
+      "strategy": "padded", "brick": {"h": 4, "w": 4, "nb": 0}}]})");
+  EXPECT_NE(e.find("groups[0].brick.nb"), std::string::npos) << e;
+}
+
 class TempDir {
 public:
   TempDir() {

@@ -13,6 +13,7 @@
 #include "core/group.h"
 #include "core/store/tuning_db.h"
 #include "search/driver.h"
+#include "search/plan.h"
 #include "search/progress.h"
 #include "search/searcher.h"
 #include "tests/search/test_graphs.h"
@@ -281,6 +282,45 @@ TEST_F(DriverTest, WritesPlanJsonAndReport) {
   const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("pred ms"), std::string::npos);
   EXPECT_NE(text.find("end to end (model)"), std::string::npos);
+}
+
+TEST_F(DriverTest, BatchBlocksReachTheDatabaseAndTheRunsConfiguration) {
+  GraphBuilder b("batch4", TensorShape{4, 8, 1, 16, 16, 2});
+  b.relu(b.conv2d(b.relu(b.conv2d(b.input(), 8, 3, 1, 1)), 8, 3, 1, 1));
+  ExperimentConfig e = experiment(b.build());
+  e.batch = 4;
+  e.search.batch_blocks = {1, 2, 8}; // 8 acts as the batch, 4
+  run(e, nullptr);
+  const int64_t merged = count("SELECT COUNT(*) FROM candidates WHERE bn = 1 AND "
+                               "strategy <> 'layerwise'");
+  EXPECT_GT(merged, 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM candidates WHERE bn = 2"), merged);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM candidates WHERE bn = 4"), merged);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM candidates WHERE bn = 8"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM candidates WHERE bn <> 1 AND strategy = 'layerwise'"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM predictions"), count("SELECT COUNT(*) FROM candidates"));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE instr(config_json, "
+                  "'\"batch_blocks\":[1,2,8]') > 0"),
+            1);
+  // Without batch blocks the configuration reads as it did before they existed.
+  db_path_ = (dir_ / "without.db").string();
+  run(experiment(two_block_graph()), nullptr);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE instr(config_json, 'batch_blocks') > 0"), 0);
+}
+
+TEST(PlanSummaryJson, WritesTheBatchBlockWhenAboveOne) {
+  PlanSummary s;
+  for (int nb : {1, 4}) {
+    PlanGroupSummary g;
+    g.group = Group{1, 2};
+    g.candidate.strategy = Strategy::kPadded;
+    g.candidate.brick = BrickShape{1, 8, 8, 16, nb};
+    s.groups.push_back(g);
+  }
+  const nlohmann::json j = to_json(s);
+  EXPECT_FALSE(j["groups"][0]["brick"].contains("nb"));
+  EXPECT_EQ(j["groups"][0]["brick"]["cb"], 16);
+  EXPECT_EQ(j["groups"][1]["brick"]["nb"], 4);
 }
 
 TEST(Progress, LineAndDurations) {

@@ -76,6 +76,76 @@ TEST(SearchSpace, PrunesBricksAndChannelBlocksThatRepeatWork) {
     EXPECT_EQ(n, reason.find("brick") == 0 ? 2 * 4 * 2 : 2 * 2 * 2) << reason;
 }
 
+TEST(SearchSpace, BatchBlocksAreClampedToTheBatch) {
+  // Batch 8: 16 is clamped to 8, which is listed already; 1, 2, 4, 8 stay.
+  GraphBuilder b("batch8", TensorShape{8, 4, 1, 8, 8, 2});
+  b.conv2d(b.input(), 4, 3, 1, 1);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4};
+  cfg.batch_blocks = {16, 1, 2, 4, 8};
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  const GroupEntry& e = sp.group(sp.singleton(1));
+  ASSERT_EQ(e.candidates.size(), 1u + 2u * 4u);
+  EXPECT_EQ(e.candidates[0].brick.nb, 1); // layerwise has no brick
+  std::vector<int> padded;
+  for (const auto& c : e.candidates)
+    if (c.strategy == Strategy::kPadded)
+      padded.push_back(c.brick.nb);
+  EXPECT_EQ(padded, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(e.candidates[4].brick, (BrickShape{1, 4, 4, 0, 8}));
+  EXPECT_EQ(e.candidates[4].brick.str(), "4x4/n8");
+  ASSERT_EQ(sp.pruned().size(), 1u);
+  EXPECT_EQ(sp.pruned().begin()->first.find("batch block"), 0u);
+  EXPECT_EQ(sp.pruned().begin()->second, 2); // nb 16 × {padded, memoized}
+
+  // Batch 6: 8 and 16 both become 6, kept once.
+  GraphBuilder b6("batch6", TensorShape{6, 4, 1, 8, 8, 2});
+  b6.conv2d(b6.input(), 4, 3, 1, 1);
+  cfg.batch_blocks = {1, 4, 8, 16};
+  cfg.strategies = {Strategy::kMemoized};
+  const SearchSpace sp6 = SearchSpace::build(fuse_for_inference(b6.build()), cfg);
+  std::vector<int> memoized;
+  for (const auto& c : sp6.group(sp6.singleton(1)).candidates)
+    if (c.strategy == Strategy::kMemoized)
+      memoized.push_back(c.brick.nb);
+  EXPECT_EQ(memoized, (std::vector<int>{1, 4, 6}));
+  EXPECT_EQ(sp6.pruned().begin()->second, 1);
+
+  // Batch 1: only nb = 1.
+  GraphBuilder b1("batch1", TensorShape{1, 4, 1, 8, 8, 2});
+  b1.conv2d(b1.input(), 4, 3, 1, 1);
+  const SearchSpace sp1 = SearchSpace::build(fuse_for_inference(b1.build()), cfg);
+  const GroupEntry& e1 = sp1.group(sp1.singleton(1));
+  ASSERT_EQ(e1.candidates.size(), 2u);
+  EXPECT_EQ(e1.candidates[1].brick, (BrickShape{1, 4, 4, 0, 1}));
+  EXPECT_EQ(sp1.pruned().begin()->second, 3);
+}
+
+TEST(SearchSpace, PrunedCountsAddUpWithEveryReason) {
+  // 6x6, 16 channels, batch 2: bricks 8 and 16 cover 6x6, blocks 0 and 16 cover the channels,
+  // batch blocks 2 and 4 cover the batch. Every listed candidate is kept or counted once.
+  GraphBuilder b("small", TensorShape{2, 16, 1, 6, 6, 2});
+  b.conv2d(b.input(), 16, 3, 1, 1);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4, 8, 16};
+  cfg.channel_blocks = {0, 8, 16};
+  cfg.batch_blocks = {1, 2, 4};
+  cfg.threads = {128, 256};
+  const Graph g = fuse_for_inference(b.build());
+  const SearchSpace sp = SearchSpace::build(g, cfg);
+  const GroupEntry& e = sp.group(sp.singleton(1));
+  // Kept: bricks {4, 8} × blocks {0, 8} × batch blocks {1, 2} × 2 strategies × 2 thread counts.
+  EXPECT_EQ(e.candidates.size(), 1u + 2u * 2u * 2u * 2u * 2u);
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : sp.pruned())
+    pruned += n;
+  EXPECT_EQ(pruned, 3 * 3 * 3 * 2 * 2 - 2 * 2 * 2 * 2 * 2);
+  EXPECT_EQ(sp.pruned().size(), 3u);
+
+  cfg.batch_blocks = {0};
+  EXPECT_THROW(SearchSpace::build(g, cfg), UserError);
+}
+
 TEST(SearchSpace, ThreeDimensionalBricksAreCubes) {
   GraphBuilder b("c3", TensorShape{1, 3, 16, 16, 16, 3});
   b.relu(b.conv3d(b.input(), 3, 3, 1, 1));

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/store/merge.h"
 #include "core/store/tuning_db.h"
 
 namespace brickdl {
@@ -114,7 +115,7 @@ std::function<std::string()> fixed_clock() {
   return [tick] { return "2024-01-01T00:00:0" + std::to_string((*tick)++ % 10) + ".000Z"; };
 }
 
-TEST(TuningDb, FreshDatabaseIsBrickdlVersion1InWalMode) {
+TEST(TuningDb, FreshDatabaseIsTheCurrentVersionInWalMode) {
   TempDir dir;
   const std::string path = dir.file("t.db");
   {
@@ -130,7 +131,7 @@ TEST(TuningDb, FreshDatabaseIsBrickdlVersion1InWalMode) {
   // Reopening (read-write and read-only) accepts it and writes no second meta row.
   TuningDb again(path);
   TuningDb ro(path, TuningDb::Mode::kReadOnly);
-  EXPECT_EQ(ro.schema_version(), 1);
+  EXPECT_EQ(ro.schema_version(), kStoreSchemaVersion);
   EXPECT_EQ(raw.count("meta"), 2);
 }
 
@@ -141,7 +142,7 @@ TEST(TuningDb, ReadOnlyOpenLeavesTheFolderAsItWas) {
   const std::string before = read_bytes(path);
   {
     TuningDb ro(path, TuningDb::Mode::kReadOnly);
-    EXPECT_EQ(ro.schema_version(), 1);
+    EXPECT_EQ(ro.schema_version(), kStoreSchemaVersion);
   }
   EXPECT_EQ(read_bytes(path), before);
   std::vector<std::string> entries;
@@ -187,11 +188,38 @@ TEST(TuningDb, GetOrInsertReturnsTheSameIds) {
   lw2.threads = 64;
   EXPECT_EQ(db.candidate_id(w1, lw1), db.candidate_id(w1, lw2));
   RawDb raw(db.path());
-  EXPECT_EQ(raw.scalar("SELECT bh || ',' || threads FROM candidates WHERE strategy = 'layerwise'"),
-            "0,0");
+  EXPECT_EQ(raw.scalar("SELECT bh || ',' || bn || ',' || threads FROM candidates "
+                       "WHERE strategy = 'layerwise'"),
+            "0,1,0");
   EXPECT_EQ(raw.count("candidates"), 6);
   EXPECT_EQ(raw.count("targets"), 2);
   EXPECT_EQ(raw.count("workloads"), 2);
+}
+
+TEST(TuningDb, BatchBlocksAreDifferentCandidates) {
+  TempDir dir;
+  TuningDb db(dir.file("t.db"));
+  const int64_t w = db.workload_id({"sig", 1, "", 0});
+  Candidate c = memoized(8);
+  const int64_t n1 = db.candidate_id(w, c);
+  c.brick.nb = 4;
+  const int64_t n4 = db.candidate_id(w, c);
+  EXPECT_NE(n4, n1);
+  EXPECT_EQ(db.candidate_id(w, c), n4);
+  c.brick.nb = 2;
+  EXPECT_NE(db.candidate_id(w, c), n4);
+  c.brick.nb = 1;
+  EXPECT_EQ(db.candidate_id(w, c), n1);
+  // Layerwise has no brick: its batch block is ignored like the extents.
+  Candidate lw;
+  const int64_t l1 = db.candidate_id(w, lw);
+  lw.brick.nb = 8;
+  EXPECT_EQ(db.candidate_id(w, lw), l1);
+  RawDb raw(db.path());
+  EXPECT_EQ(raw.scalar("SELECT group_concat(bn, ',') FROM (SELECT bn FROM candidates "
+                       "WHERE strategy = 'memoized' ORDER BY id)"),
+            "1,4,2");
+  EXPECT_EQ(raw.scalar("SELECT bn FROM candidates WHERE strategy = 'layerwise'"), "1");
 }
 
 // Long on purpose: one run's life through every table in order; the fixed clock numbers the
@@ -583,27 +611,45 @@ TEST(TuningDbRefuses, EmptyFileReadOnly) {
   expect_refused(path, TuningDb::Mode::kReadOnly, "empty SQLite file");
   // Read-write turns an empty file into a new database.
   TuningDb db(path);
-  EXPECT_EQ(db.schema_version(), 1);
+  EXPECT_EQ(db.schema_version(), kStoreSchemaVersion);
 }
 
 // --- Migrations -----------------------------------------------------------------------
 
-// A version-0 database: version 1's tables without measurements.max_rel_error, with one
-// measurement in it.
-void make_version0(const std::string& path) {
+// A version-1 database, created from a frozen copy of version 1's schema script
+// (tests/store/schema_v1.sql), with a run, four candidates whose ids have a gap (a migration
+// must keep them: predictions, measurements and plans refer to them), a prediction, a
+// measurement and a plan.
+void make_version1(const std::string& path) {
+  std::ifstream in(std::string(BRICKDL_SOURCE_DIR) + "/tests/store/schema_v1.sql");
+  const std::string v1((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_NE(v1.find("('schema_version', '1')"), std::string::npos);
   RawDb raw(path);
-  raw.exec(store_schema_sql()); // writes the meta rows of the current version
-  raw.exec("ALTER TABLE measurements DROP COLUMN max_rel_error");
-  raw.exec("UPDATE meta SET value = '0' WHERE key = 'schema_version'");
+  raw.exec(v1);
   raw.exec("INSERT INTO targets (fingerprint, backend) VALUES ('cpu:old', 'cpu')");
   raw.exec("INSERT INTO workloads (signature, num_layers) VALUES ('sig', 1)");
-  raw.exec("INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, threads) "
-           "VALUES (1, 'padded', 1, 8, 8, 0, 256)");
+  raw.exec("INSERT INTO candidates (id, workload_id, strategy, bd, bh, bw, cb, threads) VALUES "
+           "(1, 1, 'padded', 1, 8, 8, 0, 256), (2, 1, 'layerwise', 0, 0, 0, 0, 0), "
+           "(5, 1, 'memoized', 1, 8, 8, 0, 256), (7, 1, 'memoized', 1, 4, 4, 16, 128)");
   raw.exec("INSERT INTO runs (experiment, model, batch, precision, gpu_spec, target_id, "
            "git_revision, started_at, status) VALUES ('e', 'm', 1, 'fp32', 'A100-40GB', 1, "
            "'r', '2023-01-01T00:00:00Z', 'complete')");
   raw.exec("INSERT INTO measurements (candidate_id, target_id, run_id, status, median_ms, "
            "created_at) VALUES (1, 1, 1, 'ok', 1.5, '2023-01-01T00:00:01Z')");
+  raw.exec("INSERT INTO predictions VALUES (5, 'A100-40GB', 'analytic-1', 1, '', 0.5, 0.1, 0.1, "
+           "0.2, 0, 0, 0.1, 1e6, 0, 0, 0, 4096, 2048, 0, 0)");
+  raw.exec("INSERT INTO plans (run_id, kind, json, predicted_ms, layerwise_predicted_ms, "
+           "created_at) VALUES (1, 'predicted', '{}', 0.5, 0.7, '2023-01-01T00:00:02Z')");
+  raw.exec("INSERT INTO plan_groups VALUES (1, 0, 7, 1, 1)");
+}
+
+// A version-0 database: version 1's tables without measurements.max_rel_error, with version
+// 1's rows.
+void make_version0(const std::string& path) {
+  make_version1(path);
+  RawDb raw(path);
+  raw.exec("ALTER TABLE measurements DROP COLUMN max_rel_error");
+  raw.exec("UPDATE meta SET value = '0' WHERE key = 'schema_version'");
 }
 
 std::map<std::string, std::set<std::string>> columns_of(const std::string& path) {
@@ -631,7 +677,7 @@ TEST(TuningDbMigration, Version0IsMigratedInPlaceKeepingRows) {
   ASSERT_NE(columns_of(old_path), columns_of(fresh_path));
   {
     TuningDb db(old_path);
-    EXPECT_EQ(db.schema_version(), 1);
+    EXPECT_EQ(db.schema_version(), kStoreSchemaVersion);
     // The old row is there, and the new column can be written.
     const int64_t target = db.target_id("cpu:old", "cpu");
     auto m = db.find_measurement(1, target);
@@ -644,10 +690,11 @@ TEST(TuningDbMigration, Version0IsMigratedInPlaceKeepingRows) {
     db.put_measurement(1, target, run, r);
     EXPECT_DOUBLE_EQ(db.find_measurement(1, target)->result.max_rel_error, 0.25);
   }
-  // Same tables and columns as a database created at version 1.
+  // Same tables and columns as a database created at the current version.
   EXPECT_EQ(columns_of(old_path), columns_of(fresh_path));
   RawDb raw(old_path);
-  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(kStoreSchemaVersion));
 }
 
 TEST(TuningDbMigration, ReadOnlyMigratesAnInMemoryCopyAndLeavesTheFile) {
@@ -657,7 +704,7 @@ TEST(TuningDbMigration, ReadOnlyMigratesAnInMemoryCopyAndLeavesTheFile) {
   const std::string before = read_bytes(path);
   {
     TuningDb ro(path, TuningDb::Mode::kReadOnly);
-    EXPECT_EQ(ro.schema_version(), 1);
+    EXPECT_EQ(ro.schema_version(), kStoreSchemaVersion);
     RawDb check(path); // the file itself still says version 0
     EXPECT_EQ(check.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "0");
     auto m = ro.find_measurement(1, 1);
@@ -665,6 +712,121 @@ TEST(TuningDbMigration, ReadOnlyMigratesAnInMemoryCopyAndLeavesTheFile) {
     EXPECT_DOUBLE_EQ(m->result.median_ms, 1.5);
   }
   EXPECT_EQ(read_bytes(path), before);
+}
+
+// The candidates, in id order, as "id:strategy:bd,bh,bw:cb:bn:threads".
+std::string candidate_rows(RawDb& raw) {
+  return raw.scalar("SELECT group_concat(r, ' ') FROM (SELECT id || ':' || strategy || ':' || "
+                    "bd || ',' || bh || ',' || bw || ':' || cb || ':' || bn || ':' || threads "
+                    "AS r FROM candidates ORDER BY id)");
+}
+
+// Long on purpose: the migrated file is checked table by table, then written through the new
+// key; splitting it would rebuild the fixture for each look.
+TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
+  TempDir dir;
+  const std::string old_path = dir.file("v1.db");
+  const std::string fresh_path = dir.file("fresh.db");
+  make_version1(old_path);
+  { TuningDb fresh(fresh_path); }
+  ASSERT_NE(columns_of(old_path), columns_of(fresh_path));
+  Candidate padded;
+  padded.strategy = Strategy::kPadded;
+  padded.brick = BrickShape{1, 8, 8, 0};
+  {
+    TuningDb db(old_path);
+    EXPECT_EQ(db.schema_version(), 2);
+    // Old candidates keep their ids and read back with nb = 1 ...
+    const int64_t w = db.workload_id({"sig", 1, "", 0});
+    EXPECT_EQ(db.candidate_id(w, padded), 1);
+    EXPECT_EQ(db.candidate_id(w, Candidate{}), 2); // layerwise
+    const int64_t target = db.target_id("cpu:old", "cpu");
+    ASSERT_TRUE(db.find_measurement(1, target).has_value());
+    EXPECT_DOUBLE_EQ(db.find_measurement(1, target)->result.median_ms, 1.5);
+    // ... and a batch block makes a new candidate, not a clash with the old key.
+    padded.brick.nb = 4;
+    const int64_t n4 = db.candidate_id(w, padded);
+    EXPECT_EQ(n4, 8);
+    EXPECT_EQ(db.candidate_id(w, padded), n4);
+    padded.brick.nb = 1;
+    EXPECT_EQ(db.candidate_id(w, padded), 1);
+  }
+  EXPECT_EQ(columns_of(old_path), columns_of(fresh_path));
+  RawDb raw(old_path);
+  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(candidate_rows(raw), "1:padded:1,8,8:0:1:256 2:layerwise:0,0,0:0:1:0 "
+                                 "5:memoized:1,8,8:0:1:256 7:memoized:1,4,4:16:1:128 "
+                                 "8:padded:1,8,8:0:4:256");
+  // Every row that refers to a candidate still finds it.
+  EXPECT_EQ(raw.count("predictions"), 1);
+  EXPECT_EQ(raw.count("plan_groups"), 1);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM pragma_foreign_key_check"), "0");
+  EXPECT_EQ(raw.scalar("SELECT c.bh FROM predictions p JOIN candidates c ON c.id = "
+                       "p.candidate_id"),
+            "8");
+  EXPECT_EQ(raw.scalar("SELECT c.cb FROM plan_groups g JOIN candidates c ON c.id = "
+                       "g.candidate_id"),
+            "16");
+  // The unique key holds bn, the index is back, and bn < 1 is refused.
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name = "
+                       "'candidates_by_workload'"),
+            "1");
+  EXPECT_EQ(raw.scalar("SELECT sql LIKE '%UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, "
+                       "threads)%' FROM sqlite_master WHERE name = 'candidates'"),
+            "1");
+  EXPECT_NE(sqlite3_exec(raw.connection(),
+                         "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, "
+                         "threads) VALUES (1, 'padded', 1, 8, 8, 0, 0, 256)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+}
+
+TEST(TuningDbMigration, ReadOnlyVersion1ReadsBatchBlockOne) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  make_version1(path);
+  const std::string before = read_bytes(path);
+  {
+    TuningDb ro(path, TuningDb::Mode::kReadOnly);
+    EXPECT_EQ(ro.schema_version(), kStoreSchemaVersion);
+    Candidate memo;
+    memo.strategy = Strategy::kMemoized;
+    memo.brick = BrickShape{1, 4, 4, 16};
+    memo.threads = 128;
+    EXPECT_EQ(ro.candidate_id(1, memo), 7); // found: nothing to write
+    memo.brick.nb = 2;
+    EXPECT_THROW(ro.candidate_id(1, memo), InternalError); // new: read-only refuses to add it
+  }
+  EXPECT_EQ(read_bytes(path), before);
+}
+
+TEST(TuningDbMigration, MergeCarriesBatchBlocksAndReadsVersion1Inputs) {
+  TempDir dir;
+  const std::string v1 = dir.file("v1.db"), nb4 = dir.file("nb4.db"), out = dir.file("out.db");
+  make_version1(v1);
+  {
+    // The same workload and configuration as v1's candidate 1, but four images per unit.
+    TuningDb db(nb4);
+    const int64_t w = db.workload_id({"sig", 1, "", 0});
+    Candidate c;
+    c.strategy = Strategy::kPadded;
+    c.brick = BrickShape{1, 8, 8, 0, 4};
+    const int64_t run = db.begin_run(test_run("cpu:old"));
+    db.put_measurement(db.candidate_id(w, c), db.target_id("cpu:old", "cpu"), run,
+                       ok_result({0.5}));
+  }
+  const std::string v1_before = read_bytes(v1);
+  TuningDb db(out);
+  merge_databases(db, {v1, nb4});
+  EXPECT_EQ(read_bytes(v1), v1_before); // an old input is read through a migrated copy
+  RawDb raw(out);
+  EXPECT_EQ(raw.scalar("SELECT group_concat(strategy || ':' || bh || ':' || bn, ' ') FROM "
+                       "(SELECT * FROM candidates ORDER BY id)"),
+            "padded:8:1 layerwise:0:1 memoized:8:1 memoized:4:1 padded:8:4");
+  EXPECT_EQ(raw.scalar("SELECT group_concat(x, ' ') FROM (SELECT c.bn || '=' || m.median_ms AS x "
+                       "FROM measurements m JOIN candidates c ON c.id = m.candidate_id "
+                       "ORDER BY m.id)"),
+            "1=1.5 4=0.5");
 }
 
 TEST(TuningDbMigration, DamagedBrickdlDatabaseIsRefused) {

@@ -32,6 +32,29 @@ constexpr Migration kMigrations[] = {
     // to exercise the mechanism: it lacked the validation error of each measurement.
     {0, "adding measurements.max_rel_error",
      "ALTER TABLE measurements ADD COLUMN max_rel_error REAL"},
+    // Version 2 keys candidates by the batch block bn too. SQLite cannot change a UNIQUE
+    // constraint in place, so the table is rebuilt (SQLite's "making other kinds of table
+    // schema changes" procedure): ids are kept, since predictions, measurements and plan_groups
+    // refer to them, and every old candidate computed one image per unit of work (bn = 1).
+    // The new table is renamed, not the old one: renaming `candidates` would rewrite the other
+    // tables' references to follow it.
+    {1, "rebuilding candidates with the batch block bn in its unique key", R"sql(
+CREATE TABLE candidates_v2 (
+  id          INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  strategy    TEXT NOT NULL CHECK (strategy IN ('layerwise', 'padded', 'memoized')),
+  bd INTEGER NOT NULL, bh INTEGER NOT NULL, bw INTEGER NOT NULL,
+  cb INTEGER NOT NULL,
+  bn INTEGER NOT NULL DEFAULT 1 CHECK (bn >= 1),
+  threads     INTEGER NOT NULL,
+  UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, threads)
+);
+INSERT INTO candidates_v2 (id, workload_id, strategy, bd, bh, bw, cb, bn, threads)
+  SELECT id, workload_id, strategy, bd, bh, bw, cb, 1, threads FROM candidates ORDER BY id;
+DROP TABLE candidates;
+ALTER TABLE candidates_v2 RENAME TO candidates;
+CREATE INDEX IF NOT EXISTS candidates_by_workload ON candidates(workload_id);
+)sql"},
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,
               "one migration step per schema version above 0");
@@ -183,6 +206,12 @@ void verify_schema(sqlite3* db, const std::string& path) {
 }
 
 void migrate(sqlite3* db, int from_version) {
+  {
+    // A step that rebuilds a table drops the old one, which fails with foreign keys on while
+    // other tables refer to its rows. TuningDb enables them after migrating.
+    Statement fk(db, "PRAGMA foreign_keys", "reading the foreign-key setting");
+    BRICKDL_CHECK(fk.step() && fk.int64(0) == 0, "migrating with foreign keys enabled");
+  }
   for (int v = from_version; v < kStoreSchemaVersion; ++v) {
     const Migration& m = kMigrations[v];
     BRICKDL_CHECK(m.from_version == v, "migration list out of order at " << v);
