@@ -489,16 +489,14 @@ int64_t staging_floats(LayerDesc& d) {
 void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
                    const BrickShape& brick, int cb, int threads, const CodegenOptions& o,
                    const std::string& what, int64_t* memo_floats, int64_t* flag_count) {
-  if (gd.nb > 1)
-    throw Unsupported(what + ": memoized batch blocks (nb > 1) are not built in the generated "
-                             "kernels yet; the model and the CPU executor run them");
   int64_t memo = 0, flags = 0, stage = 0;
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     layout_bricks(gd, d, l == gd.num_layers - 1, brick, cb, memo, flags);
     if (d.op != dev::kOpEltwise) {
+      // As the model decides it: for the unit's images together (core/group.h).
       d.stream_c = memoized_stream_chunk(g.layer(ids[static_cast<size_t>(l)]), staged_channels(d),
-                                         staged_points(d), brick_floats(d));
+                                         staged_points(d) * gd.nb, brick_floats(d) * gd.nb);
       stage = std::max(stage, staging_floats(d));
     }
     for (int s = 0; s < d.num_src; ++s)
@@ -508,8 +506,9 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
     d.stage_smem = 0;
     choose_tile(d, int64_t{d.bext[0]} * d.bext[1], d.bext[2], d.cb, threads);
   }
-  gd.smem_floats = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
-  gd.smem_image = gd.smem_floats;
+  // Each image of the unit stages at its own place (memoized.cuh).
+  gd.smem_image = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
+  gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
   *memo_floats = memo;
   *flag_count = flags;

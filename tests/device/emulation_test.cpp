@@ -198,43 +198,41 @@ TEST(Emulation, RandomChains) {
   }
 }
 
-// Batch blocks: a padded unit computes its brick for nb images (the last block ragged),
-// every image's regions side by side in shared memory. Outputs match the reference; the
-// launch has one block per batch block and brick; the CPU executor counts the same bricks.
-// Memoized batch blocks are refused by the code generator, saying so.
-TEST(Emulation, PaddedBatchBlocks) {
+// Batch blocks: a unit (padded) or a memoized brick covers nb images (the last block
+// ragged), every image's regions or staging side by side in shared memory. Outputs match the
+// reference; the launch has one block per batch block and brick of the last layer; the
+// memoized claims, lookups and bricks equal the CPU executor's, which counts per batch block.
+Graph chain_batch3() {
   GraphBuilder b("chain3", TensorShape{3, 3, 1, 13, 11, 2});
   int x = b.relu(b.conv2d(b.input(), 5, 3, 1, 1, 1, 1, false, "c1"));
   x = b.conv2d(x, 6, 3, 2, 1, 1, 1, true, "c2");
   b.conv2d(b.leaky_relu(x, 0.2f), 4, 1, 1, 0, 1, 1, true, "c3");
-  const Graph g = fuse_for_inference(b.build());
+  return fuse_for_inference(b.build());
+}
+
+TEST(Emulation, BatchBlocks) {
+  const Graph g = chain_batch3();
   const Group grp = named_group(g, "c1", "c3");
-  const Candidate one = candidate(grp, Strategy::kPadded, {1, 4, 4, 0});
-  const KernelLaunch single = plan_kernels(g, one).launches[0];
   for (int nb : {2, 3, 8}) {
     for (BrickShape brick : {BrickShape{1, 4, 4, 0, nb}, BrickShape{1, 3, 5, 2, nb}}) {
-      const Candidate c = candidate(grp, Strategy::kPadded, brick);
-      SCOPED_TRACE(c.config_str());
-      const Outcome o = run(g, c);
-      EXPECT_LE(o.worst, 1.0);
       const int images = std::min(nb, 3);
-      const KernelLaunch k = plan_kernels(g, c).launches[0];
-      EXPECT_EQ(k.desc.nb, images);
-      EXPECT_EQ(k.desc.smem_floats, images * k.desc.smem_image);
-      const KernelLaunch k1 = plan_kernels(g, candidate(grp, Strategy::kPadded,
-                                                        BrickShape{1, brick.h, brick.w, brick.cb}))
-                                  .launches[0];
-      EXPECT_EQ(k.blocks, k1.blocks / 3 * ((3 + images - 1) / images));
+      for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+        const Candidate c = candidate(grp, s, brick);
+        SCOPED_TRACE(c.config_str());
+        const KernelLaunch k = plan_kernels(g, c).launches[0];
+        EXPECT_EQ(k.desc.nb, images);
+        EXPECT_EQ(k.desc.smem_floats, images * k.desc.smem_image);
+        BrickShape one = brick;
+        one.nb = 1;
+        const KernelLaunch k1 = plan_kernels(g, candidate(grp, s, one)).launches[0];
+        EXPECT_EQ(k.blocks, k1.blocks / 3 * ((3 + images - 1) / images));
+      }
+      check_all(g, grp, brick); // outputs, and the memoized counts against the CPU executor
+      const Outcome o = run(g, candidate(grp, Strategy::kPadded, brick));
       ASSERT_TRUE(o.cpu.supported) << o.cpu.reason;
-      EXPECT_EQ(o.cpu.counters.bricks_per_layer[2], k.blocks);
+      EXPECT_EQ(o.cpu.counters.bricks_per_layer[2],
+                plan_kernels(g, candidate(grp, Strategy::kPadded, brick)).launches[0].blocks);
     }
-  }
-  EXPECT_EQ(single.desc.nb, 1);
-  try {
-    plan_kernels(g, candidate(grp, Strategy::kMemoized, {1, 4, 4, 0, 2}));
-    FAIL() << "memoized batch block accepted";
-  } catch (const Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("batch blocks"), std::string::npos) << e.what();
   }
 }
 
@@ -270,9 +268,10 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
 }
 
 // Memoized: a conv whose brick stages more than core/group.h kStageWholeElements (here 128
-// channels x 10 x 10) streams its input in chunks into a cb x brick accumulator.
+// channels x 10 x 10) streams its input in chunks into a cb x brick accumulator; with a batch
+// block of 2, each image streams through its own chunk buffer and accumulator.
 TEST(Emulation, MemoizedStreamsWideStaging) {
-  GraphBuilder b("wide_memo", TensorShape{1, 128, 1, 12, 11, 2});
+  GraphBuilder b("wide_memo", TensorShape{2, 128, 1, 12, 11, 2});
   int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
   b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
   const Graph g = fuse_for_inference(b.build());
@@ -282,6 +281,10 @@ TEST(Emulation, MemoizedStreamsWideStaging) {
   EXPECT_EQ(plan.launches[0].desc.layers[1].stream_c, 0); // 16 channels: staged whole
   check_all(g, grp, {1, 8, 8, 0});
   check_all(g, grp, {1, 8, 8, 8});
+  const KernelPlan two = plan_kernels(g, candidate(grp, Strategy::kMemoized, {1, 8, 8, 0, 2}));
+  EXPECT_EQ(two.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+  EXPECT_EQ(two.launches[0].desc.smem_floats, 2 * plan.launches[0].desc.smem_floats);
+  check_all(g, grp, {1, 8, 8, 0, 2});
 }
 
 TEST(Emulation, MemoizedCountsMatchTheory) {

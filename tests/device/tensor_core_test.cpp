@@ -196,19 +196,23 @@ TEST(TensorCoreKernels, BottleneckInEveryPrecision) {
   }
 }
 
-// Batch blocks on tensor cores: two images per padded unit, with an input streamed in channel
-// chunks (partial sums and the last layer's accumulator per image).
-TEST(TensorCoreKernels, PaddedBatchBlocks) {
+// Batch blocks on tensor cores: two images per unit, with an input streamed in channel chunks
+// (partial sums and the last layer's accumulator per image), padded and memoized.
+TEST(TensorCoreKernels, BatchBlocks) {
   for (DType t : {DType::kTF32, DType::kBF16}) {
     GraphBuilder b("wide3", TensorShape{3, 80, 1, 9, 10, 2}, t);
     int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
     b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
     const Graph g = fuse_for_inference(b.build());
     for (const Candidate& c : {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, 64},
-                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 96}}) {
+                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 96},
+                               Candidate{{1, 2}, {1, 4, 4, 16, 2}, Strategy::kMemoized, 64}}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
-      ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
-      const Checked r = check(g, c, EmulatorOptions{});
+      if (c.strategy == Strategy::kPadded)
+        ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+      EmulatorOptions eo;
+      eo.workers = c.strategy == Strategy::kMemoized ? 3 : 1;
+      const Checked r = check(g, c, eo);
       EXPECT_TRUE(r.validity.ok()) << r.validity.message;
       EXPECT_GE(r.mma_layers, c.group.size());
     }

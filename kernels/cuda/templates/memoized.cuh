@@ -13,6 +13,11 @@
 //        └─ claimed  → another block computes it: wait until done                  conflict
 //   all dependencies done → stage inputs, compute the brick, store it, fence, publish, pop.
 //
+// Batch blocks (G.nb images per unit): a brick's flag, claim and stack entry stand for the
+// brick in every image of its batch block (BrickCoord::n is the batch block); its data stay
+// per image in the memo buffer (brick_linear with the image). A brick is computed for all
+// the block's images at once, each image's staging at j * G.smem_image in shared memory.
+//
 // Deadlock freedom: a block only waits for a brick of a layer earlier than every brick it
 // holds claimed (its stack descends layer by layer), so waits cannot form a cycle; a wait
 // longer than KernelArgs::spin_limit sets KernelArgs::error and gives up (timeout status).
@@ -23,6 +28,7 @@ namespace dev {
 
 enum MemoAction : int { kMemoDescend = 0, kMemoCompute = 1 };
 
+// A brick of one layer: its batch block n (images n · G.nb ..), channel block and position.
 struct BrickCoord {
   int n, cb, b[3];
 };
@@ -156,16 +162,17 @@ BRICKDL_DEVICE int memo_next(const GroupDesc& G, const KernelArgs& a, int* stk_l
 // Where brick `lin` (coordinates q) of layer l goes: the output tensor for the last layer,
 // else its memoized brick.
 BRICKDL_DEVICE OutTarget memo_target(const GroupDesc& G, const LayerDesc& L, int l,
-                                     const KernelArgs& a, int lin, const BrickCoord& q) {
+                                     const KernelArgs& a, const BrickCoord& q, int n) {
   OutTarget out = {};
   if (l == G.num_layers - 1) {
     out.to_tensor = 1;
     out.t = a.out;
     out.dims = L.out;
-    out.n = q.n;
+    out.n = n;
   } else {
     out.to_tensor = 0;
-    out.buf = memo_brick(L, a.memo, lin, q.cb, q.b[0], q.b[1], q.b[2]);
+    out.buf = memo_brick(L, a.memo, brick_linear(L, n, q.cb, q.b[0], q.b[1], q.b[2]), q.cb, q.b[0],
+                         q.b[1], q.b[2]);
   }
   return out;
 }
@@ -173,78 +180,57 @@ BRICKDL_DEVICE OutTarget memo_target(const GroupDesc& G, const LayerDesc& L, int
 // Operand s of an elementwise brick q: an external tensor, or the same brick of the producer
 // (same shape and channel blocking: codegen checks).
 BRICKDL_DEVICE InSource memo_operand(const GroupDesc& G, const LayerDesc& L, int s,
-                                     const KernelArgs& a, const BrickCoord& q) {
+                                     const KernelArgs& a, const BrickCoord& q, int n) {
   InSource src;
   if (L.src_kind[s] == kSrcExternal) {
     const int e = L.src_index[s];
     src.from_tensor = 1;
     src.t.p = a.ext[e];
     src.t.dims = G.ext[e].dims;
-    src.t.n = q.n;
+    src.t.n = n;
   } else {
     const LayerDesc& P = G.layers[L.src_index[s]];
     src.from_tensor = 0;
-    src.buf = memo_brick(P, a.memo, brick_linear(P, q.n, q.cb, q.b[0], q.b[1], q.b[2]), q.cb,
-                         q.b[0], q.b[1], q.b[2]);
+    src.buf = memo_brick(P, a.memo, brick_linear(P, n, q.cb, q.b[0], q.b[1], q.b[2]), q.cb, q.b[0],
+                         q.b[1], q.b[2]);
   }
   return src;
 }
 
 // Stages channels [lo, hi) of window layer L's input over `in`'s box (its channel 0 is lo).
-BRICKDL_DEVICE void memo_stage(const GroupDesc& G, const LayerDesc& L, const KernelArgs& a,
-                               const BrickCoord& q, RegionBuf in, int lo, int hi) {
+BRICKDL_DEVICE void memo_stage(const GroupDesc& G, const LayerDesc& L, const KernelArgs& a, int n,
+                               RegionBuf in, int lo, int hi) {
   in.c0 = lo;
   if (L.src_kind[0] == kSrcExternal) {
     TensorRef src;
     src.p = a.ext[L.src_index[0]];
     src.dims = G.ext[L.src_index[0]].dims;
-    src.n = q.n;
+    src.n = n;
     stage_from_tensor(in, src, lo, hi);
   } else {
-    stage_from_bricks(in, G.layers[L.src_index[0]], a.memo, q.n, lo, hi);
+    stage_from_bricks(in, G.layers[L.src_index[0]], a.memo, n, lo, hi);
   }
 }
 
 // A conv (groups 1) whose brick reads more than stream_c input channels: stage a chunk, one
 // ConvPass accumulating in shared memory (acc_smem: cb x bext), repeat; the last pass stores.
 BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, int l,
-                                       const KernelArgs& a, const BrickCoord& q,
-                                       const RegionBuf& in, const OutTarget& out, const int* bo,
-                                       const int* ro, const int* re, int c0, int c1, int ilo,
-                                       int ihi) {
+                                       const KernelArgs& a, int n, float* smem, const RegionBuf& in,
+                                       const OutTarget& out, const int* bo, const int* ro,
+                                       const int* re, int c0, int c1, int ilo, int ihi) {
   streamed_conv_passes(
-      L, a.weight[l], a.bias[l], in, accumulator(block_smem() + L.acc_smem, bo, L.bext, c0), out,
-      ro, re, c0, c1, ilo, ihi,
-      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, q, chunk, lo, hi); });
+      L, a.weight[l], a.bias[l], in, accumulator(smem + L.acc_smem, bo, L.bext, c0), out, ro, re,
+      c0, c1, ilo, ihi,
+      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, n, chunk, lo, hi); });
 }
 
-// All threads: computes brick `lin` of layer `l` (its dependencies are done).
-BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, const KernelArgs& a,
-                                 int lin) {
-  const BrickCoord q = decode_brick(L, lin);
-  const int dim[3] = {L.out.d, L.out.h, L.out.w};
-  int bo[3], ro[3], re[3];
-  for (int ax = 0; ax < 3; ++ax) {
-    bo[ax] = q.b[ax] * L.bext[ax];
-    ro[ax] = bo[ax];
-    re[ax] = imin(L.bext[ax], dim[ax] - bo[ax]);
-  }
-  const int c0 = q.cb * L.cb;
-  const int c1 = imin(c0 + L.cb, L.out.c);
-  const OutTarget out = memo_target(G, L, l, a, lin, q);
-  if (L.op == kOpEltwise) {
-    InSource src[kMaxSources];
-    for (int s = 0; s < kMaxSources; ++s) {
-      if (s >= L.num_src)
-        break;
-      src[s] = memo_operand(G, L, s, a, q);
-    }
-    eltwise_box(L, src, out, ro, re, c0, c1);
-    return;
-  }
-  // Window op: stage the input region of the whole brick (halo included) once.
+// A window op's brick (origin bo, the part ro / re inside the tensor, channels [c0, c1)) for
+// the `images` images from n0: stages each image's input region (halo included) at its own
+// place in shared memory, then computes them.
+BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, const KernelArgs& a,
+                                const BrickCoord& q, int n0, int images, const int* bo,
+                                const int* ro, const int* re, int c0, int c1) {
   RegionBuf in;
-  in.p = block_smem() + L.stage_smem;
   for (int ax = 0; ax < 3; ++ax) {
     in.o[ax] = bo[ax] * L.s[ax] - L.p[ax];
     in.e[ax] = (L.bext[ax] - 1) * L.s[ax] + L.dl[ax] * (L.k[ax] - 1) + 1;
@@ -255,20 +241,62 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
   in.coherent = 0;
 #if BRICKDL_STREAMED
   if (L.stream_c > 0) {
-    memo_streamed_conv(G, L, l, a, q, in, out, bo, ro, re, c0, c1, ilo, ihi);
+    for (int j = 0; j < images; ++j) {
+      float* smem = block_smem() + j * G.smem_image;
+      in.p = smem + L.stage_smem;
+      memo_streamed_conv(G, L, l, a, n0 + j, smem, in, memo_target(G, L, l, a, q, n0 + j), bo, ro,
+                         re, c0, c1, ilo, ihi);
+    }
     return;
   }
 #endif
-  memo_stage(G, L, a, q, in, ilo, ihi);
+  for (int j = 0; j < images; ++j) {
+    in.p = block_smem() + j * G.smem_image + L.stage_smem;
+    memo_stage(G, L, a, n0 + j, in, ilo, ihi);
+  }
   BRICKDL_SYNC();
-  if (L.op == kOpConv) {
-    conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L));
-  } else {
-    pool_box(L, in, out, ro, re, c0, c1);
+  for (int j = 0; j < images; ++j) {
+    in.p = block_smem() + j * G.smem_image + L.stage_smem;
+    const OutTarget out = memo_target(G, L, l, a, q, n0 + j);
+    if (L.op == kOpConv) {
+      conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L));
+    } else {
+      pool_box(L, in, out, ro, re, c0, c1);
+    }
   }
 }
 
-// Selects the layer with a constant index so the device compiler folds its descriptor.
+// All threads: computes brick `lin` of layer L (group layer l) for every image of its batch
+// block (its dependencies are done).
+BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, const KernelArgs& a,
+                                 int lin) {
+  const BrickCoord q = decode_brick(L, lin);
+  const int n0 = q.n * G.nb;
+  const int images = imin(G.nb, G.batch - n0);
+  const int dim[3] = {L.out.d, L.out.h, L.out.w};
+  int bo[3], ro[3], re[3];
+  for (int ax = 0; ax < 3; ++ax) {
+    bo[ax] = q.b[ax] * L.bext[ax];
+    ro[ax] = bo[ax];
+    re[ax] = imin(L.bext[ax], dim[ax] - bo[ax]);
+  }
+  const int c0 = q.cb * L.cb;
+  const int c1 = imin(c0 + L.cb, L.out.c);
+  if (L.op != kOpEltwise) {
+    memo_window(G, L, l, a, q, n0, images, bo, ro, re, c0, c1);
+    return;
+  }
+  for (int j = 0; j < images; ++j) {
+    InSource src[kMaxSources];
+    for (int s = 0; s < kMaxSources; ++s) {
+      if (s >= L.num_src)
+        break;
+      src[s] = memo_operand(G, L, s, a, q, n0 + j);
+    }
+    eltwise_box(L, src, memo_target(G, L, l, a, q, n0 + j), ro, re, c0, c1);
+  }
+}
+
 BRICKDL_DEVICE void memo_compute_layer(const GroupDesc& G, const KernelArgs& a, int layer,
                                        int lin) {
   BRICKDL_UNROLL
