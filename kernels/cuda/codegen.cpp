@@ -539,7 +539,8 @@ std::string kernel_text(const KernelLaunch& k, int index) {
      << "}  // namespace brickdl_gen\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ") " << k.symbol
      << "(const brickdl::dev::KernelArgs a) {\n"
-     << "  brickdl::dev::run_unit(brickdl_gen::k_" << fn << ", a, static_cast<int>(blockIdx.x));\n"
+     << "  brickdl::dev::run_block(brickdl_gen::k_" << fn
+     << ", a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));\n"
      << "}\n";
   return os.str();
 }
@@ -694,6 +695,7 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   }
   k.smem_bytes = gd.smem_floats * 4;
   k.blocks = unit_count(gd);
+  k.persistent = c.strategy == Strategy::kMemoized;
   return k;
 }
 

@@ -46,7 +46,9 @@ struct TensorSlot {
 struct KernelLaunch {
   std::string symbol; // extern "C" name in the generated module
   dev::GroupDesc desc{};
-  int64_t blocks = 0;
+  int64_t blocks = 0;      // units of work; one block each unless persistent
+  bool persistent = false; // memoized: a grid of at most the resident blocks walks the units
+                           // (kernels.cuh); the grid is sized at launch time
   int threads = 256;
   int smem_bytes = 0;             // dynamic shared memory
   std::vector<TensorSlot> inputs; // what KernelArgs::ext[i] points to

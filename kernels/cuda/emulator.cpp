@@ -15,7 +15,11 @@ namespace brickdl::cuda {
 
 namespace {
 
+// A persistent launch (memoized) emulates a grid of one block per worker, each walking its
+// units; others one block per unit.
 void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const EmulatorOptions& o) {
+  const int workers = std::max(1, o.workers);
+  const int64_t grid = k.persistent ? std::min<int64_t>(k.blocks, workers) : k.blocks;
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
     std::vector<float> smem(static_cast<size_t>(std::max(k.desc.smem_floats, 1)));
@@ -23,14 +27,13 @@ void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const Emulat
     dev::emu::block_smem = smem.data();
     for (;;) {
       const int64_t i = next.fetch_add(1);
-      if (i >= k.blocks)
+      if (i >= grid)
         break;
-      const int64_t unit = o.reverse_order ? k.blocks - 1 - i : i;
-      dev::run_unit(k.desc, args, static_cast<int>(unit));
+      const int64_t block = o.reverse_order ? grid - 1 - i : i;
+      dev::run_block(k.desc, args, static_cast<int>(block), static_cast<int>(grid));
     }
     dev::emu::block_smem = nullptr;
   };
-  const int workers = std::max(1, o.workers);
   if (workers == 1) {
     worker();
     return;

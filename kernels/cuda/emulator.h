@@ -5,8 +5,9 @@
 //   KernelPlan ──emulate_plan(inputs, weights)──► output (NCDHW) + the kernels' own counters
 //
 // Blocks run on `workers` host threads at once, so the memoized claim / publish / wait protocol
-// runs concurrently for real (std::atomic_ref atomics); `reverse_order` runs units from the
-// last one down, which changes which block computes which shared brick. This is how the index
+// runs concurrently for real (std::atomic_ref atomics); a persistent (memoized) launch is a
+// grid of one block per worker, each walking its units. `reverse_order` starts the blocks from
+// the last one down, which changes which block computes which shared brick. This is how the index
 // math and the protocol of the device kernels are checked on a machine without a GPU; it is
 // slow (every thread of every block in turn) and meant for small shapes.
 #include <array>

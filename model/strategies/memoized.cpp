@@ -689,6 +689,35 @@ L2Window set_dram_bytes(const StrategyContext& ctx, const Walk& w, const Occupan
   return win;
 }
 
+// The memo bricks alive at once: the persistent grid (kernels/cuda/templates/memoized.cuh)
+// walks units in order, channel block fastest, so the units in flight are a window of the
+// resident blocks, and a brick lives from its first consumer unit to its last, about one row
+// of units later (one plane in 3-D). Their intermediate stores, at the average per unit.
+double live_memo_bytes(const GroupGeometry& g, const Occupancy& occ, double units,
+                       double store_bytes) {
+  if (store_bytes <= 0 || units <= 0)
+    return 0;
+  const TensorGrid& last = g.last();
+  double row = static_cast<double>(last.grid[0] * last.grid[3]);
+  if (last.grid[1] > 1)
+    row *= static_cast<double>(last.grid[2]);
+  const double live_units = std::min(units, std::max(1.0, occ.concurrent_blocks) + row);
+  return store_bytes / units * live_units;
+}
+
+// Feasibility: the live memo bricks must fit the target's L2, or their re-reads go to DRAM
+// (how many of the re-reads that fit still miss is the L2 window's business: set_dram_bytes).
+void check_live_memo(const GroupGeometry& g, const StrategyContext& ctx, const Occupancy& occ,
+                     double units, Prediction& p) {
+  const double live = live_memo_bytes(g, occ, units, p.bytes_intermediate_store);
+  if (!p.feasible || live <= ctx.gpu.l2_bytes)
+    return;
+  p.feasible = false;
+  p.reason = "the live memo bricks need " + std::to_string(static_cast<int64_t>(live / 1048576)) +
+             " MiB of L2; " + ctx.gpu.name + " has " +
+             std::to_string(static_cast<int64_t>(ctx.gpu.l2_bytes / 1048576)) + " MiB";
+}
+
 } // namespace
 
 void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
@@ -701,6 +730,7 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   const double units = merged_units(g);
   set_issued_bytes(w, units, p);
   const Occupancy occ = set_block_footprint(g, ctx, w.smem_bytes, "one memoized brick needs", p);
+  check_live_memo(g, ctx, occ, units, p);
   const L2Window win = set_dram_bytes(ctx, w, occ, units, p);
 
   // Time: two barriers per brick, claims and conflicting lookups.

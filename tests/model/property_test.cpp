@@ -156,6 +156,24 @@ TEST(CostModelProperties, MergedKernelsCutDramTrafficOfLargeChains) {
   EXPECT_EQ(pad.atomics_compulsory, 0);
 }
 
+TEST(CostModelProperties, LiveMemoBricksMustFitL2) {
+  // Memoized, 16x16 bricks of 64 channels: each unit stores 128 KiB of intermediate bricks
+  // (two layers of 256 channels over the last layer's four channel blocks). The persistent
+  // grid keeps the resident units' and about one row of units' bricks alive: at 1024 x 1024
+  // (a row of 4 x 64 units) that is over the A100's 40 MiB of L2; with 64 channels, a quarter
+  // of it, well under.
+  const CostModel m(*find_gpu_spec("A100-40GB"));
+  const Candidate c = make(1, 3, Strategy::kMemoized, {1, 16, 16, 64});
+  const Prediction wide = m.predict(conv_chain(3, 256, 1024), c);
+  EXPECT_FALSE(wide.feasible);
+  EXPECT_NE(wide.reason.find("live memo bricks need"), std::string::npos) << wide.reason;
+  const Prediction narrow = m.predict(conv_chain(3, 64, 1024), c);
+  EXPECT_TRUE(narrow.feasible) << narrow.reason;
+  // The whole memo buffer (2 x 1024 x 1024 x 64 x 4 B = 512 MiB) is far larger than L2: only
+  // what is alive at once counts.
+  EXPECT_GT(narrow.bytes_intermediate_store, 10 * find_gpu_spec("A100-40GB")->l2_bytes);
+}
+
 TEST(CostModelProperties, PredictionsDoNotDependOnCallHistory) {
   // The model caches a group's structure between calls: interleaving groups, graphs of other
   // shapes at the same positions and strategies must not change any answer.

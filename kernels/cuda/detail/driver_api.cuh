@@ -21,6 +21,7 @@ struct DriverApi {
   PFN_cuFuncGetAttribute_v2020 func_get_attribute = nullptr;
   PFN_cuLaunchKernel_v4000 launch_kernel = nullptr;
   PFN_cuCtxGetCurrent_v4000 ctx_get_current = nullptr;
+  PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 occupancy_blocks_per_sm = nullptr;
 };
 
 template <class F> void load_entry(const char* name, unsigned version, F* fn) {
@@ -45,6 +46,7 @@ inline const DriverApi& driver() {
     load_entry("cuFuncGetAttribute", 2020, &a.func_get_attribute);
     load_entry("cuLaunchKernel", 4000, &a.launch_kernel);
     load_entry("cuCtxGetCurrent", 4000, &a.ctx_get_current);
+    load_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050, &a.occupancy_blocks_per_sm);
     return a;
   }();
   return api;

@@ -43,6 +43,20 @@ GeneratedRun::GeneratedRun(const Graph& g, const KernelPlan& plan, const std::st
   reset_stats();
   for (const KernelLaunch& k : plan.launches)
     args_.push_back(launch_args(k, buf, out_ptr, weights, spin_limit));
+  int device = 0, sms = 1;
+  BRICKDL_CUDA_CALL(cudaGetDevice(&device));
+  BRICKDL_CUDA_CALL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const KernelLaunch& k = plan.launches[i];
+    int64_t grid = k.blocks;
+    if (k.persistent) { // as many blocks as are resident at once, never more than the units
+      int per_sm = 0;
+      BRICKDL_CU_CALL(driver().occupancy_blocks_per_sm(&per_sm, module_.fn(i), k.threads,
+                                                       static_cast<size_t>(k.smem_bytes)));
+      grid = std::min<int64_t>(k.blocks, int64_t{std::max(per_sm, 1)} * sms);
+    }
+    grid_.push_back(static_cast<unsigned>(grid));
+  }
 }
 
 std::vector<float*> GeneratedRun::allocate_outputs(const Graph& g, const GroupBuffers& buf) {
@@ -94,9 +108,8 @@ void GeneratedRun::enqueue(cudaStream_t stream) {
     const KernelLaunch& k = plan_.launches[i];
     args_[i].epoch = epoch_;
     void* params[] = {&args_[i]};
-    BRICKDL_CU_CALL(d.launch_kernel(module_.fn(i), static_cast<unsigned>(k.blocks), 1, 1,
-                                    static_cast<unsigned>(k.threads), 1, 1,
-                                    static_cast<unsigned>(k.smem_bytes),
+    BRICKDL_CU_CALL(d.launch_kernel(module_.fn(i), grid_[i], 1, 1, static_cast<unsigned>(k.threads),
+                                    1, 1, static_cast<unsigned>(k.smem_bytes),
                                     reinterpret_cast<CUstream>(stream), params, nullptr));
   }
 }

@@ -65,6 +65,7 @@ private:
   std::vector<DeviceBuffer> layer_out_, packed_;
   DeviceBuffer memo_, flags_, stats_, error_;
   std::vector<dev::KernelArgs> args_;
+  std::vector<unsigned> grid_; // per launch: its blocks, or the resident ones when persistent
   int epoch_ = 0;
 };
 

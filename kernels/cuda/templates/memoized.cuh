@@ -308,7 +308,24 @@ BRICKDL_DEVICE void memo_compute_layer(const GroupDesc& G, const KernelArgs& a, 
   }
 }
 
-BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int unit) {
+// The brick of the last layer that unit `unit` owns: units run channel block fastest, then
+// w, h, d, batch block (the order the model's reuse distances assume; padded_block likewise),
+// so the units in flight share their intermediate bricks.
+BRICKDL_DEVICE int unit_brick(const GroupDesc& G, int unit) {
+  const LayerDesc& L = G.layers[G.num_layers - 1];
+  int u = unit;
+  const int cb = u % L.nblk[0];
+  u /= L.nblk[0];
+  const int bx = u % L.nblk[3];
+  u /= L.nblk[3];
+  const int by = u % L.nblk[2];
+  u /= L.nblk[2];
+  const int bz = u % L.nblk[1];
+  return brick_linear(L, u / L.nblk[1], cb, bz, by, bx);
+}
+
+// One unit: the last layer's brick `lin` (unit_brick), its dependencies claimed on the way.
+BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int lin) {
   BRICKDL_SHARED int s_layer[kMaxLayers];
   BRICKDL_SHARED int s_brick[kMaxLayers];
   BRICKDL_SHARED int s_cursor[kMaxLayers];
@@ -321,7 +338,7 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
     if (t == 0) {
       s_top = 0;
       s_layer[0] = G.num_layers - 1;
-      s_brick[0] = unit; // the unit of work is a brick of the last layer, owned outright
+      s_brick[0] = lin; // the unit of work is a brick of the last layer, owned outright
       s_cursor[0] = 0;
       for (int i = 0; i < kNumStats; ++i)
         s_stats[i] = 0;
@@ -362,6 +379,19 @@ BRICKDL_DEVICE void memoized_block(const GroupDesc& G, const KernelArgs& a, int 
       for (int i = 0; i < kNumStats; ++i)
         atomic_add(a.stats + i, s_stats[i]);
   }
+  BRICKDL_SYNC(); // the persistent loop's next unit reuses the shared stack
+}
+
+// A persistent memoized grid: block b of `grid` takes units b, b + grid, b + 2·grid, ... in
+// order, so the units in flight are always a window of consecutive units and the live memo
+// bricks are those of about one row of units (the model's live footprint). Claims are only
+// ever held by running blocks and released within their unit, so a block waits only on a
+// brick a resident block is computing.
+BRICKDL_DEVICE void memoized_grid(const GroupDesc& G, const KernelArgs& a, int block, int grid) {
+  const LayerDesc& L = G.layers[G.num_layers - 1];
+  const int units = (G.batch + G.nb - 1) / G.nb * L.nblk[0] * L.nblk[1] * L.nblk[2] * L.nblk[3];
+  for (int u = block; u < units; u += grid)
+    memoized_block(G, a, unit_brick(G, u));
 }
 
 } // namespace dev

@@ -120,16 +120,17 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
 }
 
 BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
-  // unit -> (batch block, channel block, bz, by, bx) of the last layer's bricks, w fastest.
+  // unit -> (batch block, bz, by, bx, channel block) of the last layer's bricks, channel
+  // block fastest (the order the model's reuse distances assume).
   int u = unit;
+  const int cblk = u % G.nblk_last[0];
+  u /= G.nblk_last[0];
   const int bx = u % G.nblk_last[3];
   u /= G.nblk_last[3];
   const int by = u % G.nblk_last[2];
   u /= G.nblk_last[2];
   const int bz = u % G.nblk_last[1];
-  u /= G.nblk_last[1];
-  const int cblk = u % G.nblk_last[0];
-  const int n0 = u / G.nblk_last[0] * G.nb;
+  const int n0 = u / G.nblk_last[1] * G.nb;
   const int images = imin(G.nb, G.batch - n0);
   const int bo[3] = {bz * G.brick[0], by * G.brick[1], bx * G.brick[2]};
 
