@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/smem_arena.h"
 
 namespace brickdl::cuda {
 
@@ -17,8 +18,8 @@ using dev::GroupDesc;
 using dev::LayerDesc;
 using dev::RegionMap;
 
-constexpr int kSmemAlignFloats = 4;     // 16-byte aligned buffers
-constexpr int kBrickAlignFloats = 32;   // memoized bricks start on 128-byte lines
+constexpr int kSmemAlignFloats = SmemArena::kAlignFloats; // 16-byte aligned buffers
+constexpr int kBrickAlignFloats = 32;                     // memoized bricks start on 128-byte lines
 constexpr int kStaticSmemReserve = 512; // bytes of the memoized kernel's static state
 
 int to_int(int64_t v, const char* what) {
@@ -242,29 +243,6 @@ void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_p
   d.tile_px = tpx;
 }
 
-// First-fit allocator of shared-memory buffers (floats) with explicit lifetimes.
-class SmemAllocator {
-public:
-  int alloc(int64_t floats) {
-    const int64_t size = round_up(std::max<int64_t>(floats, 1), kSmemAlignFloats);
-    int64_t at = 0;
-    for (const auto& [off, sz] : live_) { // sorted by offset
-      if (at + size <= off)
-        break;
-      at = std::max(at, off + sz);
-    }
-    live_.emplace(at, size);
-    peak_ = std::max(peak_, at + size);
-    return to_int(at, "shared memory offset");
-  }
-  void free(int offset) { live_.erase(offset); }
-  int64_t peak() const { return peak_; }
-
-private:
-  std::map<int64_t, int64_t> live_;
-  int64_t peak_ = 0;
-};
-
 void check_smem(int64_t floats, int extra_bytes, const CodegenOptions& o, const std::string& what) {
   const int64_t bytes = floats * 4 + extra_bytes;
   if (bytes > o.max_smem_bytes)
@@ -369,21 +347,27 @@ void mark_streamed(GroupDesc& gd, const Graph& g, const Group& group, const std:
 int64_t allocate_padded_smem(GroupDesc& gd) {
   const int L = gd.num_layers;
   const LastReaders last(gd);
-  SmemAllocator smem;
+  SmemArena smem;
   for (int e = 0; e < gd.num_external; ++e) {
     if (!gd.ext[e].staged || gd.ext[e].streamed)
       continue;
-    gd.ext[e].smem = smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region));
+    gd.ext[e].smem = to_int(smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region)),
+                            "shared memory offset");
   }
   for (int l = 0; l < L; ++l) {
     LayerDesc& d = gd.layers[l];
     if (l < L - 1)
-      d.smem_out = smem.alloc(int64_t{d.out.c} * map_volume(d.region));
+      d.smem_out =
+          to_int(smem.alloc(int64_t{d.out.c} * map_volume(d.region)), "shared memory offset");
     if (d.stream_c > 0) { // live during this layer only; a last layer adds its accumulator
-      d.stream_smem = smem.alloc(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region));
+      d.stream_smem =
+          to_int(smem.alloc(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region)),
+                 "shared memory offset");
       const bool acc = l == L - 1;
       if (acc)
-        d.acc_smem = smem.alloc(int64_t{gd.cb_last} * gd.brick[0] * gd.brick[1] * gd.brick[2]);
+        d.acc_smem =
+            to_int(smem.alloc(int64_t{gd.cb_last} * gd.brick[0] * gd.brick[1] * gd.brick[2]),
+                   "shared memory offset");
       smem.free(d.stream_smem);
       if (acc)
         smem.free(d.acc_smem);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/smem_arena.h"
 #include "model/strategies/strategies.h"
 
 namespace brickdl::model::detail {
@@ -50,9 +51,9 @@ struct FlatEdge {
 struct Scratch {
   std::vector<Interval> reg;
   std::vector<MaskGroup> groups;
-  std::vector<AxisAccum> chan;    // groups × T
-  std::vector<AxisAccum> spatial; // T × 4 (axis 0 unused)
-  std::vector<double> max_volume; // T: largest region of the tensor in any unit (elements)
+  std::vector<AxisAccum> chan;       // groups × T
+  std::vector<AxisAccum> spatial;    // T × 4 (axis 0 unused)
+  std::vector<double> alloc_spatial; // T: the spatial volume a kernel allocates per region
   std::vector<ReuseSplit> input_splits;
   std::vector<FlatEdge> flat; // one spatial axis, one mask group
 };
@@ -211,8 +212,8 @@ void add_input_loads(const GroupGeometry& g, const AxisAccum& ch, const AxisAccu
                                        n * dt));
 }
 
-// Adds the counts of mask group gi (Scratch::spatial filled for it), grows every tensor's
-// largest region (Scratch::max_volume) and marks the layers it computes in `computed_layers`.
+// Adds the counts of mask group gi (Scratch::spatial filled for it) and marks the layers it
+// computes in `computed_layers`.
 void add_group_counts(const GroupGeometry& g, Scratch& s, size_t gi,
                       const std::array<double, 4>& distance, uint64_t& computed_layers,
                       Prediction& p) {
@@ -220,13 +221,10 @@ void add_group_counts(const GroupGeometry& g, Scratch& s, size_t gi,
   const int T = g.tensor_count();
   const MaskGroup& grp = s.groups[gi];
   const AxisAccum* ch = &s.chan[gi * static_cast<size_t>(T)];
-  std::vector<double>& maxv = s.max_volume;
   for (int t = 0; t < T; ++t) {
     const AxisAccum* sp = &s.spatial[static_cast<size_t>(t) * 4];
     const double volume = sp[1].sum * sp[2].sum * sp[3].sum; // Σ over spatial units
     const double units = sp[1].count * sp[2].count * sp[3].count;
-    maxv[static_cast<size_t>(t)] =
-        std::max(maxv[static_cast<size_t>(t)], ch[t].max * sp[1].max * sp[2].max * sp[3].max);
     if (t >= L) {
       add_input_loads(g, ch[t], sp, volume, distance, s, p);
     } else if ((grp.mask >> t) & 1u) {
@@ -236,12 +234,50 @@ void add_group_counts(const GroupGeometry& g, Scratch& s, size_t gi,
   }
 }
 
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// One spatial need map without clipping at the tensor's borders.
+Interval apply_unclipped(const AxisMap& m, Interval o) {
+  switch (m.kind) {
+  case MapKind::kWindow: return {o.lo * m.a - m.b, o.hi * m.a - m.b + m.c};
+  case MapKind::kUpNearest: return {floor_div(o.lo, m.a), floor_div(o.hi, m.a)};
+  case MapKind::kUpBilinear: return {floor_div(o.lo, m.a) - 1, floor_div(o.hi, m.a) + 1};
+  default: return o;
+  }
+}
+
+// Per tensor, the spatial volume of the region buffer a kernel allocates (Scratch::
+// alloc_spatial): the last layer's brick, clamped to the tensor, grown backwards through the
+// need maps without clipping at the borders, the hull of what the consumers read; as
+// kernels/cuda/codegen.cpp propagate_regions sizes the buffers, for any brick.
+void allocated_spatial(const GroupGeometry& g, Scratch& s) {
+  const int L = g.layer_count;
+  const int T = g.tensor_count();
+  s.alloc_spatial.assign(static_cast<size_t>(T), 1.0);
+  for (int a = 1; a < kAxes; ++a) {
+    const size_t as = static_cast<size_t>(a);
+    std::fill(s.reg.begin(), s.reg.end(), Interval{});
+    s.reg[static_cast<size_t>(L - 1)] = {0, std::min(g.last().brick[as], g.last().extent[as]) - 1};
+    for (int e = static_cast<int>(g.edges.size()) - 1; e >= 0; --e) {
+      const Edge& edge = g.edges[static_cast<size_t>(e)];
+      const Interval r = s.reg[static_cast<size_t>(edge.consumer)];
+      if (!r.empty())
+        s.reg[static_cast<size_t>(edge.producer)] =
+            hull(s.reg[static_cast<size_t>(edge.producer)], apply_unclipped(edge.axis[as], r));
+    }
+    for (int t = 0; t < T; ++t)
+      s.alloc_spatial[static_cast<size_t>(t)] *=
+          static_cast<double>(s.reg[static_cast<size_t>(t)].size());
+  }
+}
+
 // Counts the units of every mask group; returns the bytes of the weights of the layers that
 // some unit computes (each read from DRAM once).
 double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
   const std::array<int, kAxes> alias = axis_aliases(g);
   const std::array<double, 4> distance = reuse_distances(g.last(), 1.0);
-  s.max_volume.assign(static_cast<size_t>(g.tensor_count()), 0.0);
   s.input_splits.clear();
   uint64_t computed_layers = 0;
   for (size_t gi = 0; gi < s.groups.size(); ++gi) {
@@ -255,33 +291,50 @@ double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
   return weights_unique;
 }
 
-// Shared memory (elements): the regions alive while layer i is computed, at the worst i.
-// Intermediates live from their layer to their last reader; external inputs that a window op
-// reads are staged from their first reader to their last, all channels at once, or one chunk
-// of channels while their one conv reader runs when streamed (GroupGeometry::stream_chunk).
-// The last layer writes straight to global memory, except that it accumulates in its region
-// when it reads a streamed input. `maxv`: each tensor's largest region in any unit.
-double live_region_elements(const GroupGeometry& g, const std::vector<double>& maxv) {
+// Shared memory (elements) of one image of a unit: the code generator's allocations replayed in
+// its order on the same first-fit arena (core/smem_arena.h; kernels/cuda/codegen.cpp
+// allocate_padded_smem), each buffer sized for any brick (Scratch::alloc_spatial) with all the
+// tensor's channels: staged external inputs from the start to their last reader; each
+// layer's region (the last layer writes global memory) until its last reader; a streamed
+// input's chunk (GroupGeometry::stream_chunk), and for the last layer its accumulator, while
+// their reader runs.
+double padded_smem_elements(const GroupGeometry& g, const Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
-  double smem = 0;
+  const auto floats = [&](int t, double channels) {
+    return static_cast<int64_t>(channels * s.alloc_spatial[static_cast<size_t>(t)]);
+  };
+  const auto channels = [&](int t) {
+    return static_cast<double>(g.tensors[static_cast<size_t>(t)].extent[0]);
+  };
+  SmemArena arena;
+  std::vector<int64_t> at(static_cast<size_t>(T), -1);
+  for (int t = L; t < T; ++t)
+    if (g.staged[static_cast<size_t>(t)] && g.stream_chunk[static_cast<size_t>(t)] == 0)
+      at[static_cast<size_t>(t)] = arena.alloc(floats(t, channels(t)));
   for (int i = 0; i < L; ++i) {
-    double live = 0;
+    if (i < L - 1)
+      at[static_cast<size_t>(i)] = arena.alloc(floats(i, channels(i)));
+    for (int t = L; t < T; ++t) {
+      const int chunk = g.stream_chunk[static_cast<size_t>(t)];
+      if (chunk == 0 || g.first_use[static_cast<size_t>(t)] != i)
+        continue;
+      const int64_t buffer = arena.alloc(floats(t, chunk));
+      const int64_t acc =
+          i == L - 1 ? arena.alloc(floats(L - 1, static_cast<double>(g.last().brick[0]))) : -1;
+      arena.free(buffer);
+      if (acc >= 0)
+        arena.free(acc);
+    }
     for (int t = 0; t < T; ++t) {
       const size_t ts = static_cast<size_t>(t);
-      if (t < L - 1 && t <= i && g.last_use[ts] >= i)
-        live += maxv[ts];
-      if (t < L || !g.staged[ts] || g.first_use[ts] > i || g.last_use[ts] < i)
-        continue;
-      const double chunk = g.stream_chunk[ts];
-      const double channels = static_cast<double>(g.tensors[ts].extent[0]);
-      live += chunk > 0 ? maxv[ts] * std::min(1.0, chunk / channels) : maxv[ts];
-      if (chunk > 0 && i == L - 1)
-        live += maxv[static_cast<size_t>(L - 1)]; // the last layer's accumulator
+      if (at[ts] >= 0 && g.last_use[ts] == i && (t < i || t >= L)) {
+        arena.free(at[ts]);
+        at[ts] = -1;
+      }
     }
-    smem = std::max(smem, live);
   }
-  return smem;
+  return static_cast<double>(arena.peak());
 }
 
 // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
@@ -310,6 +363,7 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   const int L = g.layer_count;
   const double dt = g.dtype_bytes;
   s.reg.resize(static_cast<size_t>(g.tensor_count()));
+  allocated_spatial(g, s);
   group_channel_blocks(g, s);
   const double weights_unique = count_units(g, s, p);
 
@@ -319,7 +373,7 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_output;
   p.l2_bytes = p.l1_bytes;
   const Occupancy occ = set_block_footprint(
-      g, ctx, live_region_elements(g, s.max_volume) * static_cast<double>(g.batch_block) * dt,
+      g, ctx, padded_smem_elements(g, s) * static_cast<double>(g.batch_block) * dt,
       "padded regions need", p);
   const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ, units, p);
 

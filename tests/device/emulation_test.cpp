@@ -9,11 +9,13 @@
 #include <random>
 #include <string>
 
+#include "core/gpu_spec.h"
 #include "core/graph_builder.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
 #include "kernels/weights.h"
+#include "model/cost_model.h"
 #include "tests/device/emulated_group.h"
 
 namespace brickdl::cuda {
@@ -234,6 +236,59 @@ TEST(Emulation, BatchBlocks) {
                 plan_kernels(g, candidate(grp, Strategy::kPadded, brick)).launches[0].blocks);
     }
   }
+}
+
+// The model's shared memory per block is what the code generator allocates: padded, the same
+// buffers placed on the same first-fit arena (core/smem_arena.h, holes included), regions
+// sized for any brick (unclipped at the tensor's borders), streamed chunks and accumulators;
+// memoized, the staging of one brick, up to 16-byte rounding; both per image of a batch
+// block. Random chains of convs and pools in 2-D and 3-D, bricks, channel and batch blocks.
+TEST(Codegen, SharedMemoryMatchesTheModel) {
+  std::mt19937 rng(77);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const model::CostModel m(*find_gpu_spec("H200"));
+  CodegenOptions o;
+  o.max_smem_bytes = 1 << 30; // compare sizes, not feasibility
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int dims = pick(0, 3) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 12 : 30);
+    const TensorShape in{pick(1, 4), pick(1, 48),        dims == 3 ? image : 1,
+                         image,      image + pick(0, 3), dims};
+    GraphBuilder b("random", in);
+    int x = b.input();
+    for (int l = 0, depth = pick(1, 4); l < depth; ++l) {
+      const int k = pick(0, 1) * 2 + 1;
+      const int dil = pick(0, 3) == 0 ? 2 : 1;
+      x = dims == 3 ? b.conv3d(x, pick(1, 40), k, pick(1, 2), dil * (k - 1) / 2, dil)
+                    : b.conv2d(x, pick(1, 40), k, pick(1, 2), dil * (k - 1) / 2, dil);
+      if (pick(0, 3) == 0)
+        x = b.max_pool(x, 3, 1, 1);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 9);
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 9), pick(0, 1) ? 0 : 8, pick(1, 3)};
+    for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+      const Candidate c{{1, g.size() - 1}, brick, s, 128};
+      SCOPED_TRACE("trial " + std::to_string(trial) + " " + c.config_str());
+      const model::Prediction p = m.predict(g, c);
+      KernelPlan plan;
+      try {
+        plan = plan_kernels(g, c, o);
+      } catch (const Unsupported& e) {
+        continue; // an op without a template
+      }
+      const KernelLaunch& k = plan.launches[0];
+      if (s == Strategy::kPadded) { // the same allocations on the same arena
+        EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
+      } else { // one staging buffer per image, rounded to 16 bytes by the code generator
+        EXPECT_GE(k.smem_bytes, p.smem_bytes_per_block);
+        EXPECT_LT(k.smem_bytes, p.smem_bytes_per_block + 16.0 * k.desc.nb);
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 100);
 }
 
 // Inputs wider than one chunk (core/group.h kStreamChunkChannels) that one conv reads stream

@@ -272,7 +272,9 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
                                  int lin) {
   const BrickCoord q = decode_brick(L, lin);
   const int n0 = q.n * G.nb;
-  const int images = imin(G.nb, G.batch - n0);
+  // The unit's images (the last batch block may hold fewer); a constant 1 without batch
+  // blocks, so that the per-image loops fold away (registers).
+  const int images = G.nb == 1 ? 1 : imin(G.nb, G.batch - n0);
   const int dim[3] = {L.out.d, L.out.h, L.out.w};
   int bo[3], ro[3], re[3];
   for (int ax = 0; ax < 3; ++ax) {

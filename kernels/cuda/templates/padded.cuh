@@ -131,7 +131,9 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
   u /= G.nblk_last[2];
   const int bz = u % G.nblk_last[1];
   const int n0 = u / G.nblk_last[1] * G.nb;
-  const int images = imin(G.nb, G.batch - n0);
+  // The unit's images (the last batch block may hold fewer); a constant 1 without batch
+  // blocks, so that the per-image loops fold away (registers).
+  const int images = G.nb == 1 ? 1 : imin(G.nb, G.batch - n0);
   const int bo[3] = {bz * G.brick[0], by * G.brick[1], bx * G.brick[2]};
 
   for (int j = 0; j < images; ++j) {
