@@ -109,7 +109,7 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
         reader = &graph.layer(id);
       }
   if (readers != 1 || reader->op != OpKind::kConv || reader->groups != 1 ||
-      graph.layer(input_id).out.c <= kStreamChunkChannels)
+      graph.layer(input_id).out.c <= kStreamBuffers * kStreamChunkChannels)
     return 0;
   return kStreamChunkChannels;
 }
@@ -117,9 +117,9 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
                           int64_t acc_elements) {
   const int64_t whole = staged_channels * staged_points;
-  return layer.op == OpKind::kConv && layer.groups == 1 && staged_channels > kStreamChunkChannels &&
-                 whole > kStageWholeElements &&
-                 kStreamChunkChannels * staged_points + acc_elements < whole
+  const int64_t chunks = kStreamBuffers * kStreamChunkChannels;
+  return layer.op == OpKind::kConv && layer.groups == 1 && staged_channels > chunks &&
+                 whole > kStageWholeElements && chunks * staged_points + acc_elements < whole
              ? kStreamChunkChannels
              : 0;
 }

@@ -43,19 +43,21 @@ std::string brick_blocker(const Graph& graph, const Group& group);
 
 // Padded merged kernels stream an external input through shared memory in chunks of
 // kStreamChunkChannels input channels, instead of staging all its channels at once, when its
-// only reader in the group is one conv with groups == 1 and it has more channels than one
-// chunk: then only the intermediate tiles must fit on chip with all their channels. Returns
-// the channels per chunk, or 0 when the input is staged whole (or not staged at all). The
-// model's footprint (model/strategies/padded.cpp) and the code generator
-// (kernels/cuda/codegen.cpp) both ask it.
+// only reader in the group is one conv with groups == 1 and it has more channels than the
+// kStreamBuffers chunks that are in shared memory at once (double buffering: the next chunk
+// is copied, asynchronously, while the conv consumes this one): then only the intermediate
+// tiles must fit on chip with all their channels. Returns the channels per chunk, or 0 when
+// the input is staged whole (or not staged at all). The model's footprint
+// (model/strategies/padded.cpp) and the code generator (kernels/cuda/codegen.cpp) both ask it.
 constexpr int kStreamChunkChannels = 32;
+constexpr int kStreamBuffers = 2;
 int stream_chunk_channels(const Graph& graph, const Group& group, int input_id);
 // Memoized merged kernels stage each window layer's input per brick; a conv with groups == 1
 // whose staged input (`staged_channels` x `staged_points` positions) is over
-// kStageWholeElements and spans more than one chunk streams it in chunks instead, with its
-// partial sums in an accumulator of `acc_elements` (cb x brick), when a chunk plus the
-// accumulator is smaller than the whole input (smaller inputs stay whole: the streamed passes
-// cost registers). Returns the channels per chunk, or 0.
+// kStageWholeElements and spans more than the kStreamBuffers chunks in flight streams it in
+// chunks instead, with its partial sums in an accumulator of `acc_elements` (cb x brick), when
+// those chunks plus the accumulator are smaller than the whole input (smaller inputs stay
+// whole: the streamed passes cost registers). Returns the channels per chunk, or 0.
 constexpr int64_t kStageWholeElements = 12288; // 48 KiB of fp32
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
                           int64_t acc_elements);

@@ -152,6 +152,7 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   d.smem_out = -1;
   d.stream_c = 0;
   d.stream_smem = -1;
+  d.stream_next = 0;
   d.acc_smem = -1;
   d.stage_smem = 0;
   return d;
@@ -360,9 +361,10 @@ int64_t allocate_padded_smem(GroupDesc& gd) {
       d.smem_out =
           to_int(smem.alloc(int64_t{d.out.c} * map_volume(d.region)), "shared memory offset");
     if (d.stream_c > 0) { // live during this layer only; a last layer adds its accumulator
-      d.stream_smem =
-          to_int(smem.alloc(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region)),
-                 "shared memory offset");
+      const int64_t chunk =
+          SmemArena::round_up(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region));
+      d.stream_next = to_int(chunk, "shared memory offset");
+      d.stream_smem = to_int(smem.alloc(kStreamBuffers * chunk), "shared memory offset");
       const bool acc = l == L - 1;
       if (acc)
         d.acc_smem =
@@ -459,15 +461,17 @@ int64_t brick_floats(const LayerDesc& d) {
 }
 
 // Floats a window layer stages per brick: the whole brick's input region, times the widest
-// channel range any of its channel blocks reads, or (streamed: stream_c > 0) one chunk of
-// stream_c channels plus the accumulator, which it places after the chunk (acc_smem).
+// channel range any of its channel blocks reads, or (streamed: stream_c > 0) two chunk buffers
+// of stream_c channels (double buffered, stream_next apart) plus the accumulator after them
+// (acc_smem).
 int64_t staging_floats(LayerDesc& d) {
   const int64_t vol = staged_points(d);
   if (d.stream_c == 0)
     return vol * staged_channels(d);
   const int64_t chunk = round_up(vol * d.stream_c, kSmemAlignFloats);
-  d.acc_smem = to_int(chunk, "shared memory offset");
-  return chunk + brick_floats(d);
+  d.stream_next = to_int(chunk, "shared memory offset");
+  d.acc_smem = to_int(kStreamBuffers * chunk, "shared memory offset");
+  return kStreamBuffers * chunk + brick_floats(d);
 }
 
 void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,

@@ -592,7 +592,8 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
 
 // What a window layer's brick holds in shared memory for the unit's batch block of images:
 // its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
-// memoized_stream_chunk), one chunk of it plus the layer's cb x brick accumulator.
+// memoized_stream_chunk), the kStreamBuffers chunk buffers plus the layer's cb x brick
+// accumulator.
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels) {
   const size_t is = static_cast<size_t>(i);
   const TensorGrid& tg = g.tensors[is];
@@ -605,7 +606,7 @@ double staged_streamed(const GroupGeometry& g, int i, double staged, double chan
                             static_cast<int64_t>(staged / channels), static_cast<int64_t>(acc));
   if (chunk == 0)
     return staged;
-  return staged / channels * chunk + acc;
+  return staged / channels * chunk * kStreamBuffers + acc;
 }
 
 // Loads, lookups and their reuse per edge of the layer (Scratch::streams), and what one

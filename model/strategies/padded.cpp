@@ -296,8 +296,8 @@ double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
 // allocate_padded_smem), each buffer sized for any brick (Scratch::alloc_spatial) with all the
 // tensor's channels: staged external inputs from the start to their last reader; each
 // layer's region (the last layer writes global memory) until its last reader; a streamed
-// input's chunk (GroupGeometry::stream_chunk), and for the last layer its accumulator, while
-// their reader runs.
+// input's two chunk buffers (GroupGeometry::stream_chunk; double buffered), and for the last
+// layer its accumulator, while their reader runs.
 double padded_smem_elements(const GroupGeometry& g, const Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
@@ -319,7 +319,8 @@ double padded_smem_elements(const GroupGeometry& g, const Scratch& s) {
       const int chunk = g.stream_chunk[static_cast<size_t>(t)];
       if (chunk == 0 || g.first_use[static_cast<size_t>(t)] != i)
         continue;
-      const int64_t buffer = arena.alloc(floats(t, chunk));
+      const int64_t buffer =
+          arena.alloc(kStreamBuffers * SmemArena::round_up(floats(t, chunk))); // double buffered
       const int64_t acc =
           i == L - 1 ? arena.alloc(floats(L - 1, static_cast<double>(g.last().brick[0]))) : -1;
       arena.free(buffer);

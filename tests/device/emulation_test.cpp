@@ -291,16 +291,17 @@ TEST(Codegen, SharedMemoryMatchesTheModel) {
   EXPECT_GE(compared, 100);
 }
 
-// Inputs wider than one chunk (core/group.h kStreamChunkChannels) that one conv reads stream
-// through shared memory in channel chunks (a ragged last chunk here): intermediate and last
-// layers, single-layer kernels included; outputs match the reference and the staging buffer
-// is a chunk, not the whole input. (tensor_core_test.cpp: the same on tensor cores.)
+// Inputs wider than the two chunk buffers (core/group.h kStreamChunkChannels, kStreamBuffers)
+// that one conv reads stream through shared memory in channel chunks, double buffered (three
+// passes with a ragged last chunk here, so both buffers are reused): intermediate and last
+// layers, single-layer kernels included; outputs match the reference and the staging is two
+// chunks, not the whole input. (tensor_core_test.cpp: the same on tensor cores.)
 Graph wide_chain(DType t) {
   GraphBuilder b("wide", TensorShape{2, 80, 1, 9, 10, 2}, t);
   int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
   y = b.relu(b.conv2d(y, 16, 3, 1, 1, 1, 1, true, "mid"));
-  y = b.conv2d(y, 48, 1, 1, 0, 1, 1, true, "expand");
-  b.conv2d(y, 40, 3, 1, 1, 1, 1, true, "last"); // reads 48 channels: streamed when alone
+  y = b.conv2d(y, 72, 1, 1, 0, 1, 1, true, "expand");
+  b.conv2d(y, 40, 3, 1, 1, 1, 1, true, "last"); // reads 72 channels: streamed when alone
   return fuse_for_inference(b.build());
 }
 
@@ -312,8 +313,9 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
   EXPECT_EQ(d.layers[0].stream_c, kStreamChunkChannels);
   EXPECT_TRUE(d.ext[0].streamed);
   // Staged whole, the 80-channel 6x6 input region (4x4 brick, 3x3 halo of "mid") alone would
-  // take 80 * 36 floats; streamed: "reduce"'s 16 x 36 region plus a 32 x 36 chunk.
-  EXPECT_EQ(d.smem_floats, 16 * 36 + 32 * 36);
+  // take 80 * 36 floats; streamed: "reduce"'s 16 x 36 region plus two 32 x 36 chunk buffers.
+  EXPECT_EQ(d.smem_floats, 16 * 36 + 2 * 32 * 36);
+  EXPECT_EQ(d.layers[0].stream_next, 32 * 36);
   check_all(g, chain, {1, 4, 4, 0});
   check_all(g, chain, {1, 3, 5, 8});
   const Group last = named_group(g, "last", "last"); // the last layer streams: accumulator

@@ -99,10 +99,10 @@ BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, in
 
 // ---- staging ------------------------------------------------------------------------------
 
-// dst (shared memory) <- channels [c0, c1) over dst's box, each value from load(c, z, y, x),
-// which returns 0 outside the source tensor. One traversal for every kind of source.
-template <class Load>
-BRICKDL_DEVICE void stage_region(const RegionBuf& dst, int c0, int c1, const Load& load) {
+// Every element of dst's box (shared memory) for channels [c0, c1): put(&element, c, z, y, x).
+// One traversal for every kind of source and copy.
+template <class Put>
+BRICKDL_DEVICE void for_each_staged(const RegionBuf& dst, int c0, int c1, const Put& put) {
   const int plane = dst.e[1] * dst.e[2];
   const int vol = dst.e[0] * plane;
   const int total = (c1 - c0) * vol;
@@ -113,9 +113,17 @@ BRICKDL_DEVICE void stage_region(const RegionBuf& dst, int c0, int c1, const Loa
       const int z = dst.o[0] + r / plane;
       const int y = dst.o[1] + (r % plane) / dst.e[2];
       const int x = dst.o[2] + r % dst.e[2];
-      dst.p[region_index(dst, c, z, y, x)] = load(c, z, y, x);
+      put(dst.p + region_index(dst, c, z, y, x), c, z, y, x);
     }
   }
+}
+
+// dst (shared memory) <- channels [c0, c1) over dst's box, each value from load(c, z, y, x),
+// which returns 0 outside the source tensor.
+template <class Load>
+BRICKDL_DEVICE void stage_region(const RegionBuf& dst, int c0, int c1, const Load& load) {
+  for_each_staged(dst, c0, c1,
+                  [&](float* d, int c, int z, int y, int x) { *d = load(c, z, y, x); });
 }
 
 // dst (shared memory) <- channels [c0, c1) of an NCDHW tensor over dst's box; 0 outside.
@@ -124,6 +132,16 @@ BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src
     return inside(src.dims, z, y, x)
                ? load_cached(src.p + tensor_index(src.dims, src.n, c, z, y, x))
                : 0.f;
+  });
+}
+
+// As stage_from_tensor with asynchronous copies (cp_async_f32): the caller commits, and the
+// values land at its cp_async_wait_all() and the barrier after it.
+BRICKDL_DEVICE void stage_from_tensor_async(const RegionBuf& dst, const TensorRef& src, int c0,
+                                            int c1) {
+  for_each_staged(dst, c0, c1, [&](float* d, int c, int z, int y, int x) {
+    const bool in = inside(src.dims, z, y, x);
+    cp_async_f32(d, in ? src.p + tensor_index(src.dims, src.n, c, z, y, x) : src.p, in);
   });
 }
 

@@ -253,9 +253,15 @@ BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, 
   return acc;
 }
 
-// A streamed conv: for input channels [lo0, hi0) in chunks of stream_c, stage(chunk, lo, hi)
-// fills `chunk` (its channel 0 is lo), then one ConvPass adds them to `acc`; the last pass
-// stores the results to `out`. All threads; barriers between the phases.
+// A streamed conv: for input channels [lo0, hi0) in chunks of stream_c, stage(buffer, lo, hi)
+// fills a chunk buffer (its channel 0 is lo), then one ConvPass adds the chunk to `acc`; the
+// last pass stores the results to `out`. Double buffered (core/group.h kStreamBuffers): the
+// chunk buffers are `chunk` and `chunk` + L.stream_next floats, and the next chunk is staged
+// (asynchronously where `stage` copies with cp.async) while this one's pass runs. All threads.
+//
+//   stage(0) | wait, barrier | stage(1), pass(0) | wait, barrier | stage(2), pass(1) | ...
+//
+// A buffer is restaged only after the barrier that follows the pass that read it.
 template <class Stage>
 BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, const float* bias,
                                          RegionBuf chunk, const RegionBuf& acc,
@@ -263,18 +269,30 @@ BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, con
                                          int c1, int lo0, int hi0, const Stage& stage) {
   ConvPass pass = whole_pass(L);
   pass.acc = acc;
-  for (int lo = lo0; lo < hi0; lo += L.stream_c) {
+  float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)
+  chunk.c0 = lo0;
+  stage(chunk, lo0, imin(lo0 + L.stream_c, hi0));
+  cp_async_commit();
+  for (int lo = lo0, k = 0; lo < hi0; lo += L.stream_c, k ^= 1) {
     const int hi = imin(lo + L.stream_c, hi0);
-    chunk.c0 = lo;
-    stage(chunk, lo, hi);
+    cp_async_wait_all();
     BRICKDL_SYNC();
+    if (hi < hi0) {
+      RegionBuf next = chunk;
+      next.p = base + (k ^ 1) * L.stream_next;
+      next.c0 = hi;
+      stage(next, hi, imin(hi + L.stream_c, hi0));
+      cp_async_commit();
+    }
+    chunk.p = base + k * L.stream_next;
+    chunk.c0 = lo;
     pass.ci_lo = lo;
     pass.ci_hi = hi;
     pass.first = lo == lo0;
     pass.last = hi == hi0;
     conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass);
-    BRICKDL_SYNC();
   }
+  BRICKDL_SYNC();
 }
 
 } // namespace dev

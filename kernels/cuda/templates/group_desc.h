@@ -74,10 +74,13 @@ struct LayerDesc {
   RegionMap region;
   int smem_out;
   // Padded, a conv whose source 0 is a streamed external input: its input channels arrive in
-  // chunks of stream_c through a shared-memory buffer at stream_smem (floats); partial sums
-  // accumulate in the layer's own region, or (last layer) in acc_smem (cb_last x brick).
+  // chunks of stream_c through two shared-memory buffers at stream_smem and stream_smem +
+  // stream_next (floats; double buffered); partial sums accumulate in the layer's own region,
+  // or (last layer) in acc_smem (cb_last x brick). Memoized streamed convs likewise, their
+  // buffers at stage_smem and stage_smem + stream_next.
   int stream_c;
   int stream_smem;
+  int stream_next;
   int acc_smem;
   // Memoized: this layer's output is bricked: extents `bext` (the candidate's brick clamped
   // to this tensor), `cb` channels per brick, `nblk` bricks per axis c, d, h, w per sample.
@@ -158,7 +161,7 @@ constexpr int kErrorTimeout = 1;
   X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
   X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
   X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \
-  BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(stream_c) X(stream_smem) X(acc_smem) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
+  BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(stream_c) X(stream_smem) X(stream_next) X(acc_smem) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
   X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
   X(stage_smem)
 #define BRICKDL_EXTERNAL_DESC_FIELDS(X)                                                          \

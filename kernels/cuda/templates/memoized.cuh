@@ -198,15 +198,22 @@ BRICKDL_DEVICE InSource memo_operand(const GroupDesc& G, const LayerDesc& L, int
 }
 
 // Stages channels [lo, hi) of window layer L's input over `in`'s box (its channel 0 is lo).
+// Stages input 0 of window layer L, channels [lo, hi), for image n: an external tensor with
+// asynchronous copies when `async` (the caller commits and waits), memo bricks (written by
+// other blocks of this launch) with coherent loads.
 BRICKDL_DEVICE void memo_stage(const GroupDesc& G, const LayerDesc& L, const KernelArgs& a, int n,
-                               RegionBuf in, int lo, int hi) {
+                               RegionBuf in, int lo, int hi, bool async) {
   in.c0 = lo;
   if (L.src_kind[0] == kSrcExternal) {
     TensorRef src;
     src.p = a.ext[L.src_index[0]];
     src.dims = G.ext[L.src_index[0]].dims;
     src.n = n;
-    stage_from_tensor(in, src, lo, hi);
+    if (async) {
+      stage_from_tensor_async(in, src, lo, hi);
+    } else {
+      stage_from_tensor(in, src, lo, hi);
+    }
   } else {
     stage_from_bricks(in, G.layers[L.src_index[0]], a.memo, n, lo, hi);
   }
@@ -221,7 +228,7 @@ BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, i
   streamed_conv_passes(
       L, a.weight[l], a.bias[l], in, accumulator(smem + L.acc_smem, bo, L.bext, c0), out, ro, re,
       c0, c1, ilo, ihi,
-      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, n, chunk, lo, hi); });
+      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, n, chunk, lo, hi, true); });
 }
 
 // A window op's brick (origin bo, the part ro / re inside the tensor, channels [c0, c1)) for
@@ -252,7 +259,7 @@ BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, c
 #endif
   for (int j = 0; j < images; ++j) {
     in.p = block_smem() + j * G.smem_image + L.stage_smem;
-    memo_stage(G, L, a, n0 + j, in, ilo, ihi);
+    memo_stage(G, L, a, n0 + j, in, ilo, ihi, false);
   }
   BRICKDL_SYNC();
   for (int j = 0; j < images; ++j) {

@@ -58,7 +58,7 @@ BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
   const RegionBuf acc = out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0) : out.buf;
   streamed_conv_passes(L, w, bias, region_buf(smem + L.stream_smem, X.region, bo, 0), acc, out, ro,
                        re, c0, c1, 0, L.in.c, [&](const RegionBuf& chunk, int lo, int hi) {
-                         stage_from_tensor(chunk, src, lo, hi);
+                         stage_from_tensor_async(chunk, src, lo, hi);
                        });
 }
 

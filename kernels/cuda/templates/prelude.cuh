@@ -100,6 +100,12 @@ inline long long clock_ticks() {
 inline void spin_pause() {
   std::this_thread::yield();
 }
+// Asynchronous copies complete at once under emulation.
+inline void cp_async_f32(float* dst, const float* src, bool valid) {
+  *dst = valid ? *src : 0.f;
+}
+inline void cp_async_commit() {}
+inline void cp_async_wait_all() {}
 } // namespace dev
 } // namespace brickdl
 
@@ -187,6 +193,21 @@ BRICKDL_DEVICE long long clock_ticks() {
 }
 BRICKDL_DEVICE void spin_pause() {
   __nanosleep(64);
+}
+// One float global -> shared memory with cp.async (sm_80+; through L1, so for data no block of
+// this launch writes), zero-filled without reading `src` when !valid. It lands after
+// cp_async_wait_all() in the issuing thread; other threads see it after a barrier.
+BRICKDL_DEVICE void cp_async_f32(float* dst, const float* src, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+}
+BRICKDL_DEVICE void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+BRICKDL_DEVICE void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 } // namespace dev
 } // namespace brickdl
