@@ -28,11 +28,6 @@ namespace dev {
 
 enum MemoAction : int { kMemoDescend = 0, kMemoCompute = 1 };
 
-// A brick of one layer: its batch block n (images n · G.nb ..), channel block and position.
-struct BrickCoord {
-  int n, cb, b[3];
-};
-
 BRICKDL_DEVICE BrickCoord decode_brick(const LayerDesc& L, int lin) {
   BrickCoord c;
   c.b[2] = lin % L.nblk[3];
@@ -317,20 +312,11 @@ BRICKDL_DEVICE void memo_compute_layer(const GroupDesc& G, const KernelArgs& a, 
   }
 }
 
-// The brick of the last layer that unit `unit` owns: units run channel block fastest, then
-// w, h, d, batch block (the order the model's reuse distances assume; padded_block likewise),
-// so the units in flight share their intermediate bricks.
+// The brick of the last layer that unit `unit` owns (decode_unit: the units' order).
 BRICKDL_DEVICE int unit_brick(const GroupDesc& G, int unit) {
   const LayerDesc& L = G.layers[G.num_layers - 1];
-  int u = unit;
-  const int cb = u % L.nblk[0];
-  u /= L.nblk[0];
-  const int bx = u % L.nblk[3];
-  u /= L.nblk[3];
-  const int by = u % L.nblk[2];
-  u /= L.nblk[2];
-  const int bz = u % L.nblk[1];
-  return brick_linear(L, u / L.nblk[1], cb, bz, by, bx);
+  const BrickCoord q = decode_unit(L.nblk, unit);
+  return brick_linear(L, q.n, q.cb, q.b[0], q.b[1], q.b[2]);
 }
 
 // One unit: the last layer's brick `lin` (unit_brick), its dependencies claimed on the way.

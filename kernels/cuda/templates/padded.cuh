@@ -119,22 +119,36 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
   }
 }
 
-BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
-  // unit -> (batch block, bz, by, bx, channel block) of the last layer's bricks, channel
-  // block fastest (the order the model's reuse distances assume).
+// A brick of one layer: its batch block n (images n · G.nb ..), channel block and position.
+struct BrickCoord {
+  int n, cb, b[3];
+};
+
+// Unit `unit` as a brick of the last layer (its bricks per axis c, d, h, w: nblk): units run
+// channel block fastest, then w, h, d, batch block, the order the model's reuse distances
+// assume, so the units in flight share their inputs and intermediate bricks.
+BRICKDL_DEVICE BrickCoord decode_unit(const int* nblk, int unit) {
+  BrickCoord q;
   int u = unit;
-  const int cblk = u % G.nblk_last[0];
-  u /= G.nblk_last[0];
-  const int bx = u % G.nblk_last[3];
-  u /= G.nblk_last[3];
-  const int by = u % G.nblk_last[2];
-  u /= G.nblk_last[2];
-  const int bz = u % G.nblk_last[1];
-  const int n0 = u / G.nblk_last[1] * G.nb;
+  q.cb = u % nblk[0];
+  u /= nblk[0];
+  q.b[2] = u % nblk[3];
+  u /= nblk[3];
+  q.b[1] = u % nblk[2];
+  u /= nblk[2];
+  q.b[0] = u % nblk[1];
+  q.n = u / nblk[1];
+  return q;
+}
+
+BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
+  const BrickCoord q = decode_unit(G.nblk_last, unit);
+  const int cblk = q.cb;
+  const int n0 = q.n * G.nb;
   // The unit's images (the last batch block may hold fewer); a constant 1 without batch
   // blocks, so that the per-image loops fold away (registers).
   const int images = G.nb == 1 ? 1 : imin(G.nb, G.batch - n0);
-  const int bo[3] = {bz * G.brick[0], by * G.brick[1], bx * G.brick[2]};
+  const int bo[3] = {q.b[0] * G.brick[0], q.b[1] * G.brick[1], q.b[2] * G.brick[2]};
 
   for (int j = 0; j < images; ++j) {
     BRICKDL_UNROLL
