@@ -4,7 +4,8 @@
 // to the same layers run layerwise. Model only, no GPU.
 //
 //   fig8_model_report [--gpu NAME] [--precision P] [--batch N] [--threads T]
-//                     [--batch-blocks 1,2,4,8] [--channel-blocks 0] [--detail BLOCK]
+//                     [--bricks 2,4,8,16,32] [--batch-blocks 1,2,4,8] [--channel-blocks 0]
+//                     [--detail BLOCK]
 #include <algorithm>
 #include <vector>
 
@@ -21,20 +22,20 @@ using namespace brickdl;
 
 constexpr const char* kBlocks[] = {"layer1.0", "layer1.1", "layer2.0", "layer2.1",
                                    "layer3.0", "layer3.1", "layer4.0"};
-constexpr int kBricks[] = {4, 8, 16, 32};
 
 // The fastest feasible candidate of one strategy over the bricks and batch blocks, its time and
 // traffic relative to layerwise, the feasible bricks (with the largest feasible batch block
 // of each), and the least L2 bytes of any feasible candidate.
 std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group& grp, Strategy s,
-                          int threads, const std::vector<int>& batch_blocks,
+                          int threads, const std::vector<int>& bricks,
+                          const std::vector<int>& batch_blocks,
                           const std::vector<int>& channel_blocks, const model::Prediction& lw) {
   std::string feasible;
   model::Prediction best;
   best.feasible = false; // none yet
   BrickShape best_brick;
   double least_l2 = 0;
-  for (int e : kBricks) {
+  for (int e : bricks) {
     int widest = 0;
     for (int nb : batch_blocks)
       for (int cb : channel_blocks) {
@@ -74,13 +75,14 @@ void print_terms(const model::CostModel& m, const Graph& g, const Candidate& c) 
 
 // Every candidate of one subgraph, with the terms of its predicted time.
 void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, int threads,
-                  const std::vector<int>& batch_blocks, const std::vector<int>& channel_blocks) {
+                  const std::vector<int>& bricks, const std::vector<int>& batch_blocks,
+                  const std::vector<int>& channel_blocks) {
   fmt::print("{:<9} {:<10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>5} {:>5} {:>7} {:>6}  {}\n",
              "strategy", "brick", "us", "dram", "l2", "compute", "sync", "atomic", "regs", "bps",
              "smemKiB", "L2 MB", "reason");
   print_terms(m, g, Candidate{grp, {}, Strategy::kLayerwise, threads});
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
-    for (int e : kBricks)
+    for (int e : bricks)
       for (int nb : batch_blocks)
         for (int cb : channel_blocks)
           print_terms(m, g, Candidate{grp, BrickShape{1, e, e, cb, nb}, s, threads});
@@ -91,6 +93,7 @@ void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, i
 int main(int argc, char** argv) {
   std::string gpu_name = "H200", precision = "tf32";
   int batch = 8, threads = 256;
+  std::vector<int> bricks = {2, 4, 8, 16, 32};
   std::vector<int> batch_blocks = {1, 2, 4, 8};
   std::vector<int> channel_blocks = {0};
   std::string detail;
@@ -99,6 +102,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision)->check(CLI::IsMember(dtype_names()));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1024));
   app.add_option("--threads", threads)->check(CLI::Range(32, 1024));
+  app.add_option("--bricks", bricks, "square brick edges to try")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
   app.add_option("--batch-blocks", batch_blocks, "images per unit to try")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
@@ -114,7 +120,7 @@ int main(int argc, char** argv) {
   const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
   const model::CostModel m(*find_gpu_spec(gpu_name));
   if (!detail.empty()) {
-    print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, threads,
+    print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, threads, bricks,
                  batch_blocks, channel_blocks);
     return 0;
   }
@@ -130,10 +136,11 @@ int main(int argc, char** argv) {
     lwc.group = grp;
     lwc.strategy = Strategy::kLayerwise;
     const model::Prediction lw = m.predict(g, lwc);
-    fmt::print(
-        "{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
-        strategy_cell(m, g, grp, Strategy::kPadded, threads, batch_blocks, channel_blocks, lw),
-        strategy_cell(m, g, grp, Strategy::kMemoized, threads, batch_blocks, channel_blocks, lw));
+    fmt::print("{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
+               strategy_cell(m, g, grp, Strategy::kPadded, threads, bricks, batch_blocks,
+                             channel_blocks, lw),
+               strategy_cell(m, g, grp, Strategy::kMemoized, threads, bricks, batch_blocks,
+                             channel_blocks, lw));
   }
   return 0;
 }
