@@ -68,12 +68,12 @@ Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
   return c;
 }
 
-Graph bottleneck(int batch, int64_t image) {
-  GraphBuilder b("bottleneck", TensorShape{batch, 64, 1, image, image, 2});
+Graph bottleneck(int batch, int64_t image, int64_t channels = 64) {
+  GraphBuilder b("bottleneck", TensorShape{batch, channels, 1, image, image, 2});
   const int x = b.input();
   int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
   y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
-  y = b.batch_norm(b.conv2d(y, 64, 1, 1, 0, 1, 1, false, "conv3"));
+  y = b.batch_norm(b.conv2d(y, channels, 1, 1, 0, 1, 1, false, "conv3"));
   b.relu(b.add(y, x, "add"));
   return fuse_for_inference(b.build());
 }
@@ -94,6 +94,16 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
                    {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
                     make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
                     make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}});
+  // Batch blocks (the last one ragged), the persistent memoized grid, and the 96-channel
+  // input streamed through two chunk buffers with cp.async: padded conv1 .. conv3 (its only
+  // reader is conv1) and memoized conv1 alone (20x20 bricks of 16 channels: core/group.h
+  // memoized_stream_chunk streams it).
+  const Graph wide = bottleneck(3, 20, 96);
+  cases.push_back({wide,
+                   {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0, 2}),
+                    make({1, 3}, Strategy::kPadded, {1, 4, 4, 16, 2}),
+                    make({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256),
+                    make({1, 1}, Strategy::kMemoized, {1, 20, 20, 16}, 128)}});
   const Graph c3 = chain3d(18);
   cases.push_back({c3,
                    {make({1, 3}, Strategy::kPadded, {4, 4, 4, 0}),
@@ -110,7 +120,7 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
       x = b.relu(b.conv2d(x, pick(2, 12), k, s, dil * (k - 1) / 2, dil, 1, true));
     }
     const Graph g = fuse_for_inference(b.build());
-    const BrickShape brick{1, pick(2, 9), pick(2, 9), pick(0, 1) ? 0 : 4};
+    const BrickShape brick{1, pick(2, 9), pick(2, 9), pick(0, 1) ? 0 : 4, pick(1, 2)};
     cases.push_back({g,
                      {make({1, 3}, Strategy::kPadded, brick, 32 * pick(1, 8)),
                       make({1, 3}, Strategy::kMemoized, brick, 32 * pick(1, 8))}});

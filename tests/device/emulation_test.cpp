@@ -324,6 +324,36 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
   check_all(g, last, {1, 4, 3, 16});
 }
 
+// The device test's batch-block cases (device_test.cpp), here under the emulator: a ragged
+// batch block, the persistent memoized grid, and a 96-channel input streamed through the two
+// chunk buffers, padded (its only reader is conv1) and memoized (conv1 alone, 20x20 bricks of
+// 16 channels).
+TEST(Emulation, BatchBlocksWithStreamedInputs) {
+  GraphBuilder b("bottleneck", TensorShape{3, 96, 1, 20, 20, 2});
+  const int x = b.input();
+  int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
+  y = b.batch_norm(b.conv2d(y, 96, 1, 1, 0, 1, 1, false, "conv3"));
+  b.relu(b.add(y, x, "add"));
+  const Graph g = fuse_for_inference(b.build());
+  const Candidate streamed_padded = candidate({1, 3}, Strategy::kPadded, {1, 4, 4, 16, 2});
+  const Candidate streamed_memo = candidate({1, 1}, Strategy::kMemoized, {1, 20, 20, 16});
+  EXPECT_EQ(plan_kernels(g, streamed_padded).launches[0].desc.layers[0].stream_c,
+            kStreamChunkChannels);
+  EXPECT_EQ(plan_kernels(g, streamed_memo).launches[0].desc.layers[0].stream_c,
+            kStreamChunkChannels);
+  EmulatorOptions eo;
+  eo.workers = 3;
+  for (const Candidate& c :
+       {candidate({1, 4}, Strategy::kPadded, {1, 8, 8, 0, 2}), streamed_padded,
+        candidate({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256), streamed_memo}) {
+    SCOPED_TRACE(c.config_str());
+    const Outcome o = run(g, c, eo);
+    EXPECT_LE(o.worst, 1.0);
+    EXPECT_FALSE(o.emu.timed_out);
+  }
+}
+
 // Memoized: a conv whose brick stages more than core/group.h kStageWholeElements (here 128
 // channels x 10 x 10) streams its input in chunks into a cb x brick accumulator; with a batch
 // block of 2, each image streams through its own chunk buffer and accumulator.
