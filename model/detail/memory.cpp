@@ -7,9 +7,10 @@
 
 namespace brickdl::model::detail {
 
-int estimate_registers(const GpuSpec& gpu, double brick_volume, int threads) {
-  const double outputs = std::ceil(brick_volume / std::max(1, threads));
-  const int regs = 32 + 4 * static_cast<int>(std::min(outputs, 32.0));
+int estimate_registers(const GpuSpec& gpu, bool tensor_cores, int threads) {
+  int regs = tensor_cores ? kRegistersMma : kRegistersFma;
+  if (gpu.registers_per_sm > 0 && threads > 0)
+    regs = std::min(regs, std::max(8, gpu.registers_per_sm / threads / 8 * 8));
   return std::min(regs, gpu.registers_per_thread_max > 0 ? gpu.registers_per_thread_max : 255);
 }
 

@@ -80,7 +80,16 @@ struct Occupancy {
   std::string reason;           // non-empty when nothing fits on an SM
 };
 
-int estimate_registers(const GpuSpec& gpu, double brick_volume, int threads);
+// Registers per thread of a merged kernel, as ptxas allocates them for the generated kernels
+// (benchmarks/kernel_report, NVRTC 13.0, sm_80 / sm_90, ResNet-50 blocks 1 and layer2.1 / 3.1,
+// bricks 4x4 and 8x8, with and without batch and channel blocks): the FP32 FMA path 69-105,
+// the tensor-core path 96-128 whatever the brick, since the register tiles are fixed by the
+// templates. The model takes kRegistersFma / kRegistersMma; the GPU's own counts
+// (cuFuncGetAttribute) are to replace them once measured.
+inline constexpr int kRegistersFma = 88;
+inline constexpr int kRegistersMma = 120;
+// __launch_bounds__(threads) caps them so that one block fits an SM (ptxas spills beyond).
+int estimate_registers(const GpuSpec& gpu, bool tensor_cores, int threads);
 Occupancy occupancy(const GpuSpec& gpu, int threads, double smem_bytes, int registers);
 
 // Loads of one stream split into first touches and re-reads at four reuse distances.

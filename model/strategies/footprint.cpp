@@ -7,11 +7,9 @@ namespace brickdl::model::detail {
 
 Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
                               const char* what, Prediction& p) {
-  const TensorGrid& last = g.last();
-  const double brick_volume =
-      static_cast<double>(last.brick[1] * last.brick[2] * last.brick[3] * g.batch_block);
   p.smem_bytes_per_block = smem_bytes;
-  p.registers_per_thread = estimate_registers(ctx.gpu, brick_volume, ctx.candidate.threads);
+  p.registers_per_thread =
+      estimate_registers(ctx.gpu, has_tensor_math(g.graph->dtype()), ctx.candidate.threads);
   const Occupancy occ =
       occupancy(ctx.gpu, ctx.candidate.threads, p.smem_bytes_per_block, p.registers_per_thread);
   p.blocks_per_sm = occ.blocks_per_sm;

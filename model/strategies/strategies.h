@@ -71,7 +71,7 @@ inline double merged_units(const GroupGeometry& g) {
 }
 
 // Sets smem_bytes_per_block (already in bytes, for all the unit's images), registers_per_thread
-// (from the outputs of the last layer one unit computes: brick volume × batch block),
+// (what ptxas gives the generated kernels: memory.h estimate_registers),
 // blocks_per_sm, and marks the candidate infeasible when one block's shared memory or occupancy
 // does not fit; returns the occupancy for the L2 wave model. `what` names the shared-memory user in
 // the reason ("padded regions need").
