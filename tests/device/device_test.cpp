@@ -103,6 +103,8 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
                    {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0, 2}),
                     make({1, 3}, Strategy::kPadded, {1, 4, 4, 16, 2}),
                     make({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256),
+                    make({1, 4}, Strategy::kPadded, {1, 4, 4, 0, 3}, 512),
+                    make({1, 4}, Strategy::kMemoized, {1, 8, 8, 32, 3}, 512),
                     make({1, 1}, Strategy::kMemoized, {1, 20, 20, 16}, 128)}});
   const Graph c3 = chain3d(18);
   cases.push_back({c3,

@@ -329,10 +329,10 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
   check_all(g, last, {1, 4, 3, 16});
 }
 
-// The device test's batch-block cases (device_test.cpp), here under the emulator: a ragged
-// batch block, the persistent memoized grid, and a 96-channel input streamed through the two
-// chunk buffers, padded (its only reader is conv1) and memoized (conv1 alone, 20x20 bricks of
-// 16 channels).
+// The device test's batch-block cases (device_test.cpp), here under the emulator: ragged batch
+// blocks, the persistent memoized grid, 512-thread blocks, and a 96-channel input streamed
+// through the two chunk buffers, padded (its only reader is conv1) and memoized (conv1 alone,
+// 20x20 bricks of 16 channels).
 TEST(Emulation, BatchBlocksWithStreamedInputs) {
   GraphBuilder b("bottleneck", TensorShape{3, 96, 1, 20, 20, 2});
   const int x = b.input();
@@ -351,7 +351,9 @@ TEST(Emulation, BatchBlocksWithStreamedInputs) {
   eo.workers = 3;
   for (const Candidate& c :
        {candidate({1, 4}, Strategy::kPadded, {1, 8, 8, 0, 2}), streamed_padded,
-        candidate({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256), streamed_memo}) {
+        candidate({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256),
+        candidate({1, 4}, Strategy::kPadded, {1, 4, 4, 0, 3}, 512),
+        candidate({1, 4}, Strategy::kMemoized, {1, 8, 8, 32, 3}, 512), streamed_memo}) {
     SCOPED_TRACE(c.config_str());
     const Outcome o = run(g, c, eo);
     EXPECT_LE(o.worst, 1.0);
