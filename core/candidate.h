@@ -8,6 +8,7 @@
 //            every weight a unit fetches serves nb images). Each tensor of the group is
 //            bricked with the same extents at its own resolution.
 //   Candidate = group + brick + strategy + kernel parameters.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ struct BrickShape {
   int dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }
   // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0 and "/n4" when nb > 1
   std::string str() const;
+  // Images one unit of work computes: nb clamped to [1, batch] (the last unit of the batch may
+  // hold fewer). The model, the CPU executor, the code generator and the search all ask it.
+  static int64_t images_per_unit(int64_t nb, int64_t batch) {
+    return std::clamp<int64_t>(nb, 1, std::max<int64_t>(1, batch));
+  }
+  int64_t images_per_unit(int64_t batch) const { return images_per_unit(nb, batch); }
   bool operator==(const BrickShape& o) const = default;
 };
 

@@ -5,7 +5,8 @@
 // (model/strategies/padded.cpp), so that both agree to the float, holes included.
 #include <algorithm>
 #include <cstdint>
-#include <map>
+#include <utility>
+#include <vector>
 
 namespace brickdl {
 
@@ -18,16 +19,27 @@ public:
   int64_t alloc(int64_t floats) {
     const int64_t size = round_up(std::max<int64_t>(floats, 1));
     int64_t at = 0;
-    for (const auto& [off, sz] : live_) { // sorted by offset
-      if (at + size <= off)
+    auto it = live_.begin();
+    for (; it != live_.end(); ++it) { // sorted by offset
+      if (at + size <= it->first)
         break;
-      at = std::max(at, off + sz);
+      at = std::max(at, it->first + it->second);
     }
-    live_.emplace(at, size);
+    live_.insert(it, {at, size});
     peak_ = std::max(peak_, at + size);
     return at;
   }
-  void free(int64_t offset) { live_.erase(offset); }
+  void free(int64_t offset) {
+    const auto it =
+        std::find_if(live_.begin(), live_.end(), [&](const auto& b) { return b.first == offset; });
+    if (it != live_.end())
+      live_.erase(it);
+  }
+  // Empty again, keeping the storage (the model reuses one arena per thread).
+  void clear() {
+    live_.clear();
+    peak_ = 0;
+  }
   // The highest offset any buffer reached: the arena's size.
   int64_t peak() const { return peak_; }
 
@@ -36,7 +48,7 @@ public:
   }
 
 private:
-  std::map<int64_t, int64_t> live_; // offset -> size
+  std::vector<std::pair<int64_t, int64_t>> live_; // (offset, size), sorted by offset
   int64_t peak_ = 0;
 };
 

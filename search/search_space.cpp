@@ -85,7 +85,7 @@ std::vector<int> useful_batch_blocks(const std::vector<int>& sorted, int64_t bat
                                      int64_t* pruned) {
   std::vector<int> out;
   for (int nb : sorted) {
-    const int clamped = static_cast<int>(std::min<int64_t>(nb, std::max<int64_t>(batch, 1)));
+    const int clamped = static_cast<int>(BrickShape::images_per_unit(nb, batch));
     if (!out.empty() && out.back() == clamped)
       ++*pruned;
     else

@@ -263,7 +263,7 @@ BrickShape clamp_brick(const BrickShape& b, const TensorShape& out, int rank) {
 void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::Dims& out,
                int batch) {
   gd.batch = batch;
-  gd.nb = std::clamp(brick.nb, 1, std::max(batch, 1));
+  gd.nb = static_cast<int>(brick.images_per_unit(batch));
   gd.brick[0] = brick.d;
   gd.brick[1] = brick.h;
   gd.brick[2] = brick.w;

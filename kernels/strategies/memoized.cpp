@@ -49,7 +49,7 @@ class MemoRun {
 public:
   MemoRun(const StrategyContext& ctx, const BrickShape& brick)
       : info_(ctx.info), inputs_(ctx.inputs), weights_(ctx.weights),
-        last_(info_.shape(info_.last()), brick), batch_block_(batch_block(brick, batch())),
+        last_(info_.shape(info_.last()), brick), batch_block_(brick.images_per_unit(batch())),
         blocks_((batch() + batch_block_ - 1) / batch_block_),
         workers_(static_cast<size_t>(ctx.threads)) {
     for (int i = 0; i < info_.last(); ++i)

@@ -17,7 +17,7 @@ class PaddedRun {
 public:
   PaddedRun(const StrategyContext& ctx, const BrickShape& brick)
       : ctx_(ctx), info_(ctx.info), units_(info_.shape(info_.last()), brick),
-        batch_block_(batch_block(brick, units_.shape().n)),
+        batch_block_(brick.images_per_unit(units_.shape().n)),
         blocks_((units_.shape().n + batch_block_ - 1) / batch_block_),
         workers_(static_cast<size_t>(ctx.threads)) {
     for (Worker& w : workers_) {

@@ -8,8 +8,6 @@
 //
 // Each runs a supported candidate (the caller has checked unsupported_reason and the inputs)
 // and fills the output and every counter except useful_flops, which execute_group adds.
-#include <algorithm>
-#include <cstdint>
 #include <vector>
 
 #include "core/candidate.h"
@@ -26,11 +24,6 @@ struct StrategyContext {
   const ModelWeights& weights;
   int threads = 1; // resolved (>= 1)
 };
-
-// Images per unit of work: the brick's batch block clamped to [1, batch].
-inline int64_t batch_block(const BrickShape& brick, int64_t batch) {
-  return std::clamp<int64_t>(brick.nb, 1, std::max<int64_t>(1, batch));
-}
 
 GroupResult run_layerwise(const StrategyContext& ctx);
 GroupResult run_padded(const StrategyContext& ctx, const BrickShape& brick);

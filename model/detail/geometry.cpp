@@ -223,7 +223,7 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
       tg.grid[a] = div32(tg.extent[a] + tg.brick[a] - 1, tg.brick[a]);
     }
   }
-  g.batch_block = std::clamp<int64_t>(b.nb, 1, std::max<int64_t>(1, g.batch));
+  g.batch_block = b.images_per_unit(g.batch);
   g.batch_units = (g.batch + g.batch_block - 1) / g.batch_block;
   g.brick_reason = g.structure_reason;
   if (g.brick_reason.empty() && (b.d < 1 || b.h < 1 || b.w < 1 || b.cb < 0 || b.nb < 1))

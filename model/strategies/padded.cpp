@@ -54,6 +54,8 @@ struct Scratch {
   std::vector<AxisAccum> chan;       // groups × T
   std::vector<AxisAccum> spatial;    // T × 4 (axis 0 unused)
   std::vector<double> alloc_spatial; // T: the spatial volume a kernel allocates per region
+  SmemArena arena;                   // padded_smem_elements' replay, storage reused
+  std::vector<int64_t> smem_at;      // T: each buffer's offset in it (-1: none)
   std::vector<ReuseSplit> input_splits;
   std::vector<FlatEdge> flat; // one spatial axis, one mask group
 };
@@ -298,7 +300,7 @@ double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
 // layer's region (the last layer writes global memory) until its last reader; a streamed
 // input's two chunk buffers (GroupGeometry::stream_chunk; double buffered), and for the last
 // layer its accumulator, while their reader runs.
-double padded_smem_elements(const GroupGeometry& g, const Scratch& s) {
+double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
   const auto floats = [&](int t, double channels) {
@@ -307,8 +309,10 @@ double padded_smem_elements(const GroupGeometry& g, const Scratch& s) {
   const auto channels = [&](int t) {
     return static_cast<double>(g.tensors[static_cast<size_t>(t)].extent[0]);
   };
-  SmemArena arena;
-  std::vector<int64_t> at(static_cast<size_t>(T), -1);
+  SmemArena& arena = s.arena;
+  arena.clear();
+  std::vector<int64_t>& at = s.smem_at;
+  at.assign(static_cast<size_t>(T), -1);
   for (int t = L; t < T; ++t)
     if (g.staged[static_cast<size_t>(t)] && g.stream_chunk[static_cast<size_t>(t)] == 0)
       at[static_cast<size_t>(t)] = arena.alloc(floats(t, channels(t)));

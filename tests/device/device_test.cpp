@@ -13,6 +13,7 @@
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
 #include "kernels/weights.h"
+#include "tests/device/test_graphs.h"
 
 namespace brickdl::cuda {
 namespace {
@@ -69,13 +70,7 @@ Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
 }
 
 Graph bottleneck(int batch, int64_t image, int64_t channels = 64) {
-  GraphBuilder b("bottleneck", TensorShape{batch, channels, 1, image, image, 2});
-  const int x = b.input();
-  int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
-  y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
-  y = b.batch_norm(b.conv2d(y, channels, 1, 1, 0, 1, 1, false, "conv3"));
-  b.relu(b.add(y, x, "add"));
-  return fuse_for_inference(b.build());
+  return test_support::bottleneck_block(TensorShape{batch, channels, 1, image, image, 2}, 32);
 }
 
 Graph chain3d(int64_t image) {
@@ -144,13 +139,7 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
 TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
   BRICKDL_REQUIRE_GPU();
   for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
-    GraphBuilder b("bottleneck", TensorShape{2, 32, 1, 20, 20, 2}, t);
-    const int x = b.input();
-    int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
-    y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
-    y = b.batch_norm(b.conv2d(y, 32, 1, 1, 0, 1, 1, false, "conv3"));
-    b.relu(b.add(y, x, "add"));
-    const Graph g = fuse_for_inference(b.build());
+    const Graph g = test_support::bottleneck_block(TensorShape{2, 32, 1, 20, 20, 2}, 32, t);
     for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
                                make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
                                make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}) {

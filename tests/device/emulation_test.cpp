@@ -17,6 +17,7 @@
 #include "kernels/weights.h"
 #include "model/cost_model.h"
 #include "tests/device/emulated_group.h"
+#include "tests/device/test_graphs.h"
 
 namespace brickdl::cuda {
 namespace {
@@ -334,13 +335,7 @@ TEST(Emulation, StreamedInputsInChannelChunks) {
 // through the two chunk buffers, padded (its only reader is conv1) and memoized (conv1 alone,
 // 20x20 bricks of 16 channels).
 TEST(Emulation, BatchBlocksWithStreamedInputs) {
-  GraphBuilder b("bottleneck", TensorShape{3, 96, 1, 20, 20, 2});
-  const int x = b.input();
-  int y = b.relu(b.batch_norm(b.conv2d(x, 32, 1, 1, 0, 1, 1, false, "conv1")));
-  y = b.relu(b.batch_norm(b.conv2d(y, 32, 3, 1, 1, 1, 1, false, "conv2")));
-  y = b.batch_norm(b.conv2d(y, 96, 1, 1, 0, 1, 1, false, "conv3"));
-  b.relu(b.add(y, x, "add"));
-  const Graph g = fuse_for_inference(b.build());
+  const Graph g = test_support::bottleneck_block(TensorShape{3, 96, 1, 20, 20, 2}, 32);
   const Candidate streamed_padded = candidate({1, 3}, Strategy::kPadded, {1, 4, 4, 16, 2});
   const Candidate streamed_memo = candidate({1, 1}, Strategy::kMemoized, {1, 20, 20, 16});
   EXPECT_EQ(plan_kernels(g, streamed_padded).launches[0].desc.layers[0].stream_c,

@@ -17,6 +17,7 @@
 #include "kernels/validation.h"
 #include "kernels/weights.h"
 #include "tests/device/emulated_group.h"
+#include "tests/device/test_graphs.h"
 
 #define BRICKDL_EMULATE 1
 #include "kernels/cuda/templates/mma.cuh"
@@ -178,13 +179,7 @@ void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma
 }
 
 Graph bottleneck(DType t) {
-  GraphBuilder b("bottleneck", TensorShape{2, 16, 1, 9, 10, 2}, t);
-  const int x = b.input();
-  int y = b.relu(b.batch_norm(b.conv2d(x, 16, 1, 1, 0, 1, 1, false, "conv1")));
-  y = b.relu(b.batch_norm(b.conv2d(y, 16, 3, 1, 1, 1, 1, false, "conv2")));
-  y = b.batch_norm(b.conv2d(y, 16, 1, 1, 0, 1, 1, false, "conv3"));
-  b.relu(b.add(y, x, "add"));
-  return fuse_for_inference(b.build());
+  return test_support::bottleneck_block(TensorShape{2, 16, 1, 9, 10, 2}, 16, t);
 }
 
 TEST(TensorCoreKernels, BottleneckInEveryPrecision) {
