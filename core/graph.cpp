@@ -84,8 +84,10 @@ Activation applied_activation(const Layer& l) {
   }
 }
 
-Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers)
-    : uid_(next_graph_uid()), name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)) {
+Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers,
+             std::shared_ptr<const ParamStore> params)
+    : uid_(next_graph_uid()), name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)),
+      params_(std::move(params)) {
   consumers_.assign(layers_.size(), {});
   for (const auto& l : layers_) {
     BRICKDL_CHECK(l.id == static_cast<int>(&l - layers_.data()), "layer ids must be indices");
@@ -180,6 +182,7 @@ Graph fuse_for_inference(const Graph& g) {
   // Renumber the surviving layers and re-infer (the folded conv now has a bias).
   std::vector<int> new_id(static_cast<size_t>(n), -1);
   GraphBuilder b(g.name(), g.input_shape(), g.dtype());
+  b.set_params(g.params());
   new_id[0] = 0;
   for (int i = 1; i < n; ++i) {
     if (dropped[static_cast<size_t>(i)])

@@ -16,7 +16,9 @@
 // include batch-norm weight and bias (not running statistics), as torchvision counts them.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/op_traits.h"
@@ -79,6 +81,11 @@ struct Layer {
   int upsample_scale = 1;                    // upsample (nearest or bilinear, same shape)
   bool bilinear = false;                     // upsample mode
   float leaky_slope = 0.1f;                  // leaky relu, or the epilogue of a fused layer
+  std::array<int, 3> output_pad{0, 0, 0};    // conv_transpose: extra extent at the far end
+  float clip_min = 0.0f, clip_max = 6.0f;    // clip (relu6 by default)
+  std::array<int, 3> pad_begin{0, 0, 0};     // pad: zeros (or pad_value) before each dim
+  std::array<int, 3> pad_end{0, 0, 0};       //      and after it, (d, h, w) order
+  float pad_value = 0.0f;                    //      the fill value
   Activation activation = Activation::kNone; // epilogue after fuse_for_inference
   bool bn_folded = false;                    // a batch-norm was folded into this conv / linear
   std::vector<std::string> fused_from;       // names of the layers folded into this one
@@ -89,10 +96,21 @@ struct Layer {
   int64_t macs = 0;
 };
 
+// Parameters that came with a graph (an imported ONNX model's initializers), per layer name
+// of the unfused graph, in the stored form of kernels/weights.h: conv / conv_transpose /
+// linear weight and bias; a batch-norm's folded scale (weight) and shift (bias). Graphs built
+// by the zoo or from YAML carry none (their parameters are drawn from a seed).
+struct NamedParams {
+  std::vector<float> weight;
+  std::vector<float> bias;
+};
+using ParamStore = std::unordered_map<std::string, NamedParams>;
+
 class Graph {
 public:
   Graph() = default;
-  Graph(std::string name, DType dtype, std::vector<Layer> layers);
+  Graph(std::string name, DType dtype, std::vector<Layer> layers,
+        std::shared_ptr<const ParamStore> params = nullptr);
 
   const std::string& name() const { return name_; }
   DType dtype() const { return dtype_; }
@@ -120,12 +138,16 @@ public:
   // structure, model/detail/geometry.h). 0 for a default-constructed (empty) graph.
   uint64_t uid() const { return uid_; }
 
+  // The parameters the graph came with, or null (kernels/weights.h: model_weights).
+  const std::shared_ptr<const ParamStore>& params() const { return params_; }
+
 private:
   uint64_t uid_ = 0;
   std::string name_;
   DType dtype_ = DType::kF32;
   std::vector<Layer> layers_;
   std::vector<std::vector<int>> consumers_;
+  std::shared_ptr<const ParamStore> params_;
 };
 
 // Inference transform: folds every batch-norm into the conv (or linear) that feeds it

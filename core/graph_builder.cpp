@@ -1,5 +1,6 @@
 #include "core/graph_builder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -132,6 +133,53 @@ void infer_linear(Layer& l, const TensorShape& x) {
   l.macs = x.n * x.c * l.out_channels;
 }
 
+// ONNX ConvTranspose / PyTorch ConvTranspose: out = (in − 1)·s − 2p + d·(k − 1) + op + 1; the
+// weight is [Cin][Cout/groups][kd][kh][kw]; every input pixel meets every tap once, so MACs are
+// N · Cin · in_spatial · (Cout/groups) · kvol.
+void infer_conv_transpose(Layer& l, const TensorShape& x) {
+  require_spatial(l, x);
+  if (l.out_channels < 1)
+    shape_error(l, "out_channels must be >= 1");
+  if (l.groups < 1 || x.c % l.groups != 0 || l.out_channels % l.groups != 0)
+    shape_error(l, "groups " + std::to_string(l.groups) + " must divide input channels " +
+                       std::to_string(x.c) + " and out_channels " + std::to_string(l.out_channels));
+  const Window& w = l.window;
+  l.out = x;
+  l.out.c = l.out_channels;
+  for (int a = 0; a < 3; ++a) {
+    const bool unused = a == 0 && x.spatial_rank == 2;
+    if (w.kernel[a] < 1 || w.stride[a] < 1 || w.dilation[a] < 1 || w.pad[a] < 0 ||
+        l.output_pad[a] < 0)
+      shape_error(l, "kernel, stride and dilation must be >= 1, padding and output_padding >= 0");
+    if (unused && (w.kernel[a] != 1 || w.stride[a] != 1 || w.pad[a] != 0 || l.output_pad[a] != 0))
+      shape_error(l, "a 3-D window on the 2-D input " + x.str());
+    if (l.output_pad[a] >= std::max(w.stride[a], w.dilation[a]))
+      shape_error(l, "output_padding must be smaller than the stride or the dilation");
+    const int64_t e = (x.dim(a) - 1) * w.stride[a] - 2 * int64_t{w.pad[a]} +
+                      int64_t{w.dilation[a]} * (w.kernel[a] - 1) + l.output_pad[a] + 1;
+    if (e < 1)
+      shape_error(l,
+                  "padding " + std::to_string(w.pad[a]) + " leaves no output of input " + x.str());
+    (a == 0 ? l.out.d : a == 1 ? l.out.h : l.out.w) = e;
+  }
+  const int64_t per_in = (l.out_channels / l.groups) * kernel_volume(w);
+  l.params = x.c * per_in + (l.bias ? l.out_channels : 0);
+  l.macs = x.n * x.c * x.spatial() * per_in;
+}
+
+void infer_pad(Layer& l, const TensorShape& x) {
+  require_spatial(l, x);
+  l.out = x;
+  for (int a = 0; a < 3; ++a) {
+    if (a == 0 && x.spatial_rank == 2 && (l.pad_begin[0] != 0 || l.pad_end[0] != 0))
+      shape_error(l, "pads a depth the 2-D input " + x.str() + " does not have");
+    const int64_t e = x.dim(a) + l.pad_begin[a] + l.pad_end[a];
+    if (e < 1)
+      shape_error(l, "negative pads leave nothing of input " + x.str());
+    (a == 0 ? l.out.d : a == 1 ? l.out.h : l.out.w) = e;
+  }
+}
+
 } // namespace
 
 void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
@@ -146,8 +194,16 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
     l.params = 2 * l.out.c; // weight and bias; running mean/var are buffers
     break;
   case OpKind::kRelu:
-  case OpKind::kLeakyRelu: l.out = *in[0]; break;
+  case OpKind::kLeakyRelu:
+  case OpKind::kSigmoid:
+  case OpKind::kSilu: l.out = *in[0]; break;
+  case OpKind::kClip:
+    if (!(l.clip_min <= l.clip_max))
+      shape_error(l, "min must not exceed max");
+    l.out = *in[0];
+    break;
   case OpKind::kAdd:
+  case OpKind::kMul:
     if (!(*in[0] == *in[1]))
       shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
     l.out = *in[0];
@@ -165,11 +221,13 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
     l.out = TensorShape{in[0]->n, in[0]->c * in[0]->spatial(), 1, 1, 1, 0};
     break;
   case OpKind::kLinear: infer_linear(l, *in[0]); break;
+  case OpKind::kConvTranspose: infer_conv_transpose(l, *in[0]); break;
+  case OpKind::kPad: infer_pad(l, *in[0]); break;
   }
 }
 
 GraphBuilder::GraphBuilder(std::string graph_name, TensorShape input, DType dtype)
-    : name_(std::move(graph_name)), dtype_(dtype), op_counters_(16, 0) {
+    : name_(std::move(graph_name)), dtype_(dtype), op_counters_(op_names().size(), 0) {
   if (input.n < 1 || input.c < 1 || input.d < 1 || input.h < 1 || input.w < 1)
     throw ShapeError("graph '" + name_ + "': input shape " + input.str() +
                      " must have every dimension >= 1");
@@ -354,6 +412,50 @@ int GraphBuilder::linear(int x, int64_t out_features, bool bias, const std::stri
   return add_layer(l);
 }
 
+int GraphBuilder::conv_transpose(int x, int64_t out_channels, const Window& w,
+                                 const std::array<int, 3>& output_pad, int groups, bool bias,
+                                 const std::string& name) {
+  Layer l = unary(OpKind::kConvTranspose, x, name);
+  l.out_channels = out_channels;
+  l.window = w;
+  l.output_pad = output_pad;
+  l.groups = groups;
+  l.bias = bias;
+  return add_layer(l);
+}
+
+int GraphBuilder::sigmoid(int x, const std::string& name) {
+  return add_layer(unary(OpKind::kSigmoid, x, name));
+}
+
+int GraphBuilder::silu(int x, const std::string& name) {
+  return add_layer(unary(OpKind::kSilu, x, name));
+}
+
+int GraphBuilder::clip(int x, float lo, float hi, const std::string& name) {
+  Layer l = unary(OpKind::kClip, x, name);
+  l.clip_min = lo;
+  l.clip_max = hi;
+  return add_layer(l);
+}
+
+int GraphBuilder::mul(int a, int b, const std::string& name) {
+  Layer l;
+  l.op = OpKind::kMul;
+  l.name = name;
+  l.inputs = {a, b};
+  return add_layer(l);
+}
+
+int GraphBuilder::pad(int x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
+                      float value, const std::string& name) {
+  Layer l = unary(OpKind::kPad, x, name);
+  l.pad_begin = begin;
+  l.pad_end = end;
+  l.pad_value = value;
+  return add_layer(l);
+}
+
 int GraphBuilder::conv_bn_relu(int x, int64_t out_channels, int kernel, int stride, int pad,
                                int dilation, const std::string& prefix) {
   const bool three_d = shape(x).spatial_rank == 3;
@@ -365,7 +467,7 @@ int GraphBuilder::conv_bn_relu(int x, int64_t out_channels, int kernel, int stri
 }
 
 Graph GraphBuilder::build() const {
-  return Graph(name_, dtype_, layers_);
+  return Graph(name_, dtype_, layers_, params_);
 }
 
 } // namespace brickdl

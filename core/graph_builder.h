@@ -2,6 +2,7 @@
 // GraphBuilder: adds layers one at a time, inferring shapes, parameters and MACs.
 // A layer whose input shapes do not fit throws ShapeError naming the layer and the shapes.
 // Names default to "<op><index>" (e.g. "conv12"); the zoo passes reference names.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,18 @@ public:
   int flatten(int x, const std::string& name = "");
   int linear(int x, int64_t out_features, bool bias = true, const std::string& name = "");
 
+  // Transposed conv (ONNX ConvTranspose): window in (d, h, w) order as for conv.
+  int conv_transpose(int x, int64_t out_channels, const Window& w,
+                     const std::array<int, 3>& output_pad, int groups = 1, bool bias = false,
+                     const std::string& name = "");
+  int sigmoid(int x, const std::string& name = "");
+  int silu(int x, const std::string& name = ""); // x · sigmoid(x)
+  int clip(int x, float lo, float hi, const std::string& name = "");
+  int mul(int a, int b, const std::string& name = ""); // elementwise product
+  // Constant padding of the spatial dims, (d, h, w) order; negative pads crop.
+  int pad(int x, const std::array<int, 3>& begin, const std::array<int, 3>& end, float value = 0,
+          const std::string& name = "");
+
   // conv → batch-norm → relu, the most common triple; returns the relu.
   int conv_bn_relu(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,
                    int dilation = 1, const std::string& prefix = "");
@@ -53,6 +66,9 @@ public:
   // Adds a fully described layer (used by the YAML loader and the fusion transform): infers
   // its shape, parameters and MACs from its inputs and attributes.
   int add_layer(Layer layer);
+
+  // Parameters the built graph carries (Graph::params), e.g. an imported model's.
+  void set_params(std::shared_ptr<const ParamStore> params) { params_ = std::move(params); }
 
   Graph build() const;
 
@@ -64,6 +80,7 @@ private:
   DType dtype_;
   std::vector<Layer> layers_;
   std::vector<int> op_counters_;
+  std::shared_ptr<const ParamStore> params_;
 };
 
 // Shape inference for one layer given its producers' output shapes. Throws ShapeError.

@@ -17,7 +17,7 @@ using enum SpatialRule;
 
 // One row per op, in OpKind order (checked at compile time below).
 // clang-format off
-constexpr std::array<OpTraits, 13> kTable = {{
+constexpr std::array<OpTraits, 19> kTable = {{
   //  op                      name               inputs brick  spatial    channels                  attributes                                          bn     epi    act    gen
       {OpKind::kInput,         "input",            0, 0, false, kNone,     ChannelRule::kNone,       {},                                                 false, false, false, false},
       {OpKind::kConv,          "conv",             1, 1, true,  kWindow,   ChannelRule::kConvGroups, {kConvWindow, kGroups, kOutChannels, kBias},        true,  true,  false, true},
@@ -32,6 +32,12 @@ constexpr std::array<OpTraits, 13> kTable = {{
       {OpKind::kUpsample,      "upsample",         1, 1, true,  kUpsample, ChannelRule::kSame,       {kScale, kMode},                                    false, false, false, false},
       {OpKind::kFlatten,       "flatten",          1, 1, false, kWhole,    ChannelRule::kWhole,      {},                                                 false, false, false, false},
       {OpKind::kLinear,        "linear",           1, 1, false, kWhole,    ChannelRule::kWhole,      {kOutFeatures, kBias},                              true,  true,  false, false},
+      {OpKind::kConvTranspose, "conv_transpose",   1, 1, false, kWhole,    ChannelRule::kWhole,      {kConvWindow, kOutputPadding, kGroups, kOutChannels, kBias}, true, true, false, false},
+      {OpKind::kSigmoid,       "sigmoid",          1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kSilu,          "silu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kClip,          "clip",             1, 1, true,  kSame,     ChannelRule::kSame,       {kClipRange},                                       false, false, false, false},
+      {OpKind::kMul,           "mul",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kPad,           "pad",              1, 1, false, kWhole,    ChannelRule::kSame,       {kPads},                                            false, false, false, false},
 }};
 // clang-format on
 
@@ -43,7 +49,7 @@ constexpr bool in_op_order() {
 }
 static_assert(in_op_order(), "kTable rows must follow the order of OpKind");
 // The last OpKind: a new op goes at the end of the enum and of kTable, and moves this check.
-static_assert(kTable.back().op == OpKind::kLinear, "kTable needs a row for every OpKind");
+static_assert(kTable.back().op == OpKind::kPad, "kTable needs a row for every OpKind");
 
 constexpr bool is_window(Attr a) {
   return a == kConvWindow || a == kPoolWindow || a == kAvgPoolWindow;
@@ -75,6 +81,11 @@ std::string token(Attr a, const Layer& l) {
   case kScale: return fmt::format("x{}", l.upsample_scale);
   case kMode: return l.bilinear ? "bilinear" : "nearest";
   case kSlope: return fmt::format("slope{}", l.leaky_slope);
+  case kOutputPadding: return "op" + triple(l.output_pad);
+  case kClipRange: return fmt::format("clip{}:{}", l.clip_min, l.clip_max);
+  case kPads:
+    return "pb" + triple(l.pad_begin) + " pe" + triple(l.pad_end) +
+           fmt::format(" v{}", l.pad_value);
   }
   return "";
 }
@@ -99,6 +110,16 @@ void add_json(Attr a, const Layer& l, nlohmann::json& j) {
   case kScale: j[key] = l.upsample_scale; break;
   case kMode: j[key] = l.bilinear ? "bilinear" : "nearest"; break;
   case kSlope: j[key] = l.leaky_slope; break;
+  case kOutputPadding: j[key] = l.output_pad; break;
+  case kClipRange:
+    j["min"] = l.clip_min;
+    j["max"] = l.clip_max;
+    break;
+  case kPads:
+    j["pad_begin"] = l.pad_begin;
+    j["pad_end"] = l.pad_end;
+    j["value"] = l.pad_value;
+    break;
   default: break;
   }
 }
@@ -140,6 +161,18 @@ std::string display(Attr a, const Layer& l) {
   case kScale: return " x" + std::to_string(l.upsample_scale);
   case kMode: return l.bilinear ? " bilinear" : " nearest";
   case kSlope: return fmt::format(" {:g}", l.leaky_slope);
+  case kOutputPadding: {
+    const std::vector<int> op = window_dims(l.output_pad, l.out.spatial_rank == 3 ? 3 : 2);
+    return std::all_of(op.begin(), op.end(), [](int x) { return x == 0; })
+               ? ""
+               : " op" + uniform_or_list(op);
+  }
+  case kClipRange: return fmt::format(" [{:g}, {:g}]", l.clip_min, l.clip_max);
+  case kPads: {
+    const int rank = l.out.spatial_rank == 3 ? 3 : 2;
+    return fmt::format(" {}/{} v{:g}", uniform_or_list(window_dims(l.pad_begin, rank)),
+                       uniform_or_list(window_dims(l.pad_end, rank)), l.pad_value);
+  }
   default: return "";
   }
 }
@@ -217,6 +250,9 @@ std::vector<std::string> attribute_keys(Attr a) {
   case kScale: return {"scale"};
   case kMode: return {"mode"};
   case kSlope: return {"slope"};
+  case kOutputPadding: return {"output_padding"};
+  case kClipRange: return {"min", "max"};
+  case kPads: return {"pad_begin", "pad_end", "value"};
   }
   return {};
 }

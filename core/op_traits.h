@@ -49,6 +49,12 @@ enum class OpKind {
   kUpsample,
   kFlatten,
   kLinear,
+  kConvTranspose,
+  kSigmoid,
+  kSilu,
+  kClip,
+  kMul,
+  kPad,
 };
 
 // Which region of an input one output region needs, per spatial axis.
@@ -84,6 +90,9 @@ enum class Attr : uint8_t {
   kScale,           // upsample factor
   kMode,            // upsample: nearest or bilinear
   kSlope,           // leaky relu negative slope
+  kOutputPadding,   // transposed conv: extra output extent on the far side, per dim
+  kClipRange,       // clip: the min and max values
+  kPads,            // pad: begin and end extents per dim, and the fill value
 };
 
 // A short list of attributes in a fixed array (the table is constexpr; predictions read it).
@@ -99,7 +108,7 @@ public:
   constexpr int size() const { return size_; }
 
 private:
-  std::array<Attr, 4> items_{};
+  std::array<Attr, 6> items_{};
   int size_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "core/yaml_graph.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/detail/yaml_reader.h"
@@ -206,6 +207,7 @@ private:
       read_attribute(m, a, l);
   }
 
+  // Long on purpose: one case per attribute kind, in the order of Attr.
   void read_attribute(const YamlValue& m, Attr a, Layer* l) const {
     switch (a) {
     case Attr::kConvWindow: l->window = read_window(m, rank_, false); break;
@@ -257,7 +259,29 @@ private:
       if (m.has("slope"))
         l->leaky_slope = static_cast<float>(m.get("slope").as_double());
       break;
+    case Attr::kOutputPadding:
+      if (m.has("output_padding"))
+        read_window_attr(m.get("output_padding"), rank_, 0, &l->output_pad);
+      break;
+    case Attr::kClipRange:
+      if (m.has("min"))
+        l->clip_min = static_cast<float>(m.get("min").as_double());
+      if (m.has("max"))
+        l->clip_max = static_cast<float>(m.get("max").as_double());
+      break;
+    case Attr::kPads: read_pads(m, l); break;
     }
+  }
+
+  // pad_begin / pad_end: an integer for every dim or one per dim (negative crops); value.
+  void read_pads(const YamlValue& m, Layer* l) const {
+    for (const auto& [key, dims] :
+         {std::pair{"pad_begin", &l->pad_begin}, std::pair{"pad_end", &l->pad_end}}) {
+      if (m.has(key))
+        read_window_attr(m.get(key), rank_, std::numeric_limits<int>::min(), dims);
+    }
+    if (m.has("value"))
+      l->pad_value = static_cast<float>(m.get("value").as_double());
   }
 
   const YamlValue& root_;

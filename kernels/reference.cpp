@@ -138,7 +138,123 @@ Tensor linear_impl(const Tensor& x, const std::vector<float>& weight,
   return y;
 }
 
+// Long on purpose: one loop nest per output element, as conv_impl.
+template <typename Acc>
+Tensor conv_transpose_impl(const Tensor& x, const std::vector<float>& weight,
+                           const std::vector<float>& bias, const Layer& l, Epilogue ep) {
+  const TensorShape& is = x.shape();
+  TensorShape os = l.out;
+  os.n = is.n;
+  const Window& win = l.window;
+  const int64_t cin_g = is.c / l.groups, cout_g = l.out_channels / l.groups;
+  const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
+  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == is.c * cout_g * kd * kh * kw,
+                "conv_transpose weight has " << weight.size() << " values");
+  BRICKDL_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == l.out_channels,
+                "conv_transpose bias");
+  // The input index a tap k of output o reads on one axis, or −1.
+  const auto source = [&](int64_t o, int k, int a, int64_t extent) -> int64_t {
+    const int64_t t = o + win.pad[a] - int64_t{k} * win.dilation[a];
+    if (t < 0 || t % win.stride[a] != 0)
+      return -1;
+    const int64_t i = t / win.stride[a];
+    return i < extent ? i : -1;
+  };
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t co = 0; co < os.c; ++co) {
+      const int64_t g = co / cout_g, col = co - g * cout_g;
+      for (int64_t oz = 0; oz < os.d; ++oz)
+        for (int64_t oy = 0; oy < os.h; ++oy)
+          for (int64_t ox = 0; ox < os.w; ++ox) {
+            Acc acc = 0;
+            for (int64_t cl = 0; cl < cin_g; ++cl) {
+              const int64_t ci = g * cin_g + cl;
+              for (int a = 0; a < kd; ++a) {
+                const int64_t iz = source(oz, a, 0, is.d);
+                if (iz < 0)
+                  continue;
+                for (int b = 0; b < kh; ++b) {
+                  const int64_t iy = source(oy, b, 1, is.h);
+                  if (iy < 0)
+                    continue;
+                  for (int c = 0; c < kw; ++c) {
+                    const int64_t ix = source(ox, c, 2, is.w);
+                    if (ix < 0)
+                      continue;
+                    const float wv = weight[static_cast<size_t>(
+                        (((ci * cout_g + col) * kd + a) * kh + b) * kw + c)];
+                    acc += static_cast<Acc>(wv) * static_cast<Acc>(x.at(n, ci, iz, iy, ix));
+                  }
+                }
+              }
+            }
+            if (!bias.empty())
+              acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
+            y.at(n, co, oz, oy, ox) = activate(static_cast<float>(acc), ep.activation, ep.slope);
+          }
+    }
+  return y;
+}
+
+template <typename F> Tensor map(const Tensor& x, F f) {
+  Tensor y(x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    y.data()[i] = f(x.data()[i]);
+  return y;
+}
+
 } // namespace
+
+Tensor conv_transpose(const Tensor& x, const std::vector<float>& weight,
+                      const std::vector<float>& bias, const Layer& layer, Epilogue epilogue,
+                      Accumulation acc) {
+  BRICKDL_CHECK(layer.groups >= 1 && x.shape().c % layer.groups == 0, "conv_transpose groups");
+  return acc == Accumulation::kF64 ? conv_transpose_impl<double>(x, weight, bias, layer, epilogue)
+                                   : conv_transpose_impl<float>(x, weight, bias, layer, epilogue);
+}
+
+Tensor sigmoid(const Tensor& x) {
+  return map(x, [](float v) { return detail::sigmoid(v); });
+}
+
+Tensor silu(const Tensor& x) {
+  return map(x, [](float v) { return detail::silu(v); });
+}
+
+Tensor clip(const Tensor& x, float lo, float hi) {
+  return map(x, [=](float v) { return detail::clip(v, lo, hi); });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  BRICKDL_CHECK(a.shape() == b.shape(), "mul of " << a.shape().str() << " and " << b.shape().str());
+  Tensor y(a.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    y.data()[i] = a.data()[i] * b.data()[i];
+  return y;
+}
+
+Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
+           float value) {
+  const TensorShape& is = x.shape();
+  TensorShape os = is;
+  os.d += begin[0] + end[0];
+  os.h += begin[1] + end[1];
+  os.w += begin[2] + end[2];
+  BRICKDL_CHECK(os.d > 0 && os.h > 0 && os.w > 0, "pad leaves nothing of " << is.str());
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c)
+      for (int64_t z = 0; z < os.d; ++z)
+        for (int64_t yy = 0; yy < os.h; ++yy)
+          for (int64_t xx = 0; xx < os.w; ++xx) {
+            const int64_t iz = z - begin[0], iy = yy - begin[1], ix = xx - begin[2];
+            y.at(n, c, z, yy, xx) = inside(iz, is.d) && inside(iy, is.h) && inside(ix, is.w)
+                                        ? x.at(n, c, iz, iy, ix)
+                                        : value;
+          }
+  return y;
+}
 
 Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
             int64_t out_channels, const Window& window, int groups, Epilogue epilogue,
@@ -324,6 +440,12 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   case OpKind::kUpsample: y = upsample(*in[0], l.upsample_scale, l.bilinear); break;
   case OpKind::kFlatten: y = flatten(*in[0]); break;
   case OpKind::kLinear: y = linear(*in[0], w.weight, w.bias, l.out_channels, ep, acc); break;
+  case OpKind::kConvTranspose: y = conv_transpose(*in[0], w.weight, w.bias, l, ep, acc); break;
+  case OpKind::kSigmoid: y = sigmoid(*in[0]); break;
+  case OpKind::kSilu: y = silu(*in[0]); break;
+  case OpKind::kClip: y = clip(*in[0], l.clip_min, l.clip_max); break;
+  case OpKind::kMul: y = mul(*in[0], *in[1]); break;
+  case OpKind::kPad: y = pad(*in[0], l.pad_begin, l.pad_end, l.pad_value); break;
   }
   BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
                                              << ", the graph says " << l.out.str());

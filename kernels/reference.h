@@ -8,6 +8,7 @@
 // Summation order, per output element: conv over input channel, then kd, kh, kw (padding
 // taps skipped), then + bias, then the activation epilogue. The block kernels of the merged
 // executor use the same order.
+#include <array>
 #include <vector>
 
 #include "core/graph.h"
@@ -41,6 +42,18 @@ Tensor global_avg_pool(const Tensor& x, Accumulation acc = Accumulation::kF32);
 // Integer scale on every spatial axis of the tensor (h, w; and d for 3-D tensors).
 Tensor upsample(const Tensor& x, int scale, bool bilinear);
 Tensor flatten(const Tensor& x);
+// Transposed conv: weight [Cin][Cout/groups][kd][kh][kw]; bias [Cout] or empty. Each output
+// element gathers the taps that reach it, over input channel, then kd, kh, kw.
+Tensor conv_transpose(const Tensor& x, const std::vector<float>& weight,
+                      const std::vector<float>& bias, const Layer& layer, Epilogue epilogue = {},
+                      Accumulation acc = Accumulation::kF32);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor clip(const Tensor& x, float lo, float hi);
+Tensor mul(const Tensor& a, const Tensor& b);
+// Constant padding (negative pads crop) of the spatial dims, (d, h, w) order.
+Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
+           float value);
 // x flat (N, in); weight [out][in]; bias [out] or empty.
 Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
               int64_t out_features, Epilogue epilogue = {}, Accumulation acc = Accumulation::kF32);

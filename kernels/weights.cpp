@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace brickdl::kernels {
@@ -45,17 +47,26 @@ void fill_uniform(Rng& rng, std::vector<float>& v, float bound) {
 // Random batch-norm statistics folded to y = x·scale + shift.
 void batch_norm_scale_shift(Rng& rng, int64_t channels, std::vector<float>* scale,
                             std::vector<float>* shift) {
-  constexpr double kEps = 1e-5;
-  scale->resize(static_cast<size_t>(channels));
-  shift->resize(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    const double gamma = rng.uniform(0.75f, 1.25f);
-    const double beta = rng.uniform(-0.25f, 0.25f);
-    const double mean = rng.uniform(-0.25f, 0.25f);
-    const double var = rng.uniform(0.75f, 1.25f);
-    const double s = gamma / std::sqrt(var + kEps);
-    (*scale)[static_cast<size_t>(c)] = static_cast<float>(s);
-    (*shift)[static_cast<size_t>(c)] = static_cast<float>(beta - mean * s);
+  const auto n = static_cast<size_t>(channels);
+  std::vector<float> gamma(n), beta(n), mean(n), var(n);
+  for (size_t c = 0; c < n; ++c) {
+    gamma[c] = rng.uniform(0.75f, 1.25f);
+    beta[c] = rng.uniform(-0.25f, 0.25f);
+    mean[c] = rng.uniform(-0.25f, 0.25f);
+    var[c] = rng.uniform(0.75f, 1.25f);
+  }
+  batch_norm_affine(gamma, beta, mean, var, 1e-5, scale, shift);
+}
+
+// The number of weights of a conv, conv_transpose or linear layer, and its fan-in.
+std::pair<int64_t, int64_t> weight_count(const Graph& graph, const Layer& l) {
+  const TensorShape& in = graph.layer(l.inputs.at(0)).out;
+  const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
+  switch (l.op) {
+  case OpKind::kConv: return {l.out_channels * (in.c / l.groups) * kvol, (in.c / l.groups) * kvol};
+  case OpKind::kConvTranspose:
+    return {in.c * (l.out_channels / l.groups) * kvol, (in.c / l.groups) * kvol};
+  default: return {l.out_channels * in.c * in.spatial(), in.c * in.spatial()};
   }
 }
 
@@ -85,6 +96,52 @@ LayerWeights fold_batch_norm(const LayerWeights& raw, const std::vector<float>& 
   return w;
 }
 
+LayerWeights fold_batch_norm(const Layer& layer, const LayerWeights& raw,
+                             const std::vector<float>& scale, const std::vector<float>& shift) {
+  if (layer.op != OpKind::kConvTranspose)
+    return fold_batch_norm(raw, scale, shift);
+  // [Cin][Cout/g][k...]: output channel g·(Cout/g) + j of input channel ci in group g.
+  const auto outs = static_cast<size_t>(layer.out_channels);
+  const auto groups = static_cast<size_t>(layer.groups);
+  BRICKDL_CHECK(scale.size() == outs && shift.size() == outs && raw.weight.size() % outs == 0 &&
+                    (raw.bias.empty() || raw.bias.size() == outs),
+                "batch-norm of " << outs << " channels on " << raw.weight.size() << " weights");
+  const size_t cout_g = outs / groups;
+  const auto kvol =
+      static_cast<size_t>(layer.window.kernel[0]) * layer.window.kernel[1] * layer.window.kernel[2];
+  BRICKDL_CHECK(raw.weight.size() % (cout_g * kvol) == 0, "conv_transpose weights");
+  const size_t cin = raw.weight.size() / (cout_g * kvol);
+  const size_t cin_g = cin / groups;
+  LayerWeights w;
+  w.weight.resize(raw.weight.size());
+  w.bias.resize(outs);
+  for (size_t ci = 0; ci < cin; ++ci)
+    for (size_t j = 0; j < cout_g; ++j) {
+      const size_t o = (ci / cin_g) * cout_g + j;
+      for (size_t k = 0; k < kvol; ++k) {
+        const size_t i = (ci * cout_g + j) * kvol + k;
+        w.weight[i] = raw.weight[i] * scale[o];
+      }
+    }
+  for (size_t o = 0; o < outs; ++o)
+    w.bias[o] = (raw.bias.empty() ? 0.0f : raw.bias[o] * scale[o]) + shift[o];
+  return w;
+}
+
+void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
+                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
+                       std::vector<float>* scale, std::vector<float>* shift) {
+  const size_t n = gamma.size();
+  BRICKDL_CHECK(beta.size() == n && mean.size() == n && var.size() == n, "batch-norm statistics");
+  scale->resize(n);
+  shift->resize(n);
+  for (size_t c = 0; c < n; ++c) {
+    const double s = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + eps);
+    (*scale)[c] = static_cast<float>(s);
+    (*shift)[c] = static_cast<float>(static_cast<double>(beta[c]) - mean[c] * s);
+  }
+}
+
 void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
                        std::vector<float>* shift) {
   Rng rng(mix64(seed));
@@ -101,23 +158,20 @@ LayerWeights& ModelWeights::at(int id) {
   return layers_[static_cast<size_t>(id)];
 }
 
-LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed) {
+RawLayerWeights random_raw_weights(const Graph& graph, int id, uint64_t seed) {
   const Layer& l = graph.layer(id);
-  LayerWeights w;
+  RawLayerWeights r;
+  LayerWeights& w = r.raw;
   Rng rng(mix64(seed ^ mix64(fnv1a(l.name))));
   switch (l.op) {
   case OpKind::kConv:
+  case OpKind::kConvTranspose:
   case OpKind::kLinear: {
-    const TensorShape& in = graph.layer(l.inputs.at(0)).out;
-    const int64_t fan_in = l.op == OpKind::kConv ? (in.c / l.groups) * l.window.kernel[0] *
-                                                       l.window.kernel[1] * l.window.kernel[2]
-                                                 : in.c * in.spatial();
-    w.weight.resize(static_cast<size_t>(l.out_channels * fan_in));
+    const auto [count, fan_in] = weight_count(graph, l);
+    w.weight.resize(static_cast<size_t>(count));
     fill_uniform(rng, w.weight, static_cast<float>(std::sqrt(6.0 / static_cast<double>(fan_in))));
     if (l.bn_folded) {
-      std::vector<float> scale, shift;
-      batch_norm_scale_shift(rng, l.out_channels, &scale, &shift);
-      w = fold_batch_norm(w, scale, shift);
+      batch_norm_scale_shift(rng, l.out_channels, &r.bn_scale, &r.bn_shift);
     } else if (l.bias) {
       w.bias.resize(static_cast<size_t>(l.out_channels));
       fill_uniform(rng, w.bias, static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in))));
@@ -127,7 +181,14 @@ LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed) {
   case OpKind::kBatchNorm: batch_norm_scale_shift(rng, l.out.c, &w.weight, &w.bias); break;
   default: break;
   }
-  return w;
+  return r;
+}
+
+LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed) {
+  RawLayerWeights r = random_raw_weights(graph, id, seed);
+  if (r.bn_scale.empty())
+    return std::move(r.raw);
+  return fold_batch_norm(graph.layer(id), r.raw, r.bn_scale, r.bn_shift);
 }
 
 ModelWeights make_weights(const Graph& graph, uint64_t seed, int first, int last) {
@@ -136,6 +197,61 @@ ModelWeights make_weights(const Graph& graph, uint64_t seed, int first, int last
   std::vector<LayerWeights> layers(static_cast<size_t>(graph.size()));
   for (int id = std::max(first, 0); id <= last; ++id)
     layers[static_cast<size_t>(id)] = make_layer_weights(graph, id, seed);
+  return ModelWeights(std::move(layers));
+}
+
+namespace {
+
+// The parameters `graph` carries for layer `name`, checked against the sizes the layer needs.
+const NamedParams& imported(const Graph& graph, const Layer& l, const std::string& name,
+                            size_t weights, size_t biases, bool bias_optional) {
+  const auto it = graph.params()->find(name);
+  if (it == graph.params()->end())
+    throw UserError("model '" + graph.name() + "': no parameters for layer '" + name + "'");
+  const NamedParams& p = it->second;
+  if (p.weight.size() != weights || !(p.bias.size() == biases || (bias_optional && p.bias.empty())))
+    throw UserError(fmt::format("model '{}': layer '{}' ({}) needs {} weights and {} biases, its "
+                                "parameters have {} and {}",
+                                graph.name(), name, op_name(l.op), weights, biases, p.weight.size(),
+                                p.bias.size()));
+  return p;
+}
+
+LayerWeights imported_layer_weights(const Graph& graph, int id) {
+  const Layer& l = graph.layer(id);
+  switch (l.op) {
+  case OpKind::kConv:
+  case OpKind::kConvTranspose:
+  case OpKind::kLinear: {
+    const auto count = static_cast<size_t>(weight_count(graph, l).first);
+    const auto outs = static_cast<size_t>(l.out_channels);
+    // A folded conv has a bias either way; its own (before the batch-norm) is optional.
+    const NamedParams& p = imported(graph, l, l.name, count, l.bias ? outs : 0, l.bn_folded);
+    LayerWeights raw{p.weight, p.bias};
+    if (!l.bn_folded)
+      return raw;
+    // fuse_for_inference records the folded batch-norm first (before any activation).
+    BRICKDL_CHECK(!l.fused_from.empty(), "layer " << l.name << " folds no batch-norm");
+    const NamedParams& bn = imported(graph, l, l.fused_from.front(), outs, outs, false);
+    return fold_batch_norm(l, raw, bn.weight, bn.bias);
+  }
+  case OpKind::kBatchNorm: {
+    const auto c = static_cast<size_t>(l.out.c);
+    const NamedParams& p = imported(graph, l, l.name, c, c, false);
+    return LayerWeights{p.weight, p.bias};
+  }
+  default: return {};
+  }
+}
+
+} // namespace
+
+ModelWeights model_weights(const Graph& graph, uint64_t seed) {
+  if (!graph.params())
+    return make_weights(graph, seed);
+  std::vector<LayerWeights> layers(static_cast<size_t>(graph.size()));
+  for (int id = 1; id < graph.size(); ++id)
+    layers[static_cast<size_t>(id)] = imported_layer_weights(graph, id);
   return ModelWeights(std::move(layers));
 }
 

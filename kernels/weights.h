@@ -7,6 +7,8 @@
 // Stored form (what the executors use and what brickdl-run writes):
 //  - conv:   weight [Cout][Cin/groups][kd][kh][kw] (kd == 1 for 2-D; PyTorch's Conv2d layout
 //            after dropping kd), bias [Cout] or empty;
+//  - conv_transpose: weight [Cin][Cout/groups][kd][kh][kw] (PyTorch's and ONNX's layout),
+//            bias [Cout] or empty;
 //  - linear: weight [out][in], bias [out] or empty;
 //  - batch_norm (not folded): weight = scale [C], bias = shift [C], y = x·scale + shift;
 //  - a conv / linear with bn_folded carries the batch-norm folded in: from raw weights W and
@@ -46,14 +48,39 @@ private:
 // parameters `raw` (its bias, if any, is scaled too): W' = W·scale[o], b' = b·scale + shift.
 LayerWeights fold_batch_norm(const LayerWeights& raw, const std::vector<float>& scale,
                              const std::vector<float>& shift);
+// The same for the parameters of `layer` in its own layout (conv_transpose: output channels
+// are the second weight axis, per group).
+LayerWeights fold_batch_norm(const Layer& layer, const LayerWeights& raw,
+                             const std::vector<float>& scale, const std::vector<float>& shift);
+// Batch-norm statistics in folded form: scale = gamma / sqrt(var + eps), shift = beta −
+// mean·scale, computed in double and rounded once (the random statistics and ONNX imports
+// both go through it, so an exported and re-imported model folds to the same bits).
+void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
+                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
+                       std::vector<float>* scale, std::vector<float>* shift);
 // Random batch-norm statistics in folded form (see above), channels values each.
 void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
                        std::vector<float>* shift);
 
-// Parameters of one layer of `graph` (empty for layers without parameters).
+// Random parameters of one layer of `graph` (empty for layers without parameters), before
+// any batch-norm folding: `raw` in the layer's stored form, and for a layer with bn_folded
+// the folded batch-norm's scale and shift (else empty).
+struct RawLayerWeights {
+  LayerWeights raw;
+  std::vector<float> bn_scale, bn_shift;
+};
+RawLayerWeights random_raw_weights(const Graph& graph, int id, uint64_t seed);
+// Random parameters of one layer of `graph` (empty for layers without parameters).
 LayerWeights make_layer_weights(const Graph& graph, int id, uint64_t seed);
 // Parameters of the layers [first, last] of `graph` (last < 0: to the end); others empty.
 ModelWeights make_weights(const Graph& graph, uint64_t seed, int first = 1, int last = -1);
+
+// The parameters a run of the whole model uses: the graph's own (Graph::params, an imported
+// model's, batch-norms folded as fuse_for_inference folded the layers) when it carries them,
+// else make_weights(graph, seed). Measurements keep random weights (make_weights): their
+// timing does not depend on the values, and their reference outputs are cached per workload.
+// Throws UserError when a layer's imported parameters are missing or the wrong size.
+ModelWeights model_weights(const Graph& graph, uint64_t seed);
 
 // A tensor of `shape` with values uniform in [−1, 1), from `seed` and `stream`.
 Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream = 0);

@@ -325,6 +325,7 @@ void upsample_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
 
 } // namespace
 
+// Long on purpose: one case per brickable op.
 void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
                    std::span<const ConstBlock> inputs, const Block& out, const Region& what) {
   if (what.empty())
@@ -366,6 +367,19 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
     elementwise_block(inputs, out, what, [&](int64_t, float a, float b) {
       return activate(a + b, l.activation, l.leaky_slope);
     });
+    break;
+  case OpKind::kSigmoid:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float) { return sigmoid(a); });
+    break;
+  case OpKind::kSilu:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float) { return silu(a); });
+    break;
+  case OpKind::kClip:
+    elementwise_block(inputs, out, what,
+                      [&](int64_t, float a, float) { return clip(a, l.clip_min, l.clip_max); });
+    break;
+  case OpKind::kMul:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a * b; });
     break;
   case OpKind::kConcat: concat_block(g, l, inputs, out, what); break;
   case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;

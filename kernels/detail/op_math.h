@@ -2,6 +2,7 @@
 // Per-element arithmetic shared by the reference ops and the block kernels, so that both
 // evaluate every output element with the same operations in the same order.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "core/graph.h"
@@ -15,6 +16,18 @@ inline float activate(float v, Activation a, float slope) {
   case Activation::kLeakyRelu: return v > 0.0f ? v : v * slope;
   }
   return v;
+}
+
+// Logistic sigmoid, 1 / (1 + e^−v), and SiLU, v · sigmoid(v) (ONNX Sigmoid; Sigmoid → Mul).
+inline float sigmoid(float v) {
+  return 1.0f / (1.0f + std::exp(-v));
+}
+inline float silu(float v) {
+  return v * sigmoid(v);
+}
+// ONNX Clip: min(max(v, lo), hi).
+inline float clip(float v, float lo, float hi) {
+  return std::min(std::max(v, lo), hi);
 }
 
 // Source taps of one output coordinate of a linear (bilinear / trilinear) upsample with

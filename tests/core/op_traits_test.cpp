@@ -21,7 +21,8 @@ constexpr OpKind kAllOps[] = {
     OpKind::kInput,     OpKind::kConv,          OpKind::kBatchNorm, OpKind::kRelu,
     OpKind::kLeakyRelu, OpKind::kAdd,           OpKind::kConcat,    OpKind::kMaxPool,
     OpKind::kAvgPool,   OpKind::kGlobalAvgPool, OpKind::kUpsample,  OpKind::kFlatten,
-    OpKind::kLinear,
+    OpKind::kLinear,    OpKind::kConvTranspose, OpKind::kSigmoid,   OpKind::kSilu,
+    OpKind::kClip,      OpKind::kMul,           OpKind::kPad,
 };
 
 TEST(OpTraits, EveryOpHasItsRowAndNameRoundTrips) {
@@ -47,7 +48,11 @@ TEST(OpTraits, RulesFollowFromTheOp) {
     const bool window_attr = t.has_attribute(Attr::kConvWindow) ||
                              t.has_attribute(Attr::kPoolWindow) ||
                              t.has_attribute(Attr::kAvgPoolWindow);
-    EXPECT_EQ(t.windowed(), window_attr) << t.name;
+    // conv_transpose has a conv's window but runs only layer by layer (no receptive rule).
+    if (t.brickable)
+      EXPECT_EQ(t.windowed(), window_attr) << t.name;
+    else
+      EXPECT_FALSE(t.windowed()) << t.name;
     if (t.spatial == SpatialRule::kWhole)
       EXPECT_FALSE(t.brickable) << t.name;
     if (t.generated)
@@ -71,7 +76,17 @@ Graph every_op_graph() {
   const int cat = b.concat({a, k}, "cat");
   const int mp = b.max_pool(cat, 3, 1, 1, true, "max");
   const int ap = b.avg_pool(mp, 3, 1, 1, false, "avg");
-  const int up = b.upsample(ap, 2, true, "up");
+  const int up0 = b.upsample(ap, 2, true, "up");
+  Window tw;
+  tw.kernel = {1, 3, 3};
+  tw.stride = {1, 2, 2};
+  tw.pad = {0, 1, 1};
+  const int ct = b.conv_transpose(up0, 16, tw, {0, 1, 1}, 2, true, "deconv");
+  const int sg = b.sigmoid(ct, "sig");
+  const int sl = b.silu(sg, "silu");
+  const int cl = b.clip(sl, -1.0f, 6.0f, "clip");
+  const int ml = b.mul(cl, sg, "mul");
+  const int up = b.pad(ml, {0, 1, 0}, {0, 2, -1}, 0.5f, "pad");
   const int gap = b.global_avg_pool(up, "gap");
   const int fl = b.flatten(gap, "flat");
   b.linear(fl, 10, false, "fc");
@@ -90,6 +105,10 @@ TEST(OpTraits, AttributeTextIsTheWorkloadKeyFormat) {
   EXPECT_EQ(text("avg"), " k1x3x3 s1x1x1 p0x1x1 d1x1x1");
   EXPECT_EQ(text("up"), " x2 bilinear");
   EXPECT_EQ(text("fc"), " c10 b0");
+  EXPECT_EQ(text("deconv"), " k1x3x3 s1x2x2 p0x1x1 d1x1x1 op0x1x1 g2 c16 b1");
+  EXPECT_EQ(text("clip"), " clip-1:6");
+  EXPECT_EQ(text("pad"), " pb0x1x0 pe0x2x-1 v0.5");
+  EXPECT_EQ(text("silu"), "");
 }
 
 // The canonical text changes with every attribute of the op (so two layers that do
@@ -109,6 +128,9 @@ TEST(OpTraits, AttributeTextChangesWithEveryAttribute) {
       {Attr::kScale, [](Layer& l) { l.upsample_scale += 1; }},
       {Attr::kMode, [](Layer& l) { l.bilinear = !l.bilinear; }},
       {Attr::kSlope, [](Layer& l) { l.leaky_slope += 0.25f; }},
+      {Attr::kOutputPadding, [](Layer& l) { l.output_pad[2] += 1; }},
+      {Attr::kClipRange, [](Layer& l) { l.clip_max += 1.0f; }},
+      {Attr::kPads, [](Layer& l) { l.pad_end[1] += 1; }},
   };
   for (const Layer& base : g.layers()) {
     for (const auto& [attr, change] : changes) {
@@ -119,7 +141,9 @@ TEST(OpTraits, AttributeTextChangesWithEveryAttribute) {
       const bool window_field =
           attr == Attr::kConvWindow || attr == Attr::kPoolWindow || attr == Attr::kAvgPoolWindow;
       const bool shows =
-          has || (window_field && traits(base.op).windowed()) ||
+          has ||
+          (window_field &&
+           (traits(base.op).windowed() || traits(base.op).has_attribute(Attr::kConvWindow))) ||
           (attr == Attr::kOutChannels && traits(base.op).has_attribute(Attr::kOutFeatures)) ||
           (attr == Attr::kOutFeatures && traits(base.op).has_attribute(Attr::kOutChannels));
       EXPECT_EQ(attribute_text(l) != attribute_text(base), shows)
@@ -138,7 +162,8 @@ TEST(OpTraits, AttributeJsonReadsBackThroughYaml) {
       continue;
     nlohmann::json j = attribute_json(l);
     // Windows are written as (d, h, w) triples; a 2-D YAML graph takes (h, w).
-    for (const char* key : {"kernel", "stride", "padding", "dilation"})
+    for (const char* key :
+         {"kernel", "stride", "padding", "dilation", "output_padding", "pad_begin", "pad_end"})
       if (j.contains(key))
         j[key] = {j[key][1], j[key][2]};
     j["op"] = op_name(l.op);
