@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/graph_builder.h"
@@ -140,6 +141,20 @@ int Graph::find(const std::string& layer_name) const {
     if (l.name == layer_name)
       return l.id;
   return -1;
+}
+
+void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
+                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
+                       std::vector<float>* scale, std::vector<float>* shift) {
+  const size_t n = gamma.size();
+  BRICKDL_CHECK(beta.size() == n && mean.size() == n && var.size() == n, "batch-norm statistics");
+  scale->resize(n);
+  shift->resize(n);
+  for (size_t c = 0; c < n; ++c) {
+    const double s = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + eps);
+    (*scale)[c] = static_cast<float>(s);
+    (*shift)[c] = static_cast<float>(static_cast<double>(beta[c]) - mean[c] * s);
+  }
 }
 
 Graph fuse_for_inference(const Graph& g) {

@@ -106,6 +106,13 @@ struct NamedParams {
 };
 using ParamStore = std::unordered_map<std::string, NamedParams>;
 
+// Batch-norm statistics in folded form: scale = gamma / sqrt(var + eps), shift = beta −
+// mean·scale, computed in double and rounded once. Random statistics (kernels/weights.h) and
+// ONNX imports both go through it, so an exported and re-imported model folds to the same bits.
+void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
+                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
+                       std::vector<float>* scale, std::vector<float>* shift);
+
 class Graph {
 public:
   Graph() = default;

@@ -128,20 +128,6 @@ LayerWeights fold_batch_norm(const Layer& layer, const LayerWeights& raw,
   return w;
 }
 
-void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
-                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
-                       std::vector<float>* scale, std::vector<float>* shift) {
-  const size_t n = gamma.size();
-  BRICKDL_CHECK(beta.size() == n && mean.size() == n && var.size() == n, "batch-norm statistics");
-  scale->resize(n);
-  shift->resize(n);
-  for (size_t c = 0; c < n; ++c) {
-    const double s = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + eps);
-    (*scale)[c] = static_cast<float>(s);
-    (*shift)[c] = static_cast<float>(static_cast<double>(beta[c]) - mean[c] * s);
-  }
-}
-
 void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
                        std::vector<float>* shift) {
   Rng rng(mix64(seed));

@@ -52,12 +52,6 @@ LayerWeights fold_batch_norm(const LayerWeights& raw, const std::vector<float>& 
 // are the second weight axis, per group).
 LayerWeights fold_batch_norm(const Layer& layer, const LayerWeights& raw,
                              const std::vector<float>& scale, const std::vector<float>& shift);
-// Batch-norm statistics in folded form: scale = gamma / sqrt(var + eps), shift = beta −
-// mean·scale, computed in double and rounded once (the random statistics and ONNX imports
-// both go through it, so an exported and re-imported model folds to the same bits).
-void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
-                       const std::vector<float>& mean, const std::vector<float>& var, double eps,
-                       std::vector<float>* scale, std::vector<float>* shift);
 // Random batch-norm statistics in folded form (see above), channels values each.
 void random_batch_norm(uint64_t seed, int64_t channels, std::vector<float>* scale,
                        std::vector<float>* shift);

@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev libsqlite3-dev sqlite3 libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   python3 python3-matplotlib python3-numpy
 )
 missing=()

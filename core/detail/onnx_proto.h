@@ -1,0 +1,22 @@
+#pragma once
+// Shared by the ONNX importer and exporter (core/onnx.h): file bytes and TensorProto
+// conversion.
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/onnx.h"
+
+namespace brickdl::onnx_detail {
+
+// The whole file; UserError naming it when it cannot be read.
+std::string read_file(const std::string& path);
+// A float tensor from a TensorProto (float, double, int32 or int64; raw or typed data);
+// UserError naming `where` for external data, another type or a size that does not match
+// the dims.
+OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
+// A float TensorProto named `name`.
+onnx::TensorProto tensor_to_proto(const std::string& name, const std::vector<int64_t>& dims,
+                                  const std::vector<float>& values);
+
+} // namespace brickdl::onnx_detail

@@ -1,0 +1,81 @@
+#pragma once
+// ONNX in and out, through the ONNX library's protobuf classes (Debian's libonnx-dev).
+//
+//   model.onnx ──import_onnx()──► Graph (unfused, with its initializers as Graph::params)
+//   Graph + ParamStore ──export_onnx()──► model.onnx (opset 13)
+//
+// Import reads opsets 11 to the newest the library knows, one runtime input (N, C[, D], H, W;
+// a rank-3 input is N, C, L and becomes N, C, 1, L; a rank-2 input is flat) and one output.
+// Ops and how they map (anything else is refused, naming the node and its op):
+//   Conv, ConvTranspose        conv / conv_transpose (1-D as 2-D with H = 1; pads that differ
+//                              at the two ends: the common part in the window, the rest as a
+//                              pad layer, zero-filled before a conv, cropped after a transposed
+//                              conv; auto_pad SAME_UPPER / SAME_LOWER / VALID for Conv)
+//   BatchNormalization         batch_norm (folded form, core/graph.h batch_norm_affine)
+//   Relu LeakyRelu Sigmoid Clip relu / leaky_relu / sigmoid / clip; Sigmoid → Mul(x, ·): silu
+//   Add, Mul                   add / mul of two equal-shaped tensors; by a constant that is
+//                              per channel or a scalar: a batch_norm (y = x·scale + shift)
+//   Concat (channels)          concat
+//   MaxPool AveragePool        max_pool / avg_pool (ceil_mode, count_include_pad, auto_pad)
+//   GlobalAveragePool          global_avg_pool
+//   Resize                     upsample: one integer scale on every spatial dim; nearest
+//                              (asymmetric + floor, or half-pixel + round) or linear
+//                              (half_pixel / pytorch_half_pixel)
+//   Gemm, MatMul (+ Add bias)  linear (flat input; a constant weight)
+//   Flatten (axis 1), Reshape to [N, −1]       flatten
+//   Identity, Dropout          removed
+//   Pad (constant mode)        pad
+// Bad input — not an ONNX file, an opset outside the range, an unsupported op or attribute, a
+// dynamic size with no value given, an initializer whose size does not fit, a cycle — throws
+// UserError naming the file and the node.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace brickdl {
+
+// A dense float tensor as ONNX stores it (row-major over `dims`).
+struct OnnxTensor {
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+struct OnnxImportOptions {
+  std::string name;                // the graph's name; default: the file's stem
+  int batch = 0;                   // > 0: overrides the file's batch (needed when dynamic)
+  std::vector<int64_t> input_size; // non-empty: [H, W] or [D, H, W] overriding the file's
+  DType dtype = DType::kF32;
+  // Graph inputs given values here become constants (ONNX node tests pass weights as inputs).
+  std::map<std::string, OnnxTensor> constants;
+};
+
+struct OnnxModel {
+  Graph graph;                      // unfused; Graph::params holds the initializers
+  std::string input_name;           // the runtime input
+  std::string output_name;          // the graph output
+  std::vector<int64_t> output_dims; // the output's ONNX dims (rank as in the file)
+  int64_t opset = 0;
+};
+
+// The oldest and newest default-domain opset import_onnx reads.
+constexpr int64_t kOnnxMinOpset = 11;
+int64_t onnx_max_opset();
+
+OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+
+// A serialized TensorProto (the .pb files of ONNX's node tests); float, double, int32 and
+// int64 data are read as float. Throws UserError.
+OnnxTensor read_onnx_tensor(const std::string& path);
+// Writes `t` as a serialized float TensorProto.
+void write_onnx_tensor(const std::string& path, const OnnxTensor& t, const std::string& name);
+
+// Writes `graph` (unfused: no folded batch-norm; epilogue activations become nodes) with the
+// parameters `params` (per layer name, kernels/weights.h stored form; a batch-norm's scale and
+// shift are written as gamma and beta with mean 0, var 1, epsilon 0, so a re-import folds to
+// the same bits) as an opset-13 model. Throws UserError when the file cannot be written.
+void export_onnx(const Graph& graph, const ParamStore& params, const std::string& path);
+
+} // namespace brickdl

@@ -1,0 +1,279 @@
+// ONNX export: one node per layer (two for silu and for an epilogue activation), named after
+// the layer, every tensor named after the layer that computes it.
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include "core/detail/onnx_proto.h"
+#include "core/error.h"
+#include "core/onnx.h"
+
+namespace brickdl {
+
+namespace {
+
+constexpr int64_t kExportOpset = 13;
+
+std::vector<int64_t> onnx_shape(const TensorShape& s) {
+  switch (s.spatial_rank) {
+  case 0: return {s.n, s.c * s.spatial()};
+  case 3: return {s.n, s.c, s.d, s.h, s.w};
+  default: return {s.n, s.c, s.h, s.w};
+  }
+}
+
+class Exporter {
+public:
+  Exporter(const Graph& g, const ParamStore& params) : g_(g), params_(params) {}
+
+  onnx::ModelProto run() {
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.set_producer_name("brickdl");
+    m.set_model_version(1);
+    auto* op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(kExportOpset);
+    graph_ = m.mutable_graph();
+    graph_->set_name(g_.name());
+    value_info(graph_->add_input(), "input", g_.input_shape());
+    for (const Layer& l : g_.layers())
+      if (l.op != OpKind::kInput)
+        layer(l);
+    value_info(graph_->add_output(), out_name(g_.output()), g_.layer(g_.output()).out);
+    return m;
+  }
+
+private:
+  static void value_info(onnx::ValueInfoProto* v, const std::string& name, const TensorShape& s) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : onnx_shape(s))
+      t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+
+  // The tensor that holds layer id's output (after its epilogue activation, if any).
+  std::string out_name(int id) const { return id == 0 ? "input" : g_.layer(id).name; }
+
+  onnx::NodeProto* add_node(const std::string& op, const std::string& name,
+                            std::vector<std::string> inputs, const std::string& output) {
+    onnx::NodeProto* n = graph_->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : inputs)
+      n->add_input(std::move(i));
+    n->add_output(output);
+    return n;
+  }
+  std::string initializer(const std::string& name, const std::vector<int64_t>& dims,
+                          const std::vector<float>& values) {
+    *graph_->add_initializer() = onnx_detail::tensor_to_proto(name, dims, values);
+    return name;
+  }
+  std::string int_initializer(const std::string& name, const std::vector<int64_t>& values) {
+    onnx::TensorProto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values)
+      t->add_int64_data(v);
+    return name;
+  }
+  static void ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v)
+      a->add_ints(x);
+  }
+  static void integer(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void real(onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void text(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+
+  // The spatial dims of a (d, h, w) triple for the layer's rank.
+  std::vector<int64_t> spatial(const Layer& l, const std::array<int, 3>& v) const {
+    const int rank = g_.layer(l.inputs.at(0)).out.spatial_rank == 3 ? 3 : 2;
+    return rank == 3 ? std::vector<int64_t>{v[0], v[1], v[2]} : std::vector<int64_t>{v[1], v[2]};
+  }
+  void window(onnx::NodeProto* n, const Layer& l, bool dilation) const {
+    ints(n, "kernel_shape", spatial(l, l.window.kernel));
+    ints(n, "strides", spatial(l, l.window.stride));
+    std::vector<int64_t> pads = spatial(l, l.window.pad);
+    const std::vector<int64_t> end = pads;
+    pads.insert(pads.end(), end.begin(), end.end());
+    ints(n, "pads", pads);
+    if (dilation)
+      ints(n, "dilations", spatial(l, l.window.dilation));
+  }
+
+  const NamedParams& params(const Layer& l) const {
+    const auto it = params_.find(l.name);
+    if (it == params_.end())
+      throw UserError("ONNX export: no parameters for layer '" + l.name + "'");
+    return it->second;
+  }
+
+  void conv(const Layer& l, const std::string& in, const std::string& out) {
+    const NamedParams& p = params(l);
+    const int64_t cin = g_.layer(l.inputs[0]).out.c;
+    const bool transposed = l.op == OpKind::kConvTranspose;
+    std::vector<int64_t> wdims = transposed ? std::vector<int64_t>{cin, l.out_channels / l.groups}
+                                            : std::vector<int64_t>{l.out_channels, cin / l.groups};
+    for (int64_t k : spatial(l, l.window.kernel))
+      wdims.push_back(k);
+    std::vector<std::string> inputs{in, initializer(l.name + ".weight", wdims, p.weight)};
+    if (l.bias)
+      inputs.push_back(initializer(
+          l.name + ".bias", {l.out_channels},
+          p.bias.empty() ? std::vector<float>(static_cast<size_t>(l.out_channels), 0.0f) : p.bias));
+    onnx::NodeProto* n = add_node(transposed ? "ConvTranspose" : "Conv", l.name, inputs, out);
+    window(n, l, true);
+    integer(n, "group", l.groups);
+    if (transposed)
+      ints(n, "output_padding", spatial(l, l.output_pad));
+  }
+
+  void batch_norm(const Layer& l, const std::string& in, const std::string& out) {
+    const NamedParams& p = params(l);
+    const std::vector<int64_t> dims{l.out.c};
+    const auto c = static_cast<size_t>(l.out.c);
+    onnx::NodeProto* n = add_node("BatchNormalization", l.name,
+                                  {in, initializer(l.name + ".scale", dims, p.weight),
+                                   initializer(l.name + ".shift", dims, p.bias),
+                                   initializer(l.name + ".mean", dims, std::vector<float>(c, 0.0f)),
+                                   initializer(l.name + ".var", dims, std::vector<float>(c, 1.0f))},
+                                  out);
+    real(n, "epsilon", 0.0f);
+  }
+
+  void linear(const Layer& l, const std::string& in, const std::string& out) {
+    const NamedParams& p = params(l);
+    const int64_t features = g_.layer(l.inputs[0]).out.c * g_.layer(l.inputs[0]).out.spatial();
+    std::vector<std::string> inputs{
+        in, initializer(l.name + ".weight", {l.out_channels, features}, p.weight)};
+    if (l.bias)
+      inputs.push_back(initializer(l.name + ".bias", {l.out_channels}, p.bias));
+    onnx::NodeProto* n = add_node("Gemm", l.name, inputs, out);
+    integer(n, "transB", 1);
+  }
+
+  void pool(const Layer& l, const std::string& in, const std::string& out) {
+    const bool max = l.op == OpKind::kMaxPool;
+    onnx::NodeProto* n = add_node(max ? "MaxPool" : "AveragePool", l.name, {in}, out);
+    window(n, l, max);
+    integer(n, "ceil_mode", l.ceil_mode ? 1 : 0);
+    if (!max)
+      integer(n, "count_include_pad", l.count_include_pad ? 1 : 0);
+  }
+
+  void upsample(const Layer& l, const std::string& in, const std::string& out) {
+    std::vector<float> scales(onnx_shape(l.out).size(), static_cast<float>(l.upsample_scale));
+    scales[0] = scales[1] = 1.0f;
+    onnx::NodeProto* n = add_node(
+        "Resize", l.name,
+        {in, "", initializer(l.name + ".scales", {static_cast<int64_t>(scales.size())}, scales)},
+        out);
+    if (l.bilinear) {
+      text(n, "mode", "linear");
+      text(n, "coordinate_transformation_mode", "half_pixel");
+    } else {
+      text(n, "mode", "nearest");
+      text(n, "coordinate_transformation_mode", "asymmetric");
+      text(n, "nearest_mode", "floor");
+    }
+  }
+
+  void pad(const Layer& l, const std::string& in, const std::string& out) {
+    std::vector<int64_t> pads{0, 0};
+    for (int64_t v : spatial(l, l.pad_begin))
+      pads.push_back(v);
+    pads.insert(pads.end(), {0, 0});
+    for (int64_t v : spatial(l, l.pad_end))
+      pads.push_back(v);
+    add_node("Pad", l.name,
+             {in, int_initializer(l.name + ".pads", pads),
+              initializer(l.name + ".value", {}, {l.pad_value})},
+             out);
+  }
+
+  // Long on purpose: one case per op.
+  void layer(const Layer& l) {
+    BRICKDL_CHECK(!l.bn_folded, "ONNX export takes unfused graphs (layer " << l.name << ")");
+    std::vector<std::string> in;
+    for (int i : l.inputs)
+      in.push_back(out_name(i));
+    // With an epilogue, the op writes "<name>.pre" and the activation "<name>".
+    const bool epilogue = l.activation != Activation::kNone;
+    const std::string out = epilogue ? l.name + ".pre" : l.name;
+    switch (l.op) {
+    case OpKind::kInput: break;
+    case OpKind::kConv:
+    case OpKind::kConvTranspose: conv(l, in[0], out); break;
+    case OpKind::kBatchNorm: batch_norm(l, in[0], out); break;
+    case OpKind::kRelu: add_node("Relu", l.name, in, out); break;
+    case OpKind::kLeakyRelu:
+      real(add_node("LeakyRelu", l.name, in, out), "alpha", l.leaky_slope);
+      break;
+    case OpKind::kSigmoid: add_node("Sigmoid", l.name, in, out); break;
+    case OpKind::kSilu:
+      add_node("Sigmoid", l.name + ".sigmoid", in, l.name + ".sigmoid");
+      add_node("Mul", l.name, {in[0], l.name + ".sigmoid"}, out);
+      break;
+    case OpKind::kClip:
+      add_node("Clip", l.name,
+               {in[0], initializer(l.name + ".min", {}, {l.clip_min}),
+                initializer(l.name + ".max", {}, {l.clip_max})},
+               out);
+      break;
+    case OpKind::kAdd: add_node("Add", l.name, in, out); break;
+    case OpKind::kMul: add_node("Mul", l.name, in, out); break;
+    case OpKind::kConcat: integer(add_node("Concat", l.name, in, out), "axis", 1); break;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: pool(l, in[0], out); break;
+    case OpKind::kGlobalAvgPool: add_node("GlobalAveragePool", l.name, in, out); break;
+    case OpKind::kUpsample: upsample(l, in[0], out); break;
+    case OpKind::kFlatten: integer(add_node("Flatten", l.name, in, out), "axis", 1); break;
+    case OpKind::kLinear: linear(l, in[0], out); break;
+    case OpKind::kPad: pad(l, in[0], out); break;
+    }
+    if (!epilogue)
+      return;
+    onnx::NodeProto* a = add_node(l.activation == Activation::kRelu ? "Relu" : "LeakyRelu",
+                                  l.name + ".act", {out}, l.name);
+    if (l.activation == Activation::kLeakyRelu)
+      real(a, "alpha", l.leaky_slope);
+  }
+
+  const Graph& g_;
+  const ParamStore& params_;
+  onnx::GraphProto* graph_ = nullptr;
+};
+
+} // namespace
+
+void export_onnx(const Graph& graph, const ParamStore& params, const std::string& path) {
+  const onnx::ModelProto m = Exporter(graph, params).run();
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !m.SerializeToOstream(&f) || !f.flush())
+    throw UserError(path + ": cannot write the ONNX model");
+}
+
+} // namespace brickdl

@@ -1,0 +1,943 @@
+// ONNX import: one pass over the nodes in topological order, building the graph with
+// GraphBuilder (which infers and checks every shape) and the parameters from the initializers.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+
+#include "core/detail/onnx_proto.h"
+#include "core/error.h"
+#include "core/graph_builder.h"
+#include "core/onnx.h"
+
+namespace brickdl {
+
+using onnx_detail::read_file;
+using onnx_detail::tensor_from_proto;
+
+int64_t onnx_max_opset() {
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+}
+
+namespace {
+
+// What an ONNX tensor name stands for: a layer's output (with its ONNX rank) or a constant.
+struct Value {
+  int layer = -1;
+  int rank = 0;
+  const OnnxTensor* constant = nullptr;
+};
+
+int64_t product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  return "[" + fmt::format("{}", fmt::join(d, ", ")) + "]";
+}
+
+// The ONNX dims of a layer output of ONNX rank `rank`.
+std::vector<int64_t> onnx_dims(const TensorShape& s, int rank) {
+  switch (rank) {
+  case 2: return {s.n, s.c * s.spatial()};
+  case 3: return {s.n, s.c, s.w};
+  case 4: return {s.n, s.c, s.h, s.w};
+  default: return {s.n, s.c, s.d, s.h, s.w};
+  }
+}
+
+class Importer {
+public:
+  Importer(std::string path, const OnnxImportOptions& options, const onnx::ModelProto& model)
+      : path_(std::move(path)), options_(options), model_(model) {}
+
+  OnnxModel run() {
+    check_opset();
+    const onnx::GraphProto& g = model_.graph();
+    for (const auto& init : g.initializer())
+      constants_[init.name()] = tensor_from_proto(init, where("initializer '" + init.name() + "'"));
+    for (const auto& [name, t] : options_.constants)
+      constants_[name] = t;
+    for (const auto& n : g.node())
+      if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx"))
+        constant_node(n);
+    if (g.output_size() != 1)
+      fail(fmt::format("the graph has {} outputs; brickdl graphs have one", g.output_size()));
+    OnnxModel out;
+    out.opset = opset_;
+    out.output_name = g.output(0).name();
+    out.input_name = read_input(g);
+    const std::vector<const onnx::NodeProto*> order = live_nodes_in_order(g, out.output_name);
+    for (const onnx::NodeProto* n : order)
+      if (!skipped_.count(n))
+        node(*n);
+    const auto it = values_.find(out.output_name);
+    if (it == values_.end() || it->second.layer < 1)
+      fail("the output '" + out.output_name + "' is not computed from the input by any layer");
+    if (it->second.layer != last_layer_)
+      fail("the output '" + out.output_name + "' is not the last layer computed");
+    out.output_dims = onnx_dims(b_->shape(it->second.layer), it->second.rank);
+    b_->set_params(std::make_shared<const ParamStore>(std::move(params_)));
+    out.graph = b_->build();
+    return out;
+  }
+
+private:
+  // ---- errors ------------------------------------------------------------------------------
+  std::string where(const std::string& what) const { return path_ + ": " + what; }
+  [[noreturn]] void fail(const std::string& what) const { throw UserError(where(what)); }
+  static std::string node_label(const onnx::NodeProto& n) {
+    const std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
+    return "node '" + name + "' (" + n.op_type() + ")";
+  }
+  [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& what) const {
+    throw UserError(where(node_label(n) + ": " + what));
+  }
+
+  // ---- the model's frame -------------------------------------------------------------------
+  void check_opset() {
+    for (const auto& o : model_.opset_import()) {
+      if (!o.domain().empty() && o.domain() != "ai.onnx")
+        continue;
+      opset_ = o.version();
+    }
+    if (opset_ == 0)
+      fail("no default-domain opset is imported (is this an ONNX model?)");
+    if (opset_ < kOnnxMinOpset || opset_ > onnx_max_opset())
+      fail(fmt::format("opset {} is not supported; brickdl reads opsets {} to {}", opset_,
+                       kOnnxMinOpset, onnx_max_opset()));
+  }
+
+  void constant_node(const onnx::NodeProto& n) {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value" && a.has_t()) {
+        constants_[n.output(0)] = tensor_from_proto(a.t(), where(node_label(n)));
+        return;
+      }
+      if (a.name() == "value_float") {
+        constants_[n.output(0)] = OnnxTensor{{}, {a.f()}};
+        return;
+      }
+      if (a.name() == "value_floats" || a.name() == "value_ints") {
+        OnnxTensor t;
+        for (float f : a.floats())
+          t.values.push_back(f);
+        for (int64_t i : a.ints())
+          t.values.push_back(static_cast<float>(i));
+        t.dims = {static_cast<int64_t>(t.values.size())};
+        constants_[n.output(0)] = t;
+        return;
+      }
+      if (a.name() == "value_int") {
+        constants_[n.output(0)] = OnnxTensor{{}, {static_cast<float>(a.i())}};
+        return;
+      }
+    }
+    refuse(n, "a Constant needs a tensor, float or int value");
+  }
+
+  // The one runtime input: its shape from the file, the batch and size from the options.
+  std::string read_input(const onnx::GraphProto& g) {
+    std::vector<const onnx::ValueInfoProto*> runtime;
+    for (const auto& in : g.input())
+      if (!constants_.count(in.name()))
+        runtime.push_back(&in);
+    if (runtime.size() != 1) {
+      std::vector<std::string> names;
+      for (const auto* in : runtime)
+        names.push_back(in->name());
+      fail(fmt::format("the graph has {} runtime inputs ({}); brickdl graphs take one",
+                       runtime.size(), fmt::join(names, ", ")));
+    }
+    const onnx::ValueInfoProto& in = *runtime[0];
+    const auto& type = in.type();
+    if (!type.has_tensor_type() || type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
+      fail("input '" + in.name() + "' is not a float tensor; brickdl computes float tensors");
+    const auto& dims = type.tensor_type().shape().dim();
+    const int rank = dims.size();
+    if (rank < 2 || rank > 5)
+      fail(fmt::format("input '{}' has rank {}; brickdl takes rank 2 (N, C), 3 (N, C, L), "
+                       "4 (N, C, H, W) or 5 (N, C, D, H, W)",
+                       in.name(), rank));
+    std::vector<int64_t> d(static_cast<size_t>(rank), 0);
+    for (int i = 0; i < rank; ++i)
+      if (dims[i].has_dim_value())
+        d[static_cast<size_t>(i)] = dims[i].dim_value();
+    if (options_.batch > 0)
+      d[0] = options_.batch;
+    if (!options_.input_size.empty()) {
+      if (static_cast<int>(options_.input_size.size()) != rank - 2)
+        fail(fmt::format("input_size has {} extents; input '{}' has {} spatial dims",
+                         options_.input_size.size(), in.name(), rank - 2));
+      std::copy(options_.input_size.begin(), options_.input_size.end(), d.begin() + 2);
+    }
+    for (int i = 0; i < rank; ++i) {
+      if (d[static_cast<size_t>(i)] >= 1)
+        continue;
+      const std::string param = dims[i].has_dim_param() ? " '" + dims[i].dim_param() + "'" : "";
+      fail(fmt::format("input '{}' has a dynamic {}{}: give it ({})", in.name(),
+                       i == 0   ? "batch"
+                       : i == 1 ? "channel count"
+                                : "spatial size",
+                       param,
+                       i == 0   ? "`batch`"
+                       : i == 1 ? "it cannot be overridden"
+                                : "`input_size`"));
+    }
+    TensorShape s;
+    s.n = d[0];
+    s.c = d[1];
+    s.spatial_rank = rank == 2 ? 0 : rank == 5 ? 3 : 2;
+    if (rank >= 3)
+      s.w = d.back();
+    if (rank >= 4)
+      s.h = d[static_cast<size_t>(rank - 2)];
+    if (rank == 5)
+      s.d = d[2];
+    std::string name = options_.name;
+    if (name.empty())
+      name = std::filesystem::path(path_).stem().string();
+    b_.emplace(name, s, options_.dtype);
+    values_[in.name()] = Value{0, rank, nullptr};
+    return in.name();
+  }
+
+  // The nodes the output depends on, in an order where every producer comes first (Kahn's
+  // algorithm; nodes left over form a cycle).
+  std::vector<const onnx::NodeProto*> live_nodes_in_order(const onnx::GraphProto& g,
+                                                          const std::string& output) {
+    std::map<std::string, const onnx::NodeProto*> producer;
+    for (const auto& n : g.node())
+      for (const auto& o : n.output())
+        if (!o.empty())
+          producer[o] = &n;
+    std::set<const onnx::NodeProto*> live;
+    std::vector<std::string> stack{output};
+    while (!stack.empty()) {
+      const std::string t = stack.back();
+      stack.pop_back();
+      const auto it = producer.find(t);
+      if (it == producer.end() || constants_.count(t) || !live.insert(it->second).second)
+        continue;
+      for (const auto& i : it->second->input())
+        if (!i.empty())
+          stack.push_back(i);
+    }
+    std::map<const onnx::NodeProto*, int> waiting;
+    std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
+    std::vector<const onnx::NodeProto*> ready, order;
+    for (const auto& n : g.node()) {
+      if (!live.count(&n))
+        continue;
+      int deps = 0;
+      for (const auto& i : n.input()) {
+        if (i.empty() || constants_.count(i) || !producer.count(i))
+          continue;
+        ++deps;
+        readers[i].push_back(&n);
+      }
+      waiting[&n] = deps;
+      if (deps == 0)
+        ready.push_back(&n);
+    }
+    while (!ready.empty()) {
+      const onnx::NodeProto* n = ready.front();
+      ready.erase(ready.begin());
+      order.push_back(n);
+      for (const auto& o : n->output())
+        for (const onnx::NodeProto* r : readers[o])
+          if (--waiting[r] == 0)
+            ready.push_back(r);
+    }
+    if (order.size() != live.size())
+      for (const auto& [n, deps] : waiting)
+        if (deps > 0)
+          refuse(*n, "the graph has a cycle through this node");
+    for (const onnx::NodeProto* n : order)
+      for (const auto& i : n->input())
+        readers_of_[i].push_back(n);
+    return order;
+  }
+
+  // ---- node inputs and attributes ----------------------------------------------------------
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t dflt) const {
+    const auto* a = attr(n, name);
+    return a ? a->i() : dflt;
+  }
+  float attr_float(const onnx::NodeProto& n, const std::string& name, float dflt) const {
+    const auto* a = attr(n, name);
+    return a ? a->f() : dflt;
+  }
+  std::string attr_string(const onnx::NodeProto& n, const std::string& name,
+                          const std::string& dflt) const {
+    const auto* a = attr(n, name);
+    return a ? a->s() : dflt;
+  }
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name) const {
+    const auto* a = attr(n, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+  }
+  // Refuses attributes the node has beyond `known`.
+  void expect_attributes(const onnx::NodeProto& n, const std::set<std::string>& known) const {
+    for (const auto& a : n.attribute())
+      if (!known.count(a.name()))
+        refuse(n, "attribute '" + a.name() + "' is not supported");
+  }
+
+  Value value(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty())
+      refuse(n, fmt::format("input {} is missing", i));
+    const std::string& t = n.input(i);
+    if (const auto c = constants_.find(t); c != constants_.end())
+      return Value{-1, static_cast<int>(c->second.dims.size()), &c->second};
+    const auto it = values_.find(t);
+    if (it == values_.end())
+      refuse(n, "input '" + t + "' is produced by no node, initializer or graph input");
+    return it->second;
+  }
+  // Input i as a layer (not a constant).
+  Value tensor(const onnx::NodeProto& n, int i) const {
+    const Value v = value(n, i);
+    if (v.layer < 0)
+      refuse(n, fmt::format("input {} ('{}') is a constant; brickdl needs it computed from the "
+                            "graph input",
+                            i, n.input(i)));
+    return v;
+  }
+  // Input i as a constant, or null when absent and optional.
+  const OnnxTensor* constant(const onnx::NodeProto& n, int i, bool required) const {
+    if (i >= n.input_size() || n.input(i).empty()) {
+      if (required)
+        refuse(n, fmt::format("input {} is missing", i));
+      return nullptr;
+    }
+    const Value v = value(n, i);
+    if (!v.constant)
+      refuse(n, fmt::format("input {} ('{}') must be a constant (an initializer)", i, n.input(i)));
+    return v.constant;
+  }
+
+  // ---- layers ------------------------------------------------------------------------------
+  std::string layer_name(const onnx::NodeProto& n) {
+    std::string name = n.name().empty() ? n.output(0) : n.name();
+    if (name.empty() || used_names_.count(name))
+      name = n.output(0);
+    for (int k = 1; used_names_.count(name); ++k)
+      name = (n.name().empty() ? n.output(0) : n.name()) + "_" + std::to_string(k);
+    used_names_.insert(name);
+    return name;
+  }
+
+  // Adds `l` (named after node n unless named) and binds the node's first output to it.
+  int emit(const onnx::NodeProto& n, Layer l, int rank, const std::string& output = "") {
+    if (l.name.empty())
+      l.name = layer_name(n);
+    else
+      used_names_.insert(l.name);
+    int id = 0;
+    try {
+      id = b_->add_layer(l);
+    } catch (const ShapeError& e) {
+      refuse(n, e.bare_message());
+    }
+    values_[output.empty() ? n.output(0) : output] = Value{id, rank, nullptr};
+    last_layer_ = id;
+    return id;
+  }
+  Layer unary(OpKind op, int input) const {
+    Layer l;
+    l.op = op;
+    l.inputs = {input};
+    return l;
+  }
+  void alias(const onnx::NodeProto& n, const Value v) { values_[n.output(0)] = v; }
+
+  // A spatial list of the node's rank into (d, h, w) order; unused dims get `fill`.
+  static std::array<int, 3> triple(const std::vector<int64_t>& v, int spatial, int fill) {
+    std::array<int, 3> t{fill, fill, fill};
+    for (int i = 0; i < spatial; ++i)
+      t[static_cast<size_t>(3 - spatial + i)] = static_cast<int>(v[static_cast<size_t>(i)]);
+    return t;
+  }
+  std::array<int, 3> spatial_attr(const onnx::NodeProto& n, const std::string& name, int spatial,
+                                  int dflt) const {
+    const std::vector<int64_t> v = attr_ints(n, name);
+    if (v.empty())
+      return {dflt, dflt, dflt};
+    if (static_cast<int>(v.size()) != spatial)
+      refuse(n, fmt::format("{} has {} values for {} spatial dims", name, v.size(), spatial));
+    for (int64_t x : v)
+      if (x < 0 || x > std::numeric_limits<int>::max())
+        refuse(n, fmt::format("{} value {} is out of range", name, x));
+    return triple(v, spatial, dflt);
+  }
+  int spatial_rank_of(const onnx::NodeProto& n, const Value v) const {
+    if (v.rank < 3)
+      refuse(n, "needs a spatial input (N, C, ...), got rank " + std::to_string(v.rank));
+    return v.rank - 2;
+  }
+
+  // Begin and end pads of a windowed node (explicit or from auto_pad), (d, h, w) order.
+  struct Pads {
+    std::array<int, 3> begin{0, 0, 0}, end{0, 0, 0};
+  };
+  Pads read_pads(const onnx::NodeProto& n, int spatial, const TensorShape& in,
+                 const std::array<int, 3>& kernel, const std::array<int, 3>& stride,
+                 const std::array<int, 3>& dil) const {
+    Pads p;
+    const std::string autopad = attr_string(n, "auto_pad", "NOTSET");
+    const std::vector<int64_t> v = attr_ints(n, "pads");
+    if (autopad == "NOTSET") {
+      if (v.empty())
+        return p;
+      if (static_cast<int>(v.size()) != 2 * spatial)
+        refuse(n, fmt::format("pads has {} values for {} spatial dims", v.size(), spatial));
+      for (int64_t x : v)
+        if (x < 0 || x > std::numeric_limits<int>::max())
+          refuse(n, fmt::format("pads value {} is out of range", x));
+      p.begin = triple(std::vector<int64_t>(v.begin(), v.begin() + spatial), spatial, 0);
+      p.end = triple(std::vector<int64_t>(v.begin() + spatial, v.end()), spatial, 0);
+      return p;
+    }
+    if (autopad == "VALID")
+      return p;
+    if (autopad != "SAME_UPPER" && autopad != "SAME_LOWER")
+      refuse(n, "auto_pad '" + autopad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    for (int a = 3 - spatial; a < 3; ++a) {
+      const int64_t x = in.dim(a), s = stride[static_cast<size_t>(a)];
+      const int64_t out = (x + s - 1) / s;
+      const int64_t total = std::max<int64_t>(
+          0, (out - 1) * s + int64_t{dil[static_cast<size_t>(a)]} * (kernel[a] - 1) + 1 - x);
+      const int64_t small = total / 2, large = total - small;
+      p.begin[static_cast<size_t>(a)] = static_cast<int>(autopad == "SAME_UPPER" ? small : large);
+      p.end[static_cast<size_t>(a)] = static_cast<int>(autopad == "SAME_UPPER" ? large : small);
+    }
+    return p;
+  }
+  // The part of `p` common to both ends (for the window) and the rest (for a pad layer).
+  static std::array<int, 3> common(const Pads& p) {
+    return {std::min(p.begin[0], p.end[0]), std::min(p.begin[1], p.end[1]),
+            std::min(p.begin[2], p.end[2])};
+  }
+  // A pad layer of what `p` has beyond `sym` (sign −1: crop), or `input` when nothing is left.
+  int pad_rest(const onnx::NodeProto& n, int input, int rank, const Pads& p,
+               const std::array<int, 3>& sym, int sign, float value, const std::string& suffix) {
+    Layer l = unary(OpKind::kPad, input);
+    bool any = false;
+    for (size_t a = 0; a < 3; ++a) {
+      l.pad_begin[a] = sign * (p.begin[a] - sym[a]);
+      l.pad_end[a] = sign * (p.end[a] - sym[a]);
+      any = any || l.pad_begin[a] != 0 || l.pad_end[a] != 0;
+    }
+    if (!any)
+      return input;
+    l.pad_value = value;
+    l.name = layer_name(n) + suffix;
+    const std::string out = "\x01" + l.name; // an internal tensor name no ONNX file uses
+    return emit(n, l, rank, out);
+  }
+
+  // ---- ops ---------------------------------------------------------------------------------
+  void node(const onnx::NodeProto& n);
+  void conv(const onnx::NodeProto& n, bool transposed);
+  void batch_norm(const onnx::NodeProto& n);
+  void elementwise(const onnx::NodeProto& n, OpKind op);
+  void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c, bool mul);
+  void pool(const onnx::NodeProto& n, bool max);
+  void resize(const onnx::NodeProto& n);
+  void gemm(const onnx::NodeProto& n, bool matmul);
+  void reshape(const onnx::NodeProto& n, bool flatten_op);
+  void pad(const onnx::NodeProto& n);
+  void clip(const onnx::NodeProto& n);
+  void sigmoid(const onnx::NodeProto& n);
+
+  // The single reader of tensor `t`, or null.
+  const onnx::NodeProto* only_reader(const std::string& t) const {
+    const auto it = readers_of_.find(t);
+    return it != readers_of_.end() && it->second.size() == 1 ? it->second[0] : nullptr;
+  }
+
+  std::string path_;
+  const OnnxImportOptions& options_;
+  const onnx::ModelProto& model_;
+  int64_t opset_ = 0;
+  std::optional<GraphBuilder> b_;
+  ParamStore params_;
+  std::map<std::string, OnnxTensor> constants_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, std::vector<const onnx::NodeProto*>> readers_of_;
+  std::set<const onnx::NodeProto*> skipped_; // folded into an earlier node (bias Add, SiLU Mul)
+  std::set<std::string> used_names_{"input"};
+  int last_layer_ = 0;
+};
+
+// Long on purpose: the dispatch table of every op the importer reads.
+void Importer::node(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
+  const std::string& op = n.op_type();
+  int outputs = 0;
+  for (const auto& o : n.output())
+    outputs += o.empty() ? 0 : 1;
+  const bool dropout = op == "Dropout";
+  if (outputs != 1 && !(dropout && n.output_size() >= 1))
+    refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));
+  if (op == "Constant")
+    return; // read up front
+  if (op == "Conv" || op == "ConvTranspose") {
+    conv(n, op == "ConvTranspose");
+  } else if (op == "BatchNormalization") {
+    batch_norm(n);
+  } else if (op == "Relu") {
+    expect_attributes(n, {});
+    emit(n, unary(OpKind::kRelu, tensor(n, 0).layer), tensor(n, 0).rank);
+  } else if (op == "LeakyRelu") {
+    expect_attributes(n, {"alpha"});
+    Layer l = unary(OpKind::kLeakyRelu, tensor(n, 0).layer);
+    l.leaky_slope = attr_float(n, "alpha", 0.01f);
+    emit(n, l, tensor(n, 0).rank);
+  } else if (op == "Sigmoid") {
+    sigmoid(n);
+  } else if (op == "Clip") {
+    clip(n);
+  } else if (op == "Add") {
+    elementwise(n, OpKind::kAdd);
+  } else if (op == "Mul") {
+    elementwise(n, OpKind::kMul);
+  } else if (op == "Concat") {
+    expect_attributes(n, {"axis"});
+    const Value first = tensor(n, 0);
+    const int64_t axis = attr_int(n, "axis", 1);
+    if (axis != 1 && axis != 1 - first.rank)
+      refuse(n, fmt::format("concatenates along axis {}; brickdl concatenates channels (axis 1)",
+                            axis));
+    Layer l;
+    l.op = OpKind::kConcat;
+    for (int i = 0; i < n.input_size(); ++i)
+      l.inputs.push_back(tensor(n, i).layer);
+    emit(n, l, first.rank);
+  } else if (op == "MaxPool" || op == "AveragePool") {
+    pool(n, op == "MaxPool");
+  } else if (op == "GlobalAveragePool") {
+    const Value x = tensor(n, 0);
+    spatial_rank_of(n, x);
+    emit(n, unary(OpKind::kGlobalAvgPool, x.layer), x.rank);
+  } else if (op == "Resize") {
+    resize(n);
+  } else if (op == "Gemm" || op == "MatMul") {
+    gemm(n, op == "MatMul");
+  } else if (op == "Flatten" || op == "Reshape") {
+    reshape(n, op == "Flatten");
+  } else if (op == "Identity" || dropout) {
+    if (dropout && n.input_size() > 2 && !n.input(2).empty()) {
+      const OnnxTensor* training = constant(n, 2, true);
+      if (!training->values.empty() && training->values[0] != 0)
+        refuse(n, "training_mode is on; brickdl runs inference");
+    }
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty() && readers_of_.count(n.output(i)))
+        refuse(n, "its mask output is read; brickdl removes Dropout at inference");
+    alias(n, value(n, 0).layer >= 0 ? tensor(n, 0) : value(n, 0));
+  } else if (op == "Pad") {
+    pad(n);
+  } else {
+    refuse(n, "op '" + op + "' is not supported");
+  }
+}
+
+void Importer::conv(const onnx::NodeProto& n, bool transposed) {
+  expect_attributes(
+      n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding"});
+  if (!transposed && attr(n, "output_padding"))
+    refuse(n, "attribute 'output_padding' is not supported");
+  const Value x = tensor(n, 0);
+  const int sp = spatial_rank_of(n, x);
+  const OnnxTensor& w = *constant(n, 1, true);
+  const OnnxTensor* bias = constant(n, 2, false);
+  const TensorShape in = b_->shape(x.layer);
+  if (static_cast<int>(w.dims.size()) != sp + 2)
+    refuse(n, fmt::format("weight '{}' has dims {}; expected rank {}", n.input(1), dims_str(w.dims),
+                          sp + 2));
+  const int64_t group = attr_int(n, "group", 1);
+  if (group < 1 || group > in.c)
+    refuse(n, fmt::format("group {} is out of range for {} input channels", group, in.c));
+  Layer l;
+  l.op = transposed ? OpKind::kConvTranspose : OpKind::kConv;
+  l.groups = static_cast<int>(group);
+  l.out_channels = transposed ? w.dims[1] * group : w.dims[0];
+  const int64_t w_in = transposed ? w.dims[0] : w.dims[1] * group;
+  if (w_in != in.c)
+    refuse(n, fmt::format("weight '{}' has dims {}, which needs {} input channels; the input has "
+                          "{}",
+                          n.input(1), dims_str(w.dims), w_in, in.c));
+  const std::vector<int64_t> kdims(w.dims.begin() + 2, w.dims.end());
+  const std::vector<int64_t> kattr = attr_ints(n, "kernel_shape");
+  if (!kattr.empty() && kattr != kdims)
+    refuse(n, fmt::format("kernel_shape {} does not match weight '{}' of dims {}", dims_str(kattr),
+                          n.input(1), dims_str(w.dims)));
+  l.window.kernel = triple(kdims, sp, 1);
+  l.window.stride = spatial_attr(n, "strides", sp, 1);
+  l.window.dilation = spatial_attr(n, "dilations", sp, 1);
+  if (transposed)
+    l.output_pad = spatial_attr(n, "output_padding", sp, 0);
+  if (transposed && attr_string(n, "auto_pad", "NOTSET") != "NOTSET")
+    refuse(n, "auto_pad on a ConvTranspose is not supported; give explicit pads");
+  if (transposed && attr(n, "output_shape"))
+    refuse(n, "output_shape is not supported; give pads and output_padding");
+  const Pads p = read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
+  l.window.pad = common(p);
+  l.bias = bias != nullptr;
+  if (bias && product(bias->dims) != l.out_channels)
+    refuse(n, fmt::format("bias '{}' has {} values for {} output channels", n.input(2),
+                          product(bias->dims), l.out_channels));
+  l.name = layer_name(n);
+  NamedParams& params = params_[l.name];
+  params.weight = w.values;
+  if (bias)
+    params.bias = bias->values;
+  int input = x.layer;
+  if (!transposed) {
+    input = pad_rest(n, input, x.rank, p, l.window.pad, 1, 0.0f, ".pad");
+    l.inputs = {input};
+    emit(n, l, x.rank);
+    return;
+  }
+  l.inputs = {input};
+  const std::string raw = "\x01" + l.name;
+  const int id = emit(n, l, x.rank, raw);
+  const int cropped = pad_rest(n, id, x.rank, p, l.window.pad, -1, 0.0f, ".crop");
+  values_[n.output(0)] = Value{cropped, x.rank, nullptr};
+}
+
+void Importer::batch_norm(const onnx::NodeProto& n) {
+  expect_attributes(n, {"epsilon", "momentum", "training_mode", "spatial"});
+  if (attr_int(n, "training_mode", 0) != 0)
+    refuse(n, "training_mode is on; brickdl runs inference");
+  const Value x = tensor(n, 0);
+  const int64_t c = b_->shape(x.layer).c;
+  std::vector<float> stats[4];
+  const char* names[4] = {"scale", "B", "mean", "var"};
+  for (int i = 0; i < 4; ++i) {
+    const OnnxTensor& t = *constant(n, i + 1, true);
+    if (static_cast<int64_t>(t.values.size()) != c)
+      refuse(n, fmt::format("{} '{}' has {} values for {} channels", names[i], n.input(i + 1),
+                            t.values.size(), c));
+    stats[i] = t.values;
+  }
+  Layer l = unary(OpKind::kBatchNorm, x.layer);
+  l.name = layer_name(n);
+  NamedParams& p = params_[l.name];
+  batch_norm_affine(stats[0], stats[1], stats[2], stats[3], attr_float(n, "epsilon", 1e-5f),
+                    &p.weight, &p.bias);
+  emit(n, l, x.rank);
+}
+
+void Importer::sigmoid(const onnx::NodeProto& n) {
+  expect_attributes(n, {});
+  const Value x = tensor(n, 0);
+  // SiLU: Mul(x, Sigmoid(x)), the sigmoid read by that Mul only.
+  const onnx::NodeProto* m = only_reader(n.output(0));
+  if (m && m->op_type() == "Mul" && m->input_size() == 2 && m->domain().empty()) {
+    const std::string& other = m->input(0) == n.output(0) ? m->input(1) : m->input(0);
+    if (other == n.input(0)) {
+      Layer l = unary(OpKind::kSilu, x.layer);
+      l.name = layer_name(*m);
+      emit(*m, l, x.rank);
+      skipped_.insert(m);
+      return;
+    }
+  }
+  emit(n, unary(OpKind::kSigmoid, x.layer), x.rank);
+}
+
+void Importer::clip(const onnx::NodeProto& n) {
+  expect_attributes(n, {"min", "max"});
+  const Value x = tensor(n, 0);
+  Layer l = unary(OpKind::kClip, x.layer);
+  l.clip_min = attr_float(n, "min", std::numeric_limits<float>::lowest());
+  l.clip_max = attr_float(n, "max", std::numeric_limits<float>::max());
+  for (int i = 1; i <= 2; ++i) {
+    const OnnxTensor* t = constant(n, i, false);
+    if (!t)
+      continue;
+    if (t->values.size() != 1)
+      refuse(n, fmt::format("{} must be a scalar", i == 1 ? "min" : "max"));
+    (i == 1 ? l.clip_min : l.clip_max) = t->values[0];
+  }
+  if (!(l.clip_min <= l.clip_max))
+    refuse(n, fmt::format("min {} exceeds max {}", l.clip_min, l.clip_max));
+  emit(n, l, x.rank);
+}
+
+void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
+  expect_attributes(n, {});
+  const Value a = value(n, 0);
+  const Value b = value(n, 1);
+  if (a.layer < 0 && b.layer < 0)
+    refuse(n, "both inputs are constants; brickdl needs one computed from the graph input");
+  if (a.layer >= 0 && b.layer >= 0) {
+    const TensorShape sa = b_->shape(a.layer), sb = b_->shape(b.layer);
+    if (!(sa == sb))
+      refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
+                    dims_str(onnx_dims(sb, b.rank)) + " must be equal (no broadcasting)");
+    Layer l;
+    l.op = op;
+    l.inputs = {a.layer, b.layer};
+    emit(n, l, a.rank);
+    return;
+  }
+  const Value x = a.layer >= 0 ? a : b;
+  const OnnxTensor& c = *(a.layer >= 0 ? b : a).constant;
+  affine_by_constant(n, x, c, op == OpKind::kMul);
+}
+
+// x·c or x + c for a constant c that is a scalar or one value per channel: a batch_norm
+// (scale c, shift 0; or scale 1, shift c).
+void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
+                                  bool mul) {
+  const TensorShape s = b_->shape(x.layer);
+  const int64_t count = product(c.dims);
+  // Per channel: dims (C, 1, ..., 1) aligned to the trailing axes, or (1, C, 1, ...).
+  bool per_channel = count == s.c && count > 1;
+  if (per_channel) {
+    const int lead = x.rank - static_cast<int>(c.dims.size()); // leading axes c lacks
+    for (size_t i = 0; i < c.dims.size(); ++i) {
+      const int axis = lead + static_cast<int>(i);
+      if (c.dims[i] != 1 && axis != 1)
+        per_channel = false;
+    }
+  }
+  if (count != 1 && !per_channel)
+    refuse(n, fmt::format("{} a constant of dims {}; brickdl takes a scalar or one value per "
+                          "channel ({} channels) here",
+                          mul ? "multiplies by" : "adds", dims_str(c.dims), s.c));
+  Layer l = unary(OpKind::kBatchNorm, x.layer);
+  l.name = layer_name(n);
+  NamedParams& p = params_[l.name];
+  const auto channels = static_cast<size_t>(s.c);
+  p.weight.assign(channels, 1.0f);
+  p.bias.assign(channels, 0.0f);
+  for (size_t ch = 0; ch < channels; ++ch)
+    (mul ? p.weight : p.bias)[ch] = c.values[count == 1 ? 0 : ch];
+  emit(n, l, x.rank);
+}
+
+void Importer::pool(const onnx::NodeProto& n, bool max) {
+  expect_attributes(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
+                        "pads", "strides", "storage_order"});
+  if (!max && attr(n, "dilations"))
+    refuse(n, "attribute 'dilations' is not supported on AveragePool");
+  if (attr_int(n, "storage_order", 0) != 0)
+    refuse(n, "storage_order 1 (column-major indices) is not supported");
+  const Value x = tensor(n, 0);
+  const int sp = spatial_rank_of(n, x);
+  const TensorShape in = b_->shape(x.layer);
+  Layer l = unary(max ? OpKind::kMaxPool : OpKind::kAvgPool, x.layer);
+  const std::vector<int64_t> k = attr_ints(n, "kernel_shape");
+  if (static_cast<int>(k.size()) != sp)
+    refuse(n, fmt::format("kernel_shape has {} values for {} spatial dims", k.size(), sp));
+  l.window.kernel = spatial_attr(n, "kernel_shape", sp, 1);
+  l.window.stride = spatial_attr(n, "strides", sp, 1);
+  l.window.dilation = spatial_attr(n, "dilations", sp, 1);
+  l.ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  l.count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+  const Pads p = read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
+  l.window.pad = common(p);
+  if (p.begin != p.end && !max && !l.count_include_pad)
+    refuse(n, "pads that differ at the two ends with count_include_pad 0 are not supported");
+  if (p.begin != p.end && l.ceil_mode)
+    refuse(n, "pads that differ at the two ends with ceil_mode are not supported");
+  l.name = layer_name(n);
+  const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, fill, ".pad")};
+  emit(n, l, x.rank);
+}
+
+void Importer::resize(const onnx::NodeProto& n) {
+  expect_attributes(n, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                        "extrapolation_value", "mode", "nearest_mode"});
+  const Value x = tensor(n, 0);
+  const int sp = spatial_rank_of(n, x);
+  const TensorShape in = b_->shape(x.layer);
+  const std::vector<int64_t> dims = onnx_dims(in, x.rank);
+  std::vector<double> scales;
+  if (const OnnxTensor* s = constant(n, 2, false); s && !s->values.empty()) {
+    for (float v : s->values)
+      scales.push_back(v);
+  } else if (const OnnxTensor* z = constant(n, 3, false)) {
+    for (size_t i = 0; i < z->values.size() && i < dims.size(); ++i)
+      scales.push_back(static_cast<double>(z->values[i]) / static_cast<double>(dims[i]));
+  }
+  if (scales.size() != dims.size())
+    refuse(n, "needs constant scales or sizes, one per axis");
+  const double r = scales.back();
+  const auto scale = static_cast<int>(std::lround(r));
+  bool ok = scales[0] == 1.0 && scales[1] == 1.0 && scale >= 1 && r == scale;
+  for (int a = 0; a < sp; ++a)
+    ok = ok && scales[static_cast<size_t>(2 + a)] == r;
+  if (!ok)
+    refuse(n, fmt::format("scales [{}] are not one integer factor on every spatial axis (and 1 "
+                          "on N and C)",
+                          fmt::join(scales, ", ")));
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
+  Layer l = unary(OpKind::kUpsample, x.layer);
+  l.upsample_scale = scale;
+  if (mode == "nearest") {
+    // With an integer factor, floor(dst / r) is what asymmetric + floor computes, and what the
+    // half-pixel modes give when rounding (the source is never at a half).
+    const bool half = coord == "half_pixel" || coord == "pytorch_half_pixel";
+    const bool round = nearest == "round_prefer_floor" || nearest == "round_prefer_ceil";
+    if (!((coord == "asymmetric" && nearest == "floor") || (half && round)))
+      refuse(n, "nearest resize with coordinate_transformation_mode '" + coord +
+                    "' and nearest_mode '" + nearest +
+                    "' is not supported (asymmetric + floor, or half_pixel + round_prefer_*)");
+  } else if (mode == "linear") {
+    if (coord != "half_pixel" && coord != "pytorch_half_pixel")
+      refuse(n, "linear resize with coordinate_transformation_mode '" + coord +
+                    "' is not supported (half_pixel, pytorch_half_pixel)");
+    l.bilinear = true;
+  } else {
+    refuse(n, "mode '" + mode + "' is not supported (nearest, linear)");
+  }
+  if (sp == 1 && scale != 1)
+    refuse(n, "a 1-D resize is not supported");
+  emit(n, l, x.rank);
+}
+
+void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
+  if (!matmul)
+    expect_attributes(n, {"alpha", "beta", "transA", "transB"});
+  const Value x = tensor(n, 0);
+  if (x.rank != 2)
+    refuse(n, fmt::format("input '{}' has rank {}; brickdl's linear layer reads a flat (N, C) "
+                          "tensor",
+                          n.input(0), x.rank));
+  const int64_t in = b_->shape(x.layer).c;
+  const OnnxTensor& w = *constant(n, 1, true);
+  if (!matmul && attr_int(n, "transA", 0) != 0)
+    refuse(n, "transA 1 is not supported");
+  const bool trans_b = !matmul && attr_int(n, "transB", 0) != 0;
+  if (w.dims.size() != 2 || w.dims[trans_b ? 1 : 0] != in)
+    refuse(n, fmt::format("weight '{}' of dims {} does not fit {} input features", n.input(1),
+                          dims_str(w.dims), in));
+  const int64_t out = w.dims[trans_b ? 0 : 1];
+  Layer l = unary(OpKind::kLinear, x.layer);
+  l.out_channels = out;
+  l.name = layer_name(n);
+  NamedParams& p = params_[l.name];
+  const float alpha = matmul ? 1.0f : attr_float(n, "alpha", 1.0f);
+  const float beta = matmul ? 1.0f : attr_float(n, "beta", 1.0f);
+  p.weight.resize(w.values.size());
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      p.weight[static_cast<size_t>(o * in + i)] =
+          alpha * w.values[static_cast<size_t>(trans_b ? o * in + i : i * out + o)];
+  const OnnxTensor* c = matmul ? nullptr : constant(n, 2, false);
+  std::string output = n.output(0);
+  // MatMul followed by Add of a constant [out] (its only reader): the bias.
+  if (const onnx::NodeProto* add = only_reader(n.output(0));
+      matmul && add && add->op_type() == "Add" && add->domain().empty()) {
+    const std::string& other = add->input(0) == n.output(0) ? add->input(1) : add->input(0);
+    if (const auto it = constants_.find(other);
+        it != constants_.end() && static_cast<int64_t>(it->second.values.size()) == out) {
+      c = &it->second;
+      skipped_.insert(add);
+      output = add->output(0);
+    }
+  }
+  if (c) {
+    const int64_t count = product(c->dims);
+    if (count != out && count != 1)
+      refuse(n, fmt::format("bias of dims {} does not fit {} outputs", dims_str(c->dims), out));
+    l.bias = true;
+    p.bias.resize(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o)
+      p.bias[static_cast<size_t>(o)] = beta * c->values[static_cast<size_t>(count == 1 ? 0 : o)];
+  }
+  emit(n, l, 2, output);
+}
+
+void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
+  const Value x = tensor(n, 0);
+  const TensorShape s = b_->shape(x.layer);
+  if (flatten_op) {
+    expect_attributes(n, {"axis"});
+    const int64_t axis = attr_int(n, "axis", 1);
+    if (axis != 1 && axis != 1 - x.rank)
+      refuse(n, fmt::format("flattens from axis {}; brickdl flattens to (N, C·spatial) (axis 1)",
+                            axis));
+  } else {
+    expect_attributes(n, {"allowzero"});
+    const OnnxTensor& shape = *constant(n, 1, true);
+    std::vector<int64_t> target(shape.values.begin(), shape.values.end());
+    const std::vector<int64_t> dims = onnx_dims(s, x.rank);
+    if (target == dims) {
+      alias(n, x);
+      return;
+    }
+    const int64_t features = s.c * s.spatial();
+    const bool flat = target.size() == 2 && (target[0] == s.n || target[0] == 0) &&
+                      (target[1] == -1 || target[1] == features);
+    if (!flat)
+      refuse(n, fmt::format("reshapes {} to {}; brickdl reshapes only to (N, C·spatial)",
+                            dims_str(dims), dims_str(target)));
+  }
+  if (x.rank == 2) {
+    alias(n, x);
+    return;
+  }
+  emit(n, unary(OpKind::kFlatten, x.layer), 2);
+}
+
+void Importer::pad(const onnx::NodeProto& n) {
+  expect_attributes(n, {"mode"});
+  const std::string mode = attr_string(n, "mode", "constant");
+  if (mode != "constant")
+    refuse(n, "mode '" + mode + "' is not supported (constant)");
+  const Value x = tensor(n, 0);
+  const int sp = spatial_rank_of(n, x);
+  const OnnxTensor& pads = *constant(n, 1, true);
+  const auto r = static_cast<size_t>(x.rank);
+  if (pads.values.size() != 2 * r)
+    refuse(n, fmt::format("pads has {} values for rank {}", pads.values.size(), r));
+  if (pads.values[0] != 0 || pads.values[1] != 0 || pads.values[r] != 0 || pads.values[r + 1] != 0)
+    refuse(n, "pads the batch or channel axis; brickdl pads spatial axes only");
+  Layer l = unary(OpKind::kPad, x.layer);
+  const std::vector<int64_t> v(pads.values.begin(), pads.values.end());
+  const auto half = static_cast<std::ptrdiff_t>(r);
+  l.pad_begin = triple(std::vector<int64_t>(v.begin() + 2, v.begin() + half), sp, 0);
+  l.pad_end = triple(std::vector<int64_t>(v.begin() + half + 2, v.end()), sp, 0);
+  if (const OnnxTensor* value = constant(n, 2, false); value && !value->values.empty())
+    l.pad_value = value->values[0];
+  emit(n, l, x.rank);
+}
+
+} // namespace
+
+OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  const std::string bytes = read_file(path);
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph())
+    throw UserError(path + ": not an ONNX model (the file does not parse as an ONNX ModelProto; "
+                           "is it truncated?)");
+  return Importer(path, options, model).run();
+}
+
+} // namespace brickdl

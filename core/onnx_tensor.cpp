@@ -1,0 +1,122 @@
+// TensorProto reading and writing for the ONNX importer, exporter and node tests.
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/detail/onnx_proto.h"
+#include "core/error.h"
+
+namespace brickdl {
+
+namespace onnx_detail {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw UserError(path + ": cannot open the file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+namespace {
+
+template <typename T>
+void from_raw(const std::string& raw, size_t count, const std::string& where,
+              std::vector<float>* out) {
+  if (raw.size() != count * sizeof(T))
+    throw UserError(fmt::format("{}: raw data of {} bytes for {} values of {} bytes", where,
+                                raw.size(), count, sizeof(T)));
+  out->resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    (*out)[i] = static_cast<float>(v);
+  }
+}
+
+template <typename Field> void from_typed(const Field& f, std::vector<float>* out) {
+  out->reserve(static_cast<size_t>(f.size()));
+  for (const auto v : f)
+    out->push_back(static_cast<float>(v));
+}
+
+} // namespace
+
+OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw UserError(where + ": external data is not supported (save the model with its "
+                            "weights inside the file)");
+  OnnxTensor out;
+  int64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
+      throw UserError(
+          fmt::format("{}: dims [{}] are out of range", where, fmt::join(t.dims(), ", ")));
+    out.dims.push_back(d);
+    count *= d;
+  }
+  const auto n = static_cast<size_t>(count);
+  const bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    raw ? from_raw<float>(t.raw_data(), n, where, &out.values)
+        : from_typed(t.float_data(), &out.values);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    raw ? from_raw<double>(t.raw_data(), n, where, &out.values)
+        : from_typed(t.double_data(), &out.values);
+    break;
+  case onnx::TensorProto::INT32:
+    raw ? from_raw<int32_t>(t.raw_data(), n, where, &out.values)
+        : from_typed(t.int32_data(), &out.values);
+    break;
+  case onnx::TensorProto::INT64:
+    raw ? from_raw<int64_t>(t.raw_data(), n, where, &out.values)
+        : from_typed(t.int64_data(), &out.values);
+    break;
+  default:
+    throw UserError(fmt::format(
+        "{}: element type {} is not supported (float, double, int32, "
+        "int64)",
+        where,
+        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type()))));
+  }
+  if (out.values.size() != n)
+    throw UserError(fmt::format("{}: {} values for dims [{}] ({} values)", where, out.values.size(),
+                                fmt::join(out.dims, ", "), n));
+  return out;
+}
+
+onnx::TensorProto tensor_to_proto(const std::string& name, const std::vector<int64_t>& dims,
+                                  const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims)
+    t.add_dims(d);
+  t.set_raw_data(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return t;
+}
+
+} // namespace onnx_detail
+
+OnnxTensor read_onnx_tensor(const std::string& path) {
+  const std::string bytes = onnx_detail::read_file(path);
+  onnx::TensorProto t;
+  if (!t.ParseFromString(bytes))
+    throw UserError(path + ": not a serialized ONNX TensorProto");
+  return onnx_detail::tensor_from_proto(t, path);
+}
+
+void write_onnx_tensor(const std::string& path, const OnnxTensor& t, const std::string& name) {
+  const onnx::TensorProto p = onnx_detail::tensor_to_proto(name, t.dims, t.values);
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !p.SerializeToOstream(&f))
+    throw UserError(path + ": cannot write the tensor");
+}
+
+} // namespace brickdl
