@@ -4,6 +4,9 @@
 //
 //   brickdl-run --model resnet50 --batch 2 --seed 7 --out run/
 //   brickdl-run --model micro_graphsize --input-size 48,48,48 --plan plan.json --out run/
+//   brickdl-run --model model.onnx --out run/          (an ONNX model with its own weights)
+//   brickdl-run --model experiments/minimal.yaml --out run/   (an experiment's model)
+//   brickdl-run --model resnet50 --export-onnx resnet50.onnx  (the graph and its weights)
 //
 // Output folder:
 //   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32
@@ -30,7 +33,9 @@
 
 #include "apps/run_tool.h"
 #include "core/error.h"
+#include "core/experiment.h"
 #include "core/graph.h"
+#include "core/onnx.h"
 #include "core/zoo.h"
 #include "kernels/npy.h"
 #include "kernels/plan_executor.h"
@@ -47,7 +52,7 @@ using namespace brickdl::kernels;
 
 struct Options {
   std::string model;
-  int batch = 1;
+  int batch = 0; // 0: the model's (an ONNX file's own, an experiment's, or 1 for the zoo)
   std::vector<int64_t> input_size;
   int64_t input_channels = 0;
   uint64_t seed = 1;
@@ -56,7 +61,37 @@ struct Options {
   std::string out_dir;
   int threads = 0;
   bool check = false;
+  std::string export_onnx;
 };
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The unfused graph of --model: an ONNX file, an experiment file's model or a zoo model.
+Graph model_graph(const Options& o) {
+  if (ends_with(o.model, ".onnx")) {
+    if (o.input_channels > 0)
+      throw UserError("--input-channels cannot change an ONNX model's weights");
+    OnnxImportOptions io;
+    io.batch = o.batch;
+    io.input_size = o.input_size;
+    return import_onnx(o.model, io).graph;
+  }
+  if (ends_with(o.model, ".yaml") || ends_with(o.model, ".yml")) {
+    if (o.batch > 0 || !o.input_size.empty() || o.input_channels > 0)
+      throw UserError("--batch, --input-size and --input-channels do not apply to an experiment "
+                      "file (" +
+                      o.model + "): it sets them itself");
+    return load_experiment(o.model).graph;
+  }
+  ZooOptions zo;
+  zo.batch = o.batch > 0 ? o.batch : 1;
+  zo.input_size = o.input_size;
+  zo.input_channels = o.input_channels;
+  return build_zoo_model(o.model, zo);
+}
 
 // Layer names become file names: keep them readable, but never let them leave the folder.
 std::string file_stem(const std::string& name) {
@@ -78,7 +113,9 @@ std::vector<int64_t> param_shape(const Graph& g, const Layer& l, bool weight) {
     return {outs, in.c * in.spatial()};
   }
   const TensorShape& in = g.layer(l.inputs[0]).out;
-  std::vector<int64_t> s = {outs, in.c / l.groups};
+  std::vector<int64_t> s = l.op == OpKind::kConvTranspose
+                               ? std::vector<int64_t>{in.c, outs / l.groups}
+                               : std::vector<int64_t>{outs, in.c / l.groups};
   if (in.spatial_rank == 3)
     s.push_back(l.window.kernel[0]);
   s.push_back(l.window.kernel[1]);
@@ -98,18 +135,14 @@ struct Loaded {
   ModelWeights weights;
 };
 
-Loaded load(const Options& o) {
-  ZooOptions zo;
-  zo.batch = o.batch;
-  zo.input_size = o.input_size;
-  zo.input_channels = o.input_channels;
-  Loaded in{fuse_for_inference(build_zoo_model(o.model, zo)), {}, {}, {}};
+Loaded load(const Options& o, const Graph& unfused) {
+  Loaded in{fuse_for_inference(unfused), {}, {}, {}};
   in.input = o.input_file.empty() ? random_tensor(in.graph.input_shape(), o.seed, 0)
                                   : read_npy_tensor(o.input_file, in.graph.input_shape());
   if (!o.plan_file.empty())
     in.plan = load_plan_json(o.plan_file, in.graph);
   validate_plan(in.graph, in.plan);
-  in.weights = make_weights(in.graph, o.seed);
+  in.weights = model_weights(in.graph, o.seed);
   return in;
 }
 
@@ -148,7 +181,8 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& 
   manifest["model"] = o.model;
   manifest["graph"] = graph.name();
   manifest["seed"] = o.seed;
-  manifest["batch"] = o.batch;
+  manifest["batch"] = graph.batch();
+  manifest["weights_source"] = graph.params() ? "the model file" : "random, from the seed";
   manifest["input"] = {{"file", "input.npy"},
                        {"shape", shape_json(graph.input_shape())},
                        {"source", o.input_file.empty() ? "random uniform [-1, 1)" : o.input_file}};
@@ -248,7 +282,16 @@ void write_manifest(const Options& o, const nlohmann::json& manifest) {
 }
 
 int run(const Options& o) {
-  const Loaded in = load(o);
+  const Graph unfused = model_graph(o);
+  if (!o.export_onnx.empty()) {
+    export_onnx(unfused, unfused_params(fuse_for_inference(unfused), o.seed), o.export_onnx);
+    std::cout << "brickdl-run: wrote " << unfused.name() << " (" << unfused.size() - 1
+              << " layers, " << unfused.total_params() << " parameters) to " << o.export_onnx
+              << "\n";
+    if (o.out_dir.empty())
+      return 0;
+  }
+  const Loaded in = load(o, unfused);
   const Executed ex = execute(in, o);
   nlohmann::json manifest = run_manifest(o, in, ex);
   const int status = o.check ? check(in, ex.result.output, manifest) : 0;
@@ -266,9 +309,13 @@ int main(int argc, char** argv) {
   CLI::App app{"brickdl-run: execute a model or a plan on the CPU and write inputs, weights and "
                "outputs as .npy files"};
   Options o;
-  app.add_option("--model", o.model, "zoo model name (" + join_names(zoo_names()) + ")")
+  app.add_option("--model", o.model,
+                 "zoo model name (" + join_names(zoo_names()) +
+                     "), an ONNX file (.onnx, run with its own weights) or an experiment file "
+                     "(.yaml, its model)")
       ->required();
-  app.add_option("--batch", o.batch, "batch size")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--batch", o.batch, "batch size (default: the ONNX file's, else 1)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--input-size", o.input_size, "input extents: H,W or D,H,W")->delimiter(',');
   app.add_option("--input-channels", o.input_channels, "input channels (default: the model's)");
   app.add_option("--seed", o.seed, "seed of the random input and weights");
@@ -281,9 +328,15 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));
   app.add_flag("--check", o.check, "also run the layer-by-layer reference and report the error");
-  app.add_option("--out", o.out_dir, "output folder")->required();
+  app.add_option("--out", o.out_dir, "output folder (required unless only exporting)");
+  app.add_option("--export-onnx", o.export_onnx,
+                 "write the model (unfused, with the weights a run uses) as an ONNX file");
   app.footer(
       "Weights are those of the fused graph as executed: batch-norm folded into the preceding "
       "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.");
-  return run_tool("brickdl-run", app, argc, argv, [&] { return run(o); });
+  return run_tool("brickdl-run", app, argc, argv, [&] {
+    if (o.out_dir.empty() && o.export_onnx.empty())
+      throw UserError("--out is required (or --export-onnx FILE to only export the model)");
+    return run(o);
+  });
 }

@@ -2,17 +2,21 @@
 // candidates, the re-planned result — into a tuning database, and writes plan.json and
 // report.txt into the experiment's output folder.
 //
+//   brickdl-tune MODEL.onnx [--batch N] [--target GPU] ...   (an experiment with defaults)
 //   brickdl-tune EXPERIMENT.yaml [--describe] [--backend B] [--db PATH] [--out DIR] [--fresh]
 //                [--top-k K] [--searcher S] [--max-group-len L] [--use-other-targets]
 //                [--quiet] [--progress]
 //
 // Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "apps/run_tool.h"
 #include "core/describe.h"
@@ -35,7 +39,8 @@ struct Args {
   std::string experiment;
   bool describe = false;
   std::optional<std::string> backend, db, out, searcher;
-  std::optional<int> top_k, max_group_len;
+  std::optional<int> top_k, max_group_len, batch;
+  std::optional<std::string> target;
   bool fresh = false, use_other_targets = false, quiet = false, progress = false;
 };
 
@@ -51,9 +56,29 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
   }
 }
 
+bool is_onnx(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+// `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (or --target),
+// the file's batch (or --batch), every other key at its default; named after the file.
+ExperimentConfig onnx_experiment(const Args& a) {
+  const std::string stem = std::filesystem::path(a.experiment).stem().string();
+  std::string yaml = fmt::format("name: {}\nmodel: {}\ntarget: {}\n", nlohmann::json(stem).dump(),
+                                 nlohmann::json(a.experiment).dump(),
+                                 nlohmann::json(a.target.value_or("H200")).dump());
+  if (a.batch)
+    yaml += fmt::format("batch: {}\n", *a.batch);
+  return parse_experiment(yaml, "the command line");
+}
+
 // The experiment with the command line's overrides; the registries' names checked.
 ExperimentConfig load(const Args& a) {
-  ExperimentConfig exp = load_experiment(a.experiment);
+  if ((a.batch || a.target) && !is_onnx(a.experiment))
+    throw UserError("--batch and --target apply to an ONNX model (brickdl-tune MODEL.onnx); the "
+                    "experiment file " +
+                    a.experiment + " sets them itself");
+  ExperimentConfig exp = is_onnx(a.experiment) ? onnx_experiment(a) : load_experiment(a.experiment);
   const auto from_command_line = [](const char* flag) {
     return SourceLocation{"the command line", 0, 0, flag};
   };
@@ -144,7 +169,12 @@ int main(int argc, char** argv) {
 
   Args a;
   CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for one experiment"};
-  app.add_option("experiment", a.experiment, "experiment YAML file")->required();
+  app.add_option("experiment", a.experiment,
+                 "experiment YAML file, or an ONNX model (.onnx) tuned with the defaults")
+      ->required();
+  app.add_option("--batch", a.batch, "with MODEL.onnx: the batch (default: the file's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--target", a.target, "with MODEL.onnx: the GPU spec (default: H200)");
   app.add_flag("--describe", a.describe,
                "print the experiment, its graph and the model's layer report, then exit");
   // Names are checked against the registries with the experiment's (search::check_names).

@@ -8,6 +8,7 @@
 
 #include "core/detail/yaml_reader.h"
 #include "core/error.h"
+#include "core/onnx.h"
 #include "core/yaml_graph.h"
 #include "core/zoo.h"
 
@@ -323,13 +324,51 @@ Graph build_zoo_graph(const YamlValue& m, const std::string& name, const Experim
   return build_zoo_model(name, o);
 }
 
+bool is_onnx_path(const YamlValue& m) {
+  if (!m.is_scalar())
+    return false;
+  const std::string s = m.as_string();
+  return s.size() > 5 && s.compare(s.size() - 5, 5, ".onnx") == 0;
+}
+
+// `model: path.onnx`, relative to the experiment file. The file's batch and input size unless
+// the experiment gives them (a dynamic one must be given); its channels are the model's own.
+void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig* cfg) {
+  const std::string given = m.as_string();
+  std::filesystem::path path(given);
+  if (path.is_relative() && !cfg->file.empty())
+    path = std::filesystem::path(cfg->file).parent_path() / path;
+  OnnxImportOptions o;
+  o.name = cfg->name.empty() ? path.stem().string() : cfg->name;
+  o.batch = root.has("batch") ? cfg->batch : 0;
+  o.input_size = cfg->input_size;
+  o.dtype = cfg->precision;
+  cfg->model = given;
+  try {
+    OnnxModel model = import_onnx(path.string(), o);
+    cfg->graph = std::move(model.graph);
+  } catch (const UserError& e) {
+    throw UserError(m.where(), "model " + given + ": " + e.bare_message());
+  }
+  cfg->batch = cfg->graph.batch();
+  if (cfg->input_channels > 0 && cfg->input_channels != cfg->graph.input_shape().c)
+    root.get("input_channels")
+        .fail(fmt::format("model {} takes {} input channels; input_channels cannot change an "
+                          "ONNX model's weights",
+                          given, cfg->graph.input_shape().c));
+}
+
 // Builds the graph of `model:`; every error carries the position of the model (or, for a
 // rank mismatch, of input_size).
 void read_model(const YamlValue& root, ExperimentConfig* cfg) {
   const YamlValue m = root.require("model", "a zoo model name (" + join_names(model_names()) +
-                                                ") or an inline graph");
+                                                "), an ONNX file (path.onnx) or an inline graph");
   if (m.is_map() && !m.has("zoo")) {
     read_inline_graph(m, cfg);
+    return;
+  }
+  if (is_onnx_path(m)) {
+    read_onnx_model(root, m, cfg);
     return;
   }
   const std::string name = zoo_model_name(m);

@@ -11,7 +11,9 @@
 //
 // The keys (experiments/*.yaml are worked examples):
 //   name            default: the file's stem
-//   model           a zoo name (core/zoo.h); or {zoo: NAME, num_classes: N}; or
+//   model           a zoo name (core/zoo.h); or an ONNX file, `path.onnx`, relative to the
+//                   experiment file (core/onnx.h: batch and input_size default to the
+//                   file's, and a dynamic one must be given); or {zoo: NAME, num_classes: N}; or
 //                   {zoo: conv_chain, depth, channels, kernel, image, dims (2|3), stride,
 //                   dilation, batch_norm, relu}; or an inline graph {input, layers}
 //                   (core/yaml_graph.h)
@@ -92,7 +94,7 @@ struct ExperimentConfig {
   std::string name; // defaults to the file's stem
 
   // Model: a zoo name (with optional parameters) or an inline graph.
-  std::string model; // zoo name, or "custom" for an inline graph
+  std::string model; // zoo name, "custom" for an inline graph, or the ONNX path as given
   Graph graph;       // built at load time (unfused; the search fuses)
   int batch = 1;
   std::vector<int64_t> input_size; // optional override: [H, W] or [D, H, W]

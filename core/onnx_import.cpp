@@ -232,10 +232,15 @@ private:
         if (!i.empty())
           stack.push_back(i);
     }
+    // Ready nodes leave in file order, so a file already in topological order keeps its order
+    // (merged groups are ranges of it).
     std::map<const onnx::NodeProto*, int> waiting;
     std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
-    std::vector<const onnx::NodeProto*> ready, order;
+    std::map<const onnx::NodeProto*, int> index;
+    std::set<std::pair<int, const onnx::NodeProto*>> ready;
+    std::vector<const onnx::NodeProto*> order;
     for (const auto& n : g.node()) {
+      index[&n] = static_cast<int>(index.size());
       if (!live.count(&n))
         continue;
       int deps = 0;
@@ -247,16 +252,16 @@ private:
       }
       waiting[&n] = deps;
       if (deps == 0)
-        ready.push_back(&n);
+        ready.emplace(index[&n], &n);
     }
     while (!ready.empty()) {
-      const onnx::NodeProto* n = ready.front();
+      const onnx::NodeProto* n = ready.begin()->second;
       ready.erase(ready.begin());
       order.push_back(n);
       for (const auto& o : n->output())
         for (const onnx::NodeProto* r : readers[o])
           if (--waiting[r] == 0)
-            ready.push_back(r);
+            ready.emplace(index[r], r);
     }
     if (order.size() != live.size())
       for (const auto& [n, deps] : waiting)

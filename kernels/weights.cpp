@@ -241,6 +241,24 @@ ModelWeights model_weights(const Graph& graph, uint64_t seed) {
   return ModelWeights(std::move(layers));
 }
 
+ParamStore unfused_params(const Graph& fused, uint64_t seed) {
+  if (fused.params())
+    return *fused.params();
+  ParamStore store;
+  for (int id = 1; id < fused.size(); ++id) {
+    const Layer& l = fused.layer(id);
+    RawLayerWeights r = random_raw_weights(fused, id, seed);
+    if (r.raw.empty())
+      continue;
+    if (l.bn_folded) {
+      BRICKDL_CHECK(!l.fused_from.empty(), "layer " << l.name << " folds no batch-norm");
+      store[l.fused_from.front()] = NamedParams{std::move(r.bn_scale), std::move(r.bn_shift)};
+    }
+    store[l.name] = NamedParams{std::move(r.raw.weight), std::move(r.raw.bias)};
+  }
+  return store;
+}
+
 Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream) {
   Tensor t(shape);
   Rng rng(mix64(seed ^ mix64(stream + 0x5851f42d4c957f2dULL)));

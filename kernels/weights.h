@@ -76,6 +76,12 @@ ModelWeights make_weights(const Graph& graph, uint64_t seed, int first = 1, int 
 // Throws UserError when a layer's imported parameters are missing or the wrong size.
 ModelWeights model_weights(const Graph& graph, uint64_t seed);
 
+// The parameters of the unfused layers behind `fused` (a fuse_for_inference result) in the
+// form Graph::params holds them: what an ONNX export writes so that model_weights of the
+// re-imported model equals model_weights(fused, seed) bit for bit. A graph's own parameters
+// when it carries them; else the seeded random ones (a folded batch-norm under its own name).
+ParamStore unfused_params(const Graph& fused, uint64_t seed);
+
 // A tensor of `shape` with values uniform in [−1, 1), from `seed` and `stream`.
 Tensor random_tensor(const TensorShape& shape, uint64_t seed, uint64_t stream = 0);
 
