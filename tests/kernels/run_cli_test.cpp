@@ -91,6 +91,36 @@ TEST_F(RunCli, WritesInputsWeightsOutputsThatReproduceTheModel) {
   EXPECT_EQ(read_npy(path("again/input.npy")).data, read_npy(path("run/input.npy")).data);
 }
 
+// Regression: brickdl-run ran zoo names only, so an inline-graph experiment's plan could not
+// be run and checked ("unknown model").
+TEST_F(RunCli, RunsTheModelOfAnExperimentFile) {
+  std::ofstream(path("exp.yaml")) << "model:\n"
+                                     "  input: {channels: 2, size: [6, 6]}\n"
+                                     "  layers:\n"
+                                     "    - {op: conv, name: c1, out_channels: 3, kernel: 3, "
+                                     "padding: 1}\n"
+                                     "    - {op: sigmoid, name: s1}\n"
+                                     "    - {op: conv_transpose, name: up, out_channels: 2, "
+                                     "kernel: 3, stride: 2, padding: 1, output_padding: 1}\n"
+                                     "batch: 2\n"
+                                     "target: H200\n";
+  std::ofstream(path("plan.json")) << R"([{"first": 1, "last": 2, "strategy": "padded",
+                                           "brick": [1, 4, 4]}])";
+  ASSERT_EQ(run("--model " + path("exp.yaml") + " --plan " + path("plan.json") + " --out " +
+                path("run") + " --check"),
+            0)
+      << read("err.txt");
+  EXPECT_EQ(read_npy(path("run/output.npy")).shape, (std::vector<int64_t>{2, 2, 12, 12}));
+  const nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
+  EXPECT_EQ(m.at("batch"), 2);
+  EXPECT_EQ(m.at("layers").at(3).at("op"), "conv_transpose");
+  EXPECT_EQ(read_npy(path("run/" + m.at("layers").at(3).at("weight").get<std::string>())).shape,
+            (std::vector<int64_t>{3, 2, 3, 3})); // (Cin, Cout/groups, kh, kw)
+  // An experiment sets its own batch and size.
+  EXPECT_EQ(run("--model " + path("exp.yaml") + " --batch 4 --out " + path("run2")), 2);
+  EXPECT_NE(read("err.txt").find("experiment file"), std::string::npos) << read("err.txt");
+}
+
 // Regression: manifest.json had bricks_computed 0 for every plan and no per-group counters.
 TEST_F(RunCli, ManifestListsEachPlanGroupWithItsCounters) {
   std::ofstream(path("plan.json"))
