@@ -14,7 +14,9 @@
 // must be refused cleanly (neither accepted nor failing otherwise).
 //
 // BRICKDL_ONNX_NODE_TESTS overrides the data folder (default: Debian's); without it the test
-// skips. BRICKDL_ONNX_TABLE=path also writes the summary table to that file.
+// skips. The summary table (per op: tests, passed, refused, failed) goes to stdout;
+// BRICKDL_ONNX_TABLE=path also writes it to that file, BRICKDL_ONNX_VERBOSE=1 prints every
+// test's outcome and message.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -239,25 +241,28 @@ std::string expected_refusals_path() {
   return std::string(BRICKDL_SOURCE_DIR) + "/tests/onnx/expected_refusals.txt";
 }
 
-// The summary: one row per op of the supported tests, one for every other op together, and
-// the totals.
+// The summary: one row per op of the supported tests and their subtotal, one row for every
+// other op together, and the totals.
 std::string table(const std::vector<Result>& results) {
   struct Row {
     int tests = 0, passed = 0, refused = 0, failed = 0;
+    void add(Outcome o) {
+      ++tests;
+      passed += o == Outcome::kPassed;
+      refused += o == Outcome::kRefused;
+      failed += o == Outcome::kFailed;
+    }
   };
   std::map<std::string, Row> rows;
-  Row other, total;
+  Row mapped, other, total;
   std::set<std::string> other_ops;
   for (const Result& r : results) {
-    Row& row = r.supported ? rows[r.op] : other;
-    if (!r.supported)
+    (r.supported ? rows[r.op] : other).add(r.outcome);
+    if (r.supported)
+      mapped.add(r.outcome);
+    else
       other_ops.insert(r.op);
-    for (Row* x : {&row, &total}) {
-      ++x->tests;
-      x->passed += r.outcome == Outcome::kPassed;
-      x->refused += r.outcome == Outcome::kRefused;
-      x->failed += r.outcome == Outcome::kFailed;
-    }
+    total.add(r.outcome);
   }
   std::ostringstream os;
   const auto line = [&](const std::string& op, const auto& tests, const auto& passed,
@@ -270,12 +275,49 @@ std::string table(const std::vector<Result>& results) {
   line("op", "tests", "passed", "refused", "failed");
   for (const auto& [op, x] : rows)
     row(op, x);
+  row(fmt::format("mapped ops ({})", rows.size()), mapped);
   row(fmt::format("other ops ({} kinds)", other_ops.size()), other);
   row("total", total);
   return os.str();
 }
 
-// The four checks over every test, each with its own message, then the table.
+// One test's result against the expected refusals: a test failure when it breaks a rule.
+void check(const Result& r, const std::map<std::string, std::string>& expected) {
+  const bool listed = expected.count(r.test) > 0;
+  if (!r.supported) {
+    EXPECT_EQ(r.outcome, Outcome::kRefused)
+        << r.test << " (" << r.op << ", not supported) is not refused cleanly: " << r.detail;
+    EXPECT_FALSE(listed) << r.test << " (" << r.op
+                         << ") is not a test of a supported op; remove it from the file";
+  } else if (r.outcome == Outcome::kFailed) {
+    ADD_FAILURE() << r.test << " (" << r.op << ") FAILED: " << r.detail;
+  } else if (r.outcome == Outcome::kRefused && !listed) {
+    ADD_FAILURE() << r.test << " (" << r.op << ") is refused but not in "
+                  << expected_refusals_path() << ": " << r.detail;
+  } else if (r.outcome == Outcome::kPassed && listed) {
+    ADD_FAILURE() << r.test << " (" << r.op << ") passes but is listed as refused ("
+                  << expected.at(r.test) << "): remove the stale entry";
+  }
+}
+
+void report(const std::string& root, const std::vector<Result>& results) {
+  const std::string t = table(results);
+  std::cout << "ONNX node tests in " << root << "\n" << t;
+  if (const char* out = std::getenv("BRICKDL_ONNX_TABLE"); out && *out) {
+    std::ofstream f(out);
+    f << t;
+    EXPECT_TRUE(f.good()) << "cannot write the table to " << out;
+  }
+  if (const char* v = std::getenv("BRICKDL_ONNX_VERBOSE"); v && *v)
+    for (const Result& r : results)
+      std::cout << r.test << " [" << r.op << "] "
+                << (r.outcome == Outcome::kPassed    ? "passed"
+                    : r.outcome == Outcome::kRefused ? "refused"
+                                                     : "FAILED")
+                << (r.detail.empty() ? "" : ": " + r.detail) << "\n";
+}
+
+// Every test of the data folder: the four checks, then the table.
 TEST(OnnxNodeTests, ImportAndReferenceMatchOnnx) {
   const std::string root = data_dir();
   if (!fs::is_directory(root))
@@ -293,40 +335,13 @@ TEST(OnnxNodeTests, ImportAndReferenceMatchOnnx) {
   std::set<std::string> seen;
   for (const fs::path& d : dirs) {
     results.push_back(run_test(d));
-    const Result& r = results.back();
-    seen.insert(r.test);
-    const bool listed = expected.count(r.test) > 0;
-    if (!r.supported) {
-      EXPECT_EQ(r.outcome, Outcome::kRefused)
-          << r.test << " (" << r.op << ", not supported) is not refused cleanly: " << r.detail;
-      EXPECT_FALSE(listed) << r.test << " (" << r.op
-                           << ") is not a test of a supported op; remove it from the file";
-    } else if (r.outcome == Outcome::kFailed) {
-      ADD_FAILURE() << r.test << " (" << r.op << ") FAILED: " << r.detail;
-    } else if (r.outcome == Outcome::kRefused && !listed) {
-      ADD_FAILURE() << r.test << " (" << r.op << ") is refused but not in "
-                    << expected_refusals_path() << ": " << r.detail;
-    } else if (r.outcome == Outcome::kPassed && listed) {
-      ADD_FAILURE() << r.test << " (" << r.op << ") passes but is listed as refused ("
-                    << expected.at(r.test) << "): remove the stale entry";
-    }
+    seen.insert(results.back().test);
+    check(results.back(), expected);
   }
   for (const auto& [name, reason] : expected)
-    EXPECT_TRUE(seen.count(name)) << name << " is listed as refused but there is no such test";
-  const std::string t = table(results);
-  std::cout << "ONNX node tests in " << root << "\n" << t;
-  if (const char* out = std::getenv("BRICKDL_ONNX_TABLE"); out && *out) {
-    std::ofstream f(out);
-    f << t;
-    EXPECT_TRUE(f.good()) << "cannot write the table to " << out;
-  }
-  if (const char* v = std::getenv("BRICKDL_ONNX_VERBOSE"); v && *v)
-    for (const Result& r : results)
-      std::cout << r.test << " [" << r.op << "] "
-                << (r.outcome == Outcome::kPassed    ? "passed"
-                    : r.outcome == Outcome::kRefused ? "refused"
-                                                     : "FAILED")
-                << (r.detail.empty() ? "" : ": " + r.detail) << "\n";
+    EXPECT_TRUE(seen.count(name)) << name << " is listed as refused but " << root
+                                  << " has no such test";
+  report(root, results);
 }
 
 TEST(OnnxNodeTests, ExpectedRefusalsGiveReasons) {
