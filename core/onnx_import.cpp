@@ -596,8 +596,14 @@ void Importer::node(const onnx::NodeProto& n) {
   for (const auto& o : n.output())
     outputs += o.empty() ? 0 : 1;
   const bool dropout = op == "Dropout";
-  if (outputs != 1 && !(dropout && n.output_size() >= 1))
+  // Dropout's mask and MaxPool's indices may be there when nothing reads them.
+  const bool extra_unread = dropout || op == "MaxPool";
+  if (outputs != 1 && !(extra_unread && n.output_size() >= 1 && !n.output(0).empty()))
     refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));
+  for (int i = 1; extra_unread && i < n.output_size(); ++i)
+    if (!n.output(i).empty() && readers_of_.count(n.output(i)))
+      refuse(n, fmt::format("its output {} ('{}') is read; brickdl computes the first output only",
+                            i, n.output(i)));
   if (op == "Constant")
     return; // read up front
   if (op == "Conv" || op == "ConvTranspose") {
@@ -781,9 +787,6 @@ void Importer::identity(const onnx::NodeProto& n, bool dropout) {
     if (!training->values.empty() && training->values[0] != 0)
       refuse(n, "training_mode is on; brickdl runs inference");
   }
-  for (int i = 1; i < n.output_size(); ++i)
-    if (!n.output(i).empty() && readers_of_.count(n.output(i)))
-      refuse(n, "its mask output is read; brickdl removes Dropout at inference");
   alias(n, value(n, 0).layer >= 0 ? tensor(n, 0) : value(n, 0));
 }
 
@@ -911,8 +914,7 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
                         "pads", "strides", "storage_order"});
   if (!max && attr(n, "dilations"))
     refuse(n, "attribute 'dilations' is not supported on AveragePool");
-  if (attr_int(n, "storage_order", 0) != 0)
-    refuse(n, "storage_order 1 (column-major indices) is not supported");
+  // storage_order orders the Indices output only, which node() refuses (one output).
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
   const TensorShape in = b_->shape(x.layer);

@@ -308,6 +308,24 @@ TEST(OnnxImportErrors, CeilModeWindowStartingInTheEndPadding) {
   EXPECT_NE(msg.find("ceil_mode"), std::string::npos) << msg;
 }
 
+TEST(OnnxImportErrors, MaxPoolIndicesThatAreRead) {
+  TempFile f("indices.onnx");
+  onnx::ModelProto m = base_model();
+  auto* n = add_node(m, "pool1", "MaxPool", {"x"}, {"p", "idx"});
+  set_ints(n, "kernel_shape", {2, 2});
+  add_node(m, "relu1", "Relu", {"idx"}, {"r"});
+  add_node(m, "add1", "Add", {"p", "r"}, {"y"});
+  const std::string msg = import_error(f, serialize(m));
+  EXPECT_NE(msg.find("node 'pool1' (MaxPool)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("output 1 ('idx') is read"), std::string::npos) << msg;
+  // Unread, the indices do not matter.
+  m.mutable_graph()->mutable_node()->RemoveLast();
+  m.mutable_graph()->mutable_node()->RemoveLast();
+  m.mutable_graph()->mutable_node(0)->set_output(0, "y");
+  f.write(serialize(m));
+  EXPECT_EQ(import_onnx(f.path()).output_dims, (std::vector<int64_t>{1, 3, 7, 7}));
+}
+
 TEST(OnnxImportErrors, GemmBiasPerBatchRow) {
   // x [3, 2] · B [2, 3] + C [3, 1]: C is one value per batch row, not per output, though it
   // has as many values as there are outputs.
