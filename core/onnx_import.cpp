@@ -1,5 +1,22 @@
 // ONNX import: one pass over the nodes in topological order, building the graph with
 // GraphBuilder (which infers and checks every shape) and the parameters from the initializers.
+//
+// Where ONNX's semantics and brickdl's (PyTorch's) differ, a node maps exactly or is refused
+// (tests/onnx/node_tests.cpp runs ONNX's node tests; expected_refusals.txt lists what is
+// refused and why):
+//  - a rank-1 tensor (L) is one flat row (1, L), its one axis brickdl's channel axis;
+//  - a model whose output is its input (Identity / Dropout only) gets one copying layer;
+//  - ConvTranspose: auto_pad SAME_* and output_shape give pads by ONNX's rule (SAME_UPPER
+//    puts the smaller half first); an output_shape beyond the full output extends the far
+//    end (output padding); one that would extend the start is refused;
+//  - MaxPool / AveragePool with ceil_mode: refused where ONNX's extent (every window that
+//    starts before the end of the padded input) differs from PyTorch's (which drops a last
+//    window starting in the end padding), and for averages counting the padding whose last
+//    window overhangs the padded input; pads that differ at the two ends go to a pad layer
+//    (−inf for max, zeros for averages counting the padding), or, for averages not counting
+//    it, the larger pad at both ends and the extra outputs cropped;
+//  - Reshape applies ONNX's 0 / −1 / allowzero rules, then maps to a flatten or to dims of
+//    the same layout (N, C, L ↔ N, C, 1, L; L ↔ 1, L).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -45,9 +62,37 @@ std::string dims_str(const std::vector<int64_t>& d) {
   return "[" + fmt::format("{}", fmt::join(d, ", ")) + "]";
 }
 
+// The ONNX axis that is brickdl's channel axis: 1, or 0 for a rank-1 tensor (one flat row).
+int channel_axis(int rank) {
+  return rank == 1 ? 0 : 1;
+}
+
+// The brickdl shape of ONNX dims of rank 1 to 5: (L) is one flat row (1, L); (N, C) flat;
+// (N, C, L) is (N, C, 1, L).
+TensorShape shape_of(const std::vector<int64_t>& d) {
+  const size_t rank = d.size();
+  TensorShape s;
+  if (rank == 1) {
+    s.c = d[0];
+    s.spatial_rank = 0;
+    return s;
+  }
+  s.n = d[0];
+  s.c = d[1];
+  s.spatial_rank = rank == 2 ? 0 : rank == 5 ? 3 : 2;
+  if (rank >= 3)
+    s.w = d.back();
+  if (rank >= 4)
+    s.h = d[rank - 2];
+  if (rank == 5)
+    s.d = d[2];
+  return s;
+}
+
 // The ONNX dims of a layer output of ONNX rank `rank`.
 std::vector<int64_t> onnx_dims(const TensorShape& s, int rank) {
   switch (rank) {
+  case 1: return {s.numel()};
   case 2: return {s.n, s.c * s.spatial()};
   case 3: return {s.n, s.c, s.w};
   case 4: return {s.n, s.c, s.h, s.w};
@@ -80,6 +125,10 @@ public:
     for (const onnx::NodeProto* n : order)
       if (!skipped_.count(n))
         node(*n);
+    if (const auto in = values_.find(out.output_name); in != values_.end() && in->second.layer == 0)
+      for (const onnx::NodeProto* n : order)
+        if (n->output(0) == out.output_name)
+          identity_layer(*n, in->second);
     const auto it = values_.find(out.output_name);
     if (it == values_.end() || it->second.layer < 1)
       fail("the output '" + out.output_name + "' is not computed from the input by any layer");
@@ -160,55 +209,67 @@ private:
     }
     const onnx::ValueInfoProto& in = *runtime[0];
     const auto& type = in.type();
-    if (!type.has_tensor_type() || type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-      fail("input '" + in.name() + "' is not a float tensor; brickdl computes float tensors");
-    const auto& dims = type.tensor_type().shape().dim();
-    const int rank = dims.size();
-    if (rank < 2 || rank > 5)
-      fail(fmt::format("input '{}' has rank {}; brickdl takes rank 2 (N, C), 3 (N, C, L), "
-                       "4 (N, C, H, W) or 5 (N, C, D, H, W)",
-                       in.name(), rank));
-    std::vector<int64_t> d(static_cast<size_t>(rank), 0);
-    for (int i = 0; i < rank; ++i)
-      if (dims[i].has_dim_value())
-        d[static_cast<size_t>(i)] = dims[i].dim_value();
-    if (options_.batch > 0)
-      d[0] = options_.batch;
-    if (!options_.input_size.empty()) {
-      if (static_cast<int>(options_.input_size.size()) != rank - 2)
-        fail(fmt::format("input_size has {} extents; input '{}' has {} spatial dims",
-                         options_.input_size.size(), in.name(), rank - 2));
-      std::copy(options_.input_size.begin(), options_.input_size.end(), d.begin() + 2);
-    }
-    for (int i = 0; i < rank; ++i) {
-      if (d[static_cast<size_t>(i)] >= 1)
-        continue;
-      const std::string param = dims[i].has_dim_param() ? " '" + dims[i].dim_param() + "'" : "";
-      fail(fmt::format("input '{}' has a dynamic {}{}: give it ({})", in.name(),
-                       i == 0   ? "batch"
-                       : i == 1 ? "channel count"
-                                : "spatial size",
-                       param,
-                       i == 0   ? "`batch`"
-                       : i == 1 ? "it cannot be overridden"
-                                : "`input_size`"));
-    }
-    TensorShape s;
-    s.n = d[0];
-    s.c = d[1];
-    s.spatial_rank = rank == 2 ? 0 : rank == 5 ? 3 : 2;
-    if (rank >= 3)
-      s.w = d.back();
-    if (rank >= 4)
-      s.h = d[static_cast<size_t>(rank - 2)];
-    if (rank == 5)
-      s.d = d[2];
+    if (!type.has_tensor_type())
+      fail("input '" + in.name() + "' is not a tensor (a sequence, map or optional); brickdl " +
+           "computes float tensors");
+    if (const int t = type.tensor_type().elem_type(); t != onnx::TensorProto::FLOAT)
+      fail("input '" + in.name() + "' is a tensor of " +
+           onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)) +
+           "; brickdl computes float tensors");
+    const std::vector<int64_t> d = input_dims(in);
+    const int rank = static_cast<int>(d.size());
+    const TensorShape s = shape_of(d);
     std::string name = options_.name;
     if (name.empty())
       name = std::filesystem::path(path_).stem().string();
     b_.emplace(name, s, options_.dtype);
     values_[in.name()] = Value{0, rank, nullptr};
     return in.name();
+  }
+
+  // The runtime input's dims: the file's, with the options' batch and size; each known.
+  std::vector<int64_t> input_dims(const onnx::ValueInfoProto& in) const {
+    const auto& dims = in.type().tensor_type().shape().dim();
+    const int rank = dims.size();
+    if (rank < 1 || rank > 5)
+      fail(fmt::format("input '{}' has rank {}; brickdl takes rank 1 (L), 2 (N, C), 3 (N, C, L), "
+                       "4 (N, C, H, W) or 5 (N, C, D, H, W)",
+                       in.name(), rank));
+    std::vector<int64_t> d(static_cast<size_t>(rank), -1);
+    for (int i = 0; i < rank; ++i)
+      if (dims[i].has_dim_value())
+        d[static_cast<size_t>(i)] = dims[i].dim_value();
+    if (options_.batch > 1 && rank == 1)
+      fail(fmt::format("input '{}' has rank 1: no batch axis for `batch` {}", in.name(),
+                       options_.batch));
+    if (options_.batch > 0 && rank > 1)
+      d[0] = options_.batch;
+    if (!options_.input_size.empty()) {
+      if (static_cast<int>(options_.input_size.size()) != rank - 2)
+        fail(fmt::format("input_size has {} extents; input '{}' has {} spatial dims",
+                         options_.input_size.size(), in.name(), std::max(rank - 2, 0)));
+      std::copy(options_.input_size.begin(), options_.input_size.end(), d.begin() + 2);
+    }
+    for (int i = 0; i < rank; ++i) {
+      const int64_t x = d[static_cast<size_t>(i)];
+      if (x == 0)
+        fail(fmt::format("input '{}' has an empty axis {} (size 0); brickdl tensors are not empty",
+                         in.name(), i));
+      if (x > 0)
+        continue;
+      const bool batch = i == 0 && rank > 1, fixed = i == 1 || rank == 1;
+      const std::string param = dims[i].has_dim_param() ? " '" + dims[i].dim_param() + "'" : "";
+      fail(fmt::format("input '{}' has a dynamic {}{}: give it ({})", in.name(),
+                       batch       ? "batch"
+                       : rank == 1 ? "length"
+                       : fixed     ? "channel count"
+                                   : "spatial size",
+                       param,
+                       batch   ? "`batch`"
+                       : fixed ? "it cannot be overridden"
+                               : "`input_size`"));
+    }
+    return d;
   }
 
   // The nodes the output depends on, in an order where every producer comes first (Kahn's
@@ -264,13 +325,32 @@ private:
             ready.emplace(index[r], r);
     }
     if (order.size() != live.size())
-      for (const auto& [n, deps] : waiting)
-        if (deps > 0)
-          refuse(*n, "the graph has a cycle through this node");
+      refuse(*on_cycle(waiting, producer), "the graph has a cycle through this node");
     for (const onnx::NodeProto* n : order)
       for (const auto& i : n->input())
         readers_of_[i].push_back(n);
     return order;
+  }
+
+  // A node on a cycle: nodes still waiting are on one or downstream of one, so walking up
+  // through waiting producers as many steps as there are nodes ends on a cycle.
+  const onnx::NodeProto*
+  on_cycle(const std::map<const onnx::NodeProto*, int>& waiting,
+           const std::map<std::string, const onnx::NodeProto*>& producer) const {
+    const onnx::NodeProto* n = nullptr;
+    for (const auto& [node, deps] : waiting)
+      if (deps > 0 && !n)
+        n = node;
+    for (size_t step = 0; step < waiting.size(); ++step)
+      for (const auto& i : n->input()) {
+        const auto p = producer.find(i);
+        if (p != producer.end() && !constants_.count(i) && waiting.count(p->second) &&
+            waiting.at(p->second) > 0) {
+          n = p->second;
+          break;
+        }
+      }
+    return n;
   }
 
   // ---- node inputs and attributes ----------------------------------------------------------
@@ -371,6 +451,17 @@ private:
     return l;
   }
   void alias(const onnx::NodeProto& n, const Value v) { values_[n.output(0)] = v; }
+  // A model whose output is its input (Identity / Dropout only) computes it with one layer
+  // that copies: a batch_norm of scale 1 and shift 0 (x·1 + 0 is x), as a brickdl graph
+  // computes its output with a layer.
+  void identity_layer(const onnx::NodeProto& n, const Value v) {
+    Layer l = unary(OpKind::kBatchNorm, v.layer);
+    l.name = layer_name(n);
+    const auto channels = static_cast<size_t>(b_->shape(v.layer).c);
+    params_[l.name] =
+        NamedParams{std::vector<float>(channels, 1.0f), std::vector<float>(channels, 0.0f)};
+    emit(n, l, v.rank);
+  }
 
   // A spatial list of the node's rank into (d, h, w) order; unused dims get `fill`.
   static std::array<int, 3> triple(const std::vector<int64_t>& v, int spatial, int fill) {
@@ -460,13 +551,23 @@ private:
   // ---- ops ---------------------------------------------------------------------------------
   void node(const onnx::NodeProto& n);
   void conv(const onnx::NodeProto& n, bool transposed);
+  Layer conv_layer(const onnx::NodeProto& n, const TensorShape& in, int sp, bool transposed) const;
+  Pads transposed_pads(const onnx::NodeProto& n, int sp, const TensorShape& in, Layer* l) const;
   void batch_norm(const onnx::NodeProto& n);
+  void concat(const onnx::NodeProto& n);
+  void identity(const onnx::NodeProto& n, bool dropout);
   void elementwise(const onnx::NodeProto& n, OpKind op);
   void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c, bool mul);
   void pool(const onnx::NodeProto& n, bool max);
+  void check_ceil_mode(const onnx::NodeProto& n, const Layer& l, const TensorShape& in,
+                       bool max) const;
+  void avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l, const Pads& p);
   void resize(const onnx::NodeProto& n);
   void gemm(const onnx::NodeProto& n, bool matmul);
+  static bool per_output(const OnnxTensor& c, int64_t out);
   void reshape(const onnx::NodeProto& n, bool flatten_op);
+  std::vector<int64_t> reshape_target(const onnx::NodeProto& n,
+                                      const std::vector<int64_t>& dims) const;
   void pad(const onnx::NodeProto& n);
   void clip(const onnx::NodeProto& n);
   void sigmoid(const onnx::NodeProto& n);
@@ -491,7 +592,7 @@ private:
   int last_layer_ = 0;
 };
 
-// Long on purpose: the dispatch table of every op the importer reads.
+// The dispatch table of every op the importer reads.
 void Importer::node(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
@@ -500,8 +601,14 @@ void Importer::node(const onnx::NodeProto& n) {
   for (const auto& o : n.output())
     outputs += o.empty() ? 0 : 1;
   const bool dropout = op == "Dropout";
-  if (outputs != 1 && !(dropout && n.output_size() >= 1))
+  // Dropout's mask and MaxPool's indices may be there when nothing reads them.
+  const bool extra_unread = dropout || op == "MaxPool";
+  if (outputs != 1 && !(extra_unread && n.output_size() >= 1 && !n.output(0).empty()))
     refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));
+  for (int i = 1; extra_unread && i < n.output_size(); ++i)
+    if (!n.output(i).empty() && readers_of_.count(n.output(i)))
+      refuse(n, fmt::format("its output {} ('{}') is read; brickdl computes the first output only",
+                            i, n.output(i)));
   if (op == "Constant")
     return; // read up front
   if (op == "Conv" || op == "ConvTranspose") {
@@ -525,17 +632,7 @@ void Importer::node(const onnx::NodeProto& n) {
   } else if (op == "Mul") {
     elementwise(n, OpKind::kMul);
   } else if (op == "Concat") {
-    expect_attributes(n, {"axis"});
-    const Value first = tensor(n, 0);
-    const int64_t axis = attr_int(n, "axis", 1);
-    if (axis != 1 && axis != 1 - first.rank)
-      refuse(n, fmt::format("concatenates along axis {}; brickdl concatenates channels (axis 1)",
-                            axis));
-    Layer l;
-    l.op = OpKind::kConcat;
-    for (int i = 0; i < n.input_size(); ++i)
-      l.inputs.push_back(tensor(n, i).layer);
-    emit(n, l, first.rank);
+    concat(n);
   } else if (op == "MaxPool" || op == "AveragePool") {
     pool(n, op == "MaxPool");
   } else if (op == "GlobalAveragePool") {
@@ -549,15 +646,7 @@ void Importer::node(const onnx::NodeProto& n) {
   } else if (op == "Flatten" || op == "Reshape") {
     reshape(n, op == "Flatten");
   } else if (op == "Identity" || dropout) {
-    if (dropout && n.input_size() > 2 && !n.input(2).empty()) {
-      const OnnxTensor* training = constant(n, 2, true);
-      if (!training->values.empty() && training->values[0] != 0)
-        refuse(n, "training_mode is on; brickdl runs inference");
-    }
-    for (int i = 1; i < n.output_size(); ++i)
-      if (!n.output(i).empty() && readers_of_.count(n.output(i)))
-        refuse(n, "its mask output is read; brickdl removes Dropout at inference");
-    alias(n, value(n, 0).layer >= 0 ? tensor(n, 0) : value(n, 0));
+    identity(n, dropout);
   } else if (op == "Pad") {
     pad(n);
   } else {
@@ -566,15 +655,46 @@ void Importer::node(const onnx::NodeProto& n) {
 }
 
 void Importer::conv(const onnx::NodeProto& n, bool transposed) {
-  expect_attributes(
-      n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding"});
-  if (!transposed && attr(n, "output_padding"))
-    refuse(n, "attribute 'output_padding' is not supported");
+  expect_attributes(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides",
+                        "output_padding", "output_shape"});
+  if (!transposed)
+    for (const char* name : {"output_padding", "output_shape"})
+      if (attr(n, name))
+        refuse(n, std::string("attribute '") + name + "' is not supported on a Conv");
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
+  const TensorShape in = b_->shape(x.layer);
+  Layer l = conv_layer(n, in, sp, transposed);
   const OnnxTensor& w = *constant(n, 1, true);
   const OnnxTensor* bias = constant(n, 2, false);
-  const TensorShape in = b_->shape(x.layer);
+  const Pads p = transposed
+                     ? transposed_pads(n, sp, in, &l)
+                     : read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
+  l.window.pad = common(p);
+  l.bias = bias != nullptr;
+  if (bias && product(bias->dims) != l.out_channels)
+    refuse(n, fmt::format("bias '{}' has {} values for {} output channels", n.input(2),
+                          product(bias->dims), l.out_channels));
+  l.name = layer_name(n);
+  NamedParams& params = params_[l.name];
+  params.weight = w.values;
+  if (bias)
+    params.bias = bias->values;
+  if (!transposed) {
+    l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, 0.0f, ".pad")};
+    emit(n, l, x.rank);
+    return;
+  }
+  l.inputs = {x.layer};
+  const int id = emit(n, l, x.rank, "\x01" + l.name);
+  const int cropped = pad_rest(n, id, x.rank, p, l.window.pad, -1, 0.0f, ".crop");
+  values_[n.output(0)] = Value{cropped, x.rank, nullptr};
+}
+
+// A conv / conv_transpose layer from the node's weight and attributes (no pads yet).
+Layer Importer::conv_layer(const onnx::NodeProto& n, const TensorShape& in, int sp,
+                           bool transposed) const {
+  const OnnxTensor& w = *constant(n, 1, true);
   if (static_cast<int>(w.dims.size()) != sp + 2)
     refuse(n, fmt::format("weight '{}' has dims {}; expected rank {}", n.input(1), dims_str(w.dims),
                           sp + 2));
@@ -600,33 +720,79 @@ void Importer::conv(const onnx::NodeProto& n, bool transposed) {
   l.window.dilation = spatial_attr(n, "dilations", sp, 1);
   if (transposed)
     l.output_pad = spatial_attr(n, "output_padding", sp, 0);
-  if (transposed && attr_string(n, "auto_pad", "NOTSET") != "NOTSET")
-    refuse(n, "auto_pad on a ConvTranspose is not supported; give explicit pads");
-  if (transposed && attr(n, "output_shape"))
-    refuse(n, "output_shape is not supported; give pads and output_padding");
-  const Pads p = read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
-  l.window.pad = common(p);
-  l.bias = bias != nullptr;
-  if (bias && product(bias->dims) != l.out_channels)
-    refuse(n, fmt::format("bias '{}' has {} values for {} output channels", n.input(2),
-                          product(bias->dims), l.out_channels));
-  l.name = layer_name(n);
-  NamedParams& params = params_[l.name];
-  params.weight = w.values;
-  if (bias)
-    params.bias = bias->values;
-  int input = x.layer;
-  if (!transposed) {
-    input = pad_rest(n, input, x.rank, p, l.window.pad, 1, 0.0f, ".pad");
-    l.inputs = {input};
-    emit(n, l, x.rank);
-    return;
+  return l;
+}
+
+// A ConvTranspose's begin and end pads: explicit, or (ONNX's rule) from the total padding
+// that auto_pad SAME_* (output = input · stride) or output_shape asks for, SAME_UPPER putting
+// the smaller half first and the others the larger half. A negative end pad (output_shape
+// beyond the full output) extends the far end: it becomes output padding (`l->output_pad`).
+Importer::Pads Importer::transposed_pads(const onnx::NodeProto& n, int sp, const TensorShape& in,
+                                         Layer* l) const {
+  const std::string autopad = attr_string(n, "auto_pad", "NOTSET");
+  const std::vector<int64_t> shape = attr_ints(n, "output_shape");
+  if (autopad != "NOTSET" && autopad != "SAME_UPPER" && autopad != "SAME_LOWER" &&
+      autopad != "VALID")
+    refuse(n, "auto_pad '" + autopad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  if (autopad == "VALID" || (autopad == "NOTSET" && shape.empty()))
+    return read_pads(n, sp, in, l->window.kernel, {1, 1, 1}, l->window.dilation);
+  const std::vector<int64_t> explicit_pads = attr_ints(n, "pads");
+  if (!shape.empty() &&
+      std::any_of(explicit_pads.begin(), explicit_pads.end(), [](int64_t v) { return v != 0; }))
+    refuse(n, "has both pads and output_shape; give one");
+  if (!shape.empty() && static_cast<int>(shape.size()) != sp)
+    refuse(n, fmt::format("output_shape has {} values for {} spatial dims", shape.size(), sp));
+  Pads p;
+  for (int i = 0; i < sp; ++i) {
+    const auto a = static_cast<size_t>(3 - sp + i);
+    const Window& w = l->window;
+    const int64_t full = (in.dim(static_cast<int>(a)) - 1) * w.stride[a] +
+                         int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1 + l->output_pad[a];
+    const int64_t want =
+        shape.empty() ? in.dim(static_cast<int>(a)) * w.stride[a] : shape[static_cast<size_t>(i)];
+    const int64_t total = full - want;
+    const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); // floor(total / 2)
+    const int64_t begin = autopad == "SAME_UPPER" ? half : total - half;
+    const int64_t end = total - begin;
+    if (begin < 0)
+      refuse(n, fmt::format("output_shape {} extends the output before its start (pads {}, {}); "
+                            "brickdl extends transposed convs at the far end only",
+                            dims_str(shape), begin, end));
+    p.begin[a] = static_cast<int>(begin);
+    p.end[a] = static_cast<int>(std::max<int64_t>(end, 0));
+    l->output_pad[a] += static_cast<int>(std::max<int64_t>(-end, 0));
   }
-  l.inputs = {input};
-  const std::string raw = "\x01" + l.name;
-  const int id = emit(n, l, x.rank, raw);
-  const int cropped = pad_rest(n, id, x.rank, p, l.window.pad, -1, 0.0f, ".crop");
-  values_[n.output(0)] = Value{cropped, x.rank, nullptr};
+  return p;
+}
+
+void Importer::concat(const onnx::NodeProto& n) {
+  expect_attributes(n, {"axis"});
+  const Value first = tensor(n, 0);
+  const int64_t axis = attr_int(n, "axis", 1);
+  const int ch = channel_axis(first.rank);
+  if (axis != ch && axis != ch - first.rank)
+    refuse(n, fmt::format("concatenates along axis {} of a rank-{} tensor; brickdl concatenates "
+                          "channels (axis {})",
+                          axis, first.rank, ch));
+  Layer l;
+  l.op = OpKind::kConcat;
+  for (int i = 0; i < n.input_size(); ++i) {
+    const Value v = tensor(n, i);
+    if (v.rank != first.rank)
+      refuse(n, fmt::format("input {} has rank {}, input 0 rank {}", i, v.rank, first.rank));
+    l.inputs.push_back(v.layer);
+  }
+  emit(n, l, first.rank);
+}
+
+// Identity and Dropout (at inference) pass their input on: no layer.
+void Importer::identity(const onnx::NodeProto& n, bool dropout) {
+  if (dropout && n.input_size() > 2 && !n.input(2).empty()) {
+    const OnnxTensor* training = constant(n, 2, true);
+    if (!training->values.empty() && training->values[0] != 0)
+      refuse(n, "training_mode is on; brickdl runs inference");
+  }
+  alias(n, value(n, 0).layer >= 0 ? tensor(n, 0) : value(n, 0));
 }
 
 void Importer::batch_norm(const onnx::NodeProto& n) {
@@ -634,6 +800,8 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
   if (attr_int(n, "training_mode", 0) != 0)
     refuse(n, "training_mode is on; brickdl runs inference");
   const Value x = tensor(n, 0);
+  if (x.rank < 2)
+    refuse(n, "needs an input of rank 2 or more (N, C, ...), got rank 1");
   const int64_t c = b_->shape(x.layer).c;
   std::vector<float> stats[4];
   const char* names[4] = {"scale", "B", "mean", "var"};
@@ -697,7 +865,7 @@ void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
     refuse(n, "both inputs are constants; brickdl needs one computed from the graph input");
   if (a.layer >= 0 && b.layer >= 0) {
     const TensorShape sa = b_->shape(a.layer), sb = b_->shape(b.layer);
-    if (!(sa == sb))
+    if (!(sa == sb) || a.rank != b.rank)
       refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
                     dims_str(onnx_dims(sb, b.rank)) + " must be equal (no broadcasting)");
     Layer l;
@@ -708,6 +876,10 @@ void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
   }
   const Value x = a.layer >= 0 ? a : b;
   const OnnxTensor& c = *(a.layer >= 0 ? b : a).constant;
+  if (static_cast<int>(c.dims.size()) > x.rank)
+    refuse(n, fmt::format("the constant of dims {} has a higher rank than the tensor (rank {}); "
+                          "broadcasting would grow the output",
+                          dims_str(c.dims), x.rank));
   affine_by_constant(n, x, c, op == OpKind::kMul);
 }
 
@@ -723,7 +895,7 @@ void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const
     const int lead = x.rank - static_cast<int>(c.dims.size()); // leading axes c lacks
     for (size_t i = 0; i < c.dims.size(); ++i) {
       const int axis = lead + static_cast<int>(i);
-      if (c.dims[i] != 1 && axis != 1)
+      if (c.dims[i] != 1 && axis != channel_axis(x.rank))
         per_channel = false;
     }
   }
@@ -747,8 +919,7 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
                         "pads", "strides", "storage_order"});
   if (!max && attr(n, "dilations"))
     refuse(n, "attribute 'dilations' is not supported on AveragePool");
-  if (attr_int(n, "storage_order", 0) != 0)
-    refuse(n, "storage_order 1 (column-major indices) is not supported");
+  // storage_order orders the Indices output only, which node() refuses (one output).
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
   const TensorShape in = b_->shape(x.layer);
@@ -763,14 +934,72 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
   l.count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
   const Pads p = read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
   l.window.pad = common(p);
-  if (p.begin != p.end && !max && !l.count_include_pad)
-    refuse(n, "pads that differ at the two ends with count_include_pad 0 are not supported");
   if (p.begin != p.end && l.ceil_mode)
     refuse(n, "pads that differ at the two ends with ceil_mode are not supported");
+  if (l.ceil_mode)
+    check_ceil_mode(n, l, in, max);
   l.name = layer_name(n);
+  if (p.begin != p.end && !max && !l.count_include_pad) {
+    avg_pool_cropped(n, x, l, p);
+    return;
+  }
+  // The rest of uneven pads as a pad layer: −inf never wins a max; zeros count in an average
+  // that counts the padding (count_include_pad 1), as ONNX's do.
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
   l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, fill, ".pad")};
   emit(n, l, x.rank);
+}
+
+// ceil_mode: ONNX's extent is ⌈(in + pads − window) / stride⌉ + 1 on every axis; brickdl's
+// (PyTorch's) drops a last window that starts in the end padding, and averages a window that
+// overhangs the padded input over its part inside. Refused where they differ.
+void Importer::check_ceil_mode(const onnx::NodeProto& n, const Layer& l, const TensorShape& in,
+                               bool max) const {
+  const Window& w = l.window;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t span = int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
+    const int64_t num = in.dim(a) + 2 * int64_t{w.pad[a]} - span;
+    if (num < 0)
+      continue; // the shape rule refuses it
+    const int64_t onnx = (num + w.stride[a] - 1) / w.stride[a] + 1;
+    const int64_t ours =
+        window_out_extent(in.dim(a), w.kernel[a], w.stride[a], w.pad[a], w.dilation[a], true);
+    if (onnx != ours)
+      refuse(n, fmt::format("ceil_mode: the last window starts in the end padding; ONNX keeps it "
+                            "({} outputs), brickdl (PyTorch) drops it ({})",
+                            onnx, ours));
+    if (!max && l.count_include_pad && (onnx - 1) * w.stride[a] + span > in.dim(a) + 2 * w.pad[a])
+      refuse(n, "ceil_mode with count_include_pad: the last window overhangs the padded input, "
+                "whose divisor ONNX and brickdl count differently");
+  }
+}
+
+// An average that does not count the padding, with pads that differ at the two ends: pooled
+// with the larger pad at both ends (the padding never counts), then the outputs ONNX does
+// not have cropped. Windows line up when the extra begin pad is a multiple of the stride.
+void Importer::avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l, const Pads& p) {
+  const TensorShape in = b_->shape(x.layer);
+  Pads crop;
+  for (size_t a = 0; a < 3; ++a) {
+    const Window& w = l.window;
+    const int big = std::max(p.begin[a], p.end[a]);
+    if ((big - p.begin[a]) % w.stride[a] != 0)
+      refuse(n, fmt::format("pads {} and {} with stride {} and count_include_pad 0 are not "
+                            "supported (the windows of even padding do not line up)",
+                            p.begin[a], p.end[a], w.stride[a]));
+    const int64_t span = int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
+    const int64_t onnx =
+        (in.dim(static_cast<int>(a)) + p.begin[a] + p.end[a] - span) / w.stride[a] + 1;
+    const int64_t ours = window_out_extent(in.dim(static_cast<int>(a)), w.kernel[a], w.stride[a],
+                                           big, w.dilation[a], false);
+    crop.begin[a] = (big - p.begin[a]) / w.stride[a];
+    crop.end[a] = static_cast<int>(ours - onnx - crop.begin[a]);
+    l.window.pad[a] = big;
+  }
+  l.inputs = {x.layer};
+  const int id = emit(n, l, x.rank, "\x01" + l.name);
+  values_[n.output(0)] =
+      Value{pad_rest(n, id, x.rank, crop, {0, 0, 0}, -1, 0.0f, ".crop"), x.rank, nullptr};
 }
 
 void Importer::resize(const onnx::NodeProto& n) {
@@ -856,27 +1085,40 @@ void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
           alpha * w.values[static_cast<size_t>(trans_b ? o * in + i : i * out + o)];
   const OnnxTensor* c = matmul ? nullptr : constant(n, 2, false);
   std::string output = n.output(0);
-  // MatMul followed by Add of a constant [out] (its only reader): the bias.
+  // MatMul followed by Add (its only reader) of a constant per output or scalar: the bias.
   if (const onnx::NodeProto* add = only_reader(n.output(0));
       matmul && add && add->op_type() == "Add" && add->domain().empty()) {
     const std::string& other = add->input(0) == n.output(0) ? add->input(1) : add->input(0);
     if (const auto it = constants_.find(other);
-        it != constants_.end() && static_cast<int64_t>(it->second.values.size()) == out) {
+        it != constants_.end() && per_output(it->second, out)) {
       c = &it->second;
       skipped_.insert(add);
       output = add->output(0);
     }
   }
   if (c) {
-    const int64_t count = product(c->dims);
-    if (count != out && count != 1)
-      refuse(n, fmt::format("bias of dims {} does not fit {} outputs", dims_str(c->dims), out));
+    if (!per_output(*c, out))
+      refuse(n, fmt::format("bias of dims {} is not a scalar or one value per output ({} "
+                            "outputs); brickdl's linear layer adds a bias per output",
+                            dims_str(c->dims), out));
     l.bias = true;
     p.bias.resize(static_cast<size_t>(out));
+    const bool scalar = c->values.size() == 1;
     for (int64_t o = 0; o < out; ++o)
-      p.bias[static_cast<size_t>(o)] = beta * c->values[static_cast<size_t>(count == 1 ? 0 : o)];
+      p.bias[static_cast<size_t>(o)] = beta * c->values[static_cast<size_t>(scalar ? 0 : o)];
   }
   emit(n, l, 2, output);
+}
+
+// Whether `c` broadcasts over (batch, out) as one value per output or one value: dims [],
+// [1], [out], [1, 1] or [1, out].
+bool Importer::per_output(const OnnxTensor& c, int64_t out) {
+  if (c.dims.size() > 2)
+    return false;
+  for (size_t i = 0; i + 1 < c.dims.size(); ++i)
+    if (c.dims[i] != 1)
+      return false;
+  return c.dims.empty() || c.dims.back() == 1 || c.dims.back() == out;
 }
 
 void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
@@ -885,23 +1127,21 @@ void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
   if (flatten_op) {
     expect_attributes(n, {"axis"});
     const int64_t axis = attr_int(n, "axis", 1);
-    if (axis != 1 && axis != 1 - x.rank)
-      refuse(n, fmt::format("flattens from axis {}; brickdl flattens to (N, C·spatial) (axis 1)",
-                            axis));
+    if (x.rank < 2 || (axis != 1 && axis != 1 - x.rank))
+      refuse(n, fmt::format("flattens a rank-{} tensor from axis {}; brickdl flattens (N, C, ...) "
+                            "to (N, C·spatial) (axis 1)",
+                            x.rank, axis));
   } else {
     expect_attributes(n, {"allowzero"});
-    const OnnxTensor& shape = *constant(n, 1, true);
-    std::vector<int64_t> target(shape.values.begin(), shape.values.end());
     const std::vector<int64_t> dims = onnx_dims(s, x.rank);
-    if (target == dims) {
-      alias(n, x);
+    const std::vector<int64_t> target = reshape_target(n, dims);
+    if (!target.empty() && target.size() <= 5 && shape_of(target) == s) {
+      alias(n, Value{x.layer, static_cast<int>(target.size()), nullptr}); // the same layout
       return;
     }
-    const int64_t features = s.c * s.spatial();
-    const bool flat = target.size() == 2 && (target[0] == s.n || target[0] == 0) &&
-                      (target[1] == -1 || target[1] == features);
-    if (!flat)
-      refuse(n, fmt::format("reshapes {} to {}; brickdl reshapes only to (N, C·spatial)",
+    if (!(x.rank >= 2 && target == std::vector<int64_t>{s.n, s.c * s.spatial()}))
+      refuse(n, fmt::format("reshapes {} to {}; brickdl reshapes only to (N, C·spatial) or to "
+                            "dims of the same layout",
                             dims_str(dims), dims_str(target)));
   }
   if (x.rank == 2) {
@@ -909,6 +1149,36 @@ void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
     return;
   }
   emit(n, unary(OpKind::kFlatten, x.layer), 2);
+}
+
+// A Reshape's target dims with ONNX's rules applied: 0 copies the input's dim (unless
+// allowzero), one −1 is what the others leave.
+std::vector<int64_t> Importer::reshape_target(const onnx::NodeProto& n,
+                                              const std::vector<int64_t>& dims) const {
+  const OnnxTensor& shape = *constant(n, 1, true);
+  const bool allowzero = attr_int(n, "allowzero", 0) != 0;
+  std::vector<int64_t> t(shape.values.begin(), shape.values.end());
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == 0 && !allowzero && i < dims.size())
+      t[i] = dims[i];
+    if (t[i] == -1 && infer < 0)
+      infer = static_cast<int>(i);
+    else if (t[i] <= 0)
+      refuse(n,
+             fmt::format("shape {} has an empty or invalid dim; brickdl tensors are not empty",
+                         dims_str(std::vector<int64_t>(shape.values.begin(), shape.values.end()))));
+    else
+      known *= t[i];
+  }
+  const int64_t count = product(dims);
+  if (infer >= 0 && known > 0 && count % known == 0)
+    t[static_cast<size_t>(infer)] = count / known;
+  if (product(t) != count)
+    refuse(n, fmt::format("shape {} does not hold the {} values of dims {}", dims_str(t), count,
+                          dims_str(dims)));
+  return t;
 }
 
 void Importer::pad(const onnx::NodeProto& n) {

@@ -43,6 +43,50 @@ template <typename Field> void from_typed(const Field& f, std::vector<float>* ou
     out->push_back(static_cast<float>(v));
 }
 
+// The values of `t` (n of them when raw) as floats, whatever their element type.
+void values_from_proto(const onnx::TensorProto& t, size_t n, const std::string& where,
+                       std::vector<float>* values) {
+  const bool raw = t.has_raw_data();
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    raw ? from_raw<float>(t.raw_data(), n, where, values) : from_typed(t.float_data(), values);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    raw ? from_raw<double>(t.raw_data(), n, where, values) : from_typed(t.double_data(), values);
+    break;
+  case onnx::TensorProto::INT32:
+    raw ? from_raw<int32_t>(t.raw_data(), n, where, values) : from_typed(t.int32_data(), values);
+    break;
+  case onnx::TensorProto::INT64:
+    raw ? from_raw<int64_t>(t.raw_data(), n, where, values) : from_typed(t.int64_data(), values);
+    break;
+  // The narrow integer types and bool keep their typed values in int32_data.
+  case onnx::TensorProto::BOOL:
+  case onnx::TensorProto::UINT8:
+    raw ? from_raw<uint8_t>(t.raw_data(), n, where, values) : from_typed(t.int32_data(), values);
+    break;
+  case onnx::TensorProto::INT8:
+    raw ? from_raw<int8_t>(t.raw_data(), n, where, values) : from_typed(t.int32_data(), values);
+    break;
+  case onnx::TensorProto::INT16:
+    raw ? from_raw<int16_t>(t.raw_data(), n, where, values) : from_typed(t.int32_data(), values);
+    break;
+  case onnx::TensorProto::UINT16:
+    raw ? from_raw<uint16_t>(t.raw_data(), n, where, values) : from_typed(t.int32_data(), values);
+    break;
+  case onnx::TensorProto::UINT32:
+    raw ? from_raw<uint32_t>(t.raw_data(), n, where, values) : from_typed(t.uint64_data(), values);
+    break;
+  case onnx::TensorProto::UINT64:
+    raw ? from_raw<uint64_t>(t.raw_data(), n, where, values) : from_typed(t.uint64_data(), values);
+    break;
+  default:
+    throw UserError(fmt::format(
+        "{}: element type {} is not supported (float, double, bool and the integer types)", where,
+        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type()))));
+  }
+}
+
 } // namespace
 
 OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
@@ -59,31 +103,7 @@ OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& wher
     count *= d;
   }
   const auto n = static_cast<size_t>(count);
-  const bool raw = t.has_raw_data();
-  switch (t.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    raw ? from_raw<float>(t.raw_data(), n, where, &out.values)
-        : from_typed(t.float_data(), &out.values);
-    break;
-  case onnx::TensorProto::DOUBLE:
-    raw ? from_raw<double>(t.raw_data(), n, where, &out.values)
-        : from_typed(t.double_data(), &out.values);
-    break;
-  case onnx::TensorProto::INT32:
-    raw ? from_raw<int32_t>(t.raw_data(), n, where, &out.values)
-        : from_typed(t.int32_data(), &out.values);
-    break;
-  case onnx::TensorProto::INT64:
-    raw ? from_raw<int64_t>(t.raw_data(), n, where, &out.values)
-        : from_typed(t.int64_data(), &out.values);
-    break;
-  default:
-    throw UserError(fmt::format(
-        "{}: element type {} is not supported (float, double, int32, "
-        "int64)",
-        where,
-        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t.data_type()))));
-  }
+  values_from_proto(t, n, where, &out.values);
   if (out.values.size() != n)
     throw UserError(fmt::format("{}: {} values for dims [{}] ({} values)", where, out.values.size(),
                                 fmt::join(out.dims, ", "), n));
