@@ -40,7 +40,8 @@ std::string epilogue_text(const Layer& l) {
   return "";
 }
 
-// "conv3x3/2 64->128 28x28", "maxpool3x3/2 56x56", "linear 2048->1000", "add 56x56".
+// "conv3x3/2 64->128 28x28", "conv_transpose3x3/2 256->256 192x288" (the output's extent),
+// "maxpool3x3/2 56x56", "linear 2048->1000", "add 56x56".
 std::string layer_description(const Graph& graph, const Layer& l) {
   const int64_t in_c = l.inputs.empty() ? 0 : graph.layer(l.inputs[0]).out.c;
   std::string spatial;
@@ -54,6 +55,8 @@ std::string layer_description(const Graph& graph, const Layer& l) {
   const std::string stride = l.window.stride[2] > 1 ? "/" + std::to_string(l.window.stride[2]) : "";
   switch (l.op) {
   case OpKind::kConv: return fmt::format("conv{}{} {}->{}{}", kern, stride, in_c, l.out.c, spatial);
+  case OpKind::kConvTranspose:
+    return fmt::format("conv_transpose{}{} {}->{}{}", kern, stride, in_c, l.out.c, spatial);
   case OpKind::kMaxPool: return fmt::format("maxpool{}{}{}", kern, stride, spatial);
   case OpKind::kAvgPool: return fmt::format("avgpool{}{}{}", kern, stride, spatial);
   case OpKind::kLinear: return fmt::format("linear {}->{}", in_c, l.out.c);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -46,10 +47,20 @@ int mantissa_bits(DType t) {
 }
 
 // Multiply-adds per output of `l` (0 when it reduces nothing): the graph builder's MACs per
-// output element (set for conv and linear only).
-int64_t reduction_of(const Layer& l) {
+// output element (set for conv, conv_transpose and linear only). A transposed conv's outputs
+// meet different numbers of taps; its largest count: per axis, the taps k with
+// k·d ≡ o + p (mod s) recur every s / gcd(s, d), so at most ceil(k / (s / gcd(s, d))) of them,
+// times the input channels of a group.
+int64_t reduction_of(const Graph& graph, const Layer& l) {
   const int64_t outputs = l.out.numel();
-  return outputs > 0 ? l.macs / outputs : 0;
+  if (l.op != OpKind::kConvTranspose || outputs == 0)
+    return outputs > 0 ? l.macs / outputs : 0;
+  int64_t taps = 1;
+  for (size_t a = 0; a < 3; ++a) {
+    const int period = l.window.stride[a] / std::gcd(l.window.stride[a], l.window.dilation[a]);
+    taps *= (l.window.kernel[a] + period - 1) / period;
+  }
+  return graph.layer(l.inputs.at(0)).out.c / l.groups * taps;
 }
 
 std::string wrong_message(const Comparison& c, std::span<const float> out,
@@ -112,7 +123,7 @@ Tolerance tolerance_for(DType precision, int64_t reduction_length, int layers) {
 Reduction group_reduction(const Graph& graph, const Group& group) {
   Reduction r{1, 0};
   for (int id = group.first; id <= group.last; ++id) {
-    const int64_t k = reduction_of(graph.layer(id));
+    const int64_t k = reduction_of(graph, graph.layer(id));
     if (k > 0) {
       r.length = std::max(r.length, k);
       ++r.layers;

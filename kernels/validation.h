@@ -35,9 +35,10 @@
 // norm-wise, relative to the largest reference magnitude, and it adds up over the group's
 // reducing layers (each passes its error on):
 //   norm_rtol = 8 · L · (u_p + 2^-24 · sqrt(K))
-// with K the group's largest reduction (conv: input channels / groups × kernel volume; linear:
-// input features), L its number of conv / linear layers, 8 a safety factor for the tail over
-// millions of outputs. compare() then passes exactly when its norm-wise max_rel_error is at
+// with K the group's largest reduction (conv: input channels / groups × kernel volume;
+// conv_transpose: input channels / groups × the most taps one output meets; linear: input
+// features), L its number of conv / conv_transpose / linear layers, 8 a safety factor for the tail
+// over millions of outputs. compare() then passes exactly when its norm-wise max_rel_error is at
 // most norm_rtol (or the element-wise part holds). The element-wise fp32 defaults (atol 1e-5,
 // rtol 1e-4) stay underneath: where the norm-wise term is below the default rtol (fp32 while
 // L·(1 + sqrt(K)) < 209, e.g. three 3×3 convs of 512 channels) norm_rtol is 0, today's fp32

@@ -6,12 +6,13 @@
 // 18, plus an image-level branch), a 1x1 reduction of the low-level features to 48 channels, and
 // a decoder of transposed convs. Input 16 x 768 x 1152, output 3 x 768 x 1152.
 //
-// Two reference ops have no IR op of their own; both are modelled with exact shapes and weights:
-//  - ConvTranspose2d(k=3, stride=2, padding=1, output_padding=1) becomes a nearest 2x upsample
-//    followed by a 3x3 conv with padding 1 (a resize-convolution; named "<module>.resize" and
-//    "<module>"). Parameters and output shapes are equal, but the conv runs on the output grid,
-//    so its MACs are 4x those of the transposed conv (which touches each input pixel once per
-//    tap). The four decoder deconvs therefore count 4x their reference MACs.
+// Checked against deeplab_xception.py at mlcommons/hpc commit c622604: the decoder
+// (DeconvUpsampler) has four ConvTranspose2d(k=3, stride=2, padding=1, output_padding=1,
+// bias=False), deconv1.0, deconv1.3, deconv2.0 and last_deconv.0; they are conv_transpose layers
+// here with those names, so parameters, shapes and MACs all follow the reference (each input
+// pixel meets each tap once: Cin · Cout · 9 MACs per input pixel).
+//
+// One reference op has no IR op of its own; it is modelled with exact shapes and weights:
 //  - torch.tile of the 1x1 image-level features to the 48x72 ASPP map becomes a nearest upsample
 //    to the larger extent (72x72) and, when the map is not square, a stride-1 max-pool of a
 //    (72-48+1) x 1 window that crops it to 48x72. Every element of the upsampled map is its
@@ -105,10 +106,13 @@ public:
     return b_.max_pool(up, crop, false, name + "_crop");
   }
 
-  // ConvTranspose2d(k=3, s=2, p=1, output_padding=1, no bias) as resize + conv.
-  int deconv(int x, int64_t out, const std::string& p) {
-    const int up = b_.upsample(x, 2, false, p + ".resize");
-    return b_.conv2d(up, out, 3, 1, 1, 1, 1, false, p);
+  // ConvTranspose2d(k=3, stride=2, padding=1, output_padding=1, bias=False): doubles h and w.
+  int deconv(int x, int64_t out, const std::string& name) {
+    Window w;
+    w.kernel = {1, 3, 3};
+    w.stride = {1, 2, 2};
+    w.pad = {0, 1, 1};
+    return b_.conv_transpose(x, out, w, {0, 1, 1}, 1, false, name);
   }
 
 private:

@@ -4,9 +4,10 @@ Every framework baseline (PyTorch eager, torch.compile, JAX/XLA) builds its netw
 definitions, so all of them run exactly the same layers, shapes and parameter counts. They
 follow the same reference definitions as brickdl's zoo (core/zoo/*.cpp), with one difference
 where the zoo has to approximate a reference op and a framework does not:
-  - DeepCAM's ConvTranspose2d(3, stride 2, padding 1, output_padding 1) is a real transposed
-    conv here (the zoo models it as nearest upsample + 3x3 conv: same weights and shapes,
-    4x the MACs), and its image-level tiling is a broadcast (the zoo: upsample + crop).
+  - DeepCAM's image-level tiling is a broadcast here (the zoo: nearest upsample + a crop by a
+    stride-1 max-pool, the same values and shapes, no MACs). Its four ConvTranspose2d(3,
+    stride 2, padding 1, output_padding 1) are transposed convs in both, so parameter and MAC
+    counts are equal.
 Only the standard library is used: parameter and MAC counts can be checked without a framework
 (results/tests/test_baselines.py checks them against the published figures).
 

@@ -38,6 +38,18 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   }
 }
 
+const char* algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "bwd_data_0";
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "bwd_data_1";
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "bwd_data_fft";
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "bwd_data_fft_tiling";
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "bwd_data_winograd";
+  case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "bwd_data_winograd_nonfused";
+  default: return "?";
+  }
+}
+
 const char* math_name(cudnnMathType_t m) {
   switch (m) {
   case CUDNN_DEFAULT_MATH: return "default";
@@ -54,7 +66,8 @@ struct Operand {
 };
 
 struct Step {
-  enum Kind { kConvBiasRelu, kConv, kPool, kEltwise } kind = kConv;
+  // kDeconv: a transposed conv, run as the data gradient of the conv whose input is its output.
+  enum Kind { kConvBiasRelu, kConv, kDeconv, kPool, kEltwise } kind = kConv;
   int layer = 0; // in the group
   std::vector<Operand> src;
   Activation act = Activation::kNone;
@@ -65,9 +78,10 @@ struct Step {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; // kDeconv
   cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace = 0;
-  cudnnActivationDescriptor_t relu = nullptr;
+  cudnnActivationDescriptor_t activation = nullptr; // a sigmoid or clip step's own
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnOpTensorDescriptor_t op = nullptr;
 };
@@ -100,6 +114,11 @@ std::vector<int> spatial(const std::array<int, 3>& v, int rank) {
 using Math = CudnnLayerwise::Math;
 using Algorithms = CudnnLayerwise::Algorithms;
 
+// Whether a perf entry's math is on tensor cores.
+bool tensor_math(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
 // The fastest algorithm cudnnFind reports under the step's math mode; strict FP32 must not
 // run on tensor cores whatever cuDNN reports as allowed. False when none qualifies.
 bool find_fastest(cudnnHandle_t handle, Step& s, Math math) {
@@ -110,9 +129,7 @@ bool find_fastest(cudnnHandle_t handle, Step& s, Math math) {
   for (int i = 0; i < n; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS)
       continue;
-    const bool tensor = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-                        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (math == Math::kStrictFp32 && tensor)
+    if (math == Math::kStrictFp32 && tensor_math(perf[i].mathType))
       continue;
     // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
     // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
@@ -142,14 +159,56 @@ bool choose_exact(cudnnHandle_t handle, Step& s) {
   return false;
 }
 
-// The filter and convolution descriptors of conv layer `l` reading `in0`.
-void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathType_t want_math) {
+// find_fastest for a kDeconv step: the backward-data algorithms, x the data gradient's dy
+// (the layer's input) and y its dx (the layer's output).
+bool find_fastest_data(cudnnHandle_t handle, Step& s, Math math) {
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int n = 0;
+  BRICKDL_CUDNN_CALL(cudnnFindConvolutionBackwardDataAlgorithm(
+      handle, s.w, s.x, s.conv, s.y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+  for (int i = 0; i < n; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+        (math == Math::kStrictFp32 && tensor_math(perf[i].mathType)))
+      continue;
+    s.data_algo = perf[i].algo;
+    s.math = perf[i].mathType;
+    s.workspace = perf[i].memory;
+    return true;
+  }
+  return false;
+}
+
+// choose_exact for a kDeconv step: the GEMM-form backward-data algorithms with FMA math
+// (ALGO_1 deterministic, ALGO_0 summing with atomics), no Winograd / FFT rounding.
+bool choose_exact_data(cudnnHandle_t handle, Step& s) {
+  for (auto a : {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0}) {
+    BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
+    size_t ws = 0;
+    if (cudnnGetConvolutionBackwardDataWorkspaceSize(handle, s.w, s.x, s.conv, s.y, a, &ws) ==
+        CUDNN_STATUS_SUCCESS) {
+      s.data_algo = a;
+      s.math = CUDNN_FMA_MATH;
+      s.workspace = ws;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The filter and convolution descriptors of conv layer `l` reading `in0`. Transposed: the
+// conv whose data gradient `l` is (its input is l's output), whose filter [K][C / groups][k]
+// is l's weight [Cin][Cout / groups][k] as stored.
+void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathType_t want_math,
+                   bool transposed = false) {
   const int rank = l.out.spatial_rank;
   s.x = tensor_desc(in0);
   s.y = tensor_desc(l.out);
   s.b = tensor_desc(TensorShape{1, l.out.c, 1, 1, 1, rank});
   BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
-  std::vector<int> fdims = {static_cast<int>(l.out_channels), static_cast<int>(in0.c / l.groups)};
+  std::vector<int> fdims =
+      transposed
+          ? std::vector<int>{static_cast<int>(in0.c), static_cast<int>(l.out_channels / l.groups)}
+          : std::vector<int>{static_cast<int>(l.out_channels), static_cast<int>(in0.c / l.groups)};
   for (int k : spatial(l.window.kernel, rank))
     fdims.push_back(k);
   BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
@@ -179,6 +238,28 @@ int plan_conv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& 
                                        : 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
 }
 
+// A transposed conv step: cudnnConvolutionBackwardData (+ cudnnAddTensor for the bias, +
+// the activation epilogue, as an unfused conv). Returns its library calls per run.
+int plan_deconv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& in0, Math math,
+                Algorithms algorithms) {
+  for (int a = 0; a < 3; ++a)
+    if (l.output_pad[static_cast<size_t>(a)] >= l.window.stride[static_cast<size_t>(a)])
+      throw Unsupported("cuDNN baseline: " + l.name +
+                        " has an output_padding not below its stride (the dilation allows it); "
+                        "the data gradient of a conv cannot produce that output extent");
+  s.bias = l.bias;
+  s.kind = Step::kDeconv;
+  describe_conv(s, l, in0,
+                math == Math::kStrictFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
+                true);
+  const bool chosen = (algorithms == Algorithms::kFastest && find_fastest_data(handle, s, math)) ||
+                      choose_exact_data(handle, s);
+  if (!chosen)
+    throw Unsupported("cuDNN baseline: no backward-data algorithm for " + l.name);
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
+  return 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
+}
+
 // A max / avg pool step (floor-mode output sizes only). Returns its calls per run.
 int plan_pool(Step& s, const Layer& l, const TensorShape& in0) {
   const int rank = l.out.spatial_rank;
@@ -204,7 +285,26 @@ int plan_pool(Step& s, const Layer& l, const TensorShape& in0) {
   return 1;
 }
 
-// An add (+ activation), relu or leaky relu step. Returns its calls per run.
+// The activation descriptor of a sigmoid or clip layer (cudnnActivationForward): clip only
+// as CUDNN_ACTIVATION_CLIPPED_RELU, min(max(x, 0), max), so its min must be 0.
+void describe_activation(Step& s, const Layer& l) {
+  cudnnActivationMode_t mode = CUDNN_ACTIVATION_SIGMOID;
+  double coef = 0.0;
+  if (l.op == OpKind::kClip) {
+    if (l.clip_min != 0.0f)
+      throw Unsupported("cuDNN baseline: clip " + l.name + " has min " +
+                        std::to_string(l.clip_min) +
+                        "; cuDNN's clipped relu clips at 0 below, so only min 0 has a call");
+    mode = CUDNN_ACTIVATION_CLIPPED_RELU;
+    coef = l.clip_max;
+  }
+  BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&s.activation));
+  BRICKDL_CUDNN_CALL(
+      cudnnSetActivationDescriptor(s.activation, mode, CUDNN_NOT_PROPAGATE_NAN, coef));
+}
+
+// An add or mul (+ activation), relu, leaky relu, sigmoid or clip step. Returns its calls per
+// run.
 int plan_eltwise(Step& s, const Layer& l) {
   s.kind = Step::kEltwise;
   if (l.op == OpKind::kRelu)
@@ -213,13 +313,63 @@ int plan_eltwise(Step& s, const Layer& l) {
     s.act = Activation::kLeakyRelu;
   s.x = tensor_desc(l.out);
   int calls = 0;
-  if (l.op == OpKind::kAdd) {
+  if (l.op == OpKind::kAdd || l.op == OpKind::kMul) {
     BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
-    BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(s.op, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
-                                                  CUDNN_NOT_PROPAGATE_NAN));
+    BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(
+        s.op, l.op == OpKind::kAdd ? CUDNN_OP_TENSOR_ADD : CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT,
+        CUDNN_NOT_PROPAGATE_NAN));
+    calls += 1;
+  }
+  if (l.op == OpKind::kSigmoid || l.op == OpKind::kClip) {
+    describe_activation(s, l);
     calls += 1;
   }
   return calls + (s.act != Activation::kNone ? 1 : 0);
+}
+
+// Plans step `s` of layer `l` (switch over the ops with a cuDNN call); adds its library calls
+// and workspace to `calls` and `workspace`, its algorithm to `desc`. Throws Unsupported.
+void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& in0, Math math,
+               Algorithms algorithms, int& calls, size_t& workspace, std::ostringstream& desc) {
+  switch (l.op) {
+  case OpKind::kConv:
+    calls += plan_conv(handle, s, l, in0, math, algorithms);
+    desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
+    break;
+  case OpKind::kConvTranspose:
+    calls += plan_deconv(handle, s, l, in0, math, algorithms);
+    desc << l.name << ": " << algo_name(s.data_algo) << "/" << math_name(s.math) << "; ";
+    break;
+  case OpKind::kMaxPool:
+  case OpKind::kAvgPool: calls += plan_pool(s, l, in0); break;
+  case OpKind::kAdd:
+  case OpKind::kMul:
+  case OpKind::kRelu:
+  case OpKind::kLeakyRelu:
+  case OpKind::kSigmoid:
+  case OpKind::kClip: calls += plan_eltwise(s, l); break;
+  default:
+    throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
+                      " (" + l.name + ")");
+  }
+  workspace = std::max(workspace, s.workspace);
+}
+
+// The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu with
+// cudnnActivationForward, leaky relu with our kernel.
+void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, const Step& s,
+                      float* y, cudaStream_t stream) {
+  const float one = 1.f, zero = 0.f;
+  const cudnnTensorDescriptor_t out = s.kind == Step::kEltwise ? s.x : s.y;
+  if (s.act == Activation::kRelu) {
+    BRICKDL_CUDNN_CALL(cudnnActivationForward(handle, relu, &one, out, y, &zero, out, y));
+  } else if (s.act == Activation::kLeakyRelu) {
+    const int threads = 256;
+    const long long blocks = std::min<long long>((s.out_numel + threads - 1) / threads, 65535);
+    leaky_relu_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(y, s.out_numel,
+                                                                             s.slope);
+    BRICKDL_CUDA_CALL(cudaGetLastError());
+  }
 }
 
 } // namespace
@@ -247,6 +397,8 @@ struct CudnnLayerwise::Impl {
         cudnnDestroyPoolingDescriptor(s.pool);
       if (s.op)
         cudnnDestroyOpTensorDescriptor(s.op);
+      if (s.activation)
+        cudnnDestroyActivationDescriptor(s.activation);
     }
     if (relu)
       cudnnDestroyActivationDescriptor(relu);
@@ -299,22 +451,9 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
     const TensorShape& in0 = graph.layer(l.inputs.at(0)).out;
     if (l.out.spatial_rank != 2 && l.out.spatial_rank != 3)
       throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
-    switch (l.op) {
-    case OpKind::kConv:
-      m.calls += plan_conv(m.handle, s, l, in0, math, algorithms);
-      m.workspace_bytes = std::max(m.workspace_bytes, s.workspace);
-      desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
-      break;
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool: m.calls += plan_pool(s, l, in0); break;
-    case OpKind::kAdd:
-    case OpKind::kRelu:
-    case OpKind::kLeakyRelu: m.calls += plan_eltwise(s, l); break;
-    default:
-      throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
-                        " (" + l.name + ")");
-    }
+    // The step joins the list first, so that ~Impl frees its descriptors when planning throws.
     m.steps.push_back(s);
+    plan_step(m.handle, m.steps.back(), l, in0, math, algorithms, m.calls, m.workspace_bytes, desc);
     m.intermediate.push_back(nullptr);
     if (id != group.last)
       BRICKDL_CUDA_CALL(
@@ -361,6 +500,13 @@ void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
       if (s.bias)
         BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
       break;
+    case Step::kDeconv:
+      BRICKDL_CUDNN_CALL(cudnnConvolutionBackwardData(m.handle, &one, s.w, weights[i], s.x, x,
+                                                      s.conv, s.data_algo, m.workspace,
+                                                      m.workspace_bytes, &zero, s.y, y));
+      if (s.bias)
+        BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
+      break;
     case Step::kPool:
       BRICKDL_CUDNN_CALL(cudnnPoolingForward(m.handle, s.pool, &one, s.x, x, &zero, s.y, y));
       break;
@@ -371,6 +517,9 @@ void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
       } else if (s.act == Activation::kRelu) {
         BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one, s.x, x, &zero, s.x, y));
         continue;
+      } else if (s.activation) {
+        BRICKDL_CUDNN_CALL(
+            cudnnActivationForward(m.handle, s.activation, &one, s.x, x, &zero, s.x, y));
       } else if (x != y) {
         BRICKDL_CUDA_CALL(cudaMemcpyAsync(y, x, static_cast<size_t>(s.out_numel) * sizeof(float),
                                           cudaMemcpyDeviceToDevice,
@@ -378,20 +527,8 @@ void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
       }
       break;
     }
-    // Epilogues cuDNN did not fuse: relu in place, leaky relu with our kernel.
-    if (s.kind != Step::kConvBiasRelu && s.kind != Step::kPool) {
-      if (s.act == Activation::kRelu) {
-        BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one,
-                                                  s.kind == Step::kConv ? s.y : s.x, y, &zero,
-                                                  s.kind == Step::kConv ? s.y : s.x, y));
-      } else if (s.act == Activation::kLeakyRelu) {
-        const int threads = 256;
-        const long long blocks = std::min<long long>((s.out_numel + threads - 1) / threads, 65535);
-        leaky_relu_kernel<<<static_cast<unsigned>(blocks), threads, 0,
-                            static_cast<cudaStream_t>(stream)>>>(y, s.out_numel, s.slope);
-        BRICKDL_CUDA_CALL(cudaGetLastError());
-      }
-    }
+    if (s.kind != Step::kConvBiasRelu && s.kind != Step::kPool)
+      unfused_epilogue(m.handle, m.relu, s, y, static_cast<cudaStream_t>(stream));
   }
 }
 

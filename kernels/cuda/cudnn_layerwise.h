@@ -4,8 +4,15 @@
 //   conv (+ folded BN bias) + relu ─► cudnnConvolutionBiasActivationForward      (1 call)
 //   conv without activation       ─► cudnnConvolutionForward + cudnnAddTensor   (2 calls)
 //   conv + leaky relu             ─► the same + our elementwise kernel           (3 calls)
+//   conv_transpose (+ bias, act.) ─► cudnnConvolutionBackwardData (the data gradient of the
+//                                    conv whose input is its output; the weight [Cin][Cout/g][k]
+//                                    is that conv's filter) + cudnnAddTensor (+ activation)
 //   max / avg pool                ─► cudnnPoolingForward
-//   add (+ relu), relu            ─► cudnnOpTensor (+ cudnnActivationForward)
+//   add, mul (+ relu), relu       ─► cudnnOpTensor (+ cudnnActivationForward)
+//   sigmoid; clip with min 0      ─► cudnnActivationForward (sigmoid; clipped relu)
+//
+// Other ops (silu, pad, a clip whose min is not 0, concat, upsample, ...) have no call here:
+// the constructor throws Unsupported naming the op and the layer.
 //
 // Math: kStrictFp32 restricts convolutions to FMA kernels (CUDNN_FMA_MATH: no TF32);
 // kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), what
@@ -13,7 +20,8 @@
 // precision (math_for): fp32 strict FP32, tf32 TF32. Its tensors are fp32 (CUDNN_DATA_FLOAT),
 // so bf16 / fp16 graphs are refused rather than silently run in fp32. Algorithms: kFastest asks
 // cudnnFind (it runs the candidates once) under that math mode; kExact takes implicit GEMM (no
-// Winograd / FFT rounding), used as the validation reference. Ops or attributes cuDNN lacks
+// Winograd / FFT rounding; for conv_transpose the GEMM-form backward-data algorithms 1, then 0),
+// used as the validation reference. Ops or attributes cuDNN lacks
 // (ceil-mode or dilated pools, ...) make the constructor throw Unsupported.
 #include <memory>
 #include <string>

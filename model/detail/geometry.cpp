@@ -101,16 +101,20 @@ void collect_tensors(const Graph& graph, const Group& grp, GroupGeometry& g) {
   g.staged.assign(static_cast<size_t>(T), false);
 }
 
-// FLOPs per output point and parameters of group layer i.
+// FLOPs per output point and parameters of group layer i. A transposed conv gives its output
+// points different tap counts (stride > 1): its FLOPs per point are the mean, 2 · MACs over its
+// outputs, so that the whole output costs 2 · MACs (it runs only layer by layer: kWhole).
 void layer_costs(const Graph& graph, const Layer& l, int i, GroupGeometry& g) {
   g.params[static_cast<size_t>(i)] = static_cast<double>(l.params);
+  double& per_point = g.flops_per_point[static_cast<size_t>(i)];
   if (l.op == OpKind::kConv) {
     const int64_t cin = graph.layer(l.inputs[0]).out.c;
     const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
-    g.flops_per_point[static_cast<size_t>(i)] = 2.0 * static_cast<double>(cin / l.groups * kvol);
+    per_point = 2.0 * static_cast<double>(cin / l.groups * kvol);
   } else if (l.op == OpKind::kLinear) {
-    g.flops_per_point[static_cast<size_t>(i)] =
-        2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
+    per_point = 2.0 * static_cast<double>(graph.layer(l.inputs[0]).out.c);
+  } else if (l.op == OpKind::kConvTranspose && l.out.numel() > 0) {
+    per_point = 2.0 * static_cast<double>(l.macs) / static_cast<double>(l.out.numel());
   }
 }
 

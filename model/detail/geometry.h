@@ -154,7 +154,8 @@ struct GroupGeometry {
   std::vector<TensorGrid> tensors;     // L + E
   std::vector<Edge> edges;             // grouped by consumer, ascending
   std::vector<int> edge_begin;         // L + 1 offsets into edges
-  std::vector<double> flops_per_point; // L: 2 · (Cin / groups) · kernel volume (conv, linear)
+  std::vector<double> flops_per_point; // L: 2 · (Cin / groups) · kernel volume (conv, linear);
+                                       // 2 · MACs / outputs (conv_transpose)
   std::vector<double> params;          // L
   std::vector<int> first_use;          // L + E: first consumer (layer index), L − 1 for the last
   std::vector<int> last_use;           // L + E: last consumer (layer index)

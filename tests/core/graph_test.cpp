@@ -55,6 +55,71 @@ TEST(GraphBuilder, ShapeErrorNamesLayerAndShapes) {
   EXPECT_THROW(b.conv2d(b.input(), 4, 3, 1, 1, 1, 2), ShapeError); // 3 % 2 != 0
 }
 
+Window deconv_window(std::array<int, 3> k, std::array<int, 3> s, std::array<int, 3> p,
+                     std::array<int, 3> d = {1, 1, 1}) {
+  Window w;
+  w.kernel = k;
+  w.stride = s;
+  w.pad = p;
+  w.dilation = d;
+  return w;
+}
+
+TEST(GraphBuilder, ConvTransposeShapeParamsMacs) {
+  // DeepCAM's window (k 3, stride 2, pad 1, output_padding 1), 8 -> 6 channels in 2 groups:
+  // out = (in − 1)·2 − 2 + 2·1 + 1 + 1 = 2·in, so 5x7 -> 10x14.
+  GraphBuilder b("t", TensorShape{2, 8, 1, 5, 7, 2});
+  const Layer& l = b.layer(b.conv_transpose(
+      b.input(), 6, deconv_window({1, 3, 3}, {1, 2, 2}, {0, 1, 1}), {0, 1, 1}, 2, true));
+  EXPECT_EQ(l.out, (TensorShape{2, 6, 1, 10, 14, 2}));
+  // Weight [Cin 8][Cout/groups 3][3][3], bias 6.
+  EXPECT_EQ(l.params, 8 * 3 * 9 + 6);
+  // Every input pixel meets every tap of its group's 3 outputs: N · Cin · 5·7 · 3 · 9.
+  EXPECT_EQ(l.macs, int64_t{2} * 8 * 35 * 3 * 9);
+
+  // 3-D, kernel 2, stride 3, dilation 2, pad 1: out = (in − 1)·3 − 2 + 2 + op + 1. Output
+  // padding may reach max(stride, dilation) − 1 = 2: d 3 -> 6 + 1 + 1 = 8 (op 1), h 4 -> 9 + 2
+  // + 1 = 12 (op 2), w 2 -> 3 + 0 + 1 = 4 (op 0).
+  GraphBuilder b3("t", TensorShape{1, 4, 3, 4, 2, 3});
+  const Layer& l3 = b3.layer(b3.conv_transpose(
+      b3.input(), 5, deconv_window({2, 2, 2}, {3, 3, 3}, {1, 1, 1}, {2, 2, 2}), {1, 2, 0}));
+  EXPECT_EQ(l3.out, (TensorShape{1, 5, 8, 12, 4, 3}));
+  EXPECT_EQ(l3.params, 4 * 5 * 8);             // no bias
+  EXPECT_EQ(l3.macs, int64_t{4} * 24 * 5 * 8); // Cin · (3·4·2) inputs · Cout · kvol
+}
+
+TEST(GraphBuilder, ConvTransposeErrors) {
+  GraphBuilder b("t", TensorShape{1, 8, 1, 4, 4, 2});
+  const Window s2 = deconv_window({1, 3, 3}, {1, 2, 2}, {0, 1, 1});
+  const Window s1 = deconv_window({1, 3, 3}, {1, 1, 1}, {0, 1, 1});
+  const Window s1d2 = deconv_window({1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 2, 2});
+  const auto message = [&](const Window& w, std::array<int, 3> op, int64_t cout, int groups) {
+    try {
+      b.conv_transpose(b.input(), cout, w, op, groups, false, "bad");
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // output_padding must stay below the stride or the dilation, whichever is larger.
+  EXPECT_NE(message(s2, {0, 2, 0}, 8, 1).find("output_padding"), std::string::npos);
+  EXPECT_NE(message(s1, {0, 0, 1}, 8, 1).find("output_padding"), std::string::npos);
+  EXPECT_EQ(message(s1d2, {0, 1, 1}, 8, 1), ""); // the dilation 2 allows 1
+  EXPECT_EQ(message(s2, {0, 1, 1}, 8, 1), "");
+  // groups must divide both channel counts.
+  EXPECT_NE(message(s2, {0, 1, 1}, 6, 3).find("groups 3"), std::string::npos); // 8 % 3
+  EXPECT_NE(message(s2, {0, 1, 1}, 6, 4).find("groups 4"), std::string::npos); // 6 % 4
+  EXPECT_EQ(message(s2, {0, 1, 1}, 8, 8), "");                                 // depthwise
+  // Padding that leaves no output: (4 − 1)·1 − 2·3 + 2 + 1 = 0.
+  EXPECT_NE(message(deconv_window({1, 3, 3}, {1, 1, 1}, {0, 3, 3}), {0, 0, 0}, 8, 1)
+                .find("leaves no output"),
+            std::string::npos);
+  // A depth window on a 2-D input.
+  EXPECT_NE(
+      message(deconv_window({3, 3, 3}, {1, 1, 1}, {0, 1, 1}), {0, 0, 0}, 8, 1).find("3-D window"),
+      std::string::npos);
+}
+
 TEST(Fusion, FoldsBatchNormAndRelu) {
   GraphBuilder b("t", TensorShape{1, 3, 1, 8, 8, 2});
   const int x = b.conv_bn_relu(b.input(), 8, 3, 1, 1, 1, "a");

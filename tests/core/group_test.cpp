@@ -97,6 +97,20 @@ TEST(Workload, RepeatedBlocksShareASignature) {
   EXPECT_EQ(group_layer_names(g, Group{1, 3}), "layer0.a.conv .. layer0.add");
 }
 
+TEST(Workload, ConvTransposeIsDescribedLikeAConvAndBlocksBricking) {
+  GraphBuilder b("deconv", TensorShape{1, 8, 1, 5, 6, 2});
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  b.relu(b.conv_transpose(b.input(), 4, w, {0, 1, 1}, 1, false, "up"));
+  const Graph g = fuse_for_inference(b.build());
+  ASSERT_EQ(g.size(), 2);
+  EXPECT_EQ(workload_description(g, Group{1, 1}), "conv_transpose3x3/2 8->4 10x12 +relu");
+  EXPECT_NE(brick_blocker(g, Group{1, 1}).find("'up' (conv_transpose"), std::string::npos)
+      << brick_blocker(g, Group{1, 1});
+}
+
 TEST(Workload, SignatureIsPinned) {
   // The key of every stored result: this exact text (format v1) must not change.
   EXPECT_EQ(workload_signature(two_blocks(16, "layer"), Group{1, 3}),

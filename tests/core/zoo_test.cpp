@@ -13,6 +13,7 @@
 #include <exception>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -52,6 +53,12 @@ int64_t fvcore_macs(const Graph& g) {
 // kernel of kvol taps.
 constexpr int64_t conv_macs(int64_t out_points, int64_t cout, int64_t cin, int64_t kvol) {
   return out_points * cout * cin * kvol;
+}
+
+// MACs of a 3x3 transposed conv on `in_points` input positions: each meets each of the 9 taps
+// once per output channel (core/graph_builder.cpp: infer_conv_transpose).
+constexpr int64_t deconv_macs(int64_t in_points, int64_t cout, int64_t cin) {
+  return in_points * cin * cout * 9;
 }
 
 const Layer& layer(const Graph& g, const std::string& name) {
@@ -225,13 +232,13 @@ TEST(Zoo, DeepCamMatchesHandCount) {
   macs += conv_macs(D, 256, 2048, 1) + 3 * conv_macs(D, 256, 2048, 9) + conv_macs(1, 256, 2048, 1) +
           conv_macs(D, 256, 1280, 1); // ASPP, image pool, projection
   macs += conv_macs(B, 48, 128, 1);   // low level
-  // Decoder. Each ConvTranspose2d(3, stride 2) is modelled as upsample + 3x3 conv, which
-  // counts its MACs on the output grid: 4x the transposed conv's (see core/zoo/deepcam.cpp).
-  macs += conv_macs(C, 256, 256, 9) + conv_macs(B, 256, 256, 9); // deconv1
+  // Decoder. Each ConvTranspose2d(3, stride 2) doubles h and w and counts on its input grid:
+  // D -> C -> B (deconv1), B -> A -> F (deconv2, last_deconv).
+  macs += deconv_macs(D, 256, 256) + deconv_macs(C, 256, 256); // deconv1
   macs += conv_macs(B, 256, 304, 9) + conv_macs(B, 256, 256, 9) + conv_macs(B, 256, 256, 1);
-  macs += conv_macs(A, 256, 256, 9) + conv_macs(F, 3, 256, 9); // deconv2, last_deconv
+  macs += deconv_macs(B, 256, 256) + deconv_macs(A, 3, 256); // deconv2, last_deconv
   EXPECT_EQ(g.total_macs(), macs);
-
+  EXPECT_EQ(macs, 327'668'833'280); // 327.67 G (see DeepCamDeconvsAreTransposedConvs)
   EXPECT_EQ(g.input_shape(), (TensorShape{1, 16, 1, 768, 1152, 2}));
   EXPECT_EQ(g.layer(g.output()).out, (TensorShape{1, 3, 1, 768, 1152, 2}));
   EXPECT_EQ(layer(g, "conv2").out, (TensorShape{1, 48, 1, 192, 288, 2}));
@@ -240,6 +247,44 @@ TEST(Zoo, DeepCamMatchesHandCount) {
   EXPECT_EQ(layer(g, "upsample.cat").out, (TensorShape{1, 304, 1, 192, 288, 2}));
   EXPECT_EQ(layer(g, "xception_features.block20.rep.5.pointwise").out.c, 1024);
   EXPECT_EQ(layer(g, "xception_features.conv5.conv1").window.dilation[1], 2);
+}
+
+// DeepCAM's four decoder deconvs are the reference's ConvTranspose2d(3, stride 2, padding 1,
+// output_padding 1, bias=False), under its module names (deeplab_xception.py, DeconvUpsampler).
+TEST(Zoo, DeepCamDeconvsAreTransposedConvs) {
+  const Graph g = build("deepcam");
+  // Input grids of the deconvs: D = 48x72 -> C = 96x144 -> B = 192x288 (deconv1), B -> A =
+  // 384x576 -> 768x1152 (deconv2, last_deconv). Each input pixel meets each of the 9 taps once
+  // per output channel.
+  const int64_t A = 384 * 576, B = 192 * 288, C = 96 * 144, D = 48 * 72;
+  const std::vector<std::pair<const char*, int64_t>> deconvs = {
+      {"upsample.deconv1.0", deconv_macs(D, 256, 256)},
+      {"upsample.deconv1.3", deconv_macs(C, 256, 256)},
+      {"upsample.deconv2.0", deconv_macs(B, 256, 256)},
+      {"upsample.last_deconv.0", deconv_macs(A, 3, 256)},
+  };
+  int64_t sum = 0;
+  for (const auto& [name, macs] : deconvs) {
+    const Layer& l = layer(g, name);
+    EXPECT_EQ(l.op, OpKind::kConvTranspose) << name;
+    EXPECT_EQ(l.window.kernel, (std::array<int, 3>{1, 3, 3})) << name;
+    EXPECT_EQ(l.window.stride, (std::array<int, 3>{1, 2, 2})) << name;
+    EXPECT_EQ(l.window.pad, (std::array<int, 3>{0, 1, 1})) << name;
+    EXPECT_EQ(l.output_pad, (std::array<int, 3>{0, 1, 1})) << name;
+    EXPECT_FALSE(l.bias) << name;
+    EXPECT_EQ(l.macs, macs) << name;
+    EXPECT_EQ(g.find(std::string(name) + ".resize"), -1) << name;
+    sum += macs;
+  }
+  EXPECT_EQ(layer(g, "upsample.deconv1.0").out, (TensorShape{1, 256, 1, 96, 144, 2}));
+  EXPECT_EQ(layer(g, "upsample.last_deconv.0").params, 256 * 3 * 9);
+  // Until the IR had conv_transpose, the zoo ran each deconv as a nearest 2x upsample
+  // ("<module>.resize") + 3x3 conv, whose conv counted its MACs on the output grid, 4x the
+  // transposed conv's: 324 layers and 460,676,504,576 MACs, 3/4 of the deconvs' 177.3 G more
+  // than the reference's 327,668,833,280. Now 320 layers (and the input).
+  EXPECT_EQ(sum, 44'335'890'432);
+  EXPECT_EQ(int64_t{460'676'504'576} - g.total_macs(), 3 * sum);
+  EXPECT_EQ(g.size(), 1 + 320);
 }
 
 TEST(Zoo, InceptionV4MatchesTimm) {

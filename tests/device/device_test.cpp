@@ -171,6 +171,26 @@ TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
   }
 }
 
+// The cuDNN baseline's newer calls: a grouped transposed conv (DeepCAM's window; batch-norm
+// and relu folded in) as cudnnConvolutionBackwardData, sigmoid and clip (min 0) as
+// activations, mul as cudnnOpTensor, and a dilated transposed conv with a bias of its own.
+Graph decoder() {
+  GraphBuilder b("decoder", TensorShape{2, 8, 1, 9, 11, 2});
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  int t = b.conv_transpose(b.input(), 8, w, {0, 1, 1}, 2, false, "deconv");
+  t = b.relu(b.batch_norm(t, "deconv.bn"), "deconv.relu");
+  const int m = b.mul(t, b.sigmoid(t, "sigmoid"), "mul");
+  const int c = b.clip(m, 0.0f, 6.0f, "clip");
+  w.stride = {1, 1, 1};
+  w.pad = {0, 2, 2};
+  w.dilation = {1, 2, 2};
+  b.conv_transpose(c, 4, w, {0, 0, 0}, 1, true, "dilated_deconv");
+  return fuse_for_inference(b.build());
+}
+
 TEST(Device, CudnnBaselineMatchesTheCpuReference) {
   BRICKDL_REQUIRE_GPU();
   if (!CudnnLayerwise::is_supported())
@@ -181,7 +201,7 @@ TEST(Device, CudnnBaselineMatchesTheCpuReference) {
   x = p.leaky_relu(p.conv2d(x, 8, 3, 1, 2, 2, 1, true, "dilated"), 0.1f, "leaky");
   p.avg_pool(x, 2, 2, 0, false, "avg");
   const Graph pools = fuse_for_inference(p.build());
-  for (const Graph& g : {bottleneck(2, 14), chain3d(10), pools}) {
+  for (const Graph& g : {bottleneck(2, 14), chain3d(10), pools, decoder()}) {
     const Group grp{1, g.size() - 1};
     const Data d = make_data(g, grp);
     const auto ref = cpu_reference(g, grp, d);

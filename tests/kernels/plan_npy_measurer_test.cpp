@@ -344,6 +344,69 @@ TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
   EXPECT_TRUE(wrong.samples_ms.empty());
 }
 
+// A decoder step as DeepCAM's: conv → conv_transpose (k 3, stride 2, pad 1, output_padding 1)
+// → batch-norm → relu → conv → sigmoid; fused, the batch-norm and relu fold into the
+// transposed conv: 1 conv, 2 conv_transpose (+bn, relu), 3 conv, 4 sigmoid.
+Graph decoder_step() {
+  GraphBuilder b("decoder", TensorShape{2, 4, 1, 5, 6, 2});
+  const int c = b.conv2d(b.input(), 6, 3, 1, 1, 1, 1, false, "conv");
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  const int t = b.conv_transpose(c, 4, w, {0, 1, 1}, 2, false, "deconv");
+  const int r = b.relu(b.batch_norm(t, "deconv.bn"), "deconv.relu");
+  b.sigmoid(b.conv2d(r, 3, 3, 1, 1, 1, 1, true, "head"), "sigmoid");
+  return fuse_for_inference(b.build());
+}
+
+TEST(CpuMeasurer, LayerwiseGroupWithAConvTransposeRunsAndValidates) {
+  const Graph g = decoder_step();
+  ASSERT_EQ(g.size(), 5);
+  ASSERT_EQ(g.layer(2).op, OpKind::kConvTranspose);
+  ASSERT_TRUE(g.layer(2).bn_folded);
+  ASSERT_EQ(g.layer(2).out, (TensorShape{2, 4, 1, 10, 12, 2}));
+  CpuMeasurer m(2);
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repetitions = 2;
+  const MeasureResult r = m.measure(g, cand(1, 4, Strategy::kLayerwise), o);
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_LE(r.max_rel_error, 1e-5);
+  int64_t macs = 0, params = 0;
+  for (int id = 1; id <= 4; ++id) {
+    macs += g.layer(id).macs;
+    params += g.layer(id).params;
+  }
+  EXPECT_EQ(r.counters.at("useful_flops"), 2.0 * static_cast<double>(macs));
+  EXPECT_EQ(r.counters.at("bytes_loaded.weight"), 4.0 * static_cast<double>(params));
+  EXPECT_EQ(r.counters.at("bytes_stored.output"), 2 * 3 * 10 * 12 * 4);
+  // Merged strategies refuse the groups holding it, and run the brickable rest.
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+    const MeasureResult no = m.measure(g, cand(1, 4, s, BrickShape{1, 4, 4, 0}), o);
+    EXPECT_EQ(no.status, MeasureStatus::kUnsupported);
+    EXPECT_NE(no.error.find("conv_transpose"), std::string::npos) << no.error;
+    const MeasureResult tail = m.measure(g, cand(3, 4, s, BrickShape{1, 4, 4, 0}), o);
+    EXPECT_EQ(tail.status, MeasureStatus::kOk) << tail.error;
+  }
+}
+
+TEST(PlanExecutor, ConvTransposeOutsideTheGroupsRunsLayerwise) {
+  // Plan: the conv padded, the head and sigmoid memoized; the transposed conv between them
+  // belongs to no group and runs as a one-layer layerwise group.
+  const Graph g = decoder_step();
+  const ModelWeights w = make_weights(g, 3);
+  const Tensor x = random_tensor(g.input_shape(), 4);
+  const std::vector<Candidate> plan = {
+      cand(1, 1, Strategy::kPadded, BrickShape{1, 4, 4, 0}),
+      cand(3, 4, Strategy::kMemoized, BrickShape{1, 4, 4, 0}),
+  };
+  const PlanResult res = execute_plan(g, plan, x, w, ExecOptions{2});
+  expect_close(res.output, run_graph(g, x, w));
+  EXPECT_EQ(res.counters.bricks_per_layer.at(2), 0); // layerwise: no bricks
+  EXPECT_GT(res.counters.bricks_per_layer.at(3), 0);
+}
+
 TEST(CpuMeasurer, ReferenceIsNotReusedAcrossDifferentGroups) {
   // Same graph name, layer names, shapes and parameter counts; only the dilation (and padding)
   // differ. A reference cached by a too-coarse key would mark the second result wrong.

@@ -196,6 +196,21 @@ TEST(Validation, ReductionOfAGroup) {
   EXPECT_EQ(t.rtol, 1e-3);
   EXPECT_EQ(t.norm_rtol, 0); // fp32
 
+  // A transposed conv: the most taps one output meets. Kernel 3, stride 2: outputs of one
+  // parity meet taps {0, 2}, the others tap 1, so 2 per axis; 8 / 2 groups · 2 · 2 = 16 (its
+  // mean, MACs / outputs, is 8 / 2 · 9 / 4 = 9). Kernel 3, stride 2, dilation 2: k·2 ≡ r
+  // (mod 2) holds for every tap or none, so 3 per axis: 8 · 9 = 72.
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  const int t1 = b.conv_transpose(0, 4, w, {0, 1, 1}, 2);
+  w.dilation = {1, 2, 2};
+  const int t2 = b.conv_transpose(0, 4, w, {0, 1, 1});
+  const Graph gt = b.build();
+  EXPECT_EQ(group_reduction(gt, Group{t1, t1}).length, 16);
+  EXPECT_EQ(group_reduction(gt, Group{t2, t2}).length, 72);
+
   GraphBuilder b16("g16", TensorShape{1, 8, 1, 6, 6, 2}, DType::kBF16);
   b16.conv2d(b16.conv2d(0, 16, 3, 1, 1), 4, 1);
   const Graph g16 = b16.build();

@@ -8,6 +8,7 @@
 
 #include "core/gpu_spec.h"
 #include "core/graph_builder.h"
+#include "core/group.h"
 #include "model/cost_model.h"
 
 namespace brickdl::model {
@@ -485,6 +486,57 @@ TEST(CostModelFeasibility, NonSpatialOpsAreLayerwiseOnly) {
   // linear: 2 · 2 images · 8 · 10 = 320 FLOPs; conv: 2 · 2 · 8 · 16 · 8 · 9 = 36864.
   EXPECT_DOUBLE_EQ(lw.flops, 36864 + 320);
   EXPECT_EQ(lw.launches, 4);
+}
+
+TEST(CostModelFeasibility, ConvTransposeIsLayerwiseOnlyAndCountsTwiceItsMacs) {
+  // conv 3x3 (4 -> 4) → conv_transpose (k 3, stride 2, pad 1, output_padding 1, 4 -> 3, bias)
+  // → relu on 2x4x6x6; the relu folds into the transposed conv as its epilogue.
+  GraphBuilder b("deconv", TensorShape{2, 4, 1, 6, 6, 2});
+  const int c = b.conv2d(0, 4, 3, 1, 1);
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  b.relu(b.conv_transpose(c, 3, w, {0, 1, 1}, 1, true, "deconv"));
+  const Graph g = fuse_for_inference(b.build());
+  ASSERT_EQ(g.size(), 3);
+  const Layer& t = g.layer(2);
+  ASSERT_EQ(t.op, OpKind::kConvTranspose);
+  ASSERT_EQ(t.activation, Activation::kRelu);
+  ASSERT_EQ(t.out, (TensorShape{2, 3, 1, 12, 12, 2}));
+  // MACs: 2 images · 4 inputs · 36 pixels · 3 outputs · 9 taps = 7776; params 4·3·9 + 3 = 111.
+  ASSERT_EQ(t.macs, 7776);
+  ASSERT_EQ(t.params, 111);
+  const CostModel m = a100();
+  for (const Group grp : {Group{1, 2}, Group{2, 2}}) {
+    const std::string blocker = brick_blocker(g, grp);
+    EXPECT_NE(blocker.find("conv_transpose"), std::string::npos) << blocker;
+    for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+      const Prediction p = m.predict(g, candidate(grp.first, grp.last, s, brick2d(4)));
+      EXPECT_FALSE(p.feasible);
+      EXPECT_EQ(p.reason, blocker);
+    }
+  }
+  EXPECT_EQ(brick_blocker(g, {1, 1}), "");
+  const Prediction lw = m.predict(g, candidate(2, 2, Strategy::kLayerwise, brick2d(4)));
+  ASSERT_TRUE(lw.feasible) << lw.reason;
+  EXPECT_DOUBLE_EQ(lw.flops, 2 * 7776);
+  EXPECT_DOUBLE_EQ(lw.useful_flops, 2 * 7776);
+  EXPECT_DOUBLE_EQ(lw.redundant_flops, 0);
+  // Input 2·4·36, weights 111, output 2·3·144 elements of 4 B, all cold.
+  EXPECT_DOUBLE_EQ(lw.bytes_input, 288 * 4);
+  EXPECT_DOUBLE_EQ(lw.bytes_weight, 111 * 4);
+  EXPECT_DOUBLE_EQ(lw.bytes_output, 864 * 4);
+  EXPECT_DOUBLE_EQ(lw.dram_bytes, (288 + 111 + 864) * 4);
+  EXPECT_EQ(lw.launches, 1);
+  // The lower bound needs the whole output, so all of its FLOPs, and reads what layerwise reads.
+  const LowerBound lb = m.lower_bound(g, {2, 2});
+  EXPECT_DOUBLE_EQ(lb.flops, 2 * 7776);
+  EXPECT_DOUBLE_EQ(lb.dram_bytes, (288 + 111 + 864) * 4);
+  // Both layers in one layerwise group: the conv's 2 · 2·4·36·4·9 FLOPs added.
+  const Prediction both = m.predict(g, candidate(1, 2, Strategy::kLayerwise, brick2d(4)));
+  EXPECT_DOUBLE_EQ(both.flops, 2 * 7776 + 2 * 10368);
+  EXPECT_DOUBLE_EQ(m.lower_bound(g, {1, 2}).flops, 2 * 7776 + 2 * 10368);
 }
 
 TEST(CostModelFeasibility, IntermediateLeavingTheGroupIsInvalid) {

@@ -180,6 +180,37 @@ TEST(SearchSpace, NonSpatialLayersAreLayerwiseOnly) {
   EXPECT_EQ(sp.pruned().begin()->second, 6);
 }
 
+TEST(SearchSpace, ConvTransposeRunsLayerwiseOnly) {
+  // conv → conv_transpose (k 3, stride 2, pad 1, output_padding 1) → conv: every group holding
+  // the transposed conv can only run layerwise (core/group.h: brick_blocker), so the space keeps
+  // its singleton, with the layerwise candidate alone, and leaves the longer groups out.
+  GraphBuilder b("deconv", TensorShape{1, 8, 1, 8, 8, 2});
+  const int c = b.conv2d(b.input(), 8, 3, 1, 1);
+  Window w;
+  w.kernel = {1, 3, 3};
+  w.stride = {1, 2, 2};
+  w.pad = {0, 1, 1};
+  const int t = b.conv_transpose(c, 8, w, {0, 1, 1});
+  b.conv2d(t, 8, 3, 1, 1);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4};
+  const Graph g = fuse_for_inference(b.build());
+  const SearchSpace sp = SearchSpace::build(g, cfg);
+  for (const auto& e : sp.groups()) {
+    EXPECT_EQ(e.mergeable, !e.group.contains(2)) << e.layer_names;
+    if (e.group.contains(2)) {
+      EXPECT_EQ(e.group, (Group{2, 2})) << e.layer_names;
+      ASSERT_EQ(e.candidates.size(), 1u);
+      EXPECT_EQ(e.candidates[0].strategy, Strategy::kLayerwise);
+    }
+  }
+  EXPECT_GE(sp.find(Group{2, 2}), 0);
+  EXPECT_EQ(sp.find(Group{1, 2}), -1);
+  EXPECT_EQ(sp.find(Group{2, 3}), -1);
+  EXPECT_GE(sp.find(Group{1, 1}), 0);
+  EXPECT_GE(sp.find(Group{3, 3}), 0);
+}
+
 TEST(SearchSpace, ExplicitPartitions) {
   GraphBuilder b("chain", TensorShape{1, 3, 8, 8, 8, 3});
   int x = b.input();
