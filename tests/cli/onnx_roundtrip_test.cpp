@@ -46,6 +46,32 @@ std::vector<int64_t> small_size(const std::string& model) {
   return {64, 64};
 }
 
+// The same layers one for one, the same fused workloads (what the model and the database key
+// on) and the same weights bit for bit.
+void expect_same_graph(const Graph& g, const Graph& zoo_graph) {
+  ASSERT_EQ(g.size(), zoo_graph.size());
+  for (const Layer& l : zoo_graph.layers()) {
+    const Layer& r = g.layer(l.id);
+    EXPECT_EQ(r.name, l.name);
+    EXPECT_EQ(r.op, l.op) << l.name;
+    EXPECT_EQ(r.inputs, l.inputs) << l.name;
+    EXPECT_EQ(attribute_text(r), attribute_text(l)) << l.name;
+    EXPECT_EQ(r.out, l.out) << l.name;
+    EXPECT_EQ(r.params, l.params) << l.name;
+    EXPECT_EQ(r.macs, l.macs) << l.name;
+  }
+  EXPECT_EQ(g.total_macs(), zoo_graph.total_macs());
+  const Graph zf = fuse_for_inference(zoo_graph), rf = fuse_for_inference(g);
+  ASSERT_EQ(rf.size(), zf.size());
+  for (int i = 1; i < zf.size(); ++i)
+    EXPECT_EQ(workload_signature(rf, Group{i, i}), workload_signature(zf, Group{i, i}));
+  const kernels::ModelWeights zw = kernels::make_weights(zf, 9), rw = kernels::model_weights(rf, 9);
+  for (int i = 1; i < zf.size(); ++i) {
+    EXPECT_EQ(rw.at(i).weight, zw.at(i).weight) << zf.layer(i).name;
+    EXPECT_EQ(rw.at(i).bias, zw.at(i).bias) << zf.layer(i).name;
+  }
+}
+
 class OnnxRoundTrip : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -86,32 +112,8 @@ TEST_P(OnnxRoundTrip, SameLayersWeightsOutputsAndPlan) {
             0)
       << read("log.txt");
 
-  // Layers: the same, one for one.
   const OnnxModel imported = import_onnx(path("m.onnx"));
-  const Graph& g = imported.graph;
-  ASSERT_EQ(g.size(), zoo_graph.size());
-  for (const Layer& l : zoo_graph.layers()) {
-    const Layer& r = g.layer(l.id);
-    EXPECT_EQ(r.name, l.name);
-    EXPECT_EQ(r.op, l.op) << l.name;
-    EXPECT_EQ(r.inputs, l.inputs) << l.name;
-    EXPECT_EQ(attribute_text(r), attribute_text(l)) << l.name;
-    EXPECT_EQ(r.out, l.out) << l.name;
-    EXPECT_EQ(r.params, l.params) << l.name;
-    EXPECT_EQ(r.macs, l.macs) << l.name;
-  }
-  EXPECT_EQ(g.total_macs(), zoo_graph.total_macs());
-
-  // Fused: the same workloads (what the model and the database key on) and the same weights.
-  const Graph zf = fuse_for_inference(zoo_graph), rf = fuse_for_inference(g);
-  ASSERT_EQ(rf.size(), zf.size());
-  for (int i = 1; i < zf.size(); ++i)
-    EXPECT_EQ(workload_signature(rf, Group{i, i}), workload_signature(zf, Group{i, i}));
-  const kernels::ModelWeights zw = kernels::make_weights(zf, 9), rw = kernels::model_weights(rf, 9);
-  for (int i = 1; i < zf.size(); ++i) {
-    EXPECT_EQ(rw.at(i).weight, zw.at(i).weight) << zf.layer(i).name;
-    EXPECT_EQ(rw.at(i).bias, zw.at(i).bias) << zf.layer(i).name;
-  }
+  expect_same_graph(imported.graph, zoo_graph);
 
   // brickdl-run: the same output, bit for bit (the same seeded input).
   ASSERT_EQ(run(kRun, fmt::format("--model {} --batch {} --input-size {} --seed 9 --out {}", model,
