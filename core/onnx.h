@@ -4,30 +4,35 @@
 //   model.onnx ──import_onnx()──► Graph (unfused, with its initializers as Graph::params)
 //   Graph + ParamStore ──export_onnx()──► model.onnx (opset 13)
 //
-// Import reads opsets 11 to the newest the library knows, one runtime input (N, C[, D], H, W;
-// a rank-3 input is N, C, L and becomes N, C, 1, L; a rank-2 input is flat) and one output.
-// Ops and how they map (anything else is refused, naming the node and its op):
+// Import reads opsets 11 to the newest the library knows (17 for Debian 12's 1.12), one
+// runtime input and one output. Input ranks: 4 (N, C, H, W) and 5 (N, C, D, H, W) as they are;
+// 3 (N, C, L) becomes N, C, 1, L; 2 (N, C) is flat; 1 (L) is one flat row (1, L). Ops and how
+// they map (anything else is refused, naming the node and its op):
 //   Conv, ConvTranspose        conv / conv_transpose (1-D as 2-D with H = 1; pads that differ
 //                              at the two ends: the common part in the window, the rest as a
 //                              pad layer, zero-filled before a conv, cropped after a transposed
-//                              conv; auto_pad SAME_UPPER / SAME_LOWER / VALID for Conv)
+//                              conv; auto_pad SAME_UPPER / SAME_LOWER / VALID; ConvTranspose's
+//                              output_shape as pads and output padding)
 //   BatchNormalization         batch_norm (folded form, core/graph.h batch_norm_affine)
 //   Relu LeakyRelu Sigmoid Clip relu / leaky_relu / sigmoid / clip; Sigmoid → Mul(x, ·): silu
 //   Add, Mul                   add / mul of two equal-shaped tensors; by a constant that is
 //                              per channel or a scalar: a batch_norm (y = x·scale + shift)
 //   Concat (channels)          concat
-//   MaxPool AveragePool        max_pool / avg_pool (ceil_mode, count_include_pad, auto_pad)
+//   MaxPool AveragePool        max_pool / avg_pool (count_include_pad, auto_pad; ceil_mode
+//                              where ONNX's output extent is PyTorch's, else refused)
 //   GlobalAveragePool          global_avg_pool
 //   Resize                     upsample: one integer scale on every spatial dim; nearest
 //                              (asymmetric + floor, or half-pixel + round) or linear
 //                              (half_pixel / pytorch_half_pixel)
 //   Gemm, MatMul (+ Add bias)  linear (flat input; a constant weight)
-//   Flatten (axis 1), Reshape to [N, −1]       flatten
-//   Identity, Dropout          removed
+//   Flatten (axis 1), Reshape  flatten to (N, C·spatial), or a relabel that keeps the layout
+//   Identity, Dropout          removed (a model that is only these copies its input)
 //   Pad (constant mode)        pad
+// tests/onnx/ runs ONNX's own node tests through this; tests/onnx/expected_refusals.txt lists
+// every test of these ops that is refused, and why.
 // Bad input — not an ONNX file, an opset outside the range, an unsupported op or attribute, a
 // dynamic size with no value given, an initializer whose size does not fit, a cycle — throws
-// UserError naming the file and the node.
+// UserError naming the file and the node (or the initializer, input or output concerned).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -66,8 +71,8 @@ int64_t onnx_max_opset();
 
 OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options = {});
 
-// A serialized TensorProto (the .pb files of ONNX's node tests); float, double, int32 and
-// int64 data are read as float. Throws UserError.
+// A serialized TensorProto (the .pb files of ONNX's node tests); float, double, bool and
+// integer data are read as float. Throws UserError.
 OnnxTensor read_onnx_tensor(const std::string& path);
 // Writes `t` as a serialized float TensorProto.
 void write_onnx_tensor(const std::string& path, const OnnxTensor& t, const std::string& name);
