@@ -550,6 +550,7 @@ private:
 
   // ---- ops ---------------------------------------------------------------------------------
   void node(const onnx::NodeProto& n);
+  bool fold_constant(const onnx::NodeProto& n);
   void conv(const onnx::NodeProto& n, bool transposed);
   Layer conv_layer(const onnx::NodeProto& n, const TensorShape& in, int sp, bool transposed) const;
   Pads transposed_pads(const onnx::NodeProto& n, int sp, const TensorShape& in, Layer* l) const;
@@ -611,6 +612,8 @@ void Importer::node(const onnx::NodeProto& n) {
                             i, n.output(i)));
   if (op == "Constant")
     return; // read up front
+  if (fold_constant(n))
+    return;
   if (op == "Conv" || op == "ConvTranspose") {
     conv(n, op == "ConvTranspose");
   } else if (op == "BatchNormalization") {
@@ -652,6 +655,46 @@ void Importer::node(const onnx::NodeProto& n) {
   } else {
     refuse(n, "op '" + op + "' is not supported");
   }
+}
+
+// Shape of a tensor, and shape arithmetic on constants (onnx_detail::fold_constant_node): the
+// result is a constant. False when the node computes on a tensor.
+bool Importer::fold_constant(const onnx::NodeProto& n) {
+  if (n.op_type() == "Shape") {
+    expect_attributes(n, {"start", "end"});
+    const Value x = value(n, 0);
+    std::vector<int64_t> dims =
+        x.constant ? x.constant->dims : onnx_dims(b_->shape(x.layer), x.rank);
+    const auto rank = static_cast<int64_t>(dims.size());
+    const auto clamp = [&](int64_t a) {
+      return std::clamp(a < 0 ? a + rank : a, int64_t{0}, rank);
+    };
+    const int64_t start = clamp(attr_int(n, "start", 0)), end = clamp(attr_int(n, "end", rank));
+    OnnxTensor t;
+    for (int64_t i = start; i < end; ++i)
+      t.values.push_back(static_cast<float>(dims[static_cast<size_t>(i)]));
+    t.dims = {static_cast<int64_t>(t.values.size())};
+    constants_[n.output(0)] = std::move(t);
+    return true;
+  }
+  std::vector<const OnnxTensor*> in;
+  for (const auto& name : n.input()) {
+    if (name.empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    const auto c = constants_.find(name);
+    if (c == constants_.end())
+      return false;
+    in.push_back(&c->second);
+  }
+  if (in.empty())
+    return false;
+  OnnxTensor out;
+  if (!onnx_detail::fold_constant_node(n, in, where(node_label(n)), &out))
+    return false;
+  constants_[n.output(0)] = std::move(out);
+  return true;
 }
 
 void Importer::conv(const onnx::NodeProto& n, bool transposed) {

@@ -19,4 +19,12 @@ OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& wher
 onnx::TensorProto tensor_to_proto(const std::string& name, const std::vector<int64_t>& dims,
                                   const std::vector<float>& values);
 
+// Shape arithmetic on constants, as exporters write it (x.view(x.size(0), -1) becomes Shape →
+// Gather → Unsqueeze → Concat → Reshape): Gather, Unsqueeze, Squeeze, Concat, Cast and the
+// elementwise Add / Sub / Mul / Div of constant `inputs` (null: an absent optional input).
+// Returns false when `node` is not such an op; throws UserError (naming `where`) when it is but
+// cannot be folded (an axis out of range, shapes that do not broadcast).
+bool fold_constant_node(const onnx::NodeProto& node, const std::vector<const OnnxTensor*>& inputs,
+                        const std::string& where, OnnxTensor* out);
+
 } // namespace brickdl::onnx_detail

@@ -118,6 +118,58 @@ TEST_F(OnnxCli, TheSmallModelRuns) {
       << err();
 }
 
+// PyTorch's x.view(x.size(0), -1) exports as Shape → Gather → Unsqueeze → Concat → Reshape:
+// shape arithmetic on constants that the importer folds, leaving one flatten.
+TEST_F(OnnxCli, ShapeArithmeticFoldsIntoAFlatten) {
+  onnx::ModelProto m = small_model();
+  onnx::GraphProto* g = m.mutable_graph();
+  g->mutable_output(0)->set_name("z");
+  const auto node = [&](const std::string& op, std::vector<std::string> in,
+                        const std::string& out) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto& i : in)
+      n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  const auto ints = [&](const std::string& name, std::vector<int64_t> v, bool scalar) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar)
+      t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v)
+      t->add_int64_data(x);
+  };
+  ints("zero", {0}, true);
+  ints("axes", {0}, false);
+  ints("minus_one", {-1}, false);
+  node("Shape", {"y"}, "shape");
+  node("Gather", {"shape", "zero"}, "batch");
+  node("Unsqueeze", {"batch", "axes"}, "batch1");
+  node("Concat", {"batch1", "minus_one"}, "target")->add_attribute()->set_name("axis");
+  node("Reshape", {"y", "target"}, "flat");
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("fc.w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(144);
+  w->add_dims(5);
+  for (int i = 0; i < 144 * 5; ++i)
+    w->add_float_data(0.001f * static_cast<float>(i % 11));
+  node("MatMul", {"flat", "fc.w"}, "z");
+  write("view.onnx", m);
+  ASSERT_EQ(run(kRun, "--model " + path("view.onnx") + " --out " + path("run") + " --check"), 0)
+      << err();
+  std::ifstream manifest(path("run/manifest.json"));
+  std::stringstream ss;
+  ss << manifest.rdbuf();
+  EXPECT_NE(ss.str().find("\"op\": \"flatten\""), std::string::npos);
+  EXPECT_NE(ss.str().find("\"op\": \"linear\""), std::string::npos);
+  EXPECT_EQ(ss.str().find("\"op\": \"concat\""), std::string::npos);
+}
+
 TEST_F(OnnxCli, NotOnnxAndTruncatedFiles) {
   std::ofstream(path("text.onnx")) << "model: resnet50\n";
   expect_refused("text.onnx", {"not an ONNX model"});

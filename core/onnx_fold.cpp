@@ -1,0 +1,157 @@
+// Constant folding of the shape arithmetic ONNX exporters emit (core/detail/onnx_proto.h).
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/detail/onnx_proto.h"
+#include "core/error.h"
+
+namespace brickdl::onnx_detail {
+
+namespace {
+
+int64_t count(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::vector<int64_t> int_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name)
+      return {a.ints().begin(), a.ints().end()};
+  return {};
+}
+
+int64_t int_attr(const onnx::NodeProto& n, const std::string& name, int64_t dflt) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name)
+      return a.i();
+  return dflt;
+}
+
+// Axes from the attribute (older opsets) or the second input (opset 13).
+std::vector<int64_t> axes_of(const onnx::NodeProto& n, const std::vector<const OnnxTensor*>& in) {
+  std::vector<int64_t> axes = int_attr(n, "axes");
+  if (in.size() > 1 && in[1])
+    for (float v : in[1]->values)
+      axes.push_back(static_cast<int64_t>(v));
+  return axes;
+}
+
+int64_t normalized(int64_t axis, int64_t rank, const std::string& where) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw UserError(fmt::format("{}: axis {} is out of range for rank {}", where, axis, rank));
+  return a;
+}
+
+OnnxTensor gather(const onnx::NodeProto& n, const OnnxTensor& data, const OnnxTensor& idx,
+                  const std::string& where) {
+  if (data.dims.size() != 1 || normalized(int_attr(n, "axis", 0), 1, where) != 0)
+    throw UserError(where + ": constant Gather of a tensor of rank other than 1");
+  OnnxTensor out{idx.dims, {}};
+  const auto size = static_cast<int64_t>(data.values.size());
+  for (float f : idx.values) {
+    const int64_t i = normalized(static_cast<int64_t>(f), size, where);
+    out.values.push_back(data.values[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+OnnxTensor unsqueeze(OnnxTensor t, std::vector<int64_t> axes, const std::string& where) {
+  const auto rank = static_cast<int64_t>(t.dims.size() + axes.size());
+  for (int64_t& a : axes)
+    a = normalized(a, rank, where);
+  std::sort(axes.begin(), axes.end());
+  for (int64_t a : axes)
+    t.dims.insert(t.dims.begin() + a, 1);
+  return t;
+}
+
+OnnxTensor squeeze(OnnxTensor t, std::vector<int64_t> axes, const std::string& where) {
+  const auto rank = static_cast<int64_t>(t.dims.size());
+  std::vector<int64_t> dims;
+  for (int64_t& a : axes)
+    a = normalized(a, rank, where);
+  for (int64_t i = 0; i < rank; ++i) {
+    const bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if ((axes.empty() && t.dims[static_cast<size_t>(i)] == 1) || listed) {
+      if (t.dims[static_cast<size_t>(i)] != 1)
+        throw UserError(fmt::format("{}: squeezes axis {} of extent {}", where, i,
+                                    t.dims[static_cast<size_t>(i)]));
+      continue;
+    }
+    dims.push_back(t.dims[static_cast<size_t>(i)]);
+  }
+  t.dims = dims;
+  return t;
+}
+
+OnnxTensor concat(const std::vector<const OnnxTensor*>& in, const std::string& where) {
+  OnnxTensor out{{0}, {}};
+  for (const OnnxTensor* t : in) {
+    if (t->dims.size() != 1)
+      throw UserError(where + ": constant Concat of tensors of rank other than 1");
+    out.values.insert(out.values.end(), t->values.begin(), t->values.end());
+  }
+  out.dims[0] = static_cast<int64_t>(out.values.size());
+  return out;
+}
+
+// Same shapes, or one side a single value.
+OnnxTensor arithmetic(const std::string& op, const OnnxTensor& a, const OnnxTensor& b,
+                      const std::string& where) {
+  const int64_t na = count(a.dims), nb = count(b.dims);
+  if (na != nb && na != 1 && nb != 1)
+    throw UserError(fmt::format("{}: constant {} of {} and {} values", where, op, na, nb));
+  OnnxTensor out = na >= nb ? a : b;
+  for (int64_t i = 0; i < std::max(na, nb); ++i) {
+    const float x = a.values[static_cast<size_t>(na == 1 ? 0 : i)];
+    const float y = b.values[static_cast<size_t>(nb == 1 ? 0 : i)];
+    // Integer tensors divide with truncation, float ones do not; the values alone cannot
+    // tell which, so only exact quotients fold.
+    if (op == "Div" && (y == 0 || x / y != static_cast<float>(static_cast<int64_t>(x / y))))
+      throw UserError(fmt::format("{}: constant Div {} / {} is not exact; brickdl folds exact "
+                                  "shape arithmetic only",
+                                  where, x, y));
+    out.values[static_cast<size_t>(i)] = op == "Add"   ? x + y
+                                         : op == "Sub" ? x - y
+                                         : op == "Mul" ? x * y
+                                                       : x / y;
+  }
+  return out;
+}
+
+} // namespace
+
+bool fold_constant_node(const onnx::NodeProto& n, const std::vector<const OnnxTensor*>& in,
+                        const std::string& where, OnnxTensor* out) {
+  const std::string& op = n.op_type();
+  const auto needs = [&](size_t k) {
+    if (in.size() < k || !std::all_of(in.begin(), in.begin() + static_cast<long>(k),
+                                      [](const OnnxTensor* t) { return t != nullptr; }))
+      throw UserError(fmt::format("{}: needs {} input(s)", where, k));
+  };
+  if (op == "Gather") {
+    needs(2);
+    *out = gather(n, *in[0], *in[1], where);
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    needs(1);
+    *out = op == "Unsqueeze" ? unsqueeze(*in[0], axes_of(n, in), where)
+                             : squeeze(*in[0], axes_of(n, in), where);
+  } else if (op == "Concat") {
+    needs(in.size());
+    *out = concat(in, where);
+  } else if (op == "Cast" || op == "Identity") {
+    needs(1);
+    *out = *in[0];
+  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    needs(2);
+    *out = arithmetic(op, *in[0], *in[1], where);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+} // namespace brickdl::onnx_detail
