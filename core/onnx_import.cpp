@@ -551,6 +551,7 @@ private:
   // ---- ops ---------------------------------------------------------------------------------
   void node(const onnx::NodeProto& n);
   bool fold_constant(const onnx::NodeProto& n);
+  void check_outputs(const onnx::NodeProto& n) const;
   void conv(const onnx::NodeProto& n, bool transposed);
   Layer conv_layer(const onnx::NodeProto& n, const TensorShape& in, int sp, bool transposed) const;
   Pads transposed_pads(const onnx::NodeProto& n, int sp, const TensorShape& in, Layer* l) const;
@@ -598,18 +599,8 @@ void Importer::node(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
   const std::string& op = n.op_type();
-  int outputs = 0;
-  for (const auto& o : n.output())
-    outputs += o.empty() ? 0 : 1;
   const bool dropout = op == "Dropout";
-  // Dropout's mask and MaxPool's indices may be there when nothing reads them.
-  const bool extra_unread = dropout || op == "MaxPool";
-  if (outputs != 1 && !(extra_unread && n.output_size() >= 1 && !n.output(0).empty()))
-    refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));
-  for (int i = 1; extra_unread && i < n.output_size(); ++i)
-    if (!n.output(i).empty() && readers_of_.count(n.output(i)))
-      refuse(n, fmt::format("its output {} ('{}') is read; brickdl computes the first output only",
-                            i, n.output(i)));
+  check_outputs(n);
   if (op == "Constant")
     return; // read up front
   if (fold_constant(n))
@@ -655,6 +646,21 @@ void Importer::node(const onnx::NodeProto& n) {
   } else {
     refuse(n, "op '" + op + "' is not supported");
   }
+}
+
+// One output, or the first one only read: Dropout's mask and MaxPool's indices may be there
+// when nothing reads them.
+void Importer::check_outputs(const onnx::NodeProto& n) const {
+  int outputs = 0;
+  for (const auto& o : n.output())
+    outputs += o.empty() ? 0 : 1;
+  const bool extra_unread = n.op_type() == "Dropout" || n.op_type() == "MaxPool";
+  if (outputs != 1 && !(extra_unread && n.output_size() >= 1 && !n.output(0).empty()))
+    refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));
+  for (int i = 1; extra_unread && i < n.output_size(); ++i)
+    if (!n.output(i).empty() && readers_of_.count(n.output(i)))
+      refuse(n, fmt::format("its output {} ('{}') is read; brickdl computes the first output only",
+                            i, n.output(i)));
 }
 
 // Shape of a tensor, and shape arithmetic on constants (onnx_detail::fold_constant_node): the
