@@ -530,9 +530,10 @@ private:
     return {std::min(p.begin[0], p.end[0]), std::min(p.begin[1], p.end[1]),
             std::min(p.begin[2], p.end[2])};
   }
-  // A pad layer of what `p` has beyond `sym` (sign −1: crop), or `input` when nothing is left.
+  // A pad layer `name` (made unique) of what `p` has beyond `sym` (sign −1: crop), or `input`
+  // when nothing is left.
   int pad_rest(const onnx::NodeProto& n, int input, int rank, const Pads& p,
-               const std::array<int, 3>& sym, int sign, float value, const std::string& suffix) {
+               const std::array<int, 3>& sym, int sign, float value, const std::string& name) {
     Layer l = unary(OpKind::kPad, input);
     bool any = false;
     for (size_t a = 0; a < 3; ++a) {
@@ -543,7 +544,9 @@ private:
     if (!any)
       return input;
     l.pad_value = value;
-    l.name = layer_name(n) + suffix;
+    l.name = name;
+    for (int k = 1; used_names_.count(l.name); ++k)
+      l.name = name + "_" + std::to_string(k);
     const std::string out = "\x01" + l.name; // an internal tensor name no ONNX file uses
     return emit(n, l, rank, out);
   }
@@ -730,13 +733,13 @@ void Importer::conv(const onnx::NodeProto& n, bool transposed) {
   if (bias)
     params.bias = bias->values;
   if (!transposed) {
-    l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, 0.0f, ".pad")};
+    l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, 0.0f, l.name + ".pad")};
     emit(n, l, x.rank);
     return;
   }
   l.inputs = {x.layer};
   const int id = emit(n, l, x.rank, "\x01" + l.name);
-  const int cropped = pad_rest(n, id, x.rank, p, l.window.pad, -1, 0.0f, ".crop");
+  const int cropped = pad_rest(n, id, x.rank, p, l.window.pad, -1, 0.0f, l.name + ".crop");
   values_[n.output(0)] = Value{cropped, x.rank, nullptr};
 }
 
@@ -995,7 +998,7 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
   // The rest of uneven pads as a pad layer: −inf never wins a max; zeros count in an average
   // that counts the padding (count_include_pad 1), as ONNX's do.
   const float fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-  l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, fill, ".pad")};
+  l.inputs = {pad_rest(n, x.layer, x.rank, p, l.window.pad, 1, fill, l.name + ".pad")};
   emit(n, l, x.rank);
 }
 
@@ -1048,7 +1051,7 @@ void Importer::avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l
   l.inputs = {x.layer};
   const int id = emit(n, l, x.rank, "\x01" + l.name);
   values_[n.output(0)] =
-      Value{pad_rest(n, id, x.rank, crop, {0, 0, 0}, -1, 0.0f, ".crop"), x.rank, nullptr};
+      Value{pad_rest(n, id, x.rank, crop, {0, 0, 0}, -1, 0.0f, l.name + ".crop"), x.rank, nullptr};
 }
 
 void Importer::resize(const onnx::NodeProto& n) {

@@ -170,6 +170,22 @@ TEST_F(OnnxCli, ShapeArithmeticFoldsIntoAFlatten) {
   EXPECT_EQ(ss.str().find("\"op\": \"concat\""), std::string::npos);
 }
 
+// Pads that differ at the two ends: the common part in the conv's window, the rest a pad layer
+// named after the conv.
+TEST_F(OnnxCli, AsymmetricPadsBecomeANamedPadLayer) {
+  onnx::ModelProto m = small_model();
+  auto* pads = m.mutable_graph()->mutable_node(0)->mutable_attribute(0);
+  pads->set_ints(0, 0); // begin (h, w) = (0, 1), end (h, w) = (1, 1)
+  write("asym.onnx", m);
+  ASSERT_EQ(run(kRun, "--model " + path("asym.onnx") + " --out " + path("run") + " --check"), 0)
+      << err();
+  std::ifstream manifest(path("run/manifest.json"));
+  std::stringstream ss;
+  ss << manifest.rdbuf();
+  EXPECT_NE(ss.str().find("\"name\": \"c1.pad\""), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("\"name\": \"c1\""), std::string::npos);
+}
+
 TEST_F(OnnxCli, NotOnnxAndTruncatedFiles) {
   std::ofstream(path("text.onnx")) << "model: resnet50\n";
   expect_refused("text.onnx", {"not an ONNX model"});
