@@ -71,7 +71,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The unfused graph of --model: an ONNX file, an experiment file's model or a zoo model.
 Graph model_graph(const Options& o) {
-  if (ends_with(o.model, ".onnx")) {
+  if (is_onnx_path(o.model)) {
     if (o.input_channels > 0)
       throw UserError("--input-channels cannot change an ONNX model's weights");
     OnnxImportOptions io;
@@ -105,22 +105,9 @@ std::string file_stem(const std::string& name) {
 }
 
 std::vector<int64_t> param_shape(const Graph& g, const Layer& l, bool weight) {
-  const int64_t outs = l.op == OpKind::kBatchNorm ? l.out.c : l.out_channels;
-  if (!weight || l.op == OpKind::kBatchNorm)
-    return {outs};
-  if (l.op == OpKind::kLinear) {
-    const TensorShape& in = g.layer(l.inputs[0]).out;
-    return {outs, in.c * in.spatial()};
-  }
-  const TensorShape& in = g.layer(l.inputs[0]).out;
-  std::vector<int64_t> s = l.op == OpKind::kConvTranspose
-                               ? std::vector<int64_t>{in.c, outs / l.groups}
-                               : std::vector<int64_t>{outs, in.c / l.groups};
-  if (in.spatial_rank == 3)
-    s.push_back(l.window.kernel[0]);
-  s.push_back(l.window.kernel[1]);
-  s.push_back(l.window.kernel[2]);
-  return s;
+  if (weight)
+    return weight_dims(g, l);
+  return {l.op == OpKind::kBatchNorm ? l.out.c : l.out_channels};
 }
 
 nlohmann::json shape_json(const TensorShape& s) {
@@ -135,8 +122,8 @@ struct Loaded {
   ModelWeights weights;
 };
 
-Loaded load(const Options& o, const Graph& unfused) {
-  Loaded in{fuse_for_inference(unfused), {}, {}, {}};
+Loaded load(const Options& o, Graph fused) {
+  Loaded in{std::move(fused), {}, {}, {}};
   in.input = o.input_file.empty() ? random_tensor(in.graph.input_shape(), o.seed, 0)
                                   : read_npy_tensor(o.input_file, in.graph.input_shape());
   if (!o.plan_file.empty())
@@ -283,15 +270,16 @@ void write_manifest(const Options& o, const nlohmann::json& manifest) {
 
 int run(const Options& o) {
   const Graph unfused = model_graph(o);
+  Graph fused = fuse_for_inference(unfused);
   if (!o.export_onnx.empty()) {
-    export_onnx(unfused, unfused_params(fuse_for_inference(unfused), o.seed), o.export_onnx);
+    export_onnx(unfused, unfused_params(fused, o.seed), o.export_onnx);
     std::cout << "brickdl-run: wrote " << unfused.name() << " (" << unfused.size() - 1
               << " layers, " << unfused.total_params() << " parameters) to " << o.export_onnx
               << "\n";
     if (o.out_dir.empty())
       return 0;
   }
-  const Loaded in = load(o, unfused);
+  const Loaded in = load(o, std::move(fused));
   const Executed ex = execute(in, o);
   nlohmann::json manifest = run_manifest(o, in, ex);
   const int status = o.check ? check(in, ex.result.output, manifest) : 0;

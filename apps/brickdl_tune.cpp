@@ -22,6 +22,7 @@
 #include "core/describe.h"
 #include "core/error.h"
 #include "core/experiment.h"
+#include "core/onnx.h"
 #include "core/store/tuning_db.h"
 #include "model/report.h"
 #include "search/driver.h"
@@ -56,10 +57,6 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
   }
 }
 
-bool is_onnx(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
-}
-
 // `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (or --target),
 // the file's batch (or --batch), every other key at its default; named after the file.
 ExperimentConfig onnx_experiment(const Args& a) {
@@ -74,11 +71,12 @@ ExperimentConfig onnx_experiment(const Args& a) {
 
 // The experiment with the command line's overrides; the registries' names checked.
 ExperimentConfig load(const Args& a) {
-  if ((a.batch || a.target) && !is_onnx(a.experiment))
+  if ((a.batch || a.target) && !is_onnx_path(a.experiment))
     throw UserError("--batch and --target apply to an ONNX model (brickdl-tune MODEL.onnx); the "
                     "experiment file " +
                     a.experiment + " sets them itself");
-  ExperimentConfig exp = is_onnx(a.experiment) ? onnx_experiment(a) : load_experiment(a.experiment);
+  ExperimentConfig exp =
+      is_onnx_path(a.experiment) ? onnx_experiment(a) : load_experiment(a.experiment);
   const auto from_command_line = [](const char* flag) {
     return SourceLocation{"the command line", 0, 0, flag};
   };

@@ -324,13 +324,6 @@ Graph build_zoo_graph(const YamlValue& m, const std::string& name, const Experim
   return build_zoo_model(name, o);
 }
 
-bool is_onnx_path(const YamlValue& m) {
-  if (!m.is_scalar())
-    return false;
-  const std::string s = m.as_string();
-  return s.size() > 5 && s.compare(s.size() - 5, 5, ".onnx") == 0;
-}
-
 // `model: path.onnx`, relative to the experiment file. The file's batch and input size unless
 // the experiment gives them (a dynamic one must be given); its channels are the model's own.
 void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig* cfg) {
@@ -367,7 +360,7 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
     read_inline_graph(m, cfg);
     return;
   }
-  if (is_onnx_path(m)) {
+  if (m.is_scalar() && is_onnx_path(m.as_string())) {
     read_onnx_model(root, m, cfg);
     return;
   }

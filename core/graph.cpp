@@ -143,6 +143,22 @@ int Graph::find(const std::string& layer_name) const {
   return -1;
 }
 
+std::vector<int64_t> weight_dims(const Graph& g, const Layer& l) {
+  if (l.op == OpKind::kBatchNorm)
+    return {l.out.c};
+  if (l.op != OpKind::kConv && l.op != OpKind::kConvTranspose && l.op != OpKind::kLinear)
+    return {};
+  const TensorShape& in = g.layer(l.inputs.at(0)).out;
+  if (l.op == OpKind::kLinear)
+    return {l.out_channels, in.c * in.spatial()};
+  std::vector<int64_t> dims = l.op == OpKind::kConv
+                                  ? std::vector<int64_t>{l.out_channels, in.c / l.groups}
+                                  : std::vector<int64_t>{in.c, l.out_channels / l.groups};
+  for (int a = in.spatial_rank == 3 ? 0 : 1; a < 3; ++a)
+    dims.push_back(l.window.kernel[static_cast<size_t>(a)]);
+  return dims;
+}
+
 void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>& beta,
                        const std::vector<float>& mean, const std::vector<float>& var, double eps,
                        std::vector<float>* scale, std::vector<float>* shift) {

@@ -157,6 +157,11 @@ private:
   std::shared_ptr<const ParamStore> params_;
 };
 
+// The dims of layer `l`'s weight in the stored form (kernels/weights.h): conv [Cout, Cin/groups,
+// (kd,) kh, kw], conv_transpose [Cin, Cout/groups, (kd,) kh, kw], linear [out, in features],
+// batch_norm [C] (its scale); empty for a layer without weights. A bias is [Cout].
+std::vector<int64_t> weight_dims(const Graph& g, const Layer& l);
+
 // Inference transform: folds every batch-norm into the conv (or linear) that feeds it
 // alone, and every relu / leaky-relu into the conv / add / linear that feeds it alone, as
 // its epilogue. Shapes are unchanged; the returned graph is what the search partitions.

@@ -65,6 +65,10 @@ struct OnnxModel {
   int64_t opset = 0;
 };
 
+// True for a path naming an ONNX file (ends in ".onnx"): what `model:` and the tools'
+// model arguments take as an ONNX model rather than a zoo name or an experiment.
+bool is_onnx_path(const std::string& path);
+
 // The oldest and newest default-domain opset import_onnx reads.
 constexpr int64_t kOnnxMinOpset = 11;
 int64_t onnx_max_opset();

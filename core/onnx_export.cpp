@@ -16,12 +16,9 @@ namespace {
 
 constexpr int64_t kExportOpset = 13;
 
+// The ONNX dims of a tensor brickdl writes: rank 2 when flat, else 4 or 5.
 std::vector<int64_t> onnx_shape(const TensorShape& s) {
-  switch (s.spatial_rank) {
-  case 0: return {s.n, s.c * s.spatial()};
-  case 3: return {s.n, s.c, s.d, s.h, s.w};
-  default: return {s.n, s.c, s.h, s.w};
-  }
+  return onnx_detail::onnx_dims(s, s.spatial_rank == 0 ? 2 : s.spatial_rank + 2);
 }
 
 class Exporter {
@@ -133,13 +130,9 @@ private:
 
   void conv(const Layer& l, const std::string& in, const std::string& out) {
     const NamedParams& p = params(l);
-    const int64_t cin = g_.layer(l.inputs[0]).out.c;
     const bool transposed = l.op == OpKind::kConvTranspose;
-    std::vector<int64_t> wdims = transposed ? std::vector<int64_t>{cin, l.out_channels / l.groups}
-                                            : std::vector<int64_t>{l.out_channels, cin / l.groups};
-    for (int64_t k : spatial(l, l.window.kernel))
-      wdims.push_back(k);
-    std::vector<std::string> inputs{in, initializer(l.name + ".weight", wdims, p.weight)};
+    std::vector<std::string> inputs{in,
+                                    initializer(l.name + ".weight", weight_dims(g_, l), p.weight)};
     if (l.bias)
       inputs.push_back(initializer(
           l.name + ".bias", {l.out_channels},
@@ -153,7 +146,7 @@ private:
 
   void batch_norm(const Layer& l, const std::string& in, const std::string& out) {
     const NamedParams& p = params(l);
-    const std::vector<int64_t> dims{l.out.c};
+    const std::vector<int64_t> dims = weight_dims(g_, l);
     const auto c = static_cast<size_t>(l.out.c);
     onnx::NodeProto* n = add_node("BatchNormalization", l.name,
                                   {in, initializer(l.name + ".scale", dims, p.weight),
@@ -166,9 +159,8 @@ private:
 
   void linear(const Layer& l, const std::string& in, const std::string& out) {
     const NamedParams& p = params(l);
-    const int64_t features = g_.layer(l.inputs[0]).out.c * g_.layer(l.inputs[0]).out.spatial();
-    std::vector<std::string> inputs{
-        in, initializer(l.name + ".weight", {l.out_channels, features}, p.weight)};
+    std::vector<std::string> inputs{in,
+                                    initializer(l.name + ".weight", weight_dims(g_, l), p.weight)};
     if (l.bias)
       inputs.push_back(initializer(l.name + ".bias", {l.out_channels}, p.bias));
     onnx::NodeProto* n = add_node("Gemm", l.name, inputs, out);

@@ -11,10 +11,6 @@ namespace brickdl::onnx_detail {
 
 namespace {
 
-int64_t count(const std::vector<int64_t>& dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
-}
-
 std::vector<int64_t> int_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name)
@@ -101,7 +97,7 @@ OnnxTensor concat(const std::vector<const OnnxTensor*>& in, const std::string& w
 // Same shapes, or one side a single value.
 OnnxTensor arithmetic(const std::string& op, const OnnxTensor& a, const OnnxTensor& b,
                       const std::string& where) {
-  const int64_t na = count(a.dims), nb = count(b.dims);
+  const int64_t na = element_count(a.dims), nb = element_count(b.dims);
   if (na != nb && na != 1 && nb != 1)
     throw UserError(fmt::format("{}: constant {} of {} and {} values", where, op, na, nb));
   OnnxTensor out = na >= nb ? a : b;

@@ -38,6 +38,8 @@
 
 namespace brickdl {
 
+using onnx_detail::element_count;
+using onnx_detail::onnx_dims;
 using onnx_detail::read_file;
 using onnx_detail::tensor_from_proto;
 
@@ -53,10 +55,6 @@ struct Value {
   int rank = 0;
   const OnnxTensor* constant = nullptr;
 };
-
-int64_t product(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
-}
 
 std::string dims_str(const std::vector<int64_t>& d) {
   return "[" + fmt::format("{}", fmt::join(d, ", ")) + "]";
@@ -87,17 +85,6 @@ TensorShape shape_of(const std::vector<int64_t>& d) {
   if (rank == 5)
     s.d = d[2];
   return s;
-}
-
-// The ONNX dims of a layer output of ONNX rank `rank`.
-std::vector<int64_t> onnx_dims(const TensorShape& s, int rank) {
-  switch (rank) {
-  case 1: return {s.numel()};
-  case 2: return {s.n, s.c * s.spatial()};
-  case 3: return {s.n, s.c, s.w};
-  case 4: return {s.n, s.c, s.h, s.w};
-  default: return {s.n, s.c, s.d, s.h, s.w};
-  }
 }
 
 class Importer {
@@ -724,9 +711,9 @@ void Importer::conv(const onnx::NodeProto& n, bool transposed) {
                      : read_pads(n, sp, in, l.window.kernel, l.window.stride, l.window.dilation);
   l.window.pad = common(p);
   l.bias = bias != nullptr;
-  if (bias && product(bias->dims) != l.out_channels)
+  if (bias && element_count(bias->dims) != l.out_channels)
     refuse(n, fmt::format("bias '{}' has {} values for {} output channels", n.input(2),
-                          product(bias->dims), l.out_channels));
+                          element_count(bias->dims), l.out_channels));
   l.name = layer_name(n);
   NamedParams& params = params_[l.name];
   params.weight = w.values;
@@ -940,7 +927,7 @@ void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
 void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
                                   bool mul) {
   const TensorShape s = b_->shape(x.layer);
-  const int64_t count = product(c.dims);
+  const int64_t count = element_count(c.dims);
   // Per channel: dims (C, 1, ..., 1) aligned to the trailing axes, or (1, C, 1, ...).
   bool per_channel = count == s.c && count > 1;
   if (per_channel) {
@@ -1224,10 +1211,10 @@ std::vector<int64_t> Importer::reshape_target(const onnx::NodeProto& n,
     else
       known *= t[i];
   }
-  const int64_t count = product(dims);
+  const int64_t count = element_count(dims);
   if (infer >= 0 && known > 0 && count % known == 0)
     t[static_cast<size_t>(infer)] = count / known;
-  if (product(t) != count)
+  if (element_count(t) != count)
     refuse(n, fmt::format("shape {} does not hold the {} values of dims {}", dims_str(t), count,
                           dims_str(dims)));
   return t;

@@ -1,6 +1,8 @@
 // TensorProto reading and writing for the ONNX importer, exporter and node tests.
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +13,20 @@
 namespace brickdl {
 
 namespace onnx_detail {
+
+int64_t element_count(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::vector<int64_t> onnx_dims(const TensorShape& s, int rank) {
+  switch (rank) {
+  case 1: return {s.numel()};
+  case 2: return {s.n, s.c * s.spatial()};
+  case 3: return {s.n, s.c, s.w};
+  case 4: return {s.n, s.c, s.h, s.w};
+  default: return {s.n, s.c, s.d, s.h, s.w};
+  }
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -123,6 +139,12 @@ onnx::TensorProto tensor_to_proto(const std::string& name, const std::vector<int
 }
 
 } // namespace onnx_detail
+
+bool is_onnx_path(const std::string& path) {
+  constexpr std::string_view kSuffix = ".onnx";
+  return path.size() > kSuffix.size() &&
+         path.compare(path.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
 
 OnnxTensor read_onnx_tensor(const std::string& path) {
   const std::string bytes = onnx_detail::read_file(path);

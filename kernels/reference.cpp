@@ -26,17 +26,18 @@ bool inside(int64_t i, int64_t extent) {
   return i >= 0 && i < extent;
 }
 
-template <typename Acc>
-Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
-                 int64_t out_channels, const Window& win, int groups, Epilogue ep) {
+// Long on purpose: the one loop nest of conv and conv_transpose. Output element by element:
+// over the input channels of its group, then kd, kh, kw, the taps that reach it
+// (`source(o, k, axis, extent)`: the input index tap k of output o reads, or −1) times the
+// weight at ((row · kd + a) · kh + b) · kw + c, `row(co, ci)` giving the (co, ci) weight row;
+// then bias and epilogue.
+template <typename Acc, typename Source, typename Row>
+Tensor gather_conv(const Tensor& x, const std::vector<float>& weight,
+                   const std::vector<float>& bias, const TensorShape& os, int groups,
+                   const Window& win, Source source, Row row, Epilogue ep) {
   const TensorShape& is = x.shape();
-  TensorShape os = windowed_shape(is, win, false);
-  os.c = out_channels;
-  const int64_t cin_g = is.c / groups, cout_g = out_channels / groups;
+  const int64_t cin_g = is.c / groups, cout_g = os.c / groups;
   const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
-  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == out_channels * cin_g * kd * kh * kw,
-                "conv weight has " << weight.size() << " values");
-  BRICKDL_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_channels, "conv bias");
   Tensor y(os);
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t co = 0; co < os.c; ++co) {
@@ -47,20 +48,20 @@ Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::v
             Acc acc = 0;
             for (int64_t cl = 0; cl < cin_g; ++cl) {
               const int64_t ci = g * cin_g + cl;
+              const int64_t r = row(co, ci);
               for (int a = 0; a < kd; ++a) {
-                const int64_t iz = oz * win.stride[0] - win.pad[0] + a * win.dilation[0];
-                if (!inside(iz, is.d))
+                const int64_t iz = source(oz, a, 0, is.d);
+                if (iz < 0)
                   continue;
                 for (int b = 0; b < kh; ++b) {
-                  const int64_t iy = oy * win.stride[1] - win.pad[1] + b * win.dilation[1];
-                  if (!inside(iy, is.h))
+                  const int64_t iy = source(oy, b, 1, is.h);
+                  if (iy < 0)
                     continue;
                   for (int c = 0; c < kw; ++c) {
-                    const int64_t ix = ox * win.stride[2] - win.pad[2] + c * win.dilation[2];
-                    if (!inside(ix, is.w))
+                    const int64_t ix = source(ox, c, 2, is.w);
+                    if (ix < 0)
                       continue;
-                    const float wv = weight[static_cast<size_t>(
-                        (((co * cin_g + cl) * kd + a) * kh + b) * kw + c)];
+                    const float wv = weight[static_cast<size_t>(((r * kd + a) * kh + b) * kw + c)];
                     acc += static_cast<Acc>(wv) * static_cast<Acc>(x.at(n, ci, iz, iy, ix));
                   }
                 }
@@ -72,6 +73,26 @@ Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::v
           }
     }
   return y;
+}
+
+template <typename Acc>
+Tensor conv_impl(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
+                 int64_t out_channels, const Window& win, int groups, Epilogue ep) {
+  const TensorShape& is = x.shape();
+  TensorShape os = windowed_shape(is, win, false);
+  os.c = out_channels;
+  const int64_t cin_g = is.c / groups;
+  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) ==
+                    out_channels * cin_g * win.kernel[0] * win.kernel[1] * win.kernel[2],
+                "conv weight has " << weight.size() << " values");
+  BRICKDL_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_channels, "conv bias");
+  const auto source = [&](int64_t o, int k, int a, int64_t extent) -> int64_t {
+    const int64_t i = o * win.stride[a] - win.pad[a] + int64_t{k} * win.dilation[a];
+    return inside(i, extent) ? i : -1;
+  };
+  // [Cout][Cin/groups][k...]
+  const auto row = [&](int64_t co, int64_t ci) { return co * cin_g + ci % cin_g; };
+  return gather_conv<Acc>(x, weight, bias, os, groups, win, source, row, ep);
 }
 
 template <typename Acc>
@@ -138,7 +159,6 @@ Tensor linear_impl(const Tensor& x, const std::vector<float>& weight,
   return y;
 }
 
-// Long on purpose: one loop nest per output element, as conv_impl.
 template <typename Acc>
 Tensor conv_transpose_impl(const Tensor& x, const std::vector<float>& weight,
                            const std::vector<float>& bias, const Layer& l, Epilogue ep) {
@@ -146,13 +166,13 @@ Tensor conv_transpose_impl(const Tensor& x, const std::vector<float>& weight,
   TensorShape os = l.out;
   os.n = is.n;
   const Window& win = l.window;
-  const int64_t cin_g = is.c / l.groups, cout_g = l.out_channels / l.groups;
-  const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
-  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == is.c * cout_g * kd * kh * kw,
+  const int64_t cout_g = l.out_channels / l.groups;
+  BRICKDL_CHECK(static_cast<int64_t>(weight.size()) ==
+                    is.c * cout_g * win.kernel[0] * win.kernel[1] * win.kernel[2],
                 "conv_transpose weight has " << weight.size() << " values");
   BRICKDL_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == l.out_channels,
                 "conv_transpose bias");
-  // The input index a tap k of output o reads on one axis, or −1.
+  // Output o meets tap k of input i when i·s − p + k·d = o.
   const auto source = [&](int64_t o, int k, int a, int64_t extent) -> int64_t {
     const int64_t t = o + win.pad[a] - int64_t{k} * win.dilation[a];
     if (t < 0 || t % win.stride[a] != 0)
@@ -160,41 +180,9 @@ Tensor conv_transpose_impl(const Tensor& x, const std::vector<float>& weight,
     const int64_t i = t / win.stride[a];
     return i < extent ? i : -1;
   };
-  Tensor y(os);
-  for (int64_t n = 0; n < os.n; ++n)
-    for (int64_t co = 0; co < os.c; ++co) {
-      const int64_t g = co / cout_g, col = co - g * cout_g;
-      for (int64_t oz = 0; oz < os.d; ++oz)
-        for (int64_t oy = 0; oy < os.h; ++oy)
-          for (int64_t ox = 0; ox < os.w; ++ox) {
-            Acc acc = 0;
-            for (int64_t cl = 0; cl < cin_g; ++cl) {
-              const int64_t ci = g * cin_g + cl;
-              for (int a = 0; a < kd; ++a) {
-                const int64_t iz = source(oz, a, 0, is.d);
-                if (iz < 0)
-                  continue;
-                for (int b = 0; b < kh; ++b) {
-                  const int64_t iy = source(oy, b, 1, is.h);
-                  if (iy < 0)
-                    continue;
-                  for (int c = 0; c < kw; ++c) {
-                    const int64_t ix = source(ox, c, 2, is.w);
-                    if (ix < 0)
-                      continue;
-                    const float wv = weight[static_cast<size_t>(
-                        (((ci * cout_g + col) * kd + a) * kh + b) * kw + c)];
-                    acc += static_cast<Acc>(wv) * static_cast<Acc>(x.at(n, ci, iz, iy, ix));
-                  }
-                }
-              }
-            }
-            if (!bias.empty())
-              acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
-            y.at(n, co, oz, oy, ox) = activate(static_cast<float>(acc), ep.activation, ep.slope);
-          }
-    }
-  return y;
+  // [Cin][Cout/groups][k...]
+  const auto row = [&](int64_t co, int64_t ci) { return ci * cout_g + co % cout_g; };
+  return gather_conv<Acc>(x, weight, bias, os, l.groups, win, source, row, ep);
 }
 
 template <typename F> Tensor map(const Tensor& x, F f) {

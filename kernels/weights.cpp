@@ -1,6 +1,8 @@
 #include "kernels/weights.h"
 
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <string>
 
 #include <fmt/format.h>
@@ -58,16 +60,12 @@ void batch_norm_scale_shift(Rng& rng, int64_t channels, std::vector<float>* scal
   batch_norm_affine(gamma, beta, mean, var, 1e-5, scale, shift);
 }
 
-// The number of weights of a conv, conv_transpose or linear layer, and its fan-in.
+// The number of weights of a conv, conv_transpose or linear layer (weight_dims), and the
+// fan-in of its random initialisation: weights per output channel.
 std::pair<int64_t, int64_t> weight_count(const Graph& graph, const Layer& l) {
-  const TensorShape& in = graph.layer(l.inputs.at(0)).out;
-  const int64_t kvol = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
-  switch (l.op) {
-  case OpKind::kConv: return {l.out_channels * (in.c / l.groups) * kvol, (in.c / l.groups) * kvol};
-  case OpKind::kConvTranspose:
-    return {in.c * (l.out_channels / l.groups) * kvol, (in.c / l.groups) * kvol};
-  default: return {l.out_channels * in.c * in.spatial(), in.c * in.spatial()};
-  }
+  const std::vector<int64_t> dims = weight_dims(graph, l);
+  const int64_t count = std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+  return {count, count / l.out_channels};
 }
 
 } // namespace

@@ -9,6 +9,12 @@
 
 namespace brickdl::onnx_detail {
 
+// The number of elements of a tensor of `dims`.
+int64_t element_count(const std::vector<int64_t>& dims);
+// The ONNX dims (rank 1 to 5) of a brickdl tensor: (L) for a rank-1 tensor (one flat row),
+// (N, C·spatial) for rank 2, (N, C, W) for rank 3 (H == 1), (N, C, H, W), (N, C, D, H, W).
+std::vector<int64_t> onnx_dims(const TensorShape& s, int rank);
+
 // The whole file; UserError naming it when it cannot be read.
 std::string read_file(const std::string& path);
 // A float tensor from a TensorProto (float, double, int32 or int64; raw or typed data);
