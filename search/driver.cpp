@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -144,7 +146,22 @@ public:
 private:
   bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
   void store_space();
+  // State of the measuring phase.
+  struct Measuring {
+    std::vector<MeasureCallback*> callbacks; // the database writer first
+    Clock::time_point t0;
+    int done = 0;       // results recorded (resumed ones included)
+    int fresh = 0;      // of which measured now
+    int dispatched = 0; // jobs submitted (the budget counts these)
+    int64_t next_ticket = 1;
+    std::map<int64_t, CandidateRef> tickets; // jobs in flight
+    std::set<int64_t> in_flight_ids;         // their database candidate ids
+  };
   void measure();
+  void dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m);
+  void collect(const MeasureDone& done, Measuring& m);
+  void record(const CandidateRef& ref, const MeasureResult& result, bool resumed, int worker,
+              const std::string& measured_on, Measuring& m);
   std::optional<StoredMeasurement> stored_measurement(int64_t candidate_id,
                                                       std::string* measured_on);
   std::string budget_exhausted(double elapsed_s, int fresh) const;
@@ -255,59 +272,101 @@ MeasureEvent Run::event(const CandidateRef& ref, const MeasureResult& result, bo
   return ev;
 }
 
+// Dispatches one proposed candidate: resumed from the database, skipped (budget spent),
+// covered by the same workload already in flight, or submitted to the pool.
+void Run::dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m) {
+  CandidateEval& ce = ev_.at(ref);
+  const Candidate& cand = space_.candidate(ref);
+  // The searcher skips what it was told; a workload measured twice in one run would be a bug
+  // (and a UNIQUE violation in the database).
+  BRICKDL_CHECK(!ce.measurement, "candidate proposed twice: " << cand.config_str());
+  if (m.in_flight_ids.count(ce.candidate_id))
+    return; // its result is shared with this group too (share()), which notifies it
+
+  std::string measured_on = report_.target;
+  if (std::optional<StoredMeasurement> prior = stored_measurement(ce.candidate_id, &measured_on)) {
+    record(ref, prior->result, /*resumed=*/true, /*worker=*/0, measured_on, m);
+    return;
+  }
+  const std::string why = budget_exhausted(seconds_since(m.t0), m.dispatched);
+  if (!why.empty()) {
+    // Out of budget: keep going only through what the database already has.
+    report_.stopped_by = why;
+    searcher_.notify({MeasuredCandidate{ref, kNotMeasured}});
+    return;
+  }
+  const MeasureJob job{m.next_ticket++, ref, &space_.graph(), &cand, exp_.measurement.options};
+  m.tickets.emplace(job.ticket, ref);
+  m.in_flight_ids.insert(ce.candidate_id);
+  ++m.dispatched;
+  pool.submit(job);
+}
+
+// A finished job: its result recorded like any other.
+void Run::collect(const MeasureDone& done, Measuring& m) {
+  const auto it = m.tickets.find(done.ticket);
+  BRICKDL_CHECK(it != m.tickets.end(), "a result for unknown job " << done.ticket);
+  const CandidateRef ref = it->second;
+  m.tickets.erase(it);
+  m.in_flight_ids.erase(ev_.at(ref).candidate_id);
+  ++m.fresh;
+  record(ref, done.result, /*resumed=*/false, done.worker, report_.target, m);
+}
+
+// Counts a result, shares it with every group of the same workload, tells the callbacks
+// (the database writer first) and then the searcher.
+void Run::record(const CandidateRef& ref, const MeasureResult& result, bool resumed, int worker,
+                 const std::string& measured_on, Measuring& m) {
+  const int64_t candidate_id = ev_.at(ref).candidate_id;
+  ++m.done;
+  (resumed ? report_.resumed : report_.measured) += 1;
+  if (result.status != MeasureStatus::kOk)
+    ++report_.failed;
+  const std::vector<MeasuredCandidate> outcome = share(candidate_id, result, resumed, measured_on);
+  MeasureEvent ev = event(ref, result, resumed, candidate_id, m.done, m.fresh, m.t0);
+  ev.worker = worker;
+  ev.in_flight = static_cast<int>(m.tickets.size());
+  ev.queued += ev.in_flight;
+  for (auto* cb : m.callbacks)
+    cb->on_result(ev);
+  searcher_.notify(outcome);
+}
+
+// The measuring loop: keeps the pool's slots busy with what the searcher proposes and takes
+// results in the order they finish. In process (LocalPool, one slot) this is propose →
+// measure → record, one candidate at a time.
 void Run::measure() {
-  Measurer& measurer = *ctx_.measurer;
+  std::optional<LocalPool> local;
+  MeasurePool& pool = ctx_.pool ? *ctx_.pool : local.emplace(*ctx_.measurer);
   DbWriter writer(*ctx_.db, target_id_, run_id_);
-  std::vector<MeasureCallback*> callbacks{&writer};
-  callbacks.insert(callbacks.end(), ctx_.callbacks.begin(), ctx_.callbacks.end());
-  for (auto* cb : callbacks)
+  Measuring m;
+  m.callbacks.push_back(&writer);
+  m.callbacks.insert(m.callbacks.end(), ctx_.callbacks.begin(), ctx_.callbacks.end());
+  for (auto* cb : m.callbacks)
     cb->on_phase_begin("measure");
 
-  const auto t0 = Clock::now();
-  int done = 0, fresh = 0;
+  m.t0 = Clock::now();
   while (!stop_requested()) {
-    const std::vector<CandidateRef> batch = searcher_.propose(1);
-    if (batch.empty())
-      break;
-    const CandidateRef ref = batch[0];
-    CandidateEval& ce = ev_.at(ref);
-    const Candidate& cand = space_.candidate(ref);
-
-    // The searcher skips what it was told; a workload measured twice in one run would be a bug
-    // (and a UNIQUE violation in the database).
-    BRICKDL_CHECK(!ce.measurement, "candidate proposed twice: " << cand.config_str());
-
-    std::string measured_on = report_.target;
-    std::optional<StoredMeasurement> prior = stored_measurement(ce.candidate_id, &measured_on);
-
-    MeasureResult result;
-    const bool resumed = prior.has_value();
-    if (resumed) {
-      result = prior->result;
-    } else {
-      const std::string why = budget_exhausted(seconds_since(t0), fresh);
-      if (!why.empty()) {
-        // Out of budget: keep going only through what the database already has.
-        report_.stopped_by = why;
-        searcher_.notify({MeasuredCandidate{ref, kNotMeasured}});
-        continue;
-      }
-      result = measurer.measure(space_.graph(), cand, exp_.measurement.options);
-      ++fresh;
+    while (pool.in_flight() < pool.slots() && !stop_requested()) {
+      const std::vector<CandidateRef> batch = searcher_.propose(1);
+      if (batch.empty())
+        break; // done, or the next round waits for results in flight
+      dispatch(batch[0], pool, m);
     }
-    ++done;
-    (resumed ? report_.resumed : report_.measured) += 1;
-    if (result.status != MeasureStatus::kOk)
-      ++report_.failed;
-
-    const std::vector<MeasuredCandidate> outcome =
-        share(ce.candidate_id, result, resumed, measured_on);
-    const MeasureEvent ev = event(ref, result, resumed, ce.candidate_id, done, fresh, t0);
-    for (auto* cb : callbacks)
-      cb->on_result(ev);
-    searcher_.notify(outcome);
+    if (pool.in_flight() == 0) {
+      BRICKDL_CHECK(stop_requested() || searcher_.pending() == 0,
+                    "proposed candidates neither measured nor in flight: " << searcher_.pending());
+      break;
+    }
+    const std::optional<MeasureDone> done = pool.next(ctx_.stop_requested);
+    if (!done)
+      break; // a stop request: what is still in flight is dropped
+    collect(*done, m);
   }
-  for (auto* cb : callbacks)
+  report_.dropped = pool.in_flight();
+  report_.measure_s = seconds_since(m.t0);
+  report_.workers = pool.workers();
+  for (auto* cb : m.callbacks)
     cb->on_phase_end();
 }
 
@@ -336,7 +395,7 @@ bool Run::execute() {
   if (stop_requested())
     return false;
 
-  if (ctx_.measurer) {
+  if (ctx_.measurer || ctx_.pool) {
     measure();
     const CombinedCosts combined = combine_costs(space_, predicted, ev_.measured_costs());
     report_.scale = combined.scale;
@@ -399,8 +458,13 @@ TuneReport report_header(const TuneContext& ctx, const std::string& searcher) {
   rep.precision = dtype_name(exp.precision);
   rep.gpu_spec = ctx.predictor->gpu_name();
   rep.model_version = ctx.predictor->version();
-  rep.backend = ctx.measurer ? ctx.measurer->backend() : "none";
-  rep.target = ctx.measurer ? ctx.measurer->target() : "model:" + rep.gpu_spec;
+  if (ctx.pool) {
+    rep.backend = ctx.pool->backend();
+    rep.target = ctx.pool->target();
+  } else {
+    rep.backend = ctx.measurer ? ctx.measurer->backend() : "none";
+    rep.target = ctx.measurer ? ctx.measurer->target() : "model:" + rep.gpu_spec;
+  }
   rep.searcher = searcher;
   return rep;
 }

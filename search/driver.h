@@ -3,16 +3,19 @@
 //
 //   experiment ─► fuse_for_inference ─► SearchSpace ─► evaluate (model) ─► database
 //        (workloads, candidates, predictions in one transaction) ─► Searcher::plan (model plan,
-//        stored) ─► measuring loop: propose → resume from the database or measure → callbacks
-//        (database writer first: each result committed as it arrives; then progress, ...) →
-//        notify ─► re-plan with the measurements (stored) ─► TuneReport
+//        stored) ─► measuring loop: propose → resume from the database or submit to the
+//        MeasurePool (in process, or MPI workers: as many in flight as it has slots, results
+//        taken as they finish) → callbacks (database writer first: each result committed as
+//        it arrives; then progress, ...) → notify ─► re-plan with the measurements (stored)
+//        ─► TuneReport
 //
 // Resume: a candidate already measured on this target (any run) is not measured again unless
 // options.fresh; measurements of other targets are used only with options.use_other_targets.
 // Repeated workloads share results: a measurement applies to every group with the same
 // signature. The budget (measurement.budget_s, measurement.max_measurements) stops fresh
 // measurements; candidates already in the database are still used. A stop request (Ctrl-C)
-// ends the run as `aborted` after the candidate in flight, keeping everything measured.
+// ends the run as `aborted` after the candidate in flight (in process), or at once with the
+// candidates in flight on workers dropped (a pool), keeping everything measured.
 #include <string>
 
 #include <nlohmann/json.hpp>

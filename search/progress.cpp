@@ -70,6 +70,10 @@ void ProgressCallback::on_result(const MeasureEvent& e) {
   std::string detail = fmt::format("{} resumed", e.done - e.fresh);
   if (failed_ > 0)
     detail += fmt::format("  {} failed", failed_);
+  if (!e.resumed && e.worker > 0)
+    ++by_worker_[e.worker];
+  for (const auto& [rank, n] : by_worker_)
+    detail += fmt::format("  r{} {} ({:.2f}/s)", rank, n, e.elapsed_s > 0 ? n / e.elapsed_s : 0.0);
   bar_.update("measure", e.done, e.queued, detail, e.elapsed_s, std::max(eta, -1.0),
               e.done == e.queued);
 }

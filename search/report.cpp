@@ -90,6 +90,24 @@ void print_end_to_end(const PlanSummary& p, const std::string& target, std::ostr
 
 } // namespace
 
+namespace {
+
+// MPI runs: what each worker rank measured, its throughput over the measuring phase, and
+// why a refused one measured nothing.
+void print_workers(const TuneReport& r, std::ostream& os) {
+  for (const WorkerStats& w : r.workers) {
+    if (!w.refused.empty()) {
+      os << fmt::format("  rank {} ({}): refused: {}\n", w.rank, w.host, w.refused);
+      continue;
+    }
+    os << fmt::format(
+        "  rank {} ({}): {} measured, {} failed, {:.1f} s busy, {:.3f} candidates/s\n", w.rank,
+        w.host, w.measured, w.failed, w.busy_s, r.measure_s > 0 ? w.measured / r.measure_s : 0.0);
+  }
+}
+
+} // namespace
+
 void print_report(const TuneReport& r, std::ostream& os) {
   os << fmt::format("experiment {}: {} batch {} {}; model {} for {}; searcher {}\n", r.experiment,
                     r.model, r.batch, r.precision, r.model_version, r.gpu_spec, r.searcher);
@@ -110,7 +128,10 @@ void print_report(const TuneReport& r, std::ostream& os) {
                       r.failed);
     if (!r.stopped_by.empty())
       os << "; stopped by " << r.stopped_by;
+    if (r.dropped > 0)
+      os << fmt::format("; {} in flight dropped", r.dropped);
     os << fmt::format("; unmeasured predictions scaled by {:.4g}\n", r.scale);
+    print_workers(r, os);
   }
   os << '\n';
   const PlanSummary& plan = r.replanned ? *r.replanned : r.predicted;
@@ -143,6 +164,25 @@ void print_report(const TuneReport& r, std::ostream& os) {
   print_end_to_end(plan, r.target, os);
 }
 
+namespace {
+
+nlohmann::json workers_json(const std::vector<WorkerStats>& workers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const WorkerStats& w : workers) {
+    out.push_back({{"rank", w.rank},
+                   {"host", w.host},
+                   {"target", w.target},
+                   {"measured", w.measured},
+                   {"failed", w.failed},
+                   {"busy_s", w.busy_s}});
+    if (!w.refused.empty())
+      out.back()["refused"] = w.refused;
+  }
+  return out;
+}
+
+} // namespace
+
 nlohmann::json report_json(const TuneReport& r) {
   nlohmann::json alts = nlohmann::json::array();
   for (const auto& a : r.alternatives)
@@ -150,7 +190,7 @@ nlohmann::json report_json(const TuneReport& r) {
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [reason, n] : r.pruned)
     pruned[reason] = n;
-  return {
+  nlohmann::json out = {
       {"experiment", r.experiment},
       {"model", r.model},
       {"batch", r.batch},
@@ -177,6 +217,11 @@ nlohmann::json report_json(const TuneReport& r) {
       {"model_plan", to_json(r.predicted)},
       {"alternatives", alts},
   };
+  if (r.dropped > 0)
+    out["measurements"]["dropped"] = r.dropped;
+  if (!r.workers.empty())
+    out["workers"] = workers_json(r.workers); // MPI runs only: plain runs keep their format
+  return out;
 }
 
 } // namespace brickdl::search

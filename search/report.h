@@ -22,6 +22,17 @@
 
 namespace brickdl::search {
 
+// One measuring worker of a run (MPI runs only: a plain run measures in process).
+struct WorkerStats {
+  int rank = 0;
+  std::string host;
+  std::string target;  // its fingerprint
+  int measured = 0;    // results it returned in this run
+  int failed = 0;      // of which not ok
+  double busy_s = 0;   // summed wall time of its jobs
+  std::string refused; // why it measured nothing for this run ("" when it took part)
+};
+
 struct TuneReport {
   std::string experiment, model, precision;
   int batch = 1;
@@ -34,11 +45,14 @@ struct TuneReport {
   int64_t groups = 0, candidates = 0, feasible = 0;
   std::map<std::string, int64_t> pruned; // structural and model, by reason
 
-  int measured = 0;       // measured in this run
-  int resumed = 0;        // taken from the database
-  int failed = 0;         // of both, not ok
-  std::string stopped_by; // why measuring ended early ("" when it did not)
-  double scale = 1;       // measured / predicted ratio applied to unmeasured candidates
+  int measured = 0;                 // measured in this run
+  int resumed = 0;                  // taken from the database
+  int failed = 0;                   // of both, not ok
+  std::string stopped_by;           // why measuring ended early ("" when it did not)
+  double scale = 1;                 // measured / predicted ratio applied to unmeasured candidates
+  int dropped = 0;                  // in flight on a worker when a stop request ended the run
+  double measure_s = 0;             // wall time of the measuring phase
+  std::vector<WorkerStats> workers; // MPI runs: every worker rank, refused ones included
 
   PlanSummary predicted;                 // the model's plan
   std::optional<PlanSummary> replanned;  // with measurements (a measuring backend)

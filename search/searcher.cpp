@@ -20,8 +20,6 @@ void Searcher::init(const SearchSpace& space, const CostMatrix& predicted) {
 
 std::vector<CandidateRef> Searcher::propose(int n) {
   BRICKDL_CHECK(space_ != nullptr, "Searcher::propose before init");
-  BRICKDL_CHECK(pending_.empty(),
-                "Searcher::propose with " << pending_.size() << " proposals not notified");
   std::vector<CandidateRef> out;
   while (static_cast<int>(out.size()) < n) {
     // Skip what became known while queued (a shared workload measured through another group).
@@ -32,7 +30,7 @@ std::vector<CandidateRef> Searcher::propose(int n) {
       continue;
     }
     // A new round plans with every result so far: not while some are still to come.
-    if (!out.empty() || converged_ || rounds_ >= max_rounds())
+    if (!out.empty() || !pending_.empty() || converged_ || rounds_ >= max_rounds())
       break;
     next_round();
   }

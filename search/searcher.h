@@ -66,9 +66,12 @@ public:
   // strategy and the layerwise baseline), costed under `cost`.
   virtual std::vector<Plan> alternatives(const CostMatrix& /*cost*/) const { return {}; }
 
-  // Up to `n` candidates to measure next, best first; empty when measuring is done. Every
-  // proposed candidate must be notify()'d before the next call.
+  // Up to `n` candidates to measure next, best first. Candidates may be proposed while
+  // earlier ones are still being measured (parallel workers); a new round is planned only
+  // once every proposed candidate was notify()'d, so an empty answer means "done" only when
+  // nothing is pending (pending() == 0), else "wait for a result and ask again".
   std::vector<CandidateRef> propose(int n);
+  int pending() const { return static_cast<int>(pending_.size()); }
   // Outcomes of proposed candidates (or of ones found already measured).
   void notify(const std::vector<MeasuredCandidate>& results);
 

@@ -2,7 +2,7 @@
 // TuneContext: everything one tuning run needs, passed as one object (the driver takes no
 // long parameter lists), and the callbacks that react to each measurement.
 //
-//   brickdl-tune ──builds──► TuneContext { experiment, predictor, measurer, database,
+//   brickdl-tune ──builds──► TuneContext { experiment, predictor, measurer or pool, database,
 //                                          seed, logger, callbacks, stop flag }
 //                               │
 //                               ▼
@@ -19,6 +19,7 @@
 #include "core/experiment.h"
 #include "core/measurer.h"
 #include "core/store/tuning_db.h"
+#include "search/measure_pool.h"
 #include "search/predictor.h"
 #include "search/search_space.h"
 
@@ -52,6 +53,8 @@ struct MeasureEvent {
   const MeasureResult* result = nullptr;
   bool resumed = false; // taken from the database instead of measured now
   int64_t candidate_id = 0;
+  int worker = 0;       // the MPI rank that measured it (0: in process, or resumed)
+  int in_flight = 0;    // still being measured elsewhere (parallel workers)
   int done = 0;         // candidates handled so far in this run (this one included)
   int fresh = 0;        // of which measured now
   int queued = 0;       // done + what the searcher has proposed and not yet handled
@@ -77,8 +80,10 @@ struct TuneOptions {
 struct TuneContext {
   ExperimentConfig experiment;          // with command-line overrides applied
   const Predictor* predictor = nullptr; // required
-  Measurer* measurer = nullptr;         // nullptr: model only (backend none)
-  TuningDb* db = nullptr;               // required: every prediction and result goes there
+  Measurer* measurer = nullptr;         // in process; nullptr: model only (backend none)
+  // Where candidates are measured when set (MPI worker ranks, dist/); `measurer` is then unused.
+  MeasurePool* pool = nullptr;
+  TuningDb* db = nullptr; // required: every prediction and result goes there
   uint64_t seed = 1;
   Logger log;
   TuneOptions options;

@@ -104,6 +104,44 @@ protected:
     return tune(ctx);
   }
 
+  TuneResult run_pool(const ExperimentConfig& e, MeasurePool* pool,
+                      std::vector<MeasureCallback*> cbs = {},
+                      const std::atomic<bool>* stop = nullptr) {
+    TuningDb db(db_path_);
+    TuneContext ctx;
+    ctx.experiment = e;
+    ctx.predictor = &model_;
+    ctx.pool = pool;
+    ctx.db = &db;
+    ctx.callbacks = std::move(cbs);
+    ctx.stop_requested = stop;
+    return tune(ctx);
+  }
+
+  // Every measurement of the database as "signature#config status", sorted.
+  std::multiset<std::string> measured_rows() {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(db_path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    const char* sql =
+        "SELECT w.signature, c.strategy || ' ' || c.bd || 'x' || c.bh || 'x' || c.bw || "
+        "' cb' || c.cb || ' bn' || c.bn || ' t' || c.threads, m.status FROM "
+        "measurements m JOIN candidates c ON c.id = m.candidate_id JOIN workloads w "
+        "ON w.id = c.workload_id";
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
+    std::multiset<std::string> rows;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      std::string row;
+      for (int i = 0; i < 3; ++i)
+        row +=
+            std::string(i ? " " : "") + reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+      rows.insert(row);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+  }
+
   int64_t count(const std::string& sql) {
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open_v2(db_path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
@@ -306,6 +344,116 @@ TEST_F(DriverTest, BatchBlocksReachTheDatabaseAndTheRunsConfiguration) {
   db_path_ = (dir_ / "without.db").string();
   run(experiment(two_block_graph()), nullptr);
   EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE instr(config_json, 'batch_blocks') > 0"), 0);
+}
+
+// A pool of `slots` fake workers that finish their jobs out of order: next() returns the job
+// whose ticket hashes lowest, so results arrive in an order unrelated to submission.
+class ScrambledPool final : public MeasurePool {
+public:
+  explicit ScrambledPool(int slots) : slots_(slots) {}
+  std::string target() const override { return measurer.target(); }
+  std::string backend() const override { return "cpu"; }
+  int slots() const override { return slots_; }
+  int in_flight() const override { return static_cast<int>(jobs_.size()); }
+  void submit(const MeasureJob& job) override {
+    EXPECT_LT(in_flight(), slots_);
+    max_in_flight = std::max(max_in_flight, in_flight() + 1);
+    jobs_.push_back(job);
+  }
+  std::optional<MeasureDone> next(const std::atomic<bool>* stop) override {
+    if (jobs_.empty() || (stop && *stop))
+      return std::nullopt;
+    auto it = std::min_element(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) {
+      return std::hash<int64_t>{}(a.ticket * 7919) % 97 <
+             std::hash<int64_t>{}(b.ticket * 7919) % 97;
+    });
+    const MeasureJob job = *it;
+    jobs_.erase(it);
+    MeasureDone d;
+    d.ticket = job.ticket;
+    d.result = measurer.measure(*job.graph, *job.candidate, job.options);
+    d.worker = 1 + static_cast<int>(job.ticket % slots_);
+    ++stats_[d.worker];
+    return d;
+  }
+  std::vector<WorkerStats> workers() const override {
+    std::vector<WorkerStats> out;
+    for (const auto& [rank, n] : stats_)
+      out.push_back(WorkerStats{rank, "fake", target(), n, 0, 0, ""});
+    return out;
+  }
+  FakeMeasurer measurer;
+  int max_in_flight = 0;
+
+private:
+  int slots_;
+  std::vector<MeasureJob> jobs_;
+  std::map<int, int> stats_;
+};
+
+// Parallel workers measure exactly what one process measures, and plan the same, for every
+// searcher (topk's later rounds wait for every result of the round before).
+TEST_F(DriverTest, OutOfOrderWorkersMeasureAndPlanAsOneProcess) {
+  for (const char* searcher : {"dp", "topk", "measure_all"}) {
+    SCOPED_TRACE(searcher);
+    ExperimentConfig e = experiment(two_block_graph());
+    e.search.searcher = searcher;
+    FakeMeasurer m;
+    const TuneResult one = run(e, &m);
+    const std::multiset<std::string> rows_one = measured_rows();
+    fs::remove(db_path_);
+
+    ScrambledPool pool(3);
+    const TuneResult par = run_pool(e, &pool);
+    EXPECT_EQ(pool.max_in_flight, 3);
+    EXPECT_EQ(measured_rows(), rows_one);
+    EXPECT_EQ(pool.measurer.calls, m.calls);
+    EXPECT_EQ(par.report.measured, one.report.measured);
+    ASSERT_TRUE(par.report.replanned && one.report.replanned);
+    EXPECT_EQ(to_json(*par.report.replanned), to_json(*one.report.replanned));
+    EXPECT_EQ(to_json(par.report.predicted), to_json(one.report.predicted));
+    // The report counts each worker's results.
+    int by_workers = 0;
+    for (const WorkerStats& w : par.report.workers)
+      by_workers += w.measured;
+    EXPECT_EQ(by_workers, par.report.measured);
+    EXPECT_EQ(report_json(par.report)["workers"].size(), par.report.workers.size());
+    EXPECT_FALSE(report_json(one.report).contains("workers"));
+    fs::remove(db_path_);
+  }
+}
+
+// A stop request with jobs in flight drops them (counted) and the run is aborted; the next
+// run measures the rest, nothing twice. The budget counts jobs as they are dispatched.
+TEST_F(DriverTest, PoolStopDropsJobsInFlightAndResumeCompletes) {
+  const ExperimentConfig e = experiment(two_block_graph());
+  FakeMeasurer m;
+  run(e, &m);
+  const std::multiset<std::string> expected = measured_rows();
+  fs::remove(db_path_);
+
+  std::atomic<bool> stop{false};
+  StopAfter cb(&stop, 4);
+  ScrambledPool pool(3);
+  const TuneResult r = run_pool(e, &pool, {&cb}, &stop);
+  EXPECT_TRUE(r.aborted);
+  EXPECT_EQ(r.report.measured, 4);
+  EXPECT_EQ(r.report.dropped, 2); // slots refilled after the 3rd result; 4th result stops
+  EXPECT_EQ(count("SELECT COUNT(*) FROM measurements"), 4);
+
+  ScrambledPool rest(3);
+  const TuneResult r2 = run_pool(e, &rest);
+  EXPECT_FALSE(r2.aborted);
+  EXPECT_EQ(r2.report.resumed + r2.report.measured, m.calls);
+  EXPECT_EQ(measured_rows(), expected); // the union, each once
+
+  fs::remove(db_path_);
+  ExperimentConfig capped = e;
+  capped.measurement.max_measurements = 5;
+  ScrambledPool budget(3);
+  const TuneResult r3 = run_pool(capped, &budget);
+  EXPECT_EQ(budget.measurer.calls, 5);
+  EXPECT_NE(r3.report.stopped_by.find("max_measurements = 5"), std::string::npos);
 }
 
 TEST(PlanSummaryJson, WritesTheBatchBlockWhenAboveOne) {
