@@ -1,11 +1,13 @@
-// brickdl-tune: tunes one experiment — the model's plan, measurements of the most promising
+// brickdl-tune: tunes experiments — the model's plan, measurements of the most promising
 // candidates, the re-planned result — into a tuning database, and writes plan.json and
-// report.txt into the experiment's output folder.
+// report.txt into each experiment's output folder. Several experiments run one after another.
 //
 //   brickdl-tune MODEL.onnx [--batch N] [--target GPU] ...   (an experiment with defaults)
-//   brickdl-tune EXPERIMENT.yaml [--describe] [--backend B] [--db PATH] [--out DIR] [--fresh]
-//                [--top-k K] [--searcher S] [--max-group-len L] [--use-other-targets]
-//                [--quiet] [--progress]
+//   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--describe] [--backend B] [--db PATH]
+//                [--out DIR] [--fresh] [--top-k K] [--searcher S] [--max-group-len L]
+//                [--use-other-targets] [--quiet] [--progress]
+//   mpirun -np N brickdl-tune EXPERIMENT.yaml ... [--each-target]
+//                rank 0 tunes, ranks 1..N-1 measure (dist/mpi.h); a plain run is one process
 //
 // Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include "core/experiment.h"
 #include "core/onnx.h"
 #include "core/store/tuning_db.h"
+#include "dist/mpi.h"
 #include "model/report.h"
 #include "search/driver.h"
 #include "search/interrupt.h"
@@ -37,12 +40,13 @@ namespace {
 using namespace brickdl;
 
 struct Args {
-  std::string experiment;
+  std::vector<std::string> experiments;
   bool describe = false;
   std::optional<std::string> backend, db, out, searcher;
   std::optional<int> top_k, max_group_len, batch;
   std::optional<std::string> target;
   bool fresh = false, use_other_targets = false, quiet = false, progress = false;
+  bool each_target = false;
 };
 
 // Marks a run aborted through a connection of its own (called from the interrupt watcher
@@ -59,24 +63,23 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
 
 // `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (or --target),
 // the file's batch (or --batch), every other key at its default; named after the file.
-ExperimentConfig onnx_experiment(const Args& a) {
-  const std::string stem = std::filesystem::path(a.experiment).stem().string();
-  std::string yaml = fmt::format("name: {}\nmodel: {}\ntarget: {}\n", nlohmann::json(stem).dump(),
-                                 nlohmann::json(a.experiment).dump(),
-                                 nlohmann::json(a.target.value_or("H200")).dump());
+ExperimentConfig onnx_experiment(const Args& a, const std::string& path) {
+  const std::string stem = std::filesystem::path(path).stem().string();
+  std::string yaml =
+      fmt::format("name: {}\nmodel: {}\ntarget: {}\n", nlohmann::json(stem).dump(),
+                  nlohmann::json(path).dump(), nlohmann::json(a.target.value_or("H200")).dump());
   if (a.batch)
     yaml += fmt::format("batch: {}\n", *a.batch);
   return parse_experiment(yaml, "the command line");
 }
 
-// The experiment with the command line's overrides; the registries' names checked.
-ExperimentConfig load(const Args& a) {
-  if ((a.batch || a.target) && !is_onnx_path(a.experiment))
+// The experiment at `path` with the command line's overrides; the registries' names checked.
+ExperimentConfig load(const Args& a, const std::string& path) {
+  if ((a.batch || a.target) && !is_onnx_path(path))
     throw UserError("--batch and --target apply to an ONNX model (brickdl-tune MODEL.onnx); the "
                     "experiment file " +
-                    a.experiment + " sets them itself");
-  ExperimentConfig exp =
-      is_onnx_path(a.experiment) ? onnx_experiment(a) : load_experiment(a.experiment);
+                    path + " sets them itself");
+  ExperimentConfig exp = is_onnx_path(path) ? onnx_experiment(a, path) : load_experiment(path);
   const auto from_command_line = [](const char* flag) {
     return SourceLocation{"the command line", 0, 0, flag};
   };
@@ -86,8 +89,8 @@ ExperimentConfig load(const Args& a) {
   }
   if (a.db)
     exp.database = *a.db;
-  if (a.out)
-    exp.output_dir = *a.out;
+  if (a.out) // several experiments: one folder each inside it
+    exp.output_dir = a.experiments.size() > 1 ? *a.out + "/" + exp.name : *a.out;
   if (a.searcher) {
     exp.search.searcher = *a.searcher;
     exp.search.searcher_at = from_command_line("--searcher");
@@ -98,6 +101,23 @@ ExperimentConfig load(const Args& a) {
     exp.search.max_group_len = *a.max_group_len;
   search::check_names(exp);
   return exp;
+}
+
+// Every experiment of the command line, loaded and checked before any is tuned: two that
+// would write the same output folder are refused.
+std::vector<ExperimentConfig> load_all(const Args& a) {
+  std::vector<ExperimentConfig> out;
+  for (size_t i = 0; i < a.experiments.size(); ++i) {
+    out.push_back(load(a, a.experiments[i]));
+    for (size_t j = 0; j < i; ++j)
+      if (out[j].output_dir == out[i].output_dir)
+        throw UserError(fmt::format("{} and {} would both write {}: give them different names "
+                                    "or `output:` folders",
+                                    a.experiments[j], a.experiments[i], out[i].output_dir));
+    if (!a.describe)
+      search::check_experiment(out.back()); // bad input fails before anything is set up
+  }
+  return out;
 }
 
 int describe(const ExperimentConfig& exp) {
@@ -121,25 +141,28 @@ int finish(const search::TuneResult& result, const ExperimentConfig& exp,
   return 0;
 }
 
-int run(const Args& a, search::InterruptHandler& interrupt) {
-  const ExperimentConfig exp = load(a);
-  if (a.describe)
-    return describe(exp);
+// Where one tuning run measures: a measurer in this process, or a pool of MPI worker ranks
+// (with the workers that were refused for it, for the report); neither: model only.
+struct MeasureSite {
+  Measurer* measurer = nullptr;
+  search::MeasurePool* pool = nullptr;
+  std::vector<search::WorkerStats> refused;
+};
 
-  // Bad input fails here, before a measurer or the database is set up.
-  search::check_experiment(exp);
+// Tunes `exp` once, measuring at `site`.
+int tune_one(const Args& a, const ExperimentConfig& exp, const MeasureSite& site,
+             search::InterruptHandler& interrupt) {
   search::TuneContext ctx;
   ctx.log = search::Logger(&std::cerr, a.quiet);
   const std::unique_ptr<search::Predictor> predictor = search::make_model_predictor(exp.gpu);
-  const std::unique_ptr<Measurer> measurer =
-      search::make_measurer(exp.measurement.backend, exp.measurement, ctx.log);
   TuningDb db(exp.database);
 
   search::ProgressBar bar(std::cerr, !a.quiet && (a.progress || search::stderr_is_terminal()));
   search::ProgressCallback progress(bar);
   ctx.experiment = exp;
   ctx.predictor = predictor.get();
-  ctx.measurer = measurer.get();
+  ctx.measurer = site.measurer;
+  ctx.pool = site.pool;
   ctx.db = &db;
   ctx.seed = exp.seed;
   ctx.options.fresh = a.fresh;
@@ -150,13 +173,160 @@ int run(const Args& a, search::InterruptHandler& interrupt) {
   ctx.on_run_started = [&interrupt, db_path](int64_t run_id) {
     interrupt.set_on_force([db_path, run_id] { mark_aborted(db_path, run_id); });
   };
-  if (measurer)
-    ctx.log.info("measuring on " + measurer->target() + " (" + measurer->backend() + " backend)");
+  if (site.measurer)
+    ctx.log.info("measuring on " + site.measurer->target() + " (" + site.measurer->backend() +
+                 " backend)");
 
-  const search::TuneResult result = search::tune(ctx);
+  search::TuneResult result = search::tune(ctx);
   interrupt.disarm();
   bar.finish();
+  auto& workers = result.report.workers;
+  workers.insert(workers.end(), site.refused.begin(), site.refused.end());
+  std::sort(workers.begin(), workers.end(),
+            [](const auto& x, const auto& y) { return x.rank < y.rank; });
   return finish(result, exp, ctx.log);
+}
+
+// A folder name for a target fingerprint ("cpu:AMD EPYC" → "cpu-AMD-EPYC").
+std::string target_slug(const std::string& target) {
+  std::string out;
+  for (char c : target)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-';
+  return out;
+}
+
+std::string host_of(const std::vector<dist::Hello>& hellos, int rank) {
+  for (const dist::Hello& h : hellos)
+    if (h.rank == rank)
+      return h.host;
+  return "?";
+}
+
+// Tunes experiment `index` on the MPI worker ranks: every worker prepares it and reports its
+// target; the target most workers share is tuned by them (every target in turn with
+// --each-target, each in a subfolder of the output named after it); the rest are refused.
+int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist::Workers& workers,
+                    search::InterruptHandler& interrupt) {
+  const search::Logger log(&std::cerr, a.quiet);
+  const std::string digest = dist::space_digest(
+      search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file));
+  const std::vector<dist::Hello> hellos = workers.prepare(index, &interrupt.requested());
+  if (interrupt.requested())
+    return search::InterruptHandler::kExitInterrupted;
+  const dist::Assignment assignment = dist::assign_workers(hellos, digest, a.each_target);
+  std::vector<search::WorkerStats> refused;
+  std::string reasons;
+  for (const auto& [rank, why] : assignment.refused) {
+    const std::string host = host_of(hellos, rank);
+    log.warn(
+        fmt::format("rank {} ({}) refused for experiment '{}': {}", rank, host, exp.name, why));
+    refused.push_back(search::WorkerStats{rank, host, "", 0, 0, 0, why});
+    reasons += fmt::format("; rank {}: {}", rank, why);
+  }
+  if (assignment.runs.empty())
+    throw UserError(
+        fmt::format("experiment '{}': no worker rank can measure it{}", exp.name, reasons));
+  for (size_t k = 0; k < assignment.runs.size(); ++k) {
+    const dist::TargetGroup& group = assignment.runs[k];
+    ExperimentConfig e = exp;
+    if (k > 0)
+      e.output_dir += "/" + target_slug(group.target);
+    const std::unique_ptr<search::MeasurePool> pool = workers.pool(group, hellos);
+    MeasureSite site{nullptr, pool.get(), refused};
+    for (const dist::TargetGroup& other : assignment.runs) // the other targets' ranks
+      if (&other != &group)
+        for (int r : other.ranks)
+          site.refused.push_back(search::WorkerStats{r, host_of(hellos, r), other.target, 0, 0, 0,
+                                                     "tunes its own target " + other.target});
+    log.info(fmt::format("measuring on {} ({} backend) with {} worker rank(s): {}", group.target,
+                         group.backend, group.ranks.size(), fmt::join(group.ranks, ", ")));
+    if (const int status = tune_one(a, e, site, interrupt); status != 0)
+      return status;
+  }
+  return 0;
+}
+
+// Every experiment of the command line in turn, measured in this process or, with
+// `workers`, on the MPI worker ranks. Stops at the first that does not end with 0.
+int run_experiments(const Args& a, search::InterruptHandler& interrupt, dist::Workers* workers) {
+  const std::vector<ExperimentConfig> experiments = load_all(a);
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const ExperimentConfig& exp = experiments[i];
+    if (a.describe) {
+      if (i > 0)
+        std::cout << '\n';
+      describe(exp);
+      continue;
+    }
+    int status = 0;
+    if (workers && exp.measurement.backend != "none") {
+      status = tune_on_workers(a, exp, static_cast<int>(i), *workers, interrupt);
+    } else {
+      const std::unique_ptr<Measurer> measurer = search::make_measurer(
+          exp.measurement.backend, exp.measurement, search::Logger(&std::cerr, a.quiet));
+      status = tune_one(a, exp, MeasureSite{measurer.get(), nullptr, {}}, interrupt);
+    }
+    if (status != 0)
+      return status;
+  }
+  return 0;
+}
+
+// Rank 0 of an MPI job: tunes, then lets the workers go. A stop request (mpirun forwards
+// Ctrl-C as SIGTERM to every rank) leaves without MPI_Finalize; an error with workers still
+// measuring ends the whole job (MPI_Abort) once it is printed.
+int run_rank0(const Args& a, dist::Session& session, search::InterruptHandler& interrupt) {
+  dist::Workers workers(session);
+  int status = 0;
+  try {
+    status = run_experiments(a, interrupt, &workers);
+  } catch (const std::exception& e) {
+    if (!interrupt.requested() && workers.quit())
+      throw; // printed by run_tool; the workers are leaving
+    std::cerr << "brickdl-tune: " << (dynamic_cast<const UserError*>(&e) ? "" : "internal ")
+              << "error: " << e.what() << '\n';
+    session.abort(dynamic_cast<const UserError*>(&e) ? kExitUserError : kExitInternalError);
+  }
+  if (interrupt.requested()) {
+    session.leave();
+    return search::InterruptHandler::kExitInterrupted;
+  }
+  if (!workers.quit()) {
+    std::cerr << "brickdl-tune: " << workers.busy() << " worker rank(s) still measuring; ending "
+              << "the job\n";
+    session.abort(status == 0 ? kExitInternalError : status);
+  }
+  return status;
+}
+
+// A worker rank of an MPI job: measures what rank 0 sends until it says quit. A worker's own
+// internal error ends the whole job (rank 0 would wait for its result forever).
+int run_worker(const Args& a, dist::Session& session, search::InterruptHandler& interrupt) {
+  try {
+    const int status = dist::serve(
+        session, [&a](int i) { return load(a, a.experiments.at(static_cast<size_t>(i))); },
+        interrupt.requested());
+    if (status != 0)
+      session.leave();
+    return status;
+  } catch (const std::exception& e) {
+    std::cerr << "brickdl-tune (rank " << session.rank() << ", " << session.host()
+              << "): internal error: " << e.what() << '\n';
+    session.abort(kExitInternalError);
+  }
+}
+
+// Under an MPI launcher with more than one rank: rank 0 tunes, the others measure.
+int run_mpi(const Args& a, search::InterruptHandler& interrupt, std::streambuf* worker_stderr) {
+  dist::Session session(nullptr, nullptr);
+  if (session.rank() == 0) {
+    interrupt.set_notice("interrupted: stopping now; candidates in flight on worker ranks are "
+                         "dropped");
+    return run_rank0(a, session, interrupt);
+  }
+  interrupt.set_notice("");
+  std::cerr.rdbuf(worker_stderr); // the command line parsed: a worker's own errors show
+  return run_worker(a, session, interrupt);
 }
 
 } // namespace
@@ -164,11 +334,19 @@ int run(const Args& a, search::InterruptHandler& interrupt) {
 int main(int argc, char** argv) {
   // First, before any thread exists (see search/interrupt.h).
   brickdl::search::InterruptHandler interrupt;
+  // Under mpirun every rank parses the same command line: only rank 0 reports its mistakes.
+  const bool under_mpi = dist::launcher_world_size() > 1;
+  std::streambuf* const stderr_buf = std::cerr.rdbuf();
+  if (under_mpi && dist::launcher_rank() > 0) {
+    std::cout.rdbuf(nullptr);
+    std::cerr.rdbuf(nullptr);
+  }
 
   Args a;
-  CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for one experiment"};
-  app.add_option("experiment", a.experiment,
-                 "experiment YAML file, or an ONNX model (.onnx) tuned with the defaults")
+  CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for experiments"};
+  app.add_option("experiment", a.experiments,
+                 "experiment YAML files (tuned in turn), or ONNX models (.onnx) tuned with the "
+                 "defaults")
       ->required();
   app.add_option("--batch", a.batch, "with MODEL.onnx: the batch (default: the file's)")
       ->check(CLI::Range(1, 1 << 20));
@@ -190,5 +368,10 @@ int main(int argc, char** argv) {
                "reuse measurements taken on other targets");
   app.add_flag("--quiet", a.quiet, "no progress and no informational lines");
   app.add_flag("--progress", a.progress, "draw the progress bar even when stderr is no terminal");
-  return run_tool("brickdl-tune", app, argc, argv, [&] { return run(a, interrupt); });
+  app.add_flag("--each-target", a.each_target,
+               "under mpirun: tune every target the worker ranks measure, one after another "
+               "(default: the target most of them share; the others are refused)");
+  return run_tool("brickdl-tune", app, argc, argv, [&] {
+    return under_mpi ? run_mpi(a, interrupt, stderr_buf) : run_experiments(a, interrupt, nullptr);
+  });
 }

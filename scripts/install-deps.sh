@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libopenmpi-dev openmpi-bin
   python3 python3-matplotlib python3-numpy
 )
 missing=()

@@ -36,6 +36,12 @@ InterruptHandler::~InterruptHandler() {
 void InterruptHandler::set_on_force(std::function<void()> on_force) {
   std::lock_guard<std::mutex> lock(mutex_);
   on_force_ = std::move(on_force);
+  armed_ = true; // a new run (several experiments: one after another)
+}
+
+void InterruptHandler::set_notice(std::string notice) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  notice_ = std::move(notice);
 }
 
 void InterruptHandler::disarm() {
@@ -70,8 +76,9 @@ void InterruptHandler::watch() {
         force(); // a second signal
       requested_ = true;
       first = std::chrono::steady_clock::now();
-      std::fputs("\ninterrupted: stopping after the candidate in flight (again to exit now)\n",
-                 stderr);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!notice_.empty())
+        std::fputs(("\n" + notice_ + "\n").c_str(), stderr);
     }
     if (requested_ &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count() >

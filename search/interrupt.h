@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace brickdl::search {
@@ -23,8 +24,10 @@ public:
   InterruptHandler& operator=(const InterruptHandler&) = delete;
 
   const std::atomic<bool>& requested() const { return requested_; }
-  // Replaces what a forced exit does first (e.g. once the run id is known).
+  // Replaces what a forced exit does first (e.g. once the run id is known), and arms it.
   void set_on_force(std::function<void()> on_force);
+  // The line printed on the first signal ("" prints nothing: MPI worker ranks).
+  void set_notice(std::string notice);
   // The run has ended: a forced exit no longer runs on_force (it still exits with 130).
   void disarm();
 
@@ -36,6 +39,7 @@ private:
 
   double grace_s_;
   std::function<void()> on_force_;
+  std::string notice_ = "interrupted: stopping after the candidate in flight (again to exit now)";
   std::mutex mutex_;
   bool armed_ = true;
   std::atomic<bool> requested_{false};

@@ -1,6 +1,7 @@
 #include "search/measurers.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "kernels/cpu_measurer.h"
@@ -17,6 +18,7 @@ std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config,
   }
   cuda::CudaMeasurerOptions options;
   options.metrics = config.counters; // empty: the profiler's defaults
+  options.device = config.device;
   try {
     return cuda::make_cuda_measurer(options);
   } catch (const std::exception& e) {
@@ -146,9 +148,38 @@ std::vector<std::string> backend_names() {
   return v;
 }
 
+namespace {
+
+// A measurer whose target carries the site's tag (BRICKDL_TARGET_TAG).
+class TaggedMeasurer final : public Measurer {
+public:
+  TaggedMeasurer(std::unique_ptr<Measurer> inner, std::string tag)
+      : inner_(std::move(inner)), tag_(std::move(tag)) {}
+  std::string target() const override { return inner_->target() + "#" + tag_; }
+  std::string backend() const override { return inner_->backend(); }
+  MeasureResult measure(const Graph& graph, const Candidate& candidate,
+                        const MeasureOptions& options) override {
+    return inner_->measure(graph, candidate, options);
+  }
+
+private:
+  std::unique_ptr<Measurer> inner_;
+  std::string tag_;
+};
+
+} // namespace
+
+std::string target_tag() {
+  const char* tag = std::getenv("BRICKDL_TARGET_TAG");
+  return tag ? tag : "";
+}
+
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log) {
-  return registered(backend).make(config, log);
+  std::unique_ptr<Measurer> m = registered(backend).make(config, log);
+  if (m && !target_tag().empty())
+    return std::make_unique<TaggedMeasurer>(std::move(m), target_tag());
+  return m;
 }
 
 } // namespace brickdl::search

@@ -20,6 +20,9 @@
 namespace brickdl::search {
 
 // nullptr for "none". Throws UserError for an unknown backend or an unavailable "cuda".
+// With BRICKDL_TARGET_TAG set, the measurer's target is "<fingerprint>#<tag>": a site marks
+// machines that its fingerprint cannot tell apart (another power cap or memory clock, a
+// shared node), and their results never mix with the untagged ones.
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log);
 
@@ -28,6 +31,9 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
 std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, std::string* why_not);
 
 std::vector<std::string> backend_names(); // none, cpu, cuda, auto
+
+// The value of BRICKDL_TARGET_TAG ("" when unset).
+std::string target_tag();
 
 // What `backend` stands for on this machine: "auto" is "cuda" when a GPU is usable, else "cpu"
 // (`*why_not` then says why not cuda); any other name is itself.

@@ -67,6 +67,8 @@ struct DeviceInfo {
 bool cuda_device_available();
 // Why cuda_device_available() is false ("" when it is true).
 std::string cuda_unavailable_reason();
+// Number of visible CUDA devices (0 without a driver, a device or a CUDA build).
+int cuda_device_count();
 // Throws CudaError when there is no such device.
 DeviceInfo query_device(int ordinal = 0);
 

@@ -42,6 +42,10 @@ namespace brickdl::cuda {
 std::string cuda_unavailable_reason() {
   return "brickdl was built without CUDA (BRICKDL_ENABLE_CUDA)";
 }
+int cuda_device_count() {
+  return 0;
+}
+
 bool cuda_device_available() {
   return false;
 }

@@ -24,6 +24,15 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); // clear it
+    return 0;
+  }
+  return n;
+}
+
 bool cuda_device_available() {
   return cuda_unavailable_reason().empty();
 }
