@@ -239,6 +239,32 @@ TEST_F(TuneE2E, PrecisionTheBackendCannotComputeExitsWith2) {
       << read("tf32none.err");
 }
 
+// Several experiments in one command run one after another, each with its own run and
+// outputs (--out DIR: one folder per experiment inside it); two that would write the same
+// folder are refused before anything runs.
+TEST_F(TuneE2E, SeveralExperimentsRunInTurn) {
+  std::string second = read("chain.yaml");
+  second.replace(second.find("name: chain"), 11, "name: chain2");
+  second.replace(second.find("depth: 3"), 8, "depth: 2");
+  std::ofstream(dir_ / "chain2.yaml") << second;
+  const std::string a = (dir_ / "chain.yaml").string(), b = (dir_ / "chain2.yaml").string();
+  ASSERT_EQ(run_to_end({a, b, "--quiet", "--out", (dir_ / "both").string()}, "two"), 0)
+      << read("two.err");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM runs WHERE status = 'complete'"), 2);
+  EXPECT_EQ(scalar("SELECT COUNT(DISTINCT experiment) FROM runs"), 2);
+  EXPECT_TRUE(fs::exists(dir_ / "both" / "chain" / "plan.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "both" / "chain2" / "report.txt"));
+  EXPECT_NE(read("two.out").find("experiment chain2:"), std::string::npos) << read("two.out");
+
+  std::ofstream(dir_ / "same_out.yaml") << read("chain.yaml"); // same `output:` as chain.yaml
+  EXPECT_EQ(run_to_end({a, (dir_ / "same_out.yaml").string(), "--quiet"}, "dup"), 2);
+  EXPECT_NE(read("dup.err").find("would both write"), std::string::npos) << read("dup.err");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM runs"), 2) << "nothing may run after a refusal";
+  // A bad second experiment is found before the first one runs.
+  EXPECT_EQ(run_to_end({a, (dir_ / "missing.yaml").string(), "--quiet"}, "bad"), 2);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM runs"), 2);
+}
+
 TEST_F(TuneE2E, ModelOnlyPrintsThePlanTable) {
   ASSERT_EQ(run_to_end({(dir_ / "chain.yaml").string(), "--backend", "none"}, "none"), 0)
       << read("none.err");
