@@ -284,11 +284,11 @@ Hello prepare_here(Session& session, const ExperimentLoader& load, int index, Pr
     h.digest = space_digest(*p.space);
     MeasurementConfig config = p.experiment.measurement;
     config.device = session.local_worker_index();
-    if (search::resolve_backend(config.backend) == "cuda" &&
-        config.device >= cuda::cuda_device_count())
+    const int gpus = cuda::cuda_device_count(); // 0: make_measurer says why
+    if (search::resolve_backend(config.backend) == "cuda" && gpus > 0 && config.device >= gpus)
       throw UserError(fmt::format("it is worker {} of host {}, which has {} GPU(s): start at "
                                   "most one worker rank per GPU",
-                                  config.device + 1, session.host(), cuda::cuda_device_count()));
+                                  config.device + 1, session.host(), gpus));
     p.measurer = search::make_measurer(config.backend, config, search::Logger());
     if (!p.measurer)
       throw UserError("backend '" + config.backend + "' measures nothing");
