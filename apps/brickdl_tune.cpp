@@ -208,8 +208,9 @@ std::string host_of(const std::vector<dist::Hello>& hellos, int rank) {
 int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist::Workers& workers,
                     search::InterruptHandler& interrupt) {
   const search::Logger log(&std::cerr, a.quiet);
-  const std::string digest = dist::space_digest(
-      search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file));
+  const std::string digest = dist::experiment_digest(
+      search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file),
+      exp.measurement);
   const std::vector<dist::Hello> hellos = workers.prepare(index, &interrupt.requested());
   if (interrupt.requested())
     return search::InterruptHandler::kExitInterrupted;

@@ -281,19 +281,19 @@ Hello prepare_here(Session& session, const ExperimentLoader& load, int index, Pr
     p.experiment = load(index);
     p.space = std::make_unique<search::SearchSpace>(search::SearchSpace::build(
         fuse_for_inference(p.experiment.graph), p.experiment.search, p.experiment.file));
-    h.digest = space_digest(*p.space);
+    h.digest = experiment_digest(*p.space, p.experiment.measurement);
     MeasurementConfig config = p.experiment.measurement;
-    config.device = session.local_worker_index();
-    const int gpus = cuda::cuda_device_count(); // 0: make_measurer says why
-    if (search::resolve_backend(config.backend) == "cuda" && gpus > 0 && config.device >= gpus)
-      throw UserError(fmt::format("it is worker {} of host {}, which has {} GPU(s): start at "
-                                  "most one worker rank per GPU",
-                                  config.device + 1, session.host(), gpus));
+    // The n-th worker of a node takes the n-th visible GPU; where a launcher shows each rank
+    // its own GPU (one visible), that one. Two workers on one GPU: rank 0 refuses the second.
+    const int gpus = cuda::cuda_device_count();
+    config.device = gpus > 0 ? session.local_worker_index() % gpus : 0;
     p.measurer = search::make_measurer(config.backend, config, search::Logger());
     if (!p.measurer)
       throw UserError("backend '" + config.backend + "' measures nothing");
     h.target = p.measurer->target();
     h.backend = p.measurer->backend();
+    if (h.backend == "cuda")
+      h.device = cuda::cuda_pci_bus_id(config.device);
   } catch (const std::exception& e) {
     h.error = e.what();
     p = Prepared{};

@@ -3,7 +3,8 @@
 //
 //   rank 0 ── the driver (search/driver.h), unchanged: search, model, database, report
 //     │        its MeasurePool is a Workers::pool() instead of a measurer in process
-//     ├── rank 1 ── serve(): its own measurer, on GPU (its index among the node's workers)
+//     ├── rank 1 ── serve(): its own measurer, on GPU (its index among the node's workers,
+//     │             modulo the GPUs it sees; two workers on one GPU: the second is refused)
 //     ├── rank 2 ── serve()          or the CPU backend where the node has no GPU
 //     └── ...
 //
@@ -44,7 +45,7 @@ public:
   int size() const;
   const std::string& host() const;
   // This worker's index among the worker ranks of its node (rank 0 not counted): the GPU
-  // ordinal it measures on.
+  // ordinal it measures on (modulo the GPUs it sees).
   int local_worker_index() const;
   // Ends every rank of the job (MPI_Abort), e.g. when workers are still measuring and rank 0
   // must stop now.

@@ -1,8 +1,10 @@
 #include "dist/protocol.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -12,8 +14,8 @@
 namespace brickdl::dist {
 
 nlohmann::json to_json(const Hello& h) {
-  return {{"rank", h.rank},       {"host", h.host},     {"target", h.target},
-          {"backend", h.backend}, {"digest", h.digest}, {"error", h.error}};
+  return {{"rank", h.rank},     {"host", h.host},   {"target", h.target}, {"backend", h.backend},
+          {"digest", h.digest}, {"error", h.error}, {"device", h.device}};
 }
 
 Hello hello_from_json(const nlohmann::json& j) {
@@ -22,6 +24,7 @@ Hello hello_from_json(const nlohmann::json& j) {
     h.rank = j.at("rank").get<int>();
     h.host = j.at("host").get<std::string>();
     h.target = j.at("target").get<std::string>();
+    h.device = j.at("device").get<std::string>();
     h.backend = j.at("backend").get<std::string>();
     h.digest = j.at("digest").get<std::string>();
     h.error = j.at("error").get<std::string>();
@@ -31,17 +34,49 @@ Hello hello_from_json(const nlohmann::json& j) {
   }
 }
 
+namespace {
+
+// JSON has no NaN or infinity (nlohmann writes null): they travel as "nan", "inf", "-inf",
+// since a wrong result's error is infinite (kernels/validation.cpp).
+nlohmann::json number(double v) {
+  if (std::isfinite(v))
+    return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+double number_from(const nlohmann::json& j) {
+  if (j.is_number())
+    return j.get<double>();
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "nan")
+      return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf" || s == "-inf")
+      return s == "inf" ? std::numeric_limits<double>::infinity()
+                        : -std::numeric_limits<double>::infinity();
+  }
+  throw InternalError("a worker sent " + j.dump() + " where a number belongs");
+}
+
+} // namespace
+
 nlohmann::json to_json(const MeasureResult& r) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (double v : r.samples_ms)
+    samples.push_back(number(v));
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [name, v] : r.counters)
+    counters[name] = number(v);
   return {{"status", measure_status_name(r.status)},
           {"error", r.error},
-          {"samples_ms", r.samples_ms},
-          {"median_ms", r.median_ms},
-          {"min_ms", r.min_ms},
-          {"max_ms", r.max_ms},
-          {"p25_ms", r.p25_ms},
-          {"p75_ms", r.p75_ms},
-          {"max_rel_error", r.max_rel_error},
-          {"counters", r.counters}};
+          {"samples_ms", samples},
+          {"median_ms", number(r.median_ms)},
+          {"min_ms", number(r.min_ms)},
+          {"max_ms", number(r.max_ms)},
+          {"p25_ms", number(r.p25_ms)},
+          {"p75_ms", number(r.p75_ms)},
+          {"max_rel_error", number(r.max_rel_error)},
+          {"counters", counters}};
 }
 
 MeasureResult result_from_json(const nlohmann::json& j) {
@@ -51,14 +86,22 @@ MeasureResult result_from_json(const nlohmann::json& j) {
     if (!parse_measure_status(status, &r.status))
       throw InternalError("a worker sent an unknown measurement status '" + status + "'");
     r.error = j.at("error").get<std::string>();
-    r.samples_ms = j.at("samples_ms").get<std::vector<double>>();
-    r.median_ms = j.at("median_ms").get<double>();
-    r.min_ms = j.at("min_ms").get<double>();
-    r.max_ms = j.at("max_ms").get<double>();
-    r.p25_ms = j.at("p25_ms").get<double>();
-    r.p75_ms = j.at("p75_ms").get<double>();
-    r.max_rel_error = j.at("max_rel_error").get<double>();
-    r.counters = j.at("counters").get<std::map<std::string, double>>();
+    const nlohmann::json& samples = j.at("samples_ms");
+    if (!samples.is_array())
+      throw InternalError("a worker sent samples_ms that are no list");
+    for (const nlohmann::json& v : samples)
+      r.samples_ms.push_back(number_from(v));
+    r.median_ms = number_from(j.at("median_ms"));
+    r.min_ms = number_from(j.at("min_ms"));
+    r.max_ms = number_from(j.at("max_ms"));
+    r.p25_ms = number_from(j.at("p25_ms"));
+    r.p75_ms = number_from(j.at("p75_ms"));
+    r.max_rel_error = number_from(j.at("max_rel_error"));
+    const nlohmann::json& counters = j.at("counters");
+    if (!counters.is_object())
+      throw InternalError("a worker sent counters that are no object");
+    for (const auto& [name, v] : counters.items())
+      r.counters[name] = number_from(v);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InternalError(std::string("malformed result from a worker: ") + e.what());
@@ -82,6 +125,23 @@ std::string space_digest(const search::SearchSpace& space) {
   return fmt::format("{:016x}/{}", h, space.num_candidates());
 }
 
+std::string measurement_digest(const MeasurementConfig& m) {
+  const MeasureOptions& o = m.options;
+  nlohmann::json j = {{"warmup", o.warmup},       {"repetitions", o.repetitions},
+                      {"flush_l2", o.flush_l2},   {"collect_counters", o.collect_counters},
+                      {"timeout_s", o.timeout_s}, {"seed", o.seed},
+                      {"rtol", o.rtol},           {"atol", o.atol},
+                      {"counters", m.counters},   {"cpu_threads", m.cpu_threads}};
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : j.dump())
+    h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:08x}", h & 0xffffffffull);
+}
+
+std::string experiment_digest(const search::SearchSpace& space, const MeasurementConfig& m) {
+  return space_digest(space) + "+" + measurement_digest(m);
+}
+
 namespace {
 
 // Why a worker that answered cannot take part, before targets are compared.
@@ -89,9 +149,10 @@ std::string own_refusal(const Hello& h, const std::string& digest) {
   if (!h.error.empty())
     return h.error;
   if (h.digest != digest)
-    return fmt::format("built a different search space (digest {} here, {} on rank 0): the "
-                       "experiment or brickdl differs on its node",
-                       h.digest, digest);
+    return fmt::format("read a different experiment (digest {} on rank {}, {} on rank 0: "
+                       "search space + measurement settings): the experiment file or brickdl "
+                       "differs on its node",
+                       h.digest, h.rank, digest);
   return "";
 }
 
@@ -100,11 +161,25 @@ std::string own_refusal(const Hello& h, const std::string& digest) {
 Assignment assign_workers(const std::vector<Hello>& hellos, const std::string& digest,
                           bool each_target) {
   Assignment out;
-  std::vector<TargetGroup> groups; // in order of their lowest rank
-  for (const Hello& h : hellos) {
+  std::vector<TargetGroup> groups;                            // in order of their lowest rank
+  std::map<std::pair<std::string, std::string>, int> devices; // (host, device) → first rank
+  std::vector<Hello> by_rank = hellos;
+  std::sort(by_rank.begin(), by_rank.end(),
+            [](const Hello& a, const Hello& b) { return a.rank < b.rank; });
+  for (const Hello& h : by_rank) {
     if (const std::string why = own_refusal(h, digest); !why.empty()) {
       out.refused.emplace_back(h.rank, why);
       continue;
+    }
+    if (!h.device.empty()) {
+      const auto [it, first] = devices.emplace(std::make_pair(h.host, h.device), h.rank);
+      if (!first) {
+        out.refused.emplace_back(
+            h.rank, fmt::format("would share GPU {} of {} with rank {}: start at most one "
+                                "worker rank per GPU",
+                                h.device, h.host, it->second));
+        continue;
+      }
     }
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const TargetGroup& g) { return g.target == h.target; });

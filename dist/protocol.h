@@ -13,13 +13,15 @@
 //
 // Messages are JSON text. Workers rebuild the search space from the experiment instead of
 // receiving graphs, so a job is three numbers; the space digest proves both sides built the
-// same space (a different file or version on a node is refused, not measured).
+// same space with the same measurement settings (a different file or version on a node is
+// refused, not measured). Non-finite numbers travel as "nan", "inf", "-inf".
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/experiment.h"
 #include "core/measurer.h"
 #include "search/search_space.h"
 
@@ -33,8 +35,9 @@ struct Hello {
   std::string host;
   std::string target;  // the measurer's fingerprint ("" when it failed)
   std::string backend; // "cpu" or "cuda"
-  std::string digest;  // of the search space it built
+  std::string digest;  // experiment_digest() of what it built
   std::string error;   // why it cannot measure this experiment ("" when it can)
+  std::string device;  // the GPU it measures on (PCI bus id); "" on the CPU backend
 };
 
 nlohmann::json to_json(const Hello& h);
@@ -47,6 +50,13 @@ MeasureResult result_from_json(const nlohmann::json& j);
 // A digest of a search space's groups and candidates: equal on every rank that built the
 // same space from the same experiment.
 std::string space_digest(const search::SearchSpace& space);
+// A digest of the measurement settings that shape a result (warmup, repetitions, L2 flush,
+// counters, time-out, seed, tolerances, CPU threads); not the backend, which each node
+// resolves for itself, nor what only rank 0 uses (top_k, budgets).
+std::string measurement_digest(const MeasurementConfig& measurement);
+// space_digest + measurement_digest: what a worker must share with rank 0 to measure for it.
+std::string experiment_digest(const search::SearchSpace& space,
+                              const MeasurementConfig& measurement);
 
 // One target of an experiment and the worker ranks that measure it.
 struct TargetGroup {
@@ -57,8 +67,8 @@ struct TargetGroup {
 // How rank 0 splits the workers of one experiment:
 //   runs     the targets to tune, in order: the one most workers measure (ties: the lowest
 //            rank's) first; every other one too when `each_target`, else none
-//   refused  rank → why it measures nothing (its own error, a different space, or a target
-//            that is not tuned)
+//   refused  rank → why it measures nothing (its own error, a different experiment digest, a
+//            GPU (host, device) a lower rank already measures on, or a target not tuned)
 struct Assignment {
   std::vector<TargetGroup> runs;
   std::vector<std::pair<int, std::string>> refused;

@@ -69,6 +69,9 @@ bool cuda_device_available();
 std::string cuda_unavailable_reason();
 // Number of visible CUDA devices (0 without a driver, a device or a CUDA build).
 int cuda_device_count();
+// The PCI bus id of visible device `ordinal` ("0000:3b:00.0"): the same GPU under any
+// CUDA_VISIBLE_DEVICES numbering. "" when there is no such device.
+std::string cuda_pci_bus_id(int ordinal);
 // Throws CudaError when there is no such device.
 DeviceInfo query_device(int ordinal = 0);
 

@@ -45,6 +45,9 @@ std::string cuda_unavailable_reason() {
 int cuda_device_count() {
   return 0;
 }
+std::string cuda_pci_bus_id(int) {
+  return "";
+}
 
 bool cuda_device_available() {
   return false;

@@ -33,6 +33,15 @@ int cuda_device_count() {
   return n;
 }
 
+std::string cuda_pci_bus_id(int ordinal) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof id, ordinal) != cudaSuccess) {
+    cudaGetLastError(); // clear it
+    return "";
+  }
+  return id;
+}
+
 bool cuda_device_available() {
   return cuda_unavailable_reason().empty();
 }

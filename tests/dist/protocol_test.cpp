@@ -78,18 +78,26 @@ TEST(ResultJson, RoundTripsAnEmptyResult) {
   expect_same(result_from_json(through_text(to_json(r))), r);
 }
 
-// Known bug, disabled until dist/protocol.cpp encodes non-finite numbers: JSON has none, so
-// dump() writes NaN and ±inf as null, which result_from_json refuses. A wrong result with
-// NaN outputs (max_rel_error = inf, kernels/validation.cpp) then ends an MPI run as an
-// internal error instead of being stored as wrong_result.
-TEST(ResultJson, DISABLED_NonFiniteNumbersSurviveTheWire) {
+// JSON has no NaN or infinity (dump() would write null): a wrong result with NaN outputs
+// (max_rel_error = inf, kernels/validation.cpp) must still arrive as what it is, not end an
+// MPI run as an internal error.
+TEST(ResultJson, NonFiniteNumbersSurviveTheWire) {
   MeasureResult r = full_result(MeasureStatus::kWrongResult);
   r.max_rel_error = std::numeric_limits<double>::infinity();
   r.samples_ms = {1.0, std::numeric_limits<double>::quiet_NaN()};
+  r.min_ms = -std::numeric_limits<double>::infinity();
+  r.counters["nan_counter"] = std::numeric_limits<double>::quiet_NaN();
   const MeasureResult back = result_from_json(through_text(to_json(r)));
   EXPECT_EQ(back.max_rel_error, r.max_rel_error);
+  EXPECT_EQ(back.min_ms, r.min_ms);
   ASSERT_EQ(back.samples_ms.size(), 2u);
+  EXPECT_EQ(back.samples_ms[0], 1.0);
   EXPECT_TRUE(std::isnan(back.samples_ms[1]));
+  EXPECT_TRUE(std::isnan(back.counters.at("nan_counter")));
+  // A string that is no number is still refused.
+  json j = to_json(r);
+  j["median_ms"] = "infinite";
+  EXPECT_THROW(result_from_json(j), InternalError);
 }
 
 TEST(ResultJson, MissingKeyThrowsInternalError) {
@@ -148,6 +156,7 @@ TEST(HelloJson, RoundTripsEveryField) {
   h.backend = "cuda";
   h.digest = "0123456789abcdef/42";
   h.error = "";
+  h.device = "0000:3b:00.0";
   for (const std::string error : {"", "it is worker 5 of host node-3, which has 4 GPU(s)"}) {
     h.error = error;
     const Hello back = hello_from_json(through_text(to_json(h)));
@@ -157,6 +166,7 @@ TEST(HelloJson, RoundTripsEveryField) {
     EXPECT_EQ(back.backend, h.backend);
     EXPECT_EQ(back.digest, h.digest);
     EXPECT_EQ(back.error, h.error);
+    EXPECT_EQ(back.device, h.device);
   }
 }
 
@@ -254,7 +264,7 @@ TEST(AssignWorkers, WorkerWithAnotherDigestIsRefusedNamingBothDigests) {
   const std::string& why = a.refused[0].second;
   EXPECT_TRUE(mentions(why, "feedfacefeedface/99")) << why;
   EXPECT_TRUE(mentions(why, kDigest)) << why;
-  EXPECT_TRUE(mentions(why, "different search space")) << why;
+  EXPECT_TRUE(mentions(why, "different experiment")) << why;
 }
 
 TEST(AssignWorkers, EachTargetRunsEveryTargetMajorityFirst) {
@@ -305,7 +315,50 @@ TEST(AssignWorkers, AllRefusedLeavesNoRun) {
   EXPECT_TRUE(none.refused.empty());
 }
 
-// ---- space_digest ---------------------------------------------------------------------------
+// Two workers that would measure on one GPU (same host and PCI bus id, e.g. more workers than
+// GPUs on a node): the lower rank keeps it, the other is refused naming both. The same bus id
+// on another host is another GPU; CPU workers (no device) never clash.
+TEST(AssignWorkers, TwoWorkersOnOneGpuRefusesTheHigherRank) {
+  std::vector<Hello> hs = {hello(3, "gpu:A"), hello(1, "gpu:A"), hello(2, "gpu:A"),
+                           hello(4, "cpu:X"), hello(5, "cpu:X")};
+  hs[0].host = hs[1].host = "n1";
+  hs[2].host = "n2";
+  hs[0].device = hs[1].device = hs[2].device = "0000:3b:00.0";
+  hs[3].host = hs[4].host = "n1";
+  const Assignment a = assign_workers(hs, kDigest, true);
+  ASSERT_EQ(a.refused.size(), 1u);
+  EXPECT_EQ(a.refused[0].first, 3);
+  EXPECT_TRUE(mentions(a.refused[0].second, "0000:3b:00.0")) << a.refused[0].second;
+  EXPECT_TRUE(mentions(a.refused[0].second, "rank 1")) << a.refused[0].second;
+  ASSERT_EQ(a.runs.size(), 2u);
+  EXPECT_EQ(a.runs[0].ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(a.runs[1].ranks, (std::vector<int>{4, 5}));
+}
+
+// ---- digests --------------------------------------------------------------------------------
+
+// Measurement settings that shape a result change the digest; the backend (resolved on each
+// node) and what only rank 0 uses (top_k, budgets) do not.
+TEST(MeasurementDigest, CoversWhatShapesAResult) {
+  const MeasurementConfig base;
+  const std::string d = measurement_digest(base);
+  EXPECT_EQ(d, measurement_digest(MeasurementConfig{}));
+  const auto with = [&](auto edit) {
+    MeasurementConfig m;
+    edit(m);
+    return measurement_digest(m);
+  };
+  EXPECT_NE(with([](MeasurementConfig& m) { m.options.repetitions = 11; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.options.warmup = 1; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.options.seed = 2; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.options.rtol = 1e-3; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.options.flush_l2 = false; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.cpu_threads = 1; }), d);
+  EXPECT_NE(with([](MeasurementConfig& m) { m.counters = {"dram__bytes_read.sum"}; }), d);
+  EXPECT_EQ(with([](MeasurementConfig& m) { m.backend = "cpu"; }), d);
+  EXPECT_EQ(with([](MeasurementConfig& m) { m.top_k = 7; }), d);
+  EXPECT_EQ(with([](MeasurementConfig& m) { m.budget_s = 60; }), d);
+}
 
 // Two residual blocks and a 1x1 conv (as tests/search/driver_test.cpp), `channels` wide.
 Graph two_block_graph(int64_t channels = 8) {
@@ -372,6 +425,16 @@ TEST(SpaceDigest, DiffersWithTheSameCandidateCount) {
 TEST(SpaceDigest, DiffersWhenTheGraphDiffers) {
   EXPECT_NE(digest_of(two_block_graph(16), small_config()),
             digest_of(two_block_graph(8), small_config()));
+}
+
+TEST(ExperimentDigest, JoinsTheSpaceAndTheMeasurement) {
+  const search::SearchSpace a =
+      search::SearchSpace::build(fuse_for_inference(two_block_graph()), small_config());
+  MeasurementConfig m;
+  EXPECT_EQ(experiment_digest(a, m), space_digest(a) + "+" + measurement_digest(m));
+  MeasurementConfig other;
+  other.options.repetitions = 3;
+  EXPECT_NE(experiment_digest(a, m), experiment_digest(a, other));
 }
 
 // ---- launcher_world_size / launcher_rank ----------------------------------------------------
