@@ -3,7 +3,8 @@
 # each from a fresh database, `repeats` times, and whether every run chose the same plan.
 #   scripts/mpi-scaling.sh [EXPERIMENT.yaml] [OUT_DIR] [repeats]
 # 1 rank is the plain run (one process measures); with N ranks, rank 0 tunes and N-1 workers
-# measure. Prints a table (results/mpi/scaling.txt is this script's output).
+# measure. Prints a table (results/mpi/scaling.txt is this script's output). MPIRUN_ARGS adds
+# options to mpirun (e.g. "--bind-to none").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 exp=${1:-$root/experiments/mpi_scaling_cpu.yaml}
@@ -24,13 +25,14 @@ plan_of() {
 }
 
 echo "experiment: $(basename "$exp"); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ); git $(git -C "$root" rev-parse --short=12 HEAD)"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ); git $(git -C "$root" rev-parse --short=12 HEAD); mpirun $(mpirun --version | head -1 | awk '{print $NF}') --oversubscribe ${MPIRUN_ARGS:-}"
 printf '%-6s %-4s %9s %10s %14s  %s\n' ranks rep "wall s" measured "candidates/s" "per worker (measured, busy s)"
 for np in 1 2 3; do
   for rep in $(seq 1 "$repeats"); do
     db=$out/np$np-$rep.db
     cmd=("$tune" "$exp" --db "$db" --out "$out/np$np-$rep" --quiet)
-    [ "$np" -gt 1 ] && cmd=(mpirun --oversubscribe -np "$np" "${cmd[@]}")
+    # shellcheck disable=SC2206 # MPIRUN_ARGS is split into words on purpose
+    [ "$np" -gt 1 ] && cmd=(mpirun --oversubscribe ${MPIRUN_ARGS:-} -np "$np" "${cmd[@]}")
     t0=$(date +%s.%N)
     "${cmd[@]}" > "$out/np$np-$rep.txt" 2> "$out/np$np-$rep.err"
     t1=$(date +%s.%N)
