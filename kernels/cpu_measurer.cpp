@@ -130,9 +130,7 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-CpuMeasurer::CpuMeasurer(int threads)
-    : threads_(threads > 0 ? threads
-                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+CpuMeasurer::CpuMeasurer(int threads) : threads_(threads > 0 ? threads : usable_cpus()) {}
 
 std::string CpuMeasurer::target() const {
   return "cpu:" + cpu_model_name();

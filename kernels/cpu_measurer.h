@@ -26,7 +26,8 @@ namespace brickdl::kernels {
 
 class CpuMeasurer : public Measurer {
 public:
-  // threads: worker threads of the executor (0 = hardware concurrency).
+  // threads: worker threads of the executor (0 = the CPUs this process may use, usable_cpus():
+  // under mpirun's core binding a CPU worker does not run more threads than it has cores).
   explicit CpuMeasurer(int threads = 0);
   std::string target() const override; // "cpu:<model name from /proc/cpuinfo>"
   std::string backend() const override { return "cpu"; }

@@ -1,5 +1,7 @@
 #include "kernels/merged_executor.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -13,12 +15,18 @@ namespace brickdl::kernels {
 namespace {
 
 int resolve_threads(int threads) {
-  if (threads > 0)
-    return threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads > 0 ? threads : usable_cpus();
 }
 
 } // namespace
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 // ---- counters -----------------------------------------------------------------------------
 

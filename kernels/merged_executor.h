@@ -87,8 +87,12 @@ struct ExecCounters {
 };
 
 struct ExecOptions {
-  int threads = 1; // worker threads for padded / memoized; 0 = hardware concurrency
+  int threads = 1; // worker threads for padded / memoized; 0 = usable_cpus()
 };
+
+// The CPUs this process may run on: its affinity mask, which mpirun's binding, taskset and
+// cpusets narrow (std::thread::hardware_concurrency() counts the machine's). At least 1.
+int usable_cpus();
 
 struct GroupResult {
   bool supported = true;

@@ -1,5 +1,6 @@
 // The merged executor: hand-counted cases, then property tests over random groups.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cmath>
 #include <random>
@@ -296,6 +297,24 @@ TEST(MergedExecutorProperty, MemoizedConflictsHappenWithManyWorkers) {
     conflicts += r.counters.memo_conflicts;
   }
   EXPECT_GT(conflicts, 0);
+}
+
+// The default thread count follows the affinity mask (mpirun binds a rank to a core), not
+// the machine's CPU count.
+TEST(UsableCpus, FollowsTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(usable_cpus(), CPU_COUNT(&saved));
+  int first = 0;
+  while (!CPU_ISSET(first, &saved))
+    ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int narrowed = usable_cpus();
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(narrowed, 1);
 }
 
 } // namespace
