@@ -251,6 +251,10 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist:
 // `workers`, on the MPI worker ranks. Stops at the first that does not end with 0.
 int run_experiments(const Args& a, search::InterruptHandler& interrupt, dist::Workers* workers) {
   const std::vector<ExperimentConfig> experiments = load_all(a);
+  if (a.each_target && !workers)
+    search::Logger(&std::cerr, a.quiet)
+        .warn("--each-target applies under mpirun (worker ranks of several targets); one "
+              "process measures one target");
   for (size_t i = 0; i < experiments.size(); ++i) {
     const ExperimentConfig& exp = experiments[i];
     if (a.describe) {
@@ -325,7 +329,6 @@ int run_mpi(const Args& a, search::InterruptHandler& interrupt, std::streambuf* 
                          "dropped");
     return run_rank0(a, session, interrupt);
   }
-  interrupt.set_notice("");
   std::cerr.rdbuf(worker_stderr); // the command line parsed: a worker's own errors show
   return run_worker(a, session, interrupt);
 }
@@ -341,6 +344,7 @@ int main(int argc, char** argv) {
   if (under_mpi && dist::launcher_rank() > 0) {
     std::cout.rdbuf(nullptr);
     std::cerr.rdbuf(nullptr);
+    interrupt.set_notice(""); // mpirun stops every rank at once: rank 0 says it
   }
 
   Args a;

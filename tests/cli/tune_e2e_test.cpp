@@ -1,10 +1,8 @@
 // End to end: brickdl-tune on a small 3-D chain with the CPU backend, killed with SIGKILL
 // mid-run and re-run: no result is lost and none is duplicated. Then Ctrl-C (SIGINT) ends a
 // run as 'aborted' with exit status 130, and bad input exits with 2.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "tests/cli/spawn.h"
 
 namespace {
 
@@ -59,19 +57,9 @@ protected:
 
   pid_t spawn(std::vector<std::string> args, const std::string& log) {
     args.insert(args.begin(), BRICKDL_TUNE_BIN);
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / (log + ".out")).c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / (log + ".err")).c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    const pid_t pid = brickdl::testing::spawn_logged(args, (dir_ / (log + ".out")).string(),
+                                                     (dir_ / (log + ".err")).string());
+    EXPECT_GT(pid, 0) << args[0];
     return pid;
   }
 

@@ -5,10 +5,8 @@
 // of another target is refused, or tunes its own target with --each-target. Skipped, with the
 // reason, when brickdl was built without MPI.
 #include <dirent.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "tests/cli/spawn.h"
 
 namespace {
 
@@ -115,19 +113,9 @@ protected:
       args.insert(args.begin(), {"--oversubscribe", "-np", std::to_string(np)});
     if (np != 1)
       args.insert(args.begin(), BRICKDL_MPIEXEC);
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / (log + ".out")).c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / (log + ".err")).c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    const pid_t pid = brickdl::testing::spawn_logged(args, (dir_ / (log + ".out")).string(),
+                                                     (dir_ / (log + ".err")).string());
+    EXPECT_GT(pid, 0) << args[0];
     return pid;
   }
 

@@ -466,29 +466,31 @@ private:
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
+// The launcher's world size and this process's rank, as read now.
+void expect_launcher(int size, int rank) {
+  EXPECT_EQ(launcher_world_size(), size);
+  EXPECT_EQ(launcher_rank(), rank);
+}
+
 TEST_F(LauncherEnv, NoneSetIsZero) {
-  EXPECT_EQ(launcher_world_size(), 0);
-  EXPECT_EQ(launcher_rank(), 0);
+  expect_launcher(0, 0);
 }
 
 TEST_F(LauncherEnv, ReadsOpenMpi) {
   set("OMPI_COMM_WORLD_SIZE", "4");
   set("OMPI_COMM_WORLD_RANK", "3");
-  EXPECT_EQ(launcher_world_size(), 4);
-  EXPECT_EQ(launcher_rank(), 3);
+  expect_launcher(4, 3);
 }
 
 TEST_F(LauncherEnv, ReadsPmixAndPmi) {
   set("PMIX_SIZE", "6");
   set("PMIX_RANK", "5");
-  EXPECT_EQ(launcher_world_size(), 6);
-  EXPECT_EQ(launcher_rank(), 5);
+  expect_launcher(6, 5);
   unsetenv("PMIX_SIZE");
   unsetenv("PMIX_RANK");
   set("PMI_SIZE", "9");
   set("PMI_RANK", "8");
-  EXPECT_EQ(launcher_world_size(), 9);
-  EXPECT_EQ(launcher_rank(), 8);
+  expect_launcher(9, 8);
 }
 
 TEST_F(LauncherEnv, OpenMpiBeforePmixBeforePmi) {
@@ -496,12 +498,10 @@ TEST_F(LauncherEnv, OpenMpiBeforePmixBeforePmi) {
   set("PMI_RANK", "8");
   set("PMIX_SIZE", "6");
   set("PMIX_RANK", "5");
-  EXPECT_EQ(launcher_world_size(), 6);
-  EXPECT_EQ(launcher_rank(), 5);
+  expect_launcher(6, 5);
   set("OMPI_COMM_WORLD_SIZE", "4");
   set("OMPI_COMM_WORLD_RANK", "3");
-  EXPECT_EQ(launcher_world_size(), 4);
-  EXPECT_EQ(launcher_rank(), 3);
+  expect_launcher(4, 3);
 }
 
 TEST_F(LauncherEnv, RankZeroIsARank) {
