@@ -65,7 +65,7 @@ class TuneMpi : public ::testing::Test {
 protected:
   void SetUp() override {
     if (std::string(BRICKDL_MPIEXEC).empty())
-      GTEST_SKIP() << "brickdl was built without MPI (install libopenmpi-dev and reconfigure)";
+      GTEST_SKIP() << BRICKDL_NO_MPI_REASON;
     if (geteuid() == 0) { // Open MPI refuses root unless told
       setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
       setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
