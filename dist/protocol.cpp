@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -211,13 +212,18 @@ Assignment assign_workers(const std::vector<Hello>& hellos, const std::string& d
 
 namespace {
 
+// The variable as a count: decimal digits only (no sign, no blanks), below 2^24; else -1.
 int env_int(const char* name) {
   const char* v = std::getenv(name);
-  if (!v || !*v)
+  if (!v || !*v || std::strlen(v) > 8)
     return -1;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  return (*end == '\0' && n >= 0 && n < (1 << 24)) ? static_cast<int>(n) : -1;
+  int n = 0;
+  for (const char* c = v; *c; ++c) {
+    if (*c < '0' || *c > '9')
+      return -1;
+    n = n * 10 + (*c - '0');
+  }
+  return n < (1 << 24) ? n : -1;
 }
 
 } // namespace

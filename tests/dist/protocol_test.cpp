@@ -511,7 +511,7 @@ TEST_F(LauncherEnv, RankZeroIsARank) {
 }
 
 TEST_F(LauncherEnv, GarbageIsIgnored) {
-  for (const char* bad : {"abc", "-3", "", "4x", "2.5", "99999999999999999999"}) {
+  for (const char* bad : {"abc", "-3", "", "4x", "2.5", "99999999999999999999", " 4", "+4"}) {
     SCOPED_TRACE(std::string("'") + bad + "'");
     set("OMPI_COMM_WORLD_SIZE", bad);
     set("OMPI_COMM_WORLD_RANK", bad);
