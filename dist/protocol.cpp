@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace brickdl::dist {
 
@@ -110,18 +111,12 @@ MeasureResult result_from_json(const nlohmann::json& j) {
 }
 
 std::string space_digest(const search::SearchSpace& space) {
-  // FNV-1a over every group's signature and candidates: stable across processes and builds
-  // (std::hash is not).
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s)
-      h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull; // separator
-  };
+  // FNV-1a: stable across processes and builds (std::hash is not).
+  uint64_t h = kFnvOffsetBasis;
   for (const search::GroupEntry& g : space.groups()) {
-    mix(g.signature);
+    h = fnv1a_field(h, g.signature);
     for (const Candidate& c : g.candidates)
-      mix(c.config_str());
+      h = fnv1a_field(h, c.config_str());
   }
   return fmt::format("{:016x}/{}", h, space.num_candidates());
 }
@@ -133,10 +128,7 @@ std::string measurement_digest(const MeasurementConfig& m) {
                       {"timeout_s", o.timeout_s}, {"seed", o.seed},
                       {"rtol", o.rtol},           {"atol", o.atol},
                       {"counters", m.counters},   {"cpu_threads", m.cpu_threads}};
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : j.dump())
-    h = (h ^ c) * 1099511628211ull;
-  return fmt::format("{:08x}", h & 0xffffffffull);
+  return fmt::format("{:08x}", fnv1a(j.dump()) & 0xffffffffull);
 }
 
 std::string experiment_digest(const search::SearchSpace& space, const MeasurementConfig& m) {

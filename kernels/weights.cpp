@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace brickdl::kernels {
 
@@ -32,13 +33,10 @@ private:
   uint64_t state_;
 };
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 1099511628211ULL;
-  }
-  return h;
+// FNV-1a of a layer name from a basis one digit short of FNV's own: it seeds every random
+// weight, so the committed results depend on it; kept.
+uint64_t name_hash(const std::string& s) {
+  return fnv1a(s, 1469598103934665603ULL);
 }
 
 void fill_uniform(Rng& rng, std::vector<float>& v, float bound) {
@@ -146,7 +144,7 @@ RawLayerWeights random_raw_weights(const Graph& graph, int id, uint64_t seed) {
   const Layer& l = graph.layer(id);
   RawLayerWeights r;
   LayerWeights& w = r.raw;
-  Rng rng(mix64(seed ^ mix64(fnv1a(l.name))));
+  Rng rng(mix64(seed ^ mix64(name_hash(l.name))));
   switch (l.op) {
   case OpKind::kConv:
   case OpKind::kConvTranspose:

@@ -325,8 +325,7 @@ void Run::record(const CandidateRef& ref, const MeasureResult& result, bool resu
   const std::vector<MeasuredCandidate> outcome = share(candidate_id, result, resumed, measured_on);
   MeasureEvent ev = event(ref, result, resumed, candidate_id, m.done, m.fresh, m.t0);
   ev.worker = worker;
-  ev.in_flight = static_cast<int>(m.tickets.size());
-  ev.queued += ev.in_flight;
+  ev.queued += static_cast<int>(m.tickets.size()); // in flight on workers
   for (auto* cb : m.callbacks)
     cb->on_result(ev);
   searcher_.notify(outcome);

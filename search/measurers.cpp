@@ -177,8 +177,8 @@ std::string target_tag() {
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log) {
   std::unique_ptr<Measurer> m = registered(backend).make(config, log);
-  if (m && !target_tag().empty())
-    return std::make_unique<TaggedMeasurer>(std::move(m), target_tag());
+  if (std::string tag = target_tag(); m && !tag.empty())
+    return std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
   return m;
 }
 

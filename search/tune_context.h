@@ -54,10 +54,9 @@ struct MeasureEvent {
   bool resumed = false; // taken from the database instead of measured now
   int64_t candidate_id = 0;
   int worker = 0;       // the MPI rank that measured it (0: in process, or resumed)
-  int in_flight = 0;    // still being measured elsewhere (parallel workers)
   int done = 0;         // candidates handled so far in this run (this one included)
   int fresh = 0;        // of which measured now
-  int queued = 0;       // done + what the searcher has proposed and not yet handled
+  int queued = 0;       // done + proposed and not yet handled (in flight on workers included)
   double elapsed_s = 0; // since the measuring phase began
   double budget_s = 0;  // 0 = none
 };

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/hash.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/statuses.h"
@@ -15,17 +16,6 @@
 namespace brickdl::cuda {
 
 namespace {
-
-uint64_t fnv1a(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  // Length and a separator, so that concatenations cannot collide trivially.
-  h ^= s.size();
-  h *= 1099511628211ull;
-  return h;
-}
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -66,13 +56,12 @@ std::string read_file(const std::filesystem::path& p) {
 // FNV-1a of the source, the template headers, the options and the NVRTC version.
 std::string cache_key(const std::string& source, int arch, const std::vector<std::string>& options,
                       const std::string& nvrtc_version) {
-  uint64_t h = 14695981039346656037ull;
-  h = fnv1a(h, source);
+  uint64_t h = fnv1a_field(kFnvOffsetBasis, source);
   for (const auto& t : template_headers())
-    h = fnv1a(fnv1a(h, t.name), t.source);
+    h = fnv1a_field(fnv1a_field(h, t.name), t.source);
   for (const auto& o : options)
-    h = fnv1a(h, o);
-  h = fnv1a(h, nvrtc_version);
+    h = fnv1a_field(h, o);
+  h = fnv1a_field(h, nvrtc_version);
   return hex(h) + "_sm" + std::to_string(arch);
 }
 
