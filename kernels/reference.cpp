@@ -337,7 +337,7 @@ Tensor max_pool(const Tensor& x, const Window& win, bool ceil_mode) {
                   const int64_t ix = ox * win.stride[2] - win.pad[2] + c2 * win.dilation[2];
                   if (!inside(ix, is.w))
                     continue;
-                  m = std::max(m, x.at(n, c, iz, iy, ix));
+                  m = detail::max_step(m, x.at(n, c, iz, iy, ix));
                 }
               }
             }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -104,6 +105,24 @@ Comparison compare(std::span<const float> out, std::span<const float> ref, const
   if (!c.ok())
     c.message = wrong_message(c, out, ref, tol);
   return c;
+}
+
+std::string check_summary(const Comparison& c, const Tolerance& tol) {
+  std::ostringstream s;
+  s << "check against the layer-by-layer reference: " << (c.ok() ? "passed" : "FAILED")
+    << ": max relative error ";
+  if (c.undefined > 0)
+    s << "undefined";
+  else
+    s << c.max_rel_error;
+  s << " (" << c.bad << " of " << c.elements << " elements beyond atol " << tol.atol << " + rtol "
+    << tol.rtol;
+  if (tol.norm_rtol > 0)
+    s << " + norm_rtol " << tol.norm_rtol << " x max|ref|";
+  if (c.undefined > 0)
+    s << "; " << c.undefined << " with NaN or infinity on one side only";
+  s << ")";
+  return s.str();
 }
 
 double unit_roundoff(DType precision) {

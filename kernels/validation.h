@@ -13,7 +13,8 @@
 //      |out − ref| <= atol + rtol·|ref| + norm_rtol·max|ref|
 //    (max over the finite references; a NaN or an infinity where the reference is finite
 //    fails);
-//  - the reference is NaN: the output is NaN too;
+//  - the reference is NaN: the output is NaN too (NaN at the same place in both agrees: the
+//    reference propagates NaN as PyTorch does, so a NaN there is the right answer);
 //  - the reference is ±inf: the output is the same infinity.
 // Errors are norm-wise, over the finite pairs: max_abs_error = max |out − ref|,
 // max_rel_error = max_abs_error / max |ref| (max_abs_error itself when every |ref| is 0). A
@@ -77,6 +78,11 @@ struct Comparison {
 // Compares `out` with `ref` element-wise under `tol`. Throws InternalError when the sizes
 // differ.
 Comparison compare(std::span<const float> out, std::span<const float> ref, const Tolerance& tol);
+
+// One line for a whole-output check (brickdl-run --check): "check against the layer-by-layer
+// reference: passed|FAILED: max relative error E (B of M elements beyond atol A + rtol R
+// [+ norm_rtol X x max|ref|]; U with NaN or infinity on one side only)".
+std::string check_summary(const Comparison& c, const Tolerance& tol);
 
 // The unit roundoff 2^-(p+1) of the mantissa `precision` rounds a product's inputs to.
 double unit_roundoff(DType precision);

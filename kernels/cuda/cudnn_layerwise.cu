@@ -275,7 +275,7 @@ int plan_pool(Step& s, const Layer& l, const TensorShape& in0) {
                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
   const auto win = spatial(l.window.kernel, rank), pad = spatial(l.window.pad, rank),
              str = spatial(l.window.stride, rank);
-  BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_NOT_PROPAGATE_NAN, rank,
+  BRICKDL_CUDNN_CALL(cudnnSetPoolingNdDescriptor(s.pool, mode, CUDNN_PROPAGATE_NAN, rank,
                                                  win.data(), pad.data(), str.data()));
   std::vector<int> out(static_cast<size_t>(rank) + 2);
   BRICKDL_CUDNN_CALL(cudnnGetPoolingNdForwardOutputDim(s.pool, s.x, rank + 2, out.data()));
@@ -299,8 +299,7 @@ void describe_activation(Step& s, const Layer& l) {
     coef = l.clip_max;
   }
   BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&s.activation));
-  BRICKDL_CUDNN_CALL(
-      cudnnSetActivationDescriptor(s.activation, mode, CUDNN_NOT_PROPAGATE_NAN, coef));
+  BRICKDL_CUDNN_CALL(cudnnSetActivationDescriptor(s.activation, mode, CUDNN_PROPAGATE_NAN, coef));
 }
 
 // An add or mul (+ activation), relu, leaky relu, sigmoid or clip step. Returns its calls per
@@ -317,7 +316,7 @@ int plan_eltwise(Step& s, const Layer& l) {
     BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
     BRICKDL_CUDNN_CALL(cudnnSetOpTensorDescriptor(
         s.op, l.op == OpKind::kAdd ? CUDNN_OP_TENSOR_ADD : CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT,
-        CUDNN_NOT_PROPAGATE_NAN));
+        CUDNN_PROPAGATE_NAN));
     calls += 1;
   }
   if (l.op == OpKind::kSigmoid || l.op == OpKind::kClip) {
@@ -437,7 +436,7 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
   BRICKDL_CUDNN_CALL(cudnnCreate(&m.handle));
   BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&m.relu));
   BRICKDL_CUDNN_CALL(
-      cudnnSetActivationDescriptor(m.relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+      cudnnSetActivationDescriptor(m.relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   std::ostringstream desc;
   for (int id = group.first; id <= group.last; ++id) {
     const Layer& l = graph.layer(id);

@@ -263,7 +263,7 @@ void max_pool_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
                 const int64_t ix = ox * win.stride[2] - win.pad[2] + int64_t{k} * win.dilation[2];
                 if (ix < 0 || ix >= is.w)
                   continue;
-                m = std::max(m, *at(in.data, in.stored, si, c, iz, iy, ix));
+                m = max_step(m, *at(in.data, in.stored, si, c, iz, iy, ix));
               }
             }
           }

@@ -9,11 +9,13 @@
 
 namespace brickdl::kernels::detail {
 
+// NaN in, NaN out, as in PyTorch (relu(NaN) = NaN, clamp(NaN) = NaN, max_pool over a window
+// holding a NaN = NaN): a comparison with a NaN is false, so each op tests for it first.
 inline float activate(float v, Activation a, float slope) {
   switch (a) {
   case Activation::kNone: return v;
-  case Activation::kRelu: return v > 0.0f ? v : 0.0f;
-  case Activation::kLeakyRelu: return v > 0.0f ? v : v * slope;
+  case Activation::kRelu: return v > 0.0f || std::isnan(v) ? v : 0.0f;
+  case Activation::kLeakyRelu: return v > 0.0f || std::isnan(v) ? v : v * slope;
   }
   return v;
 }
@@ -25,9 +27,17 @@ inline float sigmoid(float v) {
 inline float silu(float v) {
   return v * sigmoid(v);
 }
-// ONNX Clip: min(max(v, lo), hi).
+// ONNX Clip: min(max(v, lo), hi); NaN stays NaN.
 inline float clip(float v, float lo, float hi) {
+  if (std::isnan(v))
+    return v;
   return std::min(std::max(v, lo), hi);
+}
+
+// One step of a max pool: the larger of the running maximum `m` and `v`, NaN as soon as either
+// is NaN (PyTorch: `val > maxval || isnan(val)`).
+inline float max_step(float m, float v) {
+  return v > m || std::isnan(v) ? v : m;
 }
 
 // Source taps of one output coordinate of a linear (bilinear / trilinear) upsample with

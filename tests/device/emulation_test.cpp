@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
+#include "kernels/validation.h"
 #include "kernels/weights.h"
 #include "model/cost_model.h"
 #include "tests/device/emulated_group.h"
@@ -167,6 +169,42 @@ TEST(Emulation, CeilModePool) {
   x = b.conv2d(x, 4, 3, 1, 1, 1, 1, true, "c2");
   const Graph g = fuse_for_inference(b.build());
   check_all(g, named_group(g, "c1", "c2"), {1, 2, 2, 0});
+}
+
+// Issue 13, item 7: the kernel templates propagate NaN like the reference (relu(NaN) = NaN, a
+// max pool window holding a NaN gives NaN), on the host emulator; the same code runs on the GPU.
+TEST(Emulation, NaNInTheInputLandsWhereTheReferencePutsIt) {
+  GraphBuilder b("nan", TensorShape{1, 3, 1, 12, 12, 2});
+  int x = b.relu(b.conv2d(b.input(), 4, 3, 1, 1, 1, 1, true, "c1"));
+  x = b.max_pool(x, 3, 2, 1, false, "max");
+  x = b.leaky_relu(b.conv2d(x, 4, 3, 1, 1, 1, 1, true, "c2"), 0.2f);
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp = named_group(g, "c1", g.layer(g.output()).name);
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
+    const Candidate c = candidate(grp, s, {1, 4, 4, 0});
+    SCOPED_TRACE(c.config_str());
+    const KernelPlan plan = plan_kernels(g, c);
+    ASSERT_EQ(plan.input_ids.size(), 1u);
+    kernels::Tensor in = kernels::random_tensor(g.layer(plan.input_ids[0]).out, kSeed, 0);
+    in.at(0, 1, 0, 5, 6) = std::numeric_limits<float>::quiet_NaN();
+    in.at(0, 0, 0, 0, 11) = std::numeric_limits<float>::quiet_NaN();
+    const kernels::ModelWeights w = kernels::make_weights(g, kSeed, grp.first, grp.last);
+    std::vector<std::vector<float>> weights, biases;
+    for (int id : plan.layer_ids) {
+      weights.push_back(w.at(id).weight);
+      biases.push_back(w.at(id).bias);
+    }
+    const EmulatorResult emu = emulate_plan(g, plan, {in.data()}, weights, biases, {});
+    Candidate lw = c;
+    lw.strategy = Strategy::kLayerwise;
+    const kernels::GroupResult ref = kernels::execute_group(g, lw, {&in}, w);
+    const kernels::Comparison cmp = kernels::compare(emu.output, ref.output.values(), {});
+    EXPECT_TRUE(cmp.ok()) << cmp.message;
+    int64_t nans = 0;
+    for (float v : emu.output)
+      nans += std::isnan(v) ? 1 : 0;
+    EXPECT_GT(nans, 0); // relu and the max pool kept them
+  }
 }
 
 // Random chains: kernel, stride, padding, dilation, channels, image and brick sizes.

@@ -1,9 +1,11 @@
 // brickdl-run end to end: files written, plans accepted, bad flags rejected with exit 2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -150,9 +152,40 @@ TEST_F(RunCli, ManifestListsEachPlanGroupWithItsCounters) {
   EXPECT_EQ(totals.at("bricks_computed.1"), groups[1].at("counters").at("bricks_computed.0"));
   // --check reports how many elements are beyond the tolerance.
   EXPECT_EQ(m.at("check").at("elements_beyond_tolerance"), 0);
-  EXPECT_NE(read("out.txt").find("check against the layer-by-layer reference: max relative error "),
+  EXPECT_NE(read("out.txt").find(
+                "check against the layer-by-layer reference: passed: max relative error "),
             std::string::npos)
       << read("out.txt");
+}
+
+// Issue 13, item 7: NaN in the input reached the output as finite values (relu(NaN) was 0 and
+// a max pool skipped NaN). Now a NaN input gives NaN where PyTorch gives NaN, through the
+// merged plan and the reference alike, and --check agrees only on NaN at the same places.
+TEST_F(RunCli, NaNInputsPropagateThroughAPlanAndTheCheck) {
+  // conv_chain (3x3x3 conv + relu per layer): one NaN at the centre of channel 0, 7x8x9.
+  ZooOptions zo;
+  zo.input_size = {7, 8, 9};
+  const Graph g = fuse_for_inference(build_zoo_model("conv_chain", zo));
+  Tensor x = random_tensor(g.input_shape(), 3, 0);
+  x.at(0, 0, 3, 4, 4) = std::numeric_limits<float>::quiet_NaN();
+  write_npy(path("nan.npy"), x);
+  std::ofstream(path("plan.json"))
+      << R"([{"first": 1, "last": 2, "strategy": "memoized", "brick": [4, 4, 4]},
+             {"first": 3, "last": 3, "strategy": "padded", "brick": [2, 3, 4]}])";
+  ASSERT_EQ(run("--model conv_chain --input-size 7,8,9 --input " + path("nan.npy") + " --plan " +
+                path("plan.json") + " --out " + path("run") + " --check"),
+            0)
+      << read("err.txt") << read("out.txt");
+  const Tensor y = read_npy_tensor(path("run/output.npy"), g.layer(g.output()).out);
+  int64_t nans = 0;
+  for (float v : y.values())
+    nans += std::isnan(v) ? 1 : 0;
+  // Three 3x3x3 convs spread the one NaN over a 7x7x7 cube (clipped to 7x8x9) of every
+  // output channel.
+  EXPECT_EQ(nans, g.layer(g.output()).out.c * 7 * 7 * 7);
+  const nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
+  EXPECT_EQ(m.at("check").at("passed"), true);
+  EXPECT_EQ(m.at("check").at("undefined_elements"), 0);
 }
 
 TEST_F(RunCli, BadFlagsExitWithTwoAndSayWhy) {

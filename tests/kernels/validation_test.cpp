@@ -257,5 +257,26 @@ TEST(Validation, DifferentSizesAreAnInternalError) {
                InternalError);
 }
 
+// The --check path (brickdl-run): a NaN-producing mismatch fails and says so.
+TEST(Validation, CheckSummaryFailsOnANaNMismatch) {
+  const std::vector<float> ref = {1.f, 2.f, kNaN, 4.f};
+  const Tolerance tol{};
+  const Comparison same = compare(std::vector<float>{1.f, 2.f, kNaN, 4.f}, ref, tol);
+  EXPECT_TRUE(same.ok());
+  EXPECT_NE(check_summary(same, tol).find("passed: max relative error 0"), std::string::npos)
+      << check_summary(same, tol);
+  // The output lost the NaN (relu(NaN) = 0) and gained one where the reference is finite.
+  const Comparison lost = compare(std::vector<float>{1.f, kNaN, 0.f, 4.f}, ref, tol);
+  EXPECT_FALSE(lost.ok());
+  EXPECT_EQ(lost.bad, 2);
+  EXPECT_EQ(lost.undefined, 2);
+  const std::string line = check_summary(lost, tol);
+  EXPECT_NE(line.find("FAILED: max relative error undefined (2 of 4 elements"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("2 with NaN or infinity on one side only"), std::string::npos) << line;
+  // An infinity for a finite value, alone.
+  EXPECT_FALSE(compare(std::vector<float>{1.f, kInf, kNaN, 4.f}, ref, tol).ok());
+}
+
 } // namespace
 } // namespace brickdl::kernels

@@ -343,7 +343,7 @@ BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutT
               if (xi < 0 || xi >= dim[2])
                 continue;
               const float q = in.p[region_index(in, c, zi, yi, xi)];
-              acc = is_max ? (q > acc ? q : acc) : acc + q;
+              acc = is_max ? max_step(acc, q) : acc + q;
               ++count;
             }
           }

@@ -226,8 +226,17 @@ BRICKDL_DEVICE int imax(int a, int b) {
 BRICKDL_DEVICE int floor_div(int a, int b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
+// NaN in, NaN out, as the reference (kernels/detail/op_math.h): v != v only for a NaN.
+BRICKDL_DEVICE bool is_nan(float v) {
+  return v != v;
+}
 BRICKDL_DEVICE float activate(float v, int act, float slope) {
-  return act == kActRelu ? (v > 0.f ? v : 0.f) : act == kActLeaky ? (v > 0.f ? v : v * slope) : v;
+  const bool keep = v > 0.f || is_nan(v);
+  return act == kActRelu ? (keep ? v : 0.f) : act == kActLeaky ? (keep ? v : v * slope) : v;
+}
+// A max pool's step: NaN as soon as either is NaN (op_math.h max_step).
+BRICKDL_DEVICE float max_step(float m, float v) {
+  return v > m || is_nan(v) ? v : m;
 }
 } // namespace dev
 } // namespace brickdl
