@@ -147,6 +147,7 @@ struct MeasureSite {
   Measurer* measurer = nullptr;
   search::MeasurePool* pool = nullptr;
   std::vector<search::WorkerStats> refused;
+  bool validate_only = false; // the measurer only validates the model's plan (no GPU)
 };
 
 // Tunes `exp` once, measuring at `site`.
@@ -162,6 +163,7 @@ int tune_one(const Args& a, const ExperimentConfig& exp, const MeasureSite& site
   ctx.experiment = exp;
   ctx.predictor = predictor.get();
   ctx.measurer = site.measurer;
+  ctx.validate_only = site.validate_only;
   ctx.pool = site.pool;
   ctx.db = &db;
   ctx.seed = exp.seed;
@@ -174,8 +176,8 @@ int tune_one(const Args& a, const ExperimentConfig& exp, const MeasureSite& site
     interrupt.set_on_force([db_path, run_id] { mark_aborted(db_path, run_id); });
   };
   if (site.measurer)
-    ctx.log.info("measuring on " + site.measurer->target() + " (" + site.measurer->backend() +
-                 " backend)");
+    ctx.log.info((site.validate_only ? "validating on " : "measuring on ") +
+                 site.measurer->target() + " (" + site.measurer->backend() + " backend)");
 
   search::TuneResult result = search::tune(ctx);
   interrupt.disarm();
@@ -267,9 +269,10 @@ int run_experiments(const Args& a, search::InterruptHandler& interrupt, dist::Wo
     if (workers && exp.measurement.backend != "none") {
       status = tune_on_workers(a, exp, static_cast<int>(i), *workers, interrupt);
     } else {
-      const std::unique_ptr<Measurer> measurer = search::make_measurer(
-          exp.measurement.backend, exp.measurement, search::Logger(&std::cerr, a.quiet));
-      status = tune_one(a, exp, MeasureSite{measurer.get(), nullptr, {}}, interrupt);
+      const search::MeasuringSetup setup =
+          search::make_measuring(exp, search::Logger(&std::cerr, a.quiet));
+      status = tune_one(a, exp, MeasureSite{setup.measurer.get(), nullptr, {}, setup.validate_only},
+                        interrupt);
     }
     if (status != 0)
       return status;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "search/evaluation.h"
 #include "search/measurers.h"
+#include "search/plan_validation.h"
 #include "search/searcher.h"
 
 namespace brickdl::search {
@@ -394,7 +395,10 @@ bool Run::execute() {
   if (stop_requested())
     return false;
 
-  if (ctx_.measurer || ctx_.pool) {
+  if (ctx_.validate_only && ctx_.measurer) // no GPU for a GPU target: check, do not time
+    report_.validation =
+        validate_plan(ctx_, space_, ev_, model_plan, run_id_, target_id_, report_.target);
+  if ((ctx_.measurer || ctx_.pool) && !ctx_.validate_only) {
     measure();
     const CombinedCosts combined = combine_costs(space_, predicted, ev_.measured_costs());
     report_.scale = combined.scale;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/cpu_measurer.h"
 #include "kernels/cuda/cuda_measurer.h"
+#include "search/plan_validation.h"
 
 namespace brickdl::search {
 
@@ -169,6 +170,23 @@ private:
 
 } // namespace
 
+// The CPU measurer of a validate-only run: its own target, so that its single cold runs are
+// never resumed as CPU timings by a measuring run, and the validation options whatever the
+// caller passes.
+class ValidatingMeasurer final : public Measurer {
+public:
+  explicit ValidatingMeasurer(std::unique_ptr<Measurer> inner) : inner_(std::move(inner)) {}
+  std::string target() const override { return inner_->target() + "#validation"; }
+  std::string backend() const override { return inner_->backend(); }
+  MeasureResult measure(const Graph& graph, const Candidate& candidate,
+                        const MeasureOptions& options) override {
+    return inner_->measure(graph, candidate, validation_options(options));
+  }
+
+private:
+  std::unique_ptr<Measurer> inner_;
+};
+
 std::string target_tag() {
   const char* tag = std::getenv("BRICKDL_TARGET_TAG");
   return tag ? tag : "";
@@ -180,6 +198,18 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
   if (std::string tag = target_tag(); m && !tag.empty())
     return std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
   return m;
+}
+
+MeasuringSetup make_measuring(const ExperimentConfig& exp, const Logger& log) {
+  const MeasurementConfig& m = exp.measurement;
+  std::string why_not;
+  if (m.backend != "auto" || resolve_backend("auto", &why_not) == "cuda")
+    return MeasuringSetup{make_measurer(m.backend, m, log), false};
+  log.warn("no usable GPU (" + why_not + "): planning for " + exp.gpu.name +
+           " from the model; the CPU validates the plan's merged groups against the reference "
+           "(CPU times never re-plan a GPU target)");
+  std::unique_ptr<Measurer> cpu = make_measurer("cpu", m, log);
+  return MeasuringSetup{std::make_unique<ValidatingMeasurer>(std::move(cpu)), true};
 }
 
 } // namespace brickdl::search

@@ -32,6 +32,27 @@ std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config, st
 
 std::vector<std::string> backend_names(); // none, cpu, cuda, auto
 
+// How a run measures: the measurer (nullptr: model only) and whether it only validates the
+// model's plan (TuneContext::validate_only).
+struct MeasuringSetup {
+  std::unique_ptr<Measurer> measurer;
+  bool validate_only = false;
+};
+
+// The measurer of `experiment` for a run in this process. Which timings may re-plan which
+// target:
+//   cuda (or auto with a GPU)  measures and re-plans: the GPU is the target's device;
+//   cpu, named explicitly      measures and re-plans for this CPU: asking for the CPU backend
+//                              is how an experiment plans for the CPU (the measurer's target
+//                              "cpu:<model>"; the report labels its times as this CPU's);
+//   auto without a GPU         validate only: the experiment asked for its GPU target, which
+//                              is not here, so the plan stays the model's for that GPU and the
+//                              CPU checks the plan's merged groups against the reference, once
+//                              each, stored under "cpu:<model>#validation" (never taken for
+//                              CPU times); one line on the log says so;
+//   none                       model only.
+MeasuringSetup make_measuring(const ExperimentConfig& experiment, const Logger& log);
+
 // The value of BRICKDL_TARGET_TAG ("" when unset).
 std::string target_tag();
 

@@ -108,6 +108,45 @@ void print_workers(const TuneReport& r, std::ostream& os) {
 
 } // namespace
 
+// A validate-only run (no GPU for the GPU target): what was checked, and that CPU times play no
+// part.
+void print_validation(const TuneReport& r, const PlanValidation& v, std::ostream& os) {
+  os << fmt::format("validated, not measured: no GPU for {}; the plan is the model's, and {} of "
+                    "its {} merged groups were checked against the reference on {} ({} from the "
+                    "database): {} ok, {} wrong, {} failed",
+                    r.gpu_spec, v.validated, v.merged_groups, v.target, v.resumed,
+                    v.validated - v.wrong - v.failed, v.wrong, v.failed);
+  if (!v.stopped_by.empty())
+    os << "; stopped by " << v.stopped_by;
+  os << fmt::format(" ({:.1f} s); CPU times are not used\n", v.seconds);
+}
+
+void print_validated_groups(const PlanValidation& v, std::ostream& os) {
+  os << "validation of the merged groups (output against the reference, run once on " << v.target
+     << "):\n";
+  for (const GroupValidation& g : v.groups) {
+    os << fmt::format("  {:>3}  {:<40}  {}", g.step + 1, g.layers, g.status);
+    if (g.status == "ok" || g.status == "wrong_result")
+      os << fmt::format(" (max relative error {:.3g})", g.max_rel_error);
+    if (g.resumed)
+      os << " (from the database)";
+    if (!g.error.empty() && g.status != "ok")
+      os << ": " << g.error;
+    os << '\n';
+  }
+}
+
+// A measuring backend whose device is not the model's GPU spec (an explicit CPU backend): the
+// re-planned plan is this CPU's; say which column is which.
+void print_time_labels(const TuneReport& r, std::ostream& os) {
+  if (!r.replanned || r.backend == "cuda")
+    return;
+  os << fmt::format("re-planned for {}: 'meas ms' are times measured there; 'pred ms' and 'lw "
+                    "pred' are the model's predictions for {} (unmeasured candidates enter the "
+                    "plan scaled by {:.4g})\n",
+                    r.target, r.gpu_spec, r.scale);
+}
+
 void print_report(const TuneReport& r, std::ostream& os) {
   os << fmt::format("experiment {}: {} batch {} {}; model {} for {}; searcher {}\n", r.experiment,
                     r.model, r.batch, r.precision, r.model_version, r.gpu_spec, r.searcher);
@@ -123,7 +162,9 @@ void print_report(const TuneReport& r, std::ostream& os) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [reason, n] : reasons)
     os << fmt::format("  {:>8}  {}\n", n, reason);
-  if (r.backend != "none") {
+  if (r.validation)
+    print_validation(r, *r.validation, os);
+  else if (r.backend != "none") {
     os << fmt::format("measured: {} now, {} from the database, {} failed", r.measured, r.resumed,
                       r.failed);
     if (!r.stopped_by.empty())
@@ -140,6 +181,9 @@ void print_report(const TuneReport& r, std::ostream& os) {
   print_plan(plan, os);
   os << "speedup: the group's layers run layerwise / the chosen candidate; * = predicted "
         "(not both measured)\n";
+  print_time_labels(r, os);
+  if (r.validation)
+    print_validated_groups(*r.validation, os);
   if (r.replanned)
     os << fmt::format("the model's own plan: {:.4f} ms predicted in {} groups\n",
                       r.predicted.predicted_ms, r.predicted.groups.size());
@@ -181,6 +225,30 @@ nlohmann::json workers_json(const std::vector<WorkerStats>& workers) {
   return out;
 }
 
+nlohmann::json validation_json(const PlanValidation& v) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GroupValidation& g : v.groups) {
+    groups.push_back({{"step", g.step},
+                      {"layers", g.layers},
+                      {"status", g.status},
+                      {"max_rel_error", g.max_rel_error},
+                      {"resumed", g.resumed}});
+    if (!g.error.empty())
+      groups.back()["error"] = g.error;
+  }
+  return {{"note", "the model's plan, its merged groups run once on the CPU and checked against "
+                   "the reference; CPU times are not used"},
+          {"target", v.target},
+          {"merged_groups", v.merged_groups},
+          {"validated", v.validated},
+          {"resumed", v.resumed},
+          {"wrong", v.wrong},
+          {"failed", v.failed},
+          {"stopped_by", v.stopped_by},
+          {"seconds", v.seconds},
+          {"groups", groups}};
+}
+
 } // namespace
 
 nlohmann::json report_json(const TuneReport& r) {
@@ -217,6 +285,12 @@ nlohmann::json report_json(const TuneReport& r) {
       {"model_plan", to_json(r.predicted)},
       {"alternatives", alts},
   };
+  // Which device the plan is for: the measuring target when it re-planned, else the model's
+  // GPU spec; and where the measured times come from.
+  out["plan_for"] = r.replanned ? r.target : r.gpu_spec;
+  out["measurements"]["measured_on"] = r.backend == "none" ? "" : r.target;
+  if (r.validation)
+    out["validation"] = validation_json(*r.validation);
   if (r.dropped > 0)
     out["measurements"]["dropped"] = r.dropped;
   if (!r.workers.empty())

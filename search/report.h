@@ -33,6 +33,30 @@ struct WorkerStats {
   std::string refused; // why it measured nothing for this run ("" when it took part)
 };
 
+// A run that plans for a GPU it does not have (backend auto without a GPU): the plan is the
+// model's, and the CPU runs each merged group of it once to check its output against the
+// reference. CPU times play no part in it (search/plan_validation.h).
+struct GroupValidation {
+  int step = 0;       // index in the plan
+  std::string layers; // "first .. last"
+  std::string status; // a measure status name ("ok", "wrong_result", ...) or "not validated"
+  std::string error;  // why, when not ok
+  double max_rel_error = 0;
+  bool resumed = false; // taken from the database (validated by an earlier run)
+};
+
+struct PlanValidation {
+  std::string target;    // where it ran ("cpu:<model>#validation")
+  int merged_groups = 0; // groups of the plan that are not layerwise
+  int validated = 0;     // of which checked now or before (resumed)
+  int resumed = 0;
+  int wrong = 0;          // outputs that differ from the reference
+  int failed = 0;         // other failures (unsupported, time-out, ...)
+  std::string stopped_by; // the budget or a stop request ("" when every group was checked)
+  double seconds = 0;
+  std::vector<GroupValidation> groups; // the merged groups, in plan order
+};
+
 struct TuneReport {
   std::string experiment, model, precision;
   int batch = 1;
@@ -54,10 +78,11 @@ struct TuneReport {
   double measure_s = 0;             // wall time of the measuring phase
   std::vector<WorkerStats> workers; // MPI runs: every worker rank, refused ones included
 
-  PlanSummary predicted;                 // the model's plan
-  std::optional<PlanSummary> replanned;  // with measurements (a measuring backend)
-  std::vector<PlanSummary> alternatives; // partitions mode: each partition × strategy
-  double seconds = 0;                    // wall time of the run
+  std::optional<PlanValidation> validation; // the model's plan validated on the CPU (no GPU)
+  PlanSummary predicted;                    // the model's plan
+  std::optional<PlanSummary> replanned;     // with measurements (a measuring backend)
+  std::vector<PlanSummary> alternatives;    // partitions mode: each partition × strategy
+  double seconds = 0;                       // wall time of the run
 };
 
 void print_report(const TuneReport& report, std::ostream& os);

@@ -80,6 +80,10 @@ struct TuneContext {
   ExperimentConfig experiment;          // with command-line overrides applied
   const Predictor* predictor = nullptr; // required
   Measurer* measurer = nullptr;         // in process; nullptr: model only (backend none)
+  // The measurer is not the device the plan is for (backend auto without a GPU): the plan
+  // stays the model's and the measurer only validates its merged groups
+  // (search/plan_validation.h); its times never re-plan. In process only (no pool).
+  bool validate_only = false;
   // Where candidates are measured when set (MPI worker ranks, dist/); `measurer` is then unused.
   MeasurePool* pool = nullptr;
   TuningDb* db = nullptr; // required: every prediction and result goes there

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -261,6 +262,57 @@ TEST_F(TuneE2E, ModelOnlyPrintsThePlanTable) {
   EXPECT_NE(out.find("end to end (model)"), std::string::npos) << out;
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements"), 0);
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM plans"), 1);
+}
+
+// Issue 13, item 8: without a GPU, `backend: auto` fell back to the CPU, measured CPU times and
+// re-planned the A100 target with them (CPU milliseconds beside A100 predictions). Now it plans
+// from the model for the A100, validates the plan's merged groups on the CPU, says so, and keeps
+// CPU times out of the plan and away from the measurements a CPU run would resume.
+TEST_F(TuneE2E, AutoWithoutAGpuValidatesTheModelsPlanInsteadOfReplanning) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1); // no GPU, even on a machine with one
+  std::string yaml = read("chain.yaml");
+  yaml.replace(yaml.find("searcher: measure_all"), 21, "searcher: dp");
+  yaml.replace(yaml.find("backend: cpu"), 12, "backend: auto\n  budget_s: 60\n  top_k: 1");
+  std::ofstream(dir_ / "auto.yaml") << yaml;
+  ASSERT_EQ(run_to_end({(dir_ / "auto.yaml").string()}, "auto"), 0) << read("auto.err");
+  const std::string err = read("auto.err"), out = read("auto.out");
+  EXPECT_NE(err.find("planning for A100-40GB from the model; the CPU validates the plan's merged "
+                     "groups"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(out.find("validated, not measured: no GPU for A100-40GB"), std::string::npos) << out;
+  EXPECT_NE(out.find("plan dp (model)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("re-planned"), std::string::npos) << out;
+  EXPECT_EQ(out.find("end to end (measured"), std::string::npos) << out;
+  // plan.json: the model's plan, for the A100, with its validation and no measured times.
+  const std::string plan = read("out/plan.json");
+  EXPECT_NE(plan.find("\"plan_for\": \"A100-40GB\""), std::string::npos) << plan;
+  EXPECT_NE(plan.find("\"validation\": {"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\"measured_ms\": 0"), std::string::npos);
+  EXPECT_NE(plan.find("\"measured_ms\": null"), std::string::npos) << plan;
+  // One plan row (the model's), no "measured" one; every measurement is a single cold run of a
+  // merged group stored under the validation target, and none failed validation.
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM plans"), 1);
+  const int64_t validated = scalar("SELECT COUNT(*) FROM measurements");
+  EXPECT_GT(validated, 0);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements m JOIN targets t ON t.id = m.target_id "
+                   "WHERE t.fingerprint LIKE 'cpu:%#validation'"),
+            validated);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM samples"), validated);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE status != 'ok'"), 0);
+  // Again: the validations come from the database.
+  ASSERT_EQ(run_to_end({(dir_ / "auto.yaml").string()}, "again"), 0) << read("again.err");
+  EXPECT_NE(read("again.out").find("(from the database)"), std::string::npos) << read("again.out");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements"), validated);
+  // An explicit CPU backend plans for this CPU, and the report says whose times are whose.
+  ASSERT_EQ(run_to_end({(dir_ / "auto.yaml").string(), "--backend", "cpu", "--out",
+                        (dir_ / "cpu").string()},
+                       "cpu"),
+            0)
+      << read("cpu.err");
+  EXPECT_NE(read("cpu.out").find("re-planned for cpu:"), std::string::npos) << read("cpu.out");
+  EXPECT_NE(read("cpu/plan.json").find("\"plan_for\": \"cpu:"), std::string::npos);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 } // namespace
