@@ -169,7 +169,10 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   const Tolerance tol = group_tolerance(graph, candidate.group, options.atol, options.rtol);
   if (wrong_result(first.output, ref, tol, res) || first_run_timed_out(first_ms, options, res))
     return res;
-  time_repetitions(run, options, res);
+  if (options.repetitions == 0) // validation only: the first run is the one sample
+    res.samples_ms.push_back(first_ms);
+  else
+    time_repetitions(run, options, res);
   res.summarize();
   return res;
 }

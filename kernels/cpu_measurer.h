@@ -15,7 +15,8 @@
 // executor cannot run are kUnsupported; a run longer than timeout_s ends the measurement with
 // kTimeout (the samples so far are kept). flush_l2 has no CPU counterpart and is ignored. Worker
 // threads are the constructor's; the counters (ExecCounters::to_map) carry their number as
-// "cpu_threads".
+// "cpu_threads". With repetitions 0 (a validation: search/plan_validation.h) the validated first
+// run is the only sample and nothing else runs.
 #include <string>
 
 #include "core/measurer.h"

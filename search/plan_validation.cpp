@@ -1,7 +1,9 @@
 #include "search/plan_validation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -48,10 +50,34 @@ GroupValidation from_result(int step, const std::string& layers, const MeasureRe
 
 MeasureOptions validation_options(MeasureOptions options) {
   options.warmup = 0;
-  options.repetitions = 1;
+  options.repetitions = 0; // the validated run is the only one (kernels/cpu_measurer.h)
   options.collect_counters = false;
   return options;
 }
+
+namespace {
+
+// The merged (not layerwise) steps of `plan`, cheapest first under the model: within the
+// budget, as many groups as possible are checked.
+std::vector<int> merged_steps_cheapest_first(const SearchSpace& space, const Evaluation& ev,
+                                             const Plan& plan) {
+  std::vector<int> steps;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (space.candidate(CandidateRef{plan.steps[i].group, plan.steps[i].candidate}).strategy !=
+        Strategy::kLayerwise)
+      steps.push_back(static_cast<int>(i));
+  const auto predicted = [&](int i) {
+    return ev
+        .at(CandidateRef{plan.steps[static_cast<size_t>(i)].group,
+                         plan.steps[static_cast<size_t>(i)].candidate})
+        .prediction.time_ms;
+  };
+  std::stable_sort(steps.begin(), steps.end(),
+                   [&](int a, int b) { return predicted(a) < predicted(b); });
+  return steps;
+}
+
+} // namespace
 
 PlanValidation validate_plan(const TuneContext& ctx, const SearchSpace& space, const Evaluation& ev,
                              const Plan& plan, int64_t run_id, int64_t target_id,
@@ -61,18 +87,15 @@ PlanValidation validate_plan(const TuneContext& ctx, const SearchSpace& space, c
   v.target = target;
   const auto t0 = Clock::now();
   const MeasureOptions options = validation_options(ctx.experiment.measurement.options);
+  const std::vector<int> order = merged_steps_cheapest_first(space, ev, plan);
+  v.merged_groups = static_cast<int>(order.size());
   std::map<int64_t, GroupValidation> done; // by candidate id: repeated workloads share it
-  int merged = 0;
-  for (const PlanStep& s : plan.steps)
-    merged += space.candidate(CandidateRef{s.group, s.candidate}).strategy != Strategy::kLayerwise;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const CandidateRef ref{plan.steps[i].group, plan.steps[i].candidate};
+  std::map<int, GroupValidation> by_step;
+  for (const int step : order) {
+    const CandidateRef ref{plan.steps[static_cast<size_t>(step)].group,
+                           plan.steps[static_cast<size_t>(step)].candidate};
     const Candidate& cand = space.candidate(ref);
-    if (cand.strategy == Strategy::kLayerwise)
-      continue;
-    ++v.merged_groups;
     const std::string& layers = space.group(ref.group).layer_names;
-    const int step = static_cast<int>(i);
     const int64_t id = ev.at(ref).candidate_id;
     GroupValidation g{step, layers, "not validated", "", 0, false};
     if (auto it = done.find(id); it != done.end()) {
@@ -92,11 +115,13 @@ PlanValidation validate_plan(const TuneContext& ctx, const SearchSpace& space, c
     if (g.status != "not validated")
       done.emplace(id, g);
     count(v, g);
-    ctx.log.info(fmt::format("validate {}/{}: {} ({} {}): {}{}", v.merged_groups, merged, layers,
-                             strategy_name(cand.strategy), cand.brick.str(), g.status,
+    ctx.log.info(fmt::format("validate {}/{}: {} ({} {}): {}{}", by_step.size() + 1, order.size(),
+                             layers, strategy_name(cand.strategy), cand.brick.str(), g.status,
                              g.resumed ? " (from the database)" : ""));
-    v.groups.push_back(std::move(g));
+    by_step.emplace(step, std::move(g));
   }
+  for (auto& [step, g] : by_step) // plan order
+    v.groups.push_back(std::move(g));
   v.seconds = seconds_since(t0);
   return v;
 }

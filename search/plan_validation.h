@@ -6,9 +6,10 @@
 // they are not shown beside the predictions and not stored as that target's times.
 //
 //   model plan ──merged groups──► resumed from the database (an earlier validation) or
-//                                  Measurer::measure once (warmup 0, one repetition, no
-//                                  counters) ──► database (under the validating measurer's own
-//                                  target, "cpu:<model>#validation") ──► PlanValidation
+//                                  Measurer::measure once (warmup 0, no timed repetition:
+//                                  the validated run is the one sample; no counters) ──► database
+//                                  (under the validating measurer's own target,
+//                                  "cpu:<model>#validation") ──► PlanValidation
 //
 // measurement.budget_s bounds the fresh validations; a stop request ends them.
 #include <cstdint>
@@ -20,7 +21,8 @@
 
 namespace brickdl::search {
 
-// The options a validation runs with: the experiment's, once, cold, without counters.
+// The options a validation runs with: the experiment's, once (repetitions 0: the CPU measurer
+// times only the validated run), cold, without counters.
 MeasureOptions validation_options(MeasureOptions options);
 
 // Validates the merged groups of `plan` with ctx.measurer; results go to ctx.db under

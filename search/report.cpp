@@ -288,7 +288,7 @@ nlohmann::json report_json(const TuneReport& r) {
   // Which device the plan is for: the measuring target when it re-planned, else the model's
   // GPU spec; and where the measured times come from.
   out["plan_for"] = r.replanned ? r.target : r.gpu_spec;
-  out["measurements"]["measured_on"] = r.backend == "none" ? "" : r.target;
+  out["measurements"]["measured_on"] = r.backend == "none" || r.validation ? "" : r.target;
   if (r.validation)
     out["validation"] = validation_json(*r.validation);
   if (r.dropped > 0)

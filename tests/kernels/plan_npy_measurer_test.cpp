@@ -360,6 +360,26 @@ Graph decoder_step() {
   return fuse_for_inference(b.build());
 }
 
+// A validation (search/plan_validation.h): repetitions 0 runs the candidate once, validates it
+// and keeps that run as the one sample.
+TEST(CpuMeasurer, RepetitionsZeroValidatesOnce) {
+  GraphBuilder b("v", TensorShape{1, 3, 8, 8, 8, 3});
+  const int x = b.relu(b.conv3d(b.input(), 3, 3, 1, 1));
+  b.relu(b.conv3d(x, 3, 3, 1, 1));
+  const Graph g = fuse_for_inference(b.build());
+  CpuMeasurer m(1);
+  MeasureOptions o;
+  o.warmup = 0;
+  o.repetitions = 0;
+  o.collect_counters = false;
+  const MeasureResult r = m.measure(g, cand(1, 2, Strategy::kMemoized, BrickShape{4, 4, 4, 0}), o);
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  ASSERT_EQ(r.samples_ms.size(), 1u);
+  EXPECT_EQ(r.median_ms, r.samples_ms[0]);
+  EXPECT_TRUE(r.counters.empty());
+  EXPECT_LE(r.max_rel_error, 1e-5);
+}
+
 TEST(CpuMeasurer, LayerwiseGroupWithAConvTransposeRunsAndValidates) {
   const Graph g = decoder_step();
   ASSERT_EQ(g.size(), 5);
