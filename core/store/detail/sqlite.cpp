@@ -34,7 +34,7 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   switch (rc & 0xff) {
   case SQLITE_BUSY:
   case SQLITE_LOCKED:
-    throw UserError(where + " is locked by another connection" + during +
+    throw LockedError(where + " is locked by another connection" + during +
                     " and stayed locked past the busy timeout" + detail +
                     "; retry when the other tuner or query has finished");
   case SQLITE_NOTADB:
@@ -49,6 +49,11 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   case SQLITE_CANTOPEN:
     throw UserError(where + " cannot be opened" + detail +
                     "; check that the folder exists and is accessible");
+  case SQLITE_CONSTRAINT:
+    throw ConstraintError(where + " refused a row" + during + detail +
+                          ": it is damaged or was written by another program; restore it "
+                          "from a copy or start a new database",
+                          sqlite_error_text(db, rc));
   case SQLITE_FULL:
   case SQLITE_IOERR:
   case SQLITE_PERM:
