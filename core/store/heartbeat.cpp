@@ -12,8 +12,7 @@ RunHeartbeat::RunHeartbeat(const TuningDb& db, int64_t run_id)
     : RunHeartbeat(db, run_id, store::detail::kHeartbeatSeconds * 1000) {}
 
 RunHeartbeat::RunHeartbeat(const TuningDb& db, int64_t run_id, int period_ms)
-    : db_(db.another_connection(/*busy_timeout_ms=*/1000)),
-      run_id_(run_id), period_ms_(period_ms) {
+    : db_(db.another_connection(/*busy_timeout_ms=*/1000)), run_id_(run_id), period_ms_(period_ms) {
   thread_ = std::thread([this] { loop(); });
 }
 

@@ -79,7 +79,6 @@ public:
   std::string row() const { return fmt::format("{} id {}", row_table_, row_id_); }
 
 private:
-
   void copy_targets() {
     Statement st(i_, "SELECT id, fingerprint, backend, description FROM targets",
                  "reading targets");

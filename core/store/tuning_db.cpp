@@ -230,8 +230,13 @@ std::vector<std::string> TuningDb::integrity_problems(std::string* check) {
   Statement st(db_, fmt::format("PRAGMA {}({})", pragma, kProblemsShown + 1),
                "checking its integrity");
   while (st.step()) {
-    if (st.text(0) != "ok")
-      problems.push_back(st.text(0));
+    // One problem per row; a row may open with the name of the schema it is about.
+    std::string line = store::detail::one_line(st.text(0));
+    const std::string header = "*** in database main *** ";
+    if (line.rfind(header, 0) == 0)
+      line.erase(0, header.size());
+    if (line != "ok")
+      problems.push_back(line);
   }
   return problems;
 }
@@ -245,8 +250,8 @@ void TuningDb::check_integrity() {
   problems.resize(std::min<size_t>(problems.size(), kProblemsShown));
   throw UserError(fmt::format(
       "'{}' is damaged: SQLite's {} reports: {}{}. Nothing was written to it: restore it "
-      "from a copy, or tune into a new database (--db NEW.db); brickdl-query can still read "
-      "what is intact (e.g. `brickdl-query --db {} export`)",
+      "from a copy or start a new database (brickdl-tune --db NEW.db); brickdl-query can "
+      "still read what is intact (e.g. `brickdl-query --db {} export`)",
       path_, check, join_names(problems, "; "), more ? "; ..." : "", path_));
 }
 
@@ -285,8 +290,8 @@ std::string TuningDb::switch_to_wal() {
 void TuningDb::open_read_write() {
   const std::string journal_mode = switch_to_wal();
   if (journal_mode != "wal") {
-    throw UserError("'" + path_ + "' cannot use SQLite's WAL mode (journal mode '" +
-                    journal_mode + "'); put the database on a local file system");
+    throw UserError("'" + path_ + "' cannot use SQLite's WAL mode (journal mode '" + journal_mode +
+                    "'); put the database on a local file system");
   }
   // In WAL mode, NORMAL keeps every committed transaction across a killed process (only a
   // power loss may drop the last ones) and saves an fsync per result.
@@ -410,8 +415,8 @@ int64_t TuningDb::begin_run(const RunInfo& info) {
             "'running', ?11, ?12, ?13, ?10)",
             "starting a run")
       .bind_all(info.experiment, info.experiment_path, info.config_json, info.model, info.batch,
-                info.precision, info.gpu_spec, target, info.git_revision, now, self.host,
-                self.pid, self.start)
+                info.precision, info.gpu_spec, target, info.git_revision, now, self.host, self.pid,
+                self.start)
       .run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -471,7 +476,7 @@ int64_t TuningDb::latest_measurement_id() {
   return st->step() ? st->int64(0) : 0;
 }
 
-// Long on purpose: one transaction reads the measurement, the claim and its holder's liveness.
+// One transaction reads the measurement, the claim and its holder's liveness, and claims.
 ClaimResult TuningDb::claim(int64_t candidate_id, int64_t target_id, int64_t run_id,
                             int64_t measured_after_id) {
   require_writable("claiming a candidate");
@@ -665,6 +670,7 @@ int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64
   // compared with the reference (ok or wrong_result).
   const bool timed = !r.samples_ms.empty();
   const bool validated = r.status == MeasureStatus::kOk || r.status == MeasureStatus::kWrongResult;
+  const std::string now = clock_();
   cached("INSERT INTO measurements (candidate_id, target_id, run_id, status, error, "
          "median_ms, min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at) "
          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -672,7 +678,7 @@ int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64
       ->bind_all(candidate_id, target_id, run_id, measure_status_name(r.status), r.error,
                  if_measured(timed, r.median_ms), if_measured(timed, r.min_ms),
                  if_measured(timed, r.max_ms), if_measured(timed, r.p25_ms),
-                 if_measured(timed, r.p75_ms), if_measured(validated, r.max_rel_error), clock_())
+                 if_measured(timed, r.p75_ms), if_measured(validated, r.max_rel_error), now)
       .run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   auto sample = cached("INSERT INTO samples (measurement_id, idx, time_ms) VALUES (?1, ?2, ?3)",
@@ -687,6 +693,11 @@ int64_t TuningDb::put_measurement(int64_t candidate_id, int64_t target_id, int64
     counter->bind_all(id, name, value).run();
     counter->reset();
   }
+  // A result is a sign of life too (a killed run ends at its last one).
+  cached("UPDATE runs SET heartbeat_at = ?1 WHERE id = ?2 AND status = 'running'",
+         "recording a heartbeat")
+      ->bind_all(now, run_id)
+      .run();
   // The claim has served its purpose: the measurement is there for other tuners to find.
   cached("DELETE FROM claims WHERE candidate_id = ?1 AND target_id = ?2 AND run_id = ?3",
          "releasing a claim")

@@ -1,8 +1,8 @@
 // Tests of a tuning database shared and mistreated: damaged files are never written into,
 // read-only files are read, runs whose process is gone read `killed`, tuners claim candidates,
 // and many processes may create one new file at once.
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -159,8 +159,8 @@ TEST(DamagedDatabase, MergeRefusesADamagedInputOrOutput) {
 int run_unprivileged(const std::function<int()>& body) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 ||
-                           setuid(65534) != 0 || geteuid() == 0))
+    if (geteuid() == 0 &&
+        (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || geteuid() == 0))
       _exit(77);
     int code = 1;
     try {
@@ -280,9 +280,9 @@ TEST(RunLiveness, ARunWhoseProcessIsGoneIsKilledAndMarkedSoByTheNextTuner) {
   EXPECT_EQ(shown_status_of(path, live), "running");
   RawDb raw(path);
   EXPECT_EQ(raw.scalar("SELECT status FROM runs WHERE id = " + std::to_string(dead)), "killed");
-  EXPECT_EQ(raw.scalar("SELECT ended_at = heartbeat_at FROM runs WHERE id = " +
-                       std::to_string(dead)),
-            "1");
+  EXPECT_EQ(
+      raw.scalar("SELECT ended_at = heartbeat_at FROM runs WHERE id = " + std::to_string(dead)),
+      "1");
   EXPECT_EQ(raw.scalar("SELECT status FROM runs WHERE id = " + std::to_string(live)), "running");
 }
 

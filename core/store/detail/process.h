@@ -38,8 +38,7 @@ enum class Liveness {
 
 // The liveness of a `running` run recorded by `who`, whose last sign of life was `last_seen`
 // (ISO-8601 UTC text); `now` is the current time in the same form.
-Liveness liveness(const ProcessIdentity& who, const std::string& last_seen,
-                  const std::string& now);
+Liveness liveness(const ProcessIdentity& who, const std::string& last_seen, const std::string& now);
 
 // Seconds between two ISO-8601 UTC stamps the store writes ("2024-01-01T00:00:00.000Z");
 // nullopt when either cannot be read.

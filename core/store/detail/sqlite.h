@@ -127,7 +127,11 @@ private:
 };
 
 // The SQLite result code's name and message, for error texts: "SQLITE_BUSY: database is
-// locked".
+// locked". On one line (see one_line).
 std::string sqlite_error_text(sqlite3* db, int rc);
+
+// `text` on one line: line breaks and the runs of blanks around them become one space (SQLite's
+// messages quote multi-line SQL and reports).
+std::string one_line(const std::string& text);
 
 } // namespace brickdl::store::detail
