@@ -118,9 +118,9 @@ def _connect_read_only(path, timeout):
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.Error as e:
-        conn.close()
         if not _needs_write_access(e):
-            raise
+            return conn  # a garbage or foreign file: the checks that follow say so
+        conn.close()
     wal = path + "-wal"
     if os.path.isfile(wal) and os.path.getsize(wal) > 0:
         raise StoreError(f"{path}: cannot be read without write access: its write-ahead log "
