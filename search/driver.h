@@ -15,10 +15,11 @@
 // signature. Tuners sharing a database share the work: a candidate is claimed in the database
 // before it is measured; one claimed by another live tuner is left to it and its result taken
 // from the database when it appears; a dead tuner's claim is taken over (TuningDb::claim). A
-// heartbeat thread (RunHeartbeat) keeps the run's sign of life fresh meanwhile. The budget (measurement.budget_s, measurement.max_measurements) stops fresh
-// measurements; candidates already in the database are still used. A stop request (Ctrl-C)
-// ends the run as `aborted` after the candidate in flight (in process), or at once with the
-// candidates in flight on workers dropped (a pool), keeping everything measured.
+// heartbeat thread (RunHeartbeat) keeps the run's sign of life fresh meanwhile. The budget
+// (measurement.budget_s, measurement.max_measurements) stops fresh measurements; candidates already
+// in the database are still used. A stop request (Ctrl-C) ends the run as `aborted` after the
+// candidate in flight (in process), or at once with the candidates in flight on workers dropped (a
+// pool), keeping everything measured.
 #include <string>
 
 #include <nlohmann/json.hpp>
