@@ -84,8 +84,7 @@ def open_db(path, write=False, create=False, timeout=10.0):
         if write:
             conn = sqlite3.connect(path, timeout=timeout)
         else:
-            uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=timeout)
+            conn = _connect_read_only(path, timeout)
     except sqlite3.Error as e:
         raise StoreError(f"{path}: cannot open it ({e})") from None
     conn.row_factory = sqlite3.Row
@@ -97,6 +96,39 @@ def open_db(path, write=False, create=False, timeout=10.0):
         conn.close()
         raise
     return conn
+
+
+def _needs_write_access(error):
+    """Whether SQLite failed for want of writing (a WAL database's -shm file in a read-only
+    folder or mount), not because of the file's content."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (8, 14)  # SQLITE_READONLY, SQLITE_CANTOPEN
+    text = str(error)
+    return "readonly database" in text or "unable to open" in text
+
+
+def _connect_read_only(path, timeout):
+    """A read-only connection (mode=ro). Where that cannot read the file (a read-only folder
+    or mount), SQLite's immutable mode, which reads the database file alone: refused when
+    the -wal file holds data it would silently leave out (as the C++ store does)."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as e:
+        if not _needs_write_access(e):
+            return conn  # a garbage or foreign file: the checks that follow say so
+        conn.close()
+    wal = path + "-wal"
+    if os.path.isfile(wal) and os.path.getsize(wal) > 0:
+        raise StoreError(f"{path}: cannot be read without write access: its write-ahead log "
+                         f"{wal} holds {os.path.getsize(wal)} bytes of data that SQLite reads "
+                         "only through a -shm file, which cannot be created in its folder; "
+                         "copy the database with its -wal file to a writable folder and read "
+                         "the copy")
+    return sqlite3.connect(uri + "?immutable=1", uri=True, timeout=timeout)
 
 
 def _tables(conn, path):

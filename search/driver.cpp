@@ -7,11 +7,13 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/store/heartbeat.h"
 #include "search/evaluation.h"
 #include "search/measurers.h"
 #include "search/plan_validation.h"
@@ -156,10 +158,20 @@ private:
     int dispatched = 0; // jobs submitted (the budget counts these)
     int64_t next_ticket = 1;
     std::map<int64_t, CandidateRef> tickets; // jobs in flight
-    std::set<int64_t> in_flight_ids;         // their database candidate ids
+    std::set<int64_t> in_flight_ids;         // their database candidate ids, and deferred ones
+    std::vector<CandidateRef> deferred;      // claimed by another live tuner (claims below)
+    int taken = 0;                           // results another tuner measured for this run
   };
   void measure();
   void dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m);
+  // Claims (search/driver.cpp, "Sharing a database"): tuners on one database measure each
+  // candidate once.
+  bool out_of_budget(const CandidateRef& ref, Measuring& m);
+  bool claim_or_defer(const CandidateRef& ref, Measuring& m);
+  void submit(const CandidateRef& ref, MeasurePool& pool, Measuring& m);
+  void take_stored(const CandidateRef& ref, Measuring& m);
+  bool revisit_deferred(MeasurePool& pool, Measuring& m);
+  void wait_for_deferred(MeasurePool& pool, Measuring& m);
   void collect(const MeasureDone& done, Measuring& m);
   void record(const CandidateRef& ref, const MeasureResult& result, bool resumed, int worker,
               const std::string& measured_on, Measuring& m);
@@ -179,6 +191,10 @@ private:
   TuneReport& report_;
   Evaluation ev_;
   std::unordered_map<int64_t, std::vector<CandidateRef>> refs_by_id_;
+  // Measurements with ids above this one count as another tuner's results for this run: the
+  // newest id when the run started with options.fresh (older ones are to be measured again),
+  // else 0 (any).
+  int64_t measured_after_id_ = 0;
 };
 
 void Run::store_space() {
@@ -289,18 +305,106 @@ void Run::dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m) {
     record(ref, prior->result, /*resumed=*/true, /*worker=*/0, measured_on, m);
     return;
   }
-  const std::string why = budget_exhausted(seconds_since(m.t0), m.dispatched);
-  if (!why.empty()) {
-    // Out of budget: keep going only through what the database already has.
-    report_.stopped_by = why;
-    searcher_.notify({MeasuredCandidate{ref, kNotMeasured}});
+  if (out_of_budget(ref, m) || !claim_or_defer(ref, m))
     return;
-  }
-  const MeasureJob job{m.next_ticket++, ref, &space_.graph(), &cand, exp_.measurement.options};
+  submit(ref, pool, m);
+}
+
+// Out of budget: the searcher is told the candidate is not measured, and the run keeps going
+// only through what the database already has.
+bool Run::out_of_budget(const CandidateRef& ref, Measuring& m) {
+  const std::string why = budget_exhausted(seconds_since(m.t0), m.dispatched);
+  if (why.empty())
+    return false;
+  report_.stopped_by = why;
+  searcher_.notify({MeasuredCandidate{ref, kNotMeasured}});
+  return true;
+}
+
+void Run::submit(const CandidateRef& ref, MeasurePool& pool, Measuring& m) {
+  const MeasureJob job{m.next_ticket++, ref, &space_.graph(), &space_.candidate(ref),
+                       exp_.measurement.options};
   m.tickets.emplace(job.ticket, ref);
-  m.in_flight_ids.insert(ce.candidate_id);
+  m.in_flight_ids.insert(ev_.at(ref).candidate_id);
   ++m.dispatched;
   pool.submit(job);
+}
+
+// ---- Sharing a database: claims ---------------------------------------------------------
+//
+// Before a candidate is measured, the run claims it in the database (TuningDb::claim). A
+// candidate another live tuner holds is deferred: the run measures other candidates, and when
+// nothing else is left it polls the deferred ones until that tuner's measurement appears
+// (taken as a resumed result) or its claim dies with it (taken over and measured here).
+
+// True when the candidate is this run's to measure now.
+bool Run::claim_or_defer(const CandidateRef& ref, Measuring& m) {
+  const int64_t id = ev_.at(ref).candidate_id;
+  const ClaimResult claim = ctx_.db->claim(id, target_id_, run_id_, measured_after_id_);
+  if (claim.outcome == ClaimResult::kMeasured) {
+    take_stored(ref, m);
+    return false;
+  }
+  if (claim.outcome == ClaimResult::kHeld) {
+    m.deferred.push_back(ref);
+    m.in_flight_ids.insert(id); // its other groups wait for the same result
+    return false;
+  }
+  if (claim.holder_run_id != 0) {
+    ctx_.log.info(fmt::format("taking over {} from run {}, whose tuner is gone",
+                              space_.candidate(ref).config_str(), claim.holder_run_id));
+  }
+  return true;
+}
+
+// Another tuner's measurement of the candidate, recorded as resumed.
+void Run::take_stored(const CandidateRef& ref, Measuring& m) {
+  const int64_t id = ev_.at(ref).candidate_id;
+  std::optional<StoredMeasurement> stored = ctx_.db->find_measurement(id, target_id_);
+  BRICKDL_CHECK(stored && stored->id > measured_after_id_, "claim saw a measurement of " << id);
+  m.in_flight_ids.erase(id);
+  ++m.taken;
+  record(ref, stored->result, /*resumed=*/true, /*worker=*/0, report_.target, m);
+}
+
+// Claims the deferred candidates again while the pool has room; returns whether any moved on
+// (taken from the database, submitted, or dropped for the budget).
+bool Run::revisit_deferred(MeasurePool& pool, Measuring& m) {
+  bool moved = false;
+  std::vector<CandidateRef> still;
+  for (const CandidateRef& ref : m.deferred) {
+    const int64_t id = ev_.at(ref).candidate_id;
+    if (pool.in_flight() >= pool.slots() || stop_requested()) {
+      still.push_back(ref);
+      continue;
+    }
+    const ClaimResult claim = ctx_.db->claim(id, target_id_, run_id_, measured_after_id_);
+    if (claim.outcome == ClaimResult::kHeld) {
+      still.push_back(ref);
+      continue;
+    }
+    moved = true;
+    m.in_flight_ids.erase(id);
+    if (claim.outcome == ClaimResult::kMeasured) {
+      take_stored(ref, m);
+    } else if (!out_of_budget(ref, m)) {
+      ctx_.log.info(fmt::format("measuring {}: the tuner that claimed it is gone",
+                                space_.candidate(ref).config_str()));
+      submit(ref, pool, m);
+    }
+  }
+  m.deferred = std::move(still);
+  return moved;
+}
+
+// Nothing in flight and nothing else to propose: poll the deferred candidates.
+void Run::wait_for_deferred(MeasurePool& pool, Measuring& m) {
+  constexpr auto kPoll = std::chrono::milliseconds(200);
+  while (!stop_requested() && !m.deferred.empty() && pool.in_flight() == 0) {
+    if (revisit_deferred(pool, m))
+      return;
+    std::this_thread::sleep_for(kPoll);
+  }
 }
 
 // A finished job: its result recorded like any other.
@@ -346,12 +450,17 @@ void Run::measure() {
     cb->on_phase_begin("measure");
 
   m.t0 = Clock::now();
+  measured_after_id_ = ctx_.options.fresh ? ctx_.db->latest_measurement_id() : 0;
   while (!stop_requested()) {
     while (pool.in_flight() < pool.slots() && !stop_requested()) {
       const std::vector<CandidateRef> batch = searcher_.propose(1);
       if (batch.empty())
         break; // done, or the next round waits for results in flight
       dispatch(batch[0], pool, m);
+    }
+    if (pool.in_flight() == 0 && !m.deferred.empty()) {
+      wait_for_deferred(pool, m); // another tuner is measuring what is left
+      continue;
     }
     if (pool.in_flight() == 0) {
       BRICKDL_CHECK(stop_requested() || searcher_.pending() == 0,
@@ -362,7 +471,13 @@ void Run::measure() {
     if (!done)
       break; // a stop request: what is still in flight is dropped
     collect(*done, m);
+    if (!m.deferred.empty())
+      revisit_deferred(pool, m);
   }
+  if (m.taken > 0)
+    ctx_.log.info(fmt::format("{} candidates were measured by another tuner on this database "
+                              "and taken from it",
+                              m.taken));
   report_.dropped = pool.in_flight();
   report_.measure_s = seconds_since(m.t0);
   report_.workers = pool.workers();
@@ -538,6 +653,7 @@ TuneResult tune(TuneContext& ctx) {
     ctx.on_run_started(out.run_id);
 
   try {
+    const RunHeartbeat heartbeat(db, out.run_id); // a sign of life for tuners on other hosts
     Run run(ctx, space, *searcher, out.run_id, target_id, rep);
     out.aborted = !run.execute();
   } catch (...) {

@@ -12,10 +12,14 @@
 // Resume: a candidate already measured on this target (any run) is not measured again unless
 // options.fresh; measurements of other targets are used only with options.use_other_targets.
 // Repeated workloads share results: a measurement applies to every group with the same
-// signature. The budget (measurement.budget_s, measurement.max_measurements) stops fresh
-// measurements; candidates already in the database are still used. A stop request (Ctrl-C)
-// ends the run as `aborted` after the candidate in flight (in process), or at once with the
-// candidates in flight on workers dropped (a pool), keeping everything measured.
+// signature. Tuners sharing a database share the work: a candidate is claimed in the database
+// before it is measured; one claimed by another live tuner is left to it and its result taken
+// from the database when it appears; a dead tuner's claim is taken over (TuningDb::claim). A
+// heartbeat thread (RunHeartbeat) keeps the run's sign of life fresh meanwhile. The budget
+// (measurement.budget_s, measurement.max_measurements) stops fresh measurements; candidates already
+// in the database are still used. A stop request (Ctrl-C) ends the run as `aborted` after the
+// candidate in flight (in process), or at once with the candidates in flight on workers dropped (a
+// pool), keeping everything measured.
 #include <string>
 
 #include <nlohmann/json.hpp>

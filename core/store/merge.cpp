@@ -1,5 +1,6 @@
 #include "core/store/merge.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -28,6 +29,12 @@ std::vector<std::string> measured_targets(sqlite3* db) {
   while (st.step())
     out.push_back(st.text(0));
   return out;
+}
+
+// An integrity-check line about a row's values, not the file's structure.
+bool breaks_a_constraint(const std::string& problem) {
+  return problem.rfind("CHECK constraint failed in ", 0) == 0 ||
+         problem.rfind("NULL value in ", 0) == 0;
 }
 
 int64_t mapped(const std::map<int64_t, int64_t>& ids, int64_t id, const char* what) {
@@ -62,18 +69,30 @@ public:
 
 private:
   int changes() const { return sqlite3_changes(o_); }
+  // The input row being copied, named when the output refuses it.
+  void at(const char* table, int64_t id) {
+    row_table_ = table;
+    row_id_ = id;
+  }
 
+public:
+  std::string row() const { return fmt::format("{} id {}", row_table_, row_id_); }
+
+private:
   void copy_targets() {
     Statement st(i_, "SELECT id, fingerprint, backend, description FROM targets",
                  "reading targets");
-    while (st.step())
+    while (st.step()) {
+      at("targets", st.int64(0));
       targets_[st.int64(0)] = out_.target_id(st.text(1), st.text(2), st.text(3));
+    }
   }
 
   void copy_workloads() {
     Statement st(i_, "SELECT id, signature, num_layers, description, macs FROM workloads",
                  "reading workloads");
     while (st.step()) {
+      at("workloads", st.int64(0));
       workloads_[st.int64(0)] =
           out_.workload_id({st.text(1), static_cast<int>(st.int64(2)), st.text(3), st.int64(4)});
     }
@@ -100,8 +119,12 @@ private:
         for (int c = 2; c <= 8; ++c)
           s->bind_column(c, st, c);
       }
+      at("candidates", st.int64(0));
       insert.run();
-      BRICKDL_CHECK(find.step());
+      if (!find.step())
+        throw UserError(fmt::format("'{}' is damaged: a candidate just merged is not found by "
+                                    "its key; restore it from a copy",
+                                    out_.path()));
       candidates_[st.int64(0)] = find.int64(0);
     }
   }
@@ -109,7 +132,8 @@ private:
   void copy_runs() {
     Statement st(i_,
                  "SELECT id, experiment, experiment_path, config_json, model, batch, precision, "
-                 "gpu_spec, target_id, git_revision, started_at, ended_at, status FROM runs",
+                 "gpu_spec, target_id, git_revision, started_at, ended_at, status, host, pid, "
+                 "process_start, heartbeat_at FROM runs",
                  "reading runs");
     Statement find(o_,
                    "SELECT id, status FROM runs WHERE experiment = ?1 AND model = ?2 AND "
@@ -121,7 +145,8 @@ private:
     Statement insert(o_,
                      "INSERT INTO runs (experiment, experiment_path, config_json, model, batch, "
                      "precision, gpu_spec, target_id, git_revision, started_at, ended_at, "
-                     "status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     "status, host, pid, process_start, heartbeat_at) VALUES (?1, ?2, ?3, ?4, "
+                     "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                      "merging runs");
     while (st.step()) {
       const int64_t target = mapped(targets_, st.int64(8), "target");
@@ -139,9 +164,10 @@ private:
         continue;
       }
       insert.reset();
-      for (int c = 1; c <= 12; ++c)
+      for (int c = 1; c <= 16; ++c)
         insert.bind_column(c, st, c);
       insert.bind(8, target);
+      at("runs", st.int64(0));
       insert.run();
       runs_[st.int64(0)] = sqlite3_last_insert_rowid(o_);
       ++stats_->runs_added;
@@ -163,6 +189,7 @@ private:
           .bind(2, mapped(workloads_, st.int64(1), "workload"));
       for (int c = 3; c <= 6; ++c)
         insert.bind_column(c, st, c - 1);
+      at("run_groups (run_id)", st.int64(0));
       insert.run();
     }
   }
@@ -189,6 +216,7 @@ private:
       for (int c = 0; c < kNumCols; ++c)
         insert.bind_column(c + 1, st, c);
       insert.bind(1, mapped(candidates_, st.int64(0), "candidate"));
+      at("predictions (candidate_id)", st.int64(0));
       insert.run();
       stats_->predictions_added += changes();
     }
@@ -224,6 +252,7 @@ private:
           .bind(3, mapped(runs_, st.int64(3), "run"));
       for (int c = 4; c <= 12; ++c)
         insert.bind_column(c, st, c);
+      at("measurements", st.int64(0));
       insert.run();
       if (changes() == 0) {
         ++stats_->measurements_present;
@@ -231,12 +260,14 @@ private:
       }
       ++stats_->measurements_added;
       const int64_t id = sqlite3_last_insert_rowid(o_);
+      at("samples of measurements", st.int64(0));
       samples.reset();
       samples.bind(1, st.int64(0));
       while (samples.step()) {
         insert_sample.reset();
         insert_sample.bind(1, id).bind_column(2, samples, 0).bind_column(3, samples, 1).run();
       }
+      at("counters of measurements", st.int64(0));
       counters.reset();
       counters.bind(1, st.int64(0));
       while (counters.step()) {
@@ -276,9 +307,11 @@ private:
       for (int c = 1; c <= 8; ++c)
         insert.bind_column(c, st, c);
       insert.bind(1, run);
+      at("plans", st.int64(0));
       insert.run();
       const int64_t plan = sqlite3_last_insert_rowid(o_);
       ++stats_->plans_added;
+      at("plan_groups of plans", st.int64(0));
       groups.reset();
       groups.bind(1, st.int64(0));
       while (groups.step()) {
@@ -296,7 +329,8 @@ private:
   void copy_baselines() {
     Statement st(i_,
                  "SELECT target_id, model, batch, precision, framework, median_ms, min_ms, "
-                 "max_ms, p25_ms, p75_ms, samples_json, created_at FROM baselines ORDER BY id",
+                 "max_ms, p25_ms, p75_ms, samples_json, created_at, id FROM baselines "
+                 "ORDER BY id",
                  "reading baselines");
     Statement find(o_,
                    "SELECT 1 FROM baselines WHERE target_id = ?1 AND model = ?2 AND batch = ?3 "
@@ -320,6 +354,7 @@ private:
       for (int c = 1; c <= 12; ++c)
         insert.bind_column(c, st, c - 1);
       insert.bind(1, target);
+      at("baselines", st.int64(12));
       insert.run();
       ++stats_->baselines_added;
     }
@@ -329,6 +364,8 @@ private:
   sqlite3* o_;
   sqlite3* i_;
   MergeStats* stats_ = nullptr;
+  const char* row_table_ = "targets";
+  int64_t row_id_ = 0;
   std::map<int64_t, int64_t> targets_, workloads_, candidates_, runs_; // input id → output id
 };
 
@@ -347,6 +384,11 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
                       "merge into it");
     }
     dbs.push_back(std::make_unique<TuningDb>(path, TuningDb::Mode::kReadOnly));
+    // A damaged input is refused before anything is merged. Rows that only break a CHECK or
+    // NOT NULL constraint are left to the copy, which names the row when OUT refuses it.
+    const std::vector<std::string> problems = dbs.back()->integrity_problems();
+    if (!std::all_of(problems.begin(), problems.end(), breaks_a_constraint))
+      dbs.back()->check_integrity();
   }
 
   std::map<std::string, std::vector<std::string>> where; // measured target → databases
@@ -366,13 +408,25 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
         "measurement keeps its target)");
   }
 
+  // One transaction for all inputs: a refused row leaves OUT as it was.
   std::vector<MergeStats> stats;
-  for (const auto& db : dbs) {
-    MergeStats s;
-    s.input = db->path();
-    out.in_transaction([&] { Merger(out, *db).run(&s); });
-    stats.push_back(s);
-  }
+  out.in_transaction([&] {
+    for (const auto& db : dbs) {
+      MergeStats s;
+      s.input = db->path();
+      Merger merger(out, *db);
+      try {
+        merger.run(&s);
+      } catch (const store::detail::ConstraintError& e) {
+        throw UserError(fmt::format(
+            "'{}': {} breaks the schema's constraints ({}); the input is damaged or was written "
+            "by another program. Nothing was merged: repair or delete that row in a copy of "
+            "the input, or leave the input out",
+            db->path(), merger.row(), e.detail()));
+      }
+      stats.push_back(s);
+    }
+  });
   return stats;
 }
 

@@ -33,10 +33,13 @@ struct MergeStats {
   int64_t predictions_added = 0, plans_added = 0, baselines_added = 0;
 };
 
-// Copies each input into `out`, one transaction per input. Every input is opened (read-only)
-// and checked before anything is written. Throws UserError when an input cannot be read, is
-// `out` itself, or when OUT and the inputs together hold measurements of more than one target
-// and `allow_mixed_targets` is false.
+// Copies the inputs into `out` in one transaction: all or nothing. Every input is opened
+// (read-only; no write permission needed) and passes SQLite's integrity check before anything
+// is written (`out` passed it when opened for writing). Throws UserError when an input cannot
+// be read, is damaged, is `out` itself, when OUT and the inputs together hold measurements of
+// more than one target and `allow_mixed_targets` is false, or when OUT refuses an input row
+// (it breaks a constraint of the schema: the input file and the row are named, and nothing is
+// merged; such a row is never skipped silently).
 std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
                                         const MergeOptions& options = {});
 

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/store/detail/access.h"
+#include "core/store/detail/process.h"
 #include "core/store/detail/sqlite.h"
 #include "core/store/tuning_db.h"
 
@@ -262,13 +263,41 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter) {
 
 // ---- runs ------------------------------------------------------------------------------
 
+std::string shown_status(const std::string& status, const std::string& host, int64_t pid,
+                         const std::string& process_start, const std::string& last_seen,
+                         const std::string& now) {
+  if (status != "running")
+    return status;
+  using store::detail::Liveness;
+  switch (store::detail::liveness({host, pid, process_start}, last_seen, now)) {
+  case Liveness::kGone: return "killed";
+  case Liveness::kStale: return "stale?";
+  default: return status;
+  }
+}
+
+namespace {
+
+// The columns shown_status() needs, from `runs r`.
+constexpr const char* kWhoCols =
+    "r.host, coalesce(r.pid, 0), r.process_start, coalesce(r.heartbeat_at, r.started_at)";
+
+std::string status_at(const Statement& st, int status_col, int who_col, const std::string& now) {
+  return shown_status(st.text(status_col), st.text(who_col), st.int64(who_col + 1),
+                      st.text(who_col + 2), st.text(who_col + 3), now);
+}
+
+} // namespace
+
 std::vector<RunRow> runs(TuningDb& db) {
   Statement st(StoreAccess::connection(db),
-               "SELECT r.id, r.experiment, r.model, r.batch, r.precision, t.fingerprint, "
-               "r.status, r.started_at, r.ended_at, "
-               "(SELECT count(*) FROM measurements m WHERE m.run_id = r.id) "
-               "FROM runs r JOIN targets t ON t.id = r.target_id ORDER BY r.id",
+               fmt::format("SELECT r.id, r.experiment, r.model, r.batch, r.precision, "
+                           "t.fingerprint, r.status, r.started_at, r.ended_at, "
+                           "(SELECT count(*) FROM measurements m WHERE m.run_id = r.id), {} "
+                           "FROM runs r JOIN targets t ON t.id = r.target_id ORDER BY r.id",
+                           kWhoCols),
                "listing runs");
+  const std::string now = db.now();
   std::vector<RunRow> out;
   while (st.step()) {
     RunRow r;
@@ -278,7 +307,7 @@ std::vector<RunRow> runs(TuningDb& db) {
     r.batch = static_cast<int>(st.int64(3));
     r.precision = st.text(4);
     r.target = st.text(5);
-    r.status = st.text(6);
+    r.status = status_at(st, 6, 10, now);
     r.started_at = st.text(7);
     if (!st.is_null(8))
       r.ended_at = st.text(8);
@@ -294,10 +323,11 @@ namespace {
 
 RunSummary run_summary(TuningDb& db, int64_t run_id) {
   Statement st(StoreAccess::connection(db),
-               "SELECT r.id, r.experiment, r.experiment_path, r.config_json, r.model, r.batch, "
-               "r.precision, r.gpu_spec, t.fingerprint, t.backend, r.git_revision, r.started_at, "
-               "r.ended_at, r.status FROM runs r JOIN targets t ON t.id = r.target_id "
-               "WHERE r.id = ?1",
+               fmt::format("SELECT r.id, r.experiment, r.experiment_path, r.config_json, "
+                           "r.model, r.batch, r.precision, r.gpu_spec, t.fingerprint, t.backend, "
+                           "r.git_revision, r.started_at, r.ended_at, r.status, {} FROM runs r "
+                           "JOIN targets t ON t.id = r.target_id WHERE r.id = ?1",
+                           kWhoCols),
                "reading a run");
   st.bind_all(run_id);
   if (!st.step()) {
@@ -319,7 +349,7 @@ RunSummary run_summary(TuningDb& db, int64_t run_id) {
   r.started_at = st.text(11);
   if (!st.is_null(12))
     r.ended_at = st.text(12);
-  r.status = st.text(13);
+  r.status = status_at(st, 13, 14, db.now());
   return r;
 }
 

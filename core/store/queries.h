@@ -86,12 +86,23 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter);
 
 // ---- runs ------------------------------------------------------------------------------
 
+// The status a run is shown with: the recorded one, except for a `running` run whose process
+// is known to be gone (this host: its pid is gone or is another process now) → "killed", or
+// whose last sign of life (heartbeat, else start) on another host, or by an unknown process,
+// is older than the stale limit (2 minutes; a live tuner beats every 15 s) → "stale?". `now`
+// and `last_seen` are ISO-8601 UTC stamps; `process_start` is the recorded start (runs
+// table).
+std::string shown_status(const std::string& status, const std::string& host, int64_t pid,
+                         const std::string& process_start, const std::string& last_seen,
+                         const std::string& now);
+
 // One line of the list of runs.
 struct RunRow {
   int64_t id = 0;
   std::string experiment, model;
   int batch = 1;
-  std::string precision, target, status, started_at;
+  std::string precision, target, started_at;
+  std::string status; // shown_status(): running | complete | aborted | killed | stale?
   std::optional<std::string> ended_at; // unset while running (or when cut short)
   int64_t measurements = 0;
 };
@@ -106,7 +117,7 @@ struct RunSummary {
   int batch = 1;
   std::string target, backend, git_revision, started_at;
   std::optional<std::string> ended_at;
-  std::string status;
+  std::string status; // as in RunRow
 };
 
 // The best `ok` measurement of a workload among some measurements (of a run, on a target).

@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (
 -- The schema version is stated once, in the statement below: CMake reads it into the C++ store
 -- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
 -- this one edit plus a migration step in core/store/detail/schema.cpp.
-INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '2');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '3');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).
@@ -37,7 +37,16 @@ CREATE TABLE IF NOT EXISTS runs (
   git_revision  TEXT NOT NULL,
   started_at    TEXT NOT NULL,
   ended_at      TEXT,
-  status        TEXT NOT NULL CHECK (status IN ('running', 'complete', 'aborted'))
+  status        TEXT NOT NULL CHECK (status IN ('running', 'complete', 'aborted', 'killed')),
+  -- Who runs it, so that a run whose process is gone is told from a live one: the host name,
+  -- the process id and the process's start ('<boot id>:<start time in clock ticks>', from
+  -- /proc; '' where unknown), which tells a reused pid apart. heartbeat_at: the last sign of
+  -- life, refreshed every 15 s while the run is running. A later tuner on the same host marks
+  -- a `running` run whose process is gone `killed` (ended_at = its last heartbeat).
+  host          TEXT NOT NULL DEFAULT '',
+  pid           INTEGER,
+  process_start TEXT NOT NULL DEFAULT '',
+  heartbeat_at  TEXT
 );
 
 -- A group's canonical signature: its layers' ops, attributes and shapes, batch and precision,
@@ -111,6 +120,18 @@ CREATE TABLE IF NOT EXISTS measurements (
   max_rel_error REAL,
   created_at    TEXT NOT NULL,
   UNIQUE (candidate_id, target_id, run_id)
+);
+
+-- Candidates being measured: a tuner claims a (candidate, target) before measuring it, so
+-- that tuners sharing a database measure each candidate once; the claim goes with the
+-- measurement (or when its run ends). A claim whose run is no longer live (ended, killed, or
+-- stale on another host) is taken over.
+CREATE TABLE IF NOT EXISTS claims (
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  target_id    INTEGER NOT NULL REFERENCES targets(id),
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  claimed_at   TEXT NOT NULL,
+  PRIMARY KEY (candidate_id, target_id)
 );
 
 CREATE TABLE IF NOT EXISTS samples (

@@ -25,7 +25,17 @@
 //
 // WAL mode, busy timeout, every write committed when it arrives: a killed tuner loses at
 // most the candidate in flight. Opening a corrupt, foreign (not brickdl) or newer-schema
-// database throws UserError and changes nothing.
+// database throws UserError and changes nothing; a database opened for writing passes
+// SQLite's integrity check first, so a damaged file is never written into.
+//
+// Runs record who runs them (host, pid, process start, heartbeat: detail/process.h), so a
+// run whose process is gone reads `killed`. Tuners sharing a database claim a candidate
+// before measuring it (claim()): a candidate claimed by another live run is not measured
+// again; the claim of a dead run is taken over.
+//
+// Read-only opens need no write permission: a database in a read-only folder or mount is
+// read as it is (SQLite's immutable mode) unless its write-ahead log holds data, which SQLite
+// cannot read there; that is refused with a message saying so.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -116,6 +126,17 @@ struct PlanRow {
   std::vector<PlanGroupRow> groups;
 };
 
+// What claim() found (see TuningDb::claim).
+struct ClaimResult {
+  enum Outcome {
+    kClaimed,  // the candidate is this run's to measure (a new claim, its own, or taken over)
+    kMeasured, // a measurement newer than the one asked about exists: use it
+    kHeld,     // another live run holds it: come back later
+  };
+  Outcome outcome = kClaimed;
+  int64_t holder_run_id = 0; // kHeld: the run holding it; kClaimed: the run it was taken from
+};
+
 // One connection to a tuning database; use one TuningDb per thread or process (SQLite's file
 // locks and the busy timeout arbitrate between them).
 class TuningDb {
@@ -129,11 +150,27 @@ public:
   explicit TuningDb(const std::string& path, Mode mode = Mode::kReadWrite,
                     int busy_timeout_ms = kDefaultBusyTimeoutMs);
   ~TuningDb();
+  // A second read-write connection to this database, for another thread (RunHeartbeat): the
+  // file was checked when this one opened, so it is opened without checks.
+  std::unique_ptr<TuningDb> another_connection(int busy_timeout_ms) const;
   TuningDb(const TuningDb&) = delete;
   TuningDb& operator=(const TuningDb&) = delete;
 
   const std::string& path() const { return path_; }
   int schema_version() const;
+  // SQLite's integrity check (PRAGMA integrity_check; quick_check for files over
+  // kFullCheckBytes, which skips comparing indexes with their tables). Throws UserError naming
+  // the file and what SQLite reported. Read-write opens run it before writing anything;
+  // merge runs it on every input.
+  void check_integrity();
+  // What the check reports (empty: intact), at most kProblemsShown + 1 lines; `check` is set
+  // to the pragma's name.
+  std::vector<std::string> integrity_problems(std::string* check = nullptr);
+  static constexpr int64_t kFullCheckBytes = int64_t{64} << 20;
+  static constexpr size_t kProblemsShown = 4;
+  // Whether this read-only connection reads the file in SQLite's immutable mode (the folder
+  // or mount is read-only: no -shm file can be made).
+  bool immutable() const { return immutable_; }
   Mode mode() const { return mode_; }
 
   // The clock stamping runs, measurements and plans (ISO-8601 UTC text). Defaults to the
@@ -148,8 +185,23 @@ public:
 
   int64_t target_id(const std::string& fingerprint, const std::string& backend,
                     const std::string& description = "");
+  // Records this process (host, pid, start) as the run's owner. Runs of this host whose
+  // process is gone are marked `killed` first (their claims released).
   int64_t begin_run(const RunInfo& info);
   void end_run(int64_t run_id, const std::string& status); // complete | aborted
+  // Refreshes the run's heartbeat_at (its sign of life for tuners on other hosts); a run that
+  // has ended is left as it is. RunHeartbeat calls it periodically on its own connection.
+  void heartbeat(int64_t run_id);
+  // Claims (candidate, target) for `run_id` before measuring it, in one write transaction:
+  // kMeasured when a measurement of it on the target with an id above `measured_after_id`
+  // exists; kHeld when another run holds the claim and is live (this host: its process
+  // runs; another host: a heartbeat within the stale limit); else kClaimed (a dead holder's
+  // claim is taken over, and a holder of this host whose process is gone is marked killed).
+  // The claim goes when the run records the measurement or ends.
+  ClaimResult claim(int64_t candidate_id, int64_t target_id, int64_t run_id,
+                    int64_t measured_after_id);
+  // The id of the newest measurement in the database (0 when none).
+  int64_t latest_measurement_id();
   // Marks a run `aborted` (now) if it is still `running`; a run that has ended stays as it
   // is. Returns whether the run changed. For an interrupted tuner, through a connection of
   // its own while another may be writing; throws UserError when the database refuses (e.g.
@@ -178,10 +230,22 @@ public:
 
 private:
   friend class store::detail::StoreAccess; // the store's queries and merge read db_
+  struct Unchecked {};
+  TuningDb(const std::string& path, int busy_timeout_ms, Unchecked);
   class CachedStatement;
+  bool open_file(bool existed); // true when it created the file
+  void open_immutable();
+  void close_connection() noexcept;
   void open_schema(int busy_timeout_ms);
+  struct RunningRun;
+  // The runs still `running` (only the run `only`, when set).
+  std::vector<RunningRun> running_runs(std::optional<int64_t> only);
+  void mark_killed(int64_t run_id); // a running run whose process is gone; its claims go
+  void mark_dead_runs_killed(const std::string& now); // every such run of this host
+  void release_claims(int64_t run_id);
   void open_read_only(int version);
   void open_read_write();
+  std::string switch_to_wal(); // the journal mode it ends in
   void require_writable(const char* what) const;
   // The prepared statement for `sql`, prepared once per connection (preparing costs about as
   // much as running these small statements); reset when the returned lease ends.
@@ -200,6 +264,8 @@ private:
   Mode mode_;
   sqlite3* db_ = nullptr;
   int transaction_depth_ = 0;
+  bool immutable_ = false;
+  int busy_ms_ = kDefaultBusyTimeoutMs;
   std::function<std::string()> clock_;
   std::map<std::string, std::unique_ptr<store::detail::Statement>> statements_;
 };

@@ -92,6 +92,58 @@ class OpenTest(unittest.TestCase):
             conn.execute("INSERT INTO targets (fingerprint, backend) VALUES ('x', 'cpu')")
         conn.close()
 
+    def _unprivileged(self, body):
+        """Runs body() in a child that permission bits apply to (root drops to `nobody`);
+        returns its exit status (77: cannot drop privileges)."""
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                code = body()
+            except BaseException as e:  # noqa: B902 - reported through the exit status
+                sys.stderr.write(f"child: {e}\n")
+                code = 77 if isinstance(e, PermissionError) else 1
+            os._exit(code)
+        return os.waitpid(pid, 0)[1] >> 8
+
+    def test_a_database_in_a_read_only_folder_is_read(self):
+        conn = store.open_db(self.path, write=True, create=True)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("INSERT INTO targets (fingerprint, backend) VALUES ('cpu:x', 'cpu')")
+        conn.commit()
+        conn.close()
+        os.chmod(self.path, 0o444)
+        os.chmod(self.tmp.name, 0o555)
+
+        def read():
+            c = store.open_db(self.path)
+            return 0 if c.execute("SELECT count(*) FROM targets").fetchone()[0] == 1 else 3
+
+        def refused():
+            try:
+                store.open_db(self.path)
+            except store.StoreError as e:
+                return 0 if "write-ahead log" in str(e) else 4
+            return 5
+
+        try:
+            code = self._unprivileged(read)
+            if code == 77:
+                self.skipTest("cannot drop root privileges to test permission bits")
+            self.assertEqual(code, 0)
+            # A -wal file with data that immutable mode would leave out: refused, not ignored.
+            os.chmod(self.tmp.name, 0o755)
+            with open(self.path + "-wal", "wb") as f:
+                f.write(b"\0" * 32)
+            os.chmod(self.tmp.name, 0o555)
+            self.assertEqual(self._unprivileged(refused), 0)
+        finally:
+            os.chmod(self.tmp.name, 0o755)
+
     def test_newer_schema_is_refused(self):
         store.open_db(self.path, write=True, create=True).close()
         newer = store.schema_version() + 1

@@ -4,6 +4,7 @@
 //   BRICKDL_UPDATE_GOLDEN=1 <build>/tests/cli/query_cli_tests
 // and review the diff.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -386,6 +387,28 @@ TEST_F(QueryCli, BadInputExitsWith2) {
   r = query("merge " + db_ + " " + db_);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is the output database itself"), std::string::npos) << r.err;
+}
+
+// A merge input with a row that breaks a CHECK constraint (written past it, as a damaged file
+// or another program would): refused with exit 2 naming the input and the row, OUT not created.
+// It was an internal error (exit 3).
+TEST_F(QueryCli, MergeNamesAnInputRowThatBreaksAConstraint) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "PRAGMA ignore_check_constraints = 1; UPDATE measurements SET status = "
+                         "'bogus' WHERE id = (SELECT max(id) FROM measurements)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  const std::string out = (dir_ / "merged.db").string();
+  const Result r = query("merge " + out + " " + db_);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("'" + db_ + "': measurements id 7 breaks the schema's constraints"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 } // namespace

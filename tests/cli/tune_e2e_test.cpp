@@ -135,6 +135,8 @@ TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
 
   ASSERT_EQ(run_to_end({yaml, "--quiet"}, "run2"), 0) << read("run2.err");
   EXPECT_EQ(scalar("SELECT status = 'complete' FROM runs WHERE id = 2"), 1);
+  // The second tuner saw the first one's process gone and marked its run killed.
+  EXPECT_EQ(scalar("SELECT status = 'killed' FROM runs WHERE id = 1"), 1);
 
   // Every feasible candidate of the groups of run 2 (measure_all), measured exactly once on
   // the CPU target, the killed run's results included.

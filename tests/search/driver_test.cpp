@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -454,6 +457,89 @@ TEST_F(DriverTest, PoolStopDropsJobsInFlightAndResumeCompletes) {
   const TuneResult r3 = run_pool(capped, &budget);
   EXPECT_EQ(budget.measurer.calls, 5);
   EXPECT_NE(r3.report.stopped_by.find("max_measurements = 5"), std::string::npos);
+}
+
+// A FakeMeasurer that takes `delay` per candidate, so that two tuners overlap.
+class SlowMeasurer final : public Measurer {
+public:
+  explicit SlowMeasurer(std::chrono::milliseconds delay) : delay_(delay) {}
+  std::string target() const override { return inner.target(); }
+  std::string backend() const override { return inner.backend(); }
+  MeasureResult measure(const Graph& g, const Candidate& c, const MeasureOptions& o) override {
+    std::this_thread::sleep_for(delay_);
+    return inner.measure(g, c, o);
+  }
+  FakeMeasurer inner;
+
+private:
+  std::chrono::milliseconds delay_;
+};
+
+// Two tuners (threads, one connection each) on one database share the work: every candidate
+// is measured once, by one of them, and both plans see every result.
+TEST_F(DriverTest, TwoTunersOnOneDatabaseMeasureEachCandidateOnce) {
+  ExperimentConfig e = experiment(two_block_graph());
+  e.search.searcher = "measure_all";
+  { TuningDb create(db_path_); } // both open an existing file
+  SlowMeasurer a(std::chrono::milliseconds(5)), b(std::chrono::milliseconds(5));
+  TuneResult ra, rb;
+  std::thread other([&] { rb = run(e, &b); });
+  ra = run(e, &a);
+  other.join();
+  const std::multiset<std::string> rows = measured_rows();
+  const std::set<std::string> distinct(rows.begin(), rows.end());
+  EXPECT_EQ(rows.size(), distinct.size()) << "a candidate was measured twice";
+  EXPECT_EQ(a.inner.calls + b.inner.calls, static_cast<int>(distinct.size()));
+  // Each run has every result: its own measurements plus those taken from the other.
+  EXPECT_EQ(ra.report.measured + ra.report.resumed, rb.report.measured + rb.report.resumed);
+  EXPECT_EQ(ra.report.measured + rb.report.measured, static_cast<int64_t>(distinct.size()));
+  EXPECT_EQ(ra.report.status, "complete");
+  EXPECT_EQ(rb.report.status, "complete");
+}
+
+// A claim left by a tuner whose process is gone is taken over, and the candidate measured.
+TEST_F(DriverTest, AClaimOfADeadTunerIsTakenOver) {
+  ExperimentConfig e = experiment(two_block_graph());
+  FakeMeasurer first;
+  run(e, &first); // the candidates exist; now pretend a dead process claimed every one
+  const int measured = first.calls;
+  ASSERT_GT(measured, 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 0;
+    try {
+      TuningDb db(db_path_);
+      RunInfo info;
+      info.experiment = "dead";
+      info.model = "custom";
+      info.gpu_spec = "FakeGPU";
+      info.target_fingerprint = "cpu:fake";
+      info.backend = "cpu";
+      const int64_t run = db.begin_run(info);
+      const int64_t target = db.target_id("cpu:fake", "cpu");
+      sqlite3* raw = nullptr;
+      sqlite3_open(db_path_.c_str(), &raw);
+      sqlite3_busy_timeout(raw, 5000);
+      const std::string sql = "INSERT INTO claims SELECT DISTINCT candidate_id, " +
+                              std::to_string(target) + ", " + std::to_string(run) +
+                              ", 'x' FROM measurements";
+      code = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK ? 0 : 1;
+      sqlite3_close(raw);
+    } catch (const std::exception&) {
+      code = 2;
+    }
+    _exit(code); // gone without ending its run
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  FakeMeasurer second;
+  TuneOptions fresh;
+  fresh.fresh = true;
+  const TuneResult r = run(e, &second, fresh);
+  EXPECT_EQ(second.calls, measured); // every dead claim taken over, nothing waited for
+  EXPECT_EQ(r.report.status, "complete");
 }
 
 TEST(PlanSummaryJson, WritesTheBatchBlockWhenAboveOne) {

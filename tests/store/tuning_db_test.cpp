@@ -15,105 +15,13 @@
 #include "core/error.h"
 #include "core/store/merge.h"
 #include "core/store/tuning_db.h"
+#include "tests/store/store_test_util.h"
 
 namespace brickdl {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
-public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "brickdl-store-XXXXXX").string();
-    BRICKDL_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-  fs::path path_;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-// A raw connection of its own (the store lends none), for setting up files the store must cope
-// with and for checking rows.
-class RawDb {
-public:
-  explicit RawDb(const std::string& path) {
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
-  }
-  ~RawDb() { sqlite3_close(db_); }
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
-    EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (err ? err : "");
-    sqlite3_free(err);
-  }
-  // The first column of the first row, as text ("" when no row or NULL).
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
-    std::string out;
-    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return out;
-  }
-  int64_t count(const std::string& table) {
-    return std::stoll(scalar("SELECT count(*) FROM " + table));
-  }
-  sqlite3* connection() { return db_; }
-
-private:
-  sqlite3* db_ = nullptr;
-};
-
-RunInfo test_run(const std::string& target = "cpu:test") {
-  RunInfo r;
-  r.experiment = "chain";
-  r.model = "custom";
-  r.batch = 1;
-  r.gpu_spec = "A100-40GB";
-  r.target_fingerprint = target;
-  r.backend = "cpu";
-  r.git_revision = "abc";
-  return r;
-}
-
-Candidate memoized(int brick, int threads = 256) {
-  Candidate c;
-  c.strategy = Strategy::kMemoized;
-  c.brick = BrickShape{brick, brick, brick, 0};
-  c.threads = threads;
-  return c;
-}
-
-MeasureResult ok_result(std::vector<double> samples) {
-  MeasureResult r;
-  r.samples_ms = std::move(samples);
-  r.summarize();
-  r.max_rel_error = 1e-6;
-  r.counters = {{"flops", 1000}, {"bytes_loaded", 64}};
-  return r;
-}
-
-std::function<std::string()> fixed_clock() {
-  auto tick = std::make_shared<int>(0);
-  return [tick] { return "2024-01-01T00:00:0" + std::to_string((*tick)++ % 10) + ".000Z"; };
-}
+using namespace brickdl::store_test;
 
 TEST(TuningDb, FreshDatabaseIsTheCurrentVersionInWalMode) {
   TempDir dir;
@@ -315,7 +223,8 @@ TEST(TuningDb, MeasurementIsAllOrNothing) {
            "WHEN NEW.name = 'zz_boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
   MeasureResult r = ok_result({1, 2, 3});
   r.counters["zz_boom"] = 1;
-  EXPECT_THROW(db.put_measurement(c, target, run, r), InternalError);
+  // A row refused by the file (here another program's trigger) is the user's to act on.
+  EXPECT_THROW(db.put_measurement(c, target, run, r), UserError);
   EXPECT_EQ(raw.count("measurements"), 0);
   EXPECT_EQ(raw.count("samples"), 0);
   EXPECT_EQ(raw.count("counters"), 0);
@@ -735,7 +644,7 @@ TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
   padded.brick = BrickShape{1, 8, 8, 0};
   {
     TuningDb db(old_path);
-    EXPECT_EQ(db.schema_version(), 2);
+    EXPECT_EQ(db.schema_version(), kStoreSchemaVersion);
     // Old candidates keep their ids and read back with nb = 1 ...
     const int64_t w = db.workload_id({"sig", 1, "", 0});
     EXPECT_EQ(db.candidate_id(w, padded), 1);
@@ -753,7 +662,12 @@ TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
   }
   EXPECT_EQ(columns_of(old_path), columns_of(fresh_path));
   RawDb raw(old_path);
-  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(kStoreSchemaVersion));
+  // Its runs keep their ids and statuses, with no owner recorded (host '').
+  EXPECT_EQ(raw.scalar("SELECT id || ':' || status || ':' || host || ':' || "
+                       "coalesce(heartbeat_at, '-') FROM runs"),
+            "1:complete::-");
   EXPECT_EQ(candidate_rows(raw), "1:padded:1,8,8:0:1:256 2:layerwise:0,0,0:0:1:0 "
                                  "5:memoized:1,8,8:0:1:256 7:memoized:1,4,4:16:1:128 "
                                  "8:padded:1,8,8:0:4:256");

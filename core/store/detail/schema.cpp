@@ -55,6 +55,44 @@ DROP TABLE candidates;
 ALTER TABLE candidates_v2 RENAME TO candidates;
 CREATE INDEX IF NOT EXISTS candidates_by_workload ON candidates(workload_id);
 )sql"},
+    // Version 3 records who runs each run (host, pid, process start, heartbeat) and allows
+    // the status `killed`; it adds the claims of candidates being measured. The runs table is
+    // rebuilt for its CHECK constraint, like candidates above (ids kept: measurements,
+    // run_groups and plans refer to them); old runs have no identity (host '').
+    {2, "recording who runs each run; claims of candidates being measured", R"sql(
+CREATE TABLE runs_v3 (
+  id            INTEGER PRIMARY KEY,
+  experiment    TEXT NOT NULL,
+  experiment_path TEXT NOT NULL DEFAULT '',
+  config_json   TEXT NOT NULL DEFAULT '{}',
+  model         TEXT NOT NULL,
+  batch         INTEGER NOT NULL,
+  precision     TEXT NOT NULL,
+  gpu_spec      TEXT NOT NULL,
+  target_id     INTEGER NOT NULL REFERENCES targets(id),
+  git_revision  TEXT NOT NULL,
+  started_at    TEXT NOT NULL,
+  ended_at      TEXT,
+  status        TEXT NOT NULL CHECK (status IN ('running', 'complete', 'aborted', 'killed')),
+  host          TEXT NOT NULL DEFAULT '',
+  pid           INTEGER,
+  process_start TEXT NOT NULL DEFAULT '',
+  heartbeat_at  TEXT
+);
+INSERT INTO runs_v3 (id, experiment, experiment_path, config_json, model, batch, precision,
+                     gpu_spec, target_id, git_revision, started_at, ended_at, status)
+  SELECT id, experiment, experiment_path, config_json, model, batch, precision, gpu_spec,
+         target_id, git_revision, started_at, ended_at, status FROM runs ORDER BY id;
+DROP TABLE runs;
+ALTER TABLE runs_v3 RENAME TO runs;
+CREATE TABLE IF NOT EXISTS claims (
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  target_id    INTEGER NOT NULL REFERENCES targets(id),
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  claimed_at   TEXT NOT NULL,
+  PRIMARY KEY (candidate_id, target_id)
+);
+)sql"},
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,
               "one migration step per schema version above 0");

@@ -15,6 +15,22 @@ std::string database_name(sqlite3* db) {
 
 } // namespace
 
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool blank = false;
+  for (const char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      blank = true;
+      continue;
+    }
+    if (blank && !out.empty())
+      out += ' ';
+    blank = false;
+    out += c;
+  }
+  return out;
+}
+
 std::string sqlite_error_text(sqlite3* db, int rc) {
   std::string s = sqlite3_errstr(rc);
   // The connection's message is more specific (names the table, column or constraint), but
@@ -24,7 +40,7 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
     if (msg && s != msg)
       s += std::string(": ") + msg;
   }
-  return s;
+  return one_line(s);
 }
 
 [[noreturn]] void throw_sqlite(sqlite3* db, int rc, std::string_view what) {
@@ -34,9 +50,9 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   switch (rc & 0xff) {
   case SQLITE_BUSY:
   case SQLITE_LOCKED:
-    throw UserError(where + " is locked by another connection" + during +
-                    " and stayed locked past the busy timeout" + detail +
-                    "; retry when the other tuner or query has finished");
+    throw LockedError(where + " is locked by another connection" + during +
+                      " and stayed locked past the busy timeout" + detail +
+                      "; retry when the other tuner or query has finished");
   case SQLITE_NOTADB:
     throw UserError(where + " is not an SQLite database" + detail +
                     "; pass the path of a brickdl tuning database");
@@ -49,6 +65,11 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   case SQLITE_CANTOPEN:
     throw UserError(where + " cannot be opened" + detail +
                     "; check that the folder exists and is accessible");
+  case SQLITE_CONSTRAINT:
+    throw ConstraintError(where + " refused a row" + during + detail +
+                              ": it is damaged or was written by another program; restore it "
+                              "from a copy or start a new database",
+                          sqlite_error_text(db, rc));
   case SQLITE_FULL:
   case SQLITE_IOERR:
   case SQLITE_PERM:

@@ -3,8 +3,10 @@
 // .cpp files include this header. Every sqlite3_* call goes through `check_sqlite`, which turns
 // a failure into an exception:
 //   - UserError for what the user can act on: the file is locked, not a database, corrupt,
-//     read-only, unopenable, the disk is full;
-//   - InternalError for what is a bug of brickdl: bad SQL, misuse, a violated constraint.
+//     read-only, unopenable, the disk is full, a row breaks a constraint (ConstraintError:
+//     a database that passed its checks and still refuses a row is damaged or was written by
+//     another program);
+//   - InternalError for what is a bug of brickdl: bad SQL, misuse.
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -12,8 +14,30 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+
+#include "core/error.h"
 
 namespace brickdl::store::detail {
+
+// SQLITE_BUSY / SQLITE_LOCKED past the busy timeout: another connection holds the lock.
+class LockedError : public UserError {
+public:
+  using UserError::UserError;
+};
+
+// SQLITE_CONSTRAINT: a row broke a NOT NULL, CHECK, UNIQUE or foreign-key constraint. Merge
+// catches it to name the input row.
+class ConstraintError : public UserError {
+public:
+  ConstraintError(const std::string& message, std::string detail)
+      : UserError(message), detail_(std::move(detail)) {}
+  // SQLite's own words: "SQLITE_CONSTRAINT: CHECK constraint failed: ...".
+  const std::string& detail() const { return detail_; }
+
+private:
+  std::string detail_;
+};
 
 // Throws for `rc` unless it is SQLITE_OK, SQLITE_ROW or SQLITE_DONE. `what` names the
 // operation ("inserting a measurement"); the message names the database file.
@@ -103,7 +127,11 @@ private:
 };
 
 // The SQLite result code's name and message, for error texts: "SQLITE_BUSY: database is
-// locked".
+// locked". On one line (see one_line).
 std::string sqlite_error_text(sqlite3* db, int rc);
+
+// `text` on one line: line breaks and the runs of blanks around them become one space (SQLite's
+// messages quote multi-line SQL and reports).
+std::string one_line(const std::string& text);
 
 } // namespace brickdl::store::detail
