@@ -88,6 +88,15 @@ TEST(Limits, ExperimentSizesOverTheLimits) {
     list += (i ? ", " : "") + std::to_string(i);
   expect_refused(base + "search: {channel_blocks: [" + list + "]}\n", 3, "search.channel_blocks",
                  "values in a search list are limited to 64");
+  expect_refused(base + "search: {max_group_len: 1000}\n", 3, "search.max_group_len",
+                 "layers of a group are limited to 64");
+  expect_refused(base + "search: {random_samples: 2147483647}\n", 3, "search.random_samples",
+                 "random samples are limited");
+  // Each value within its limit, the search over the candidates limit: 1000 fused layers x
+  // groups of up to 64 x 9 configurations.
+  expect_refused("model: {zoo: conv_chain, depth: 1000, dims: 2, image: 8}\n" + kTarget +
+                     "search: {max_group_len: 64}\n",
+                 3, "search", "candidates of a search are limited to 524288");
 }
 
 // The builder checks every graph, whichever loader made it, before its arithmetic can

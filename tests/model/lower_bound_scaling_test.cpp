@@ -37,5 +37,20 @@ TEST(LowerBoundScaling, WideDenseConvsAreLinearInChannels) {
   EXPECT_DOUBLE_EQ(whole.flops, 64 * 2.0 * 16384 * 16384 * 4);
 }
 
+// Flattening 65536 channels of 8x8 reads every input channel for each of its 2^22 features:
+// quadratic, 2^38 marks (minutes); linear, milliseconds.
+TEST(LowerBoundScaling, FlattenOfManyChannelsIsLinear) {
+  GraphBuilder b("flat", TensorShape{1, 65536, 1, 8, 8, 2});
+  b.linear(b.flatten(b.input()), 64, false);
+  const Graph g = fuse_for_inference(b.build());
+  const CostModel m(*find_gpu_spec("H200"));
+  const auto start = std::chrono::steady_clock::now();
+  const LowerBound flatten = m.lower_bound(g, {1, 1});
+  const LowerBound whole = m.lower_bound(g, {1, 2});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_DOUBLE_EQ(flatten.dram_bytes, 2 * 4.0 * 65536 * 64);
+  EXPECT_DOUBLE_EQ(whole.dram_bytes, 4.0 * (65536 * 64 + 65536 * 64 * 64 + 64));
+}
+
 } // namespace
 } // namespace brickdl::model
