@@ -473,8 +473,8 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   }
 }
 
-// The candidates a search of `s` may predict, bounded (kMaxCandidates): fused layers x group
-// lengths x configurations, an upper bound of what the search space enumerates.
+// The work of a search of `s`, bounded (kMaxSearchWork): fused layers x (1 + ... + longest
+// group) x configurations, an upper bound of the layers of the candidates the space holds.
 void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
                        const SearchSpaceConfig& s) {
   const int64_t layers = fuse_for_inference(cfg.graph).size() - 1;
@@ -486,11 +486,12 @@ void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
                                            static_cast<int64_t>(s.channel_blocks.size()) *
                                            static_cast<int64_t>(s.batch_blocks.size()) *
                                            static_cast<int64_t>(s.threads.size());
-  const int64_t candidates = saturating_mul(saturating_mul(layers, lengths), configs);
-  if (candidates > kMaxCandidates.max)
-    v.fail(fmt::format("this search may predict {} candidates ({} fused layers x groups of up to "
-                       "{} x {} configurations): {}; shorten the search lists or max_group_len",
-                       candidates, layers, lengths, configs, limit_text(kMaxCandidates)));
+  const int64_t work = saturating_mul(saturating_mul(layers, lengths * (lengths + 1) / 2), configs);
+  if (work > kMaxSearchWork.max)
+    v.fail(fmt::format("this search may predict {} candidate layers ({} fused layers x groups of "
+                       "1 to {} layers x {} configurations): {}; shorten the search lists or "
+                       "max_group_len",
+                       work, layers, lengths, configs, limit_text(kMaxSearchWork)));
 }
 
 SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {

@@ -30,8 +30,8 @@
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
 //                   above the batch act as the batch); max_group_len 1 to 64; strategies;
 //                   threads: multiples of 32 in [32, 1024]; searcher; random_samples 1 to
-//                   131072; each list at most 64 values, and at most 2^19 candidates in all
-//                   (fused layers x group lengths x configurations);
+//                   131072; each list at most 64 values, and at most 2^21 candidate layers in
+//                   all (fused layers x (1 + ... + max_group_len) x configurations);
 //                   partitions: lists of group lengths that each cover the whole fused graph
 //                   (batch-norms and activations folded, the input not counted); subgraphs:
 //                   {name, first, last} by layer name (name defaults to "first..last"). Lists

@@ -65,9 +65,10 @@ inline constexpr SizeLimit kMaxSearchValues{"values in a search list", 64,
 // at most 64 layers (model/detail/geometry.h).
 inline constexpr SizeLimit kMaxGroupLength{"layers of a group", 64,
                                            "the model merges at most 64 layers"};
-// Candidates a search predicts (fused layers x group lengths x configurations): resnet50.yaml
-// has about 70 000; the model predicts some 100 000 a second.
-inline constexpr SizeLimit kMaxCandidates{"candidates of a search", int64_t{1} << 19,
+// Work of a search: its candidates weighted by their group's length (a prediction costs that
+// many layers), at most fused layers x (1 + 2 + ... + max_group_len) x configurations.
+// resnet50.yaml has about 180 000; the model predicts some 500 000 layers a second.
+inline constexpr SizeLimit kMaxSearchWork{"candidate layers of a search", int64_t{1} << 21,
                                           "a model-only search stays within seconds"};
 // Plans the random searcher draws.
 inline constexpr SizeLimit kMaxRandomSamples{"random samples", int64_t{1} << 17,

@@ -92,11 +92,11 @@ TEST(Limits, ExperimentSizesOverTheLimits) {
                  "layers of a group are limited to 64");
   expect_refused(base + "search: {random_samples: 2147483647}\n", 3, "search.random_samples",
                  "random samples are limited");
-  // Each value within its limit, the search over the candidates limit: 1000 fused layers x
-  // groups of up to 64 x 9 configurations.
+  // Each value within its limit, the search over its work limit: 1000 fused layers x groups
+  // of 1 to 64 layers x 9 configurations.
   expect_refused("model: {zoo: conv_chain, depth: 1000, dims: 2, image: 8}\n" + kTarget +
                      "search: {max_group_len: 64}\n",
-                 3, "search", "candidates of a search are limited to 524288");
+                 3, "search", "candidate layers of a search are limited to 2097152");
 }
 
 // The builder checks every graph, whichever loader made it, before its arithmetic can
