@@ -1,5 +1,7 @@
 #include "core/candidate.h"
 
+#include "core/limits.h"
+
 namespace brickdl {
 
 const char* strategy_name(Strategy s) {
@@ -42,6 +44,22 @@ std::string BrickShape::str() const {
   if (nb > 1)
     s += "/n" + std::to_string(nb);
   return s;
+}
+
+std::string brick_problem(const BrickShape& b, int rank) {
+  for (const int e : {b.d, b.h, b.w})
+    if (e < 1 || e > kMaxBrickExtent.max)
+      return "brick " + b.str() + ": every extent must be from 1 to " +
+             std::to_string(kMaxBrickExtent.max) + ", got " + std::to_string(e);
+  if (rank != 3 && b.d != 1)
+    return "brick " + b.str() + ": a 2-D group's brick has depth 1";
+  if (b.cb < 0 || b.cb > kMaxChannels.max)
+    return "channel block " + std::to_string(b.cb) + ": must be from 0 (all channels) to " +
+           std::to_string(kMaxChannels.max);
+  if (b.nb < 1 || b.nb > kMaxBatchBlock)
+    return "batch block " + std::to_string(b.nb) + ": must be from 1 to " +
+           std::to_string(kMaxBatchBlock);
+  return "";
 }
 
 std::string Candidate::config_str() const {

@@ -44,6 +44,11 @@ struct BrickShape {
 // values act as the batch anyway, so the cap only catches typos.
 inline constexpr int kMaxBatchBlock = 1024;
 
+// Empty when `brick` is one a group of spatial rank `rank` (2 or 3) can use: every extent in
+// [1, kMaxBrickExtent] (core/limits.h), d == 1 for 2-D, cb in [0, 65536], nb in [1,
+// kMaxBatchBlock]; else what is wrong, for the loader to report at its file and key.
+std::string brick_problem(const BrickShape& brick, int rank);
+
 struct Candidate {
   Group group;
   BrickShape brick;

@@ -38,7 +38,7 @@ constexpr const char* kConvChain = "conv_chain";
 // Brick extents: powers of two from 1 to 64, so bricks tile the power-of-two extents common in
 // CNNs. 64 bounds the space (a 64^3 fp32 brick is 1 MiB, far beyond any on-chip memory);
 // whether a size fits a given group on a given GPU is the model's call, not the loader's.
-constexpr int kMaxBrick = 64;
+constexpr int kMaxBrick = static_cast<int>(kMaxBrickExtent.max);
 constexpr int kMinThreads = 32;
 constexpr int kMaxThreads = 1024;
 
@@ -74,6 +74,9 @@ std::vector<int> read_unique_ints(const YamlValue& v, const std::string& what, C
   const std::vector<YamlValue> items = v.items(what);
   if (items.empty())
     v.fail("expected at least one value in " + what);
+  if (static_cast<int64_t>(items.size()) > kMaxSearchValues.max)
+    v.fail(what + " has " + std::to_string(items.size()) +
+           " values: " + limit_text(kMaxSearchValues));
   std::vector<int> out;
   for (const auto& item : items) {
     const int x = item.as_int();
@@ -231,21 +234,21 @@ Graph read_conv_chain(const YamlValue& m, const ExperimentConfig& cfg,
   o.dtype = cfg.precision;
   if (m.is_map()) {
     if (m.has("depth"))
-      o.depth = m.get("depth").as_int(1);
+      o.depth = static_cast<int>(m.get("depth").as_size(1, kMaxLayers));
     if (m.has("channels"))
-      o.channels = m.get("channels").as_int64(1);
+      o.channels = m.get("channels").as_size(1, kMaxChannels);
     if (m.has("kernel"))
-      o.kernel = m.get("kernel").as_int(1);
+      o.kernel = static_cast<int>(m.get("kernel").as_size(1, kMaxKernel));
     if (m.has("image"))
-      o.image = m.get("image").as_int64(1);
+      o.image = m.get("image").as_size(1, kMaxExtent);
     if (m.has("dims")) {
       const YamlValue d = m.get("dims");
       o.dims = d.as_int(2, 3);
     }
     if (m.has("stride"))
-      o.stride = m.get("stride").as_int(1);
+      o.stride = static_cast<int>(m.get("stride").as_size(1, kMaxWindowParam));
     if (m.has("dilation"))
-      o.dilation = m.get("dilation").as_int(1);
+      o.dilation = static_cast<int>(m.get("dilation").as_size(1, kMaxWindowParam));
     if (m.has("batch_norm"))
       o.batch_norm = m.get("batch_norm").as_bool();
     if (m.has("relu"))
@@ -309,7 +312,7 @@ Graph build_zoo_graph(const YamlValue& m, const std::string& name, const Experim
   o.input_size = cfg.input_size;
   o.input_channels = cfg.input_channels;
   if (m.is_map() && m.has("num_classes"))
-    o.num_classes = m.get("num_classes").as_int64(1);
+    o.num_classes = m.get("num_classes").as_size(1, kMaxFeatures);
   if (!cfg.input_size.empty()) {
     // Learn the model's rank from its default build, so a 3-D size for a 2-D model gets a
     // clear message instead of whatever the builder makes of it.
@@ -455,8 +458,9 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   if (v.has("channel_blocks")) {
     s->channel_blocks = read_unique_ints(
         v.get("channel_blocks"), "search.channel_blocks", [](const YamlValue& item, int x) {
-          if (x < 0)
-            item.fail("a channel block must be >= 0 (0 = all channels), got " + std::to_string(x));
+          if (x < 0 || x > kMaxChannels.max)
+            item.fail("a channel block must be >= 0 (0 = all channels) and <= " +
+                      std::to_string(kMaxChannels.max) + ", got " + std::to_string(x));
         });
   }
   if (v.has("batch_blocks")) {
@@ -469,6 +473,27 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   }
 }
 
+// The work of a search of `s`, bounded (kMaxSearchWork): fused layers x (1 + ... + longest
+// group) x configurations, an upper bound of the layers of the candidates the space holds.
+void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
+                       const SearchSpaceConfig& s) {
+  const int64_t layers = fuse_for_inference(cfg.graph).size() - 1;
+  const int64_t lengths = std::min<int64_t>(s.max_group_len, layers);
+  int64_t bricked = 0;
+  for (Strategy st : s.strategies)
+    bricked += st == Strategy::kLayerwise ? 0 : 1;
+  const int64_t configs = int64_t{1} + bricked * static_cast<int64_t>(s.brick_sizes.size()) *
+                                           static_cast<int64_t>(s.channel_blocks.size()) *
+                                           static_cast<int64_t>(s.batch_blocks.size()) *
+                                           static_cast<int64_t>(s.threads.size());
+  const int64_t work = saturating_mul(saturating_mul(layers, lengths * (lengths + 1) / 2), configs);
+  if (work > kMaxSearchWork.max)
+    v.fail(fmt::format("this search may predict {} candidate layers ({} fused layers x groups of "
+                       "1 to {} layers x {} configurations): {}; shorten the search lists or "
+                       "max_group_len",
+                       work, layers, lengths, configs, limit_text(kMaxSearchWork)));
+}
+
 SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg) {
   SearchSpaceConfig s;
   const YamlValue v = root.get("search");
@@ -477,7 +502,7 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
   v.expect_keys(kSearchKeys, "search");
   read_brick_lists(v, &s);
   if (v.has("max_group_len"))
-    s.max_group_len = v.get("max_group_len").as_int(1);
+    s.max_group_len = static_cast<int>(v.get("max_group_len").as_size(1, kMaxGroupLength));
   if (v.has("strategies")) {
     const YamlValue list = v.get("strategies");
     const std::vector<YamlValue> items = list.items("search.strategies");
@@ -504,11 +529,12 @@ SearchSpaceConfig read_search(const YamlValue& root, const ExperimentConfig& cfg
   if (v.has("searcher"))
     s.searcher = read_name(v.get("searcher"), &s.searcher_at);
   if (v.has("random_samples"))
-    s.random_samples = v.get("random_samples").as_int(1);
+    s.random_samples = static_cast<int>(v.get("random_samples").as_size(1, kMaxRandomSamples));
   if (v.has("partitions"))
     read_partitions(v.get("partitions"), cfg, &s);
   if (v.has("subgraphs"))
     read_subgraphs(v.get("subgraphs"), cfg, &s);
+  check_search_size(v, cfg, s);
   return s;
 }
 
@@ -577,7 +603,7 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     cfg.name = std::filesystem::path(cfg.file).stem().string();
   }
   if (root.has("batch"))
-    cfg.batch = root.get("batch").as_int(1);
+    cfg.batch = static_cast<int>(root.get("batch").as_size(1, kMaxBatch));
   if (root.has("precision")) {
     const YamlValue p = root.get("precision");
     const std::string s = p.as_string();
@@ -588,13 +614,14 @@ ExperimentConfig read_experiment(const YamlValue& root) {
   }
   if (root.has("input_size")) {
     const YamlValue s = root.get("input_size");
-    const std::vector<int> size = s.as_int_list(1, std::numeric_limits<int>::max());
-    if (size.size() != 2 && size.size() != 3)
-      s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(size.size()));
-    cfg.input_size.assign(size.begin(), size.end());
+    const std::vector<YamlValue> items = s.items("input_size");
+    if (items.size() != 2 && items.size() != 3)
+      s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
+    for (const auto& x : items)
+      cfg.input_size.push_back(x.as_size(1, kMaxExtent));
   }
   if (root.has("input_channels"))
-    cfg.input_channels = root.get("input_channels").as_int64(1);
+    cfg.input_channels = root.get("input_channels").as_size(1, kMaxChannels);
 
   read_model(root, &cfg);
   if (cfg.name.empty())

@@ -17,18 +17,21 @@
 //                   {zoo: conv_chain, depth, channels, kernel, image, dims (2|3), stride,
 //                   dilation, batch_norm, relu}; or an inline graph {input, layers}
 //                   (core/yaml_graph.h)
-//   batch           >= 1
-//   input_size      [H, W] or [D, H, W], matching the model's rank; input_channels >= 1
+//   batch           1 to 2^20
+//   input_size      [H, W] or [D, H, W], matching the model's rank, each 1 to 32768;
+//                   input_channels 1 to 65536 (every size is bounded: core/limits.h)
 //   precision       dtype_names() (accepted here; a backend that cannot compute it is refused
 //                   by search::check_precision: README "Precision")
 //   target          {gpu: NAME, <GpuSpec field>: value, ...}, or `target: NAME`. NAME is a
 //                   spec of core/gpu_spec.h or `custom`, which needs every field without a
 //                   default (all but registers_per_thread_max and max_threads_per_block).
 //                   Fields are > 0 (launch_overhead_us and atomic_ns may be 0).
-//   search          brick_sizes: powers of two from 1 to 64; channel_blocks >= 0;
+//   search          brick_sizes: powers of two from 1 to 64; channel_blocks 0 to 65536;
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
-//                   above the batch act as the batch); max_group_len >= 1; strategies;
-//                   threads: multiples of 32 in [32, 1024]; searcher; random_samples >= 1;
+//                   above the batch act as the batch); max_group_len 1 to 64; strategies;
+//                   threads: multiples of 32 in [32, 1024]; searcher; random_samples 1 to
+//                   131072; each list at most 64 values, and at most 2^21 candidate layers in
+//                   all (fused layers x (1 + ... + max_group_len) x configurations);
 //                   partitions: lists of group lengths that each cover the whole fused graph
 //                   (batch-norms and activations folded, the input not counted); subgraphs:
 //                   {name, first, last} by layer name (name defaults to "first..last"). Lists

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace brickdl {
 
@@ -96,8 +97,9 @@ void infer_conv(Layer& l, const TensorShape& x) {
   infer_window(l, x);
   l.out.c = l.out_channels;
   const int64_t per_out = (x.c / l.groups) * kernel_volume(l.window);
-  l.params = l.out_channels * per_out + (l.bias ? l.out_channels : 0);
-  l.macs = l.out.n * l.out.c * l.out.spatial() * per_out;
+  // Saturating: the limits (core/limits.h) are checked on the result.
+  l.params = saturating_add(saturating_mul(l.out_channels, per_out), l.bias ? l.out_channels : 0);
+  l.macs = saturating_mul(checked_numel(l.out), per_out);
 }
 
 void infer_concat(Layer& l, const std::vector<const TensorShape*>& in) {
@@ -129,8 +131,8 @@ void infer_linear(Layer& l, const TensorShape& x) {
   if (l.out_channels < 1)
     shape_error(l, "out_features must be >= 1");
   l.out = TensorShape{x.n, l.out_channels, 1, 1, 1, 0};
-  l.params = x.c * l.out_channels + (l.bias ? l.out_channels : 0);
-  l.macs = x.n * x.c * l.out_channels;
+  l.params = saturating_add(saturating_mul(x.c, l.out_channels), l.bias ? l.out_channels : 0);
+  l.macs = saturating_mul(x.n, saturating_mul(x.c, l.out_channels));
 }
 
 // ONNX ConvTranspose / PyTorch ConvTranspose: out = (in − 1)·s − 2p + d·(k − 1) + op + 1; the
@@ -163,8 +165,8 @@ void infer_conv_transpose(Layer& l, const TensorShape& x) {
     (a == 0 ? l.out.d : a == 1 ? l.out.h : l.out.w) = e;
   }
   const int64_t per_in = (l.out_channels / l.groups) * kernel_volume(w);
-  l.params = x.c * per_in + (l.bias ? l.out_channels : 0);
-  l.macs = x.n * x.c * x.spatial() * per_in;
+  l.params = saturating_add(saturating_mul(x.c, per_in), l.bias ? l.out_channels : 0);
+  l.macs = saturating_mul(checked_numel(x), per_in);
 }
 
 void infer_pad(Layer& l, const TensorShape& x) {
@@ -218,7 +220,7 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
     break;
   case OpKind::kUpsample: infer_upsample(l, *in[0]); break;
   case OpKind::kFlatten:
-    l.out = TensorShape{in[0]->n, in[0]->c * in[0]->spatial(), 1, 1, 1, 0};
+    l.out = TensorShape{in[0]->n, saturating_mul(in[0]->c, in[0]->spatial()), 1, 1, 1, 0};
     break;
   case OpKind::kLinear: infer_linear(l, *in[0]); break;
   case OpKind::kConvTranspose: infer_conv_transpose(l, *in[0]); break;
@@ -231,6 +233,9 @@ GraphBuilder::GraphBuilder(std::string graph_name, TensorShape input, DType dtyp
   if (input.n < 1 || input.c < 1 || input.d < 1 || input.h < 1 || input.w < 1)
     throw ShapeError("graph '" + name_ + "': input shape " + input.str() +
                      " must have every dimension >= 1");
+  const std::string too_big = shape_limit_problem(input);
+  if (!too_big.empty())
+    throw ShapeError("graph '" + name_ + "': input " + too_big);
   Layer l;
   l.id = 0;
   l.name = "input";
@@ -265,7 +270,20 @@ int GraphBuilder::add_layer(Layer l) {
                        " is not an earlier layer");
     in.push_back(&layers_[static_cast<size_t>(x)].out);
   }
+  if (l.id > kMaxLayers.max)
+    shape_error(l, "is layer " + std::to_string(l.id) + "; " + limit_text(kMaxLayers));
+  // The attributes first, so that no arithmetic of the inference can overflow.
+  std::string too_big = attribute_limit_problem(l);
+  if (!too_big.empty())
+    shape_error(l, too_big);
   infer_layer(l, in);
+  too_big = layer_limit_problem(l);
+  if (!too_big.empty())
+    shape_error(l, too_big);
+  total_macs_ = saturating_add(total_macs_, l.macs);
+  if (total_macs_ > kMaxGraphMacs.max)
+    shape_error(l, "brings the graph to more than " + std::to_string(kMaxGraphMacs.max) +
+                       " MACs; " + limit_text(kMaxGraphMacs));
   layers_.push_back(std::move(l));
   return layers_.back().id;
 }

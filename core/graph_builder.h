@@ -81,6 +81,7 @@ private:
   std::vector<Layer> layers_;
   std::vector<int> op_counters_;
   std::shared_ptr<const ParamStore> params_;
+  int64_t total_macs_ = 0; // of the layers so far (core/limits.h: kMaxGraphMacs)
 };
 
 // Shape inference for one layer given its producers' output shapes. Throws ShapeError.

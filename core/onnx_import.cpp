@@ -209,7 +209,11 @@ private:
     std::string name = options_.name;
     if (name.empty())
       name = std::filesystem::path(path_).stem().string();
-    b_.emplace(name, s, options_.dtype);
+    try {
+      b_.emplace(name, s, options_.dtype); // checks the sizes of core/limits.h
+    } catch (const ShapeError& e) {
+      fail("input '" + in.name() + "': " + e.bare_message());
+    }
     values_[in.name()] = Value{0, rank, nullptr};
     return in.name();
   }

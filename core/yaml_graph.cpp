@@ -24,10 +24,11 @@ std::vector<std::string> layer_op_names() {
 
 // One window attribute: an integer for every spatial dim, or one integer per dim (D, H, W
 // order). Fills the slots of `dims` that the input rank uses; 2-D leaves the d slot alone.
-void read_window_attr(const YamlValue& v, int rank, int min, std::array<int, 3>* dims) {
+void read_window_attr(const YamlValue& v, int rank, int min, const SizeLimit& limit,
+                      std::array<int, 3>* dims) {
   const int first = 3 - rank;
   if (v.is_scalar()) {
-    const int x = v.as_int(min);
+    const int x = static_cast<int>(v.as_size(min, limit));
     for (int a = first; a < 3; ++a)
       (*dims)[static_cast<size_t>(a)] = x;
     return;
@@ -41,23 +42,25 @@ void read_window_attr(const YamlValue& v, int rank, int min, std::array<int, 3>*
            "input is " + std::to_string(rank) + "-D), got a list of " +
            std::to_string(items.size()));
   for (int a = 0; a < rank; ++a)
-    (*dims)[static_cast<size_t>(first + a)] = items[static_cast<size_t>(a)].as_int(min);
+    (*dims)[static_cast<size_t>(first + a)] =
+        static_cast<int>(items[static_cast<size_t>(a)].as_size(min, limit));
 }
 
 // Reads `kernel`, `stride`, `padding`, `dilation` of a conv or pool layer. Pools default their
 // stride to the kernel, as PyTorch does.
 Window read_window(const YamlValue& m, int rank, bool stride_defaults_to_kernel) {
   Window w;
-  read_window_attr(m.require("kernel", "the window extent, e.g. kernel: 3"), rank, 1, &w.kernel);
+  read_window_attr(m.require("kernel", "the window extent, e.g. kernel: 3"), rank, 1, kMaxKernel,
+                   &w.kernel);
   if (m.has("stride")) {
-    read_window_attr(m.get("stride"), rank, 1, &w.stride);
+    read_window_attr(m.get("stride"), rank, 1, kMaxWindowParam, &w.stride);
   } else if (stride_defaults_to_kernel) {
     w.stride = w.kernel;
   }
   if (m.has("padding"))
-    read_window_attr(m.get("padding"), rank, 0, &w.pad);
+    read_window_attr(m.get("padding"), rank, 0, kMaxWindowParam, &w.pad);
   if (m.has("dilation"))
-    read_window_attr(m.get("dilation"), rank, 1, &w.dilation);
+    read_window_attr(m.get("dilation"), rank, 1, kMaxWindowParam, &w.dilation);
   return w;
 }
 
@@ -74,14 +77,14 @@ TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
     if (items.size() != 2 && items.size() != 3)
       s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
     for (const auto& x : items)
-      size.push_back(x.as_int64(1));
+      size.push_back(x.as_size(1, kMaxExtent));
   }
   int64_t channels = options.input_channels;
   if (channels <= 0) {
     const YamlValue c = in.present() ? in.require("channels", "the number of input channels")
                                      : g.require("input", "the graph input, e.g. input: "
                                                           "{channels: 3, size: [224, 224]}");
-    channels = c.as_int64(1);
+    channels = c.as_size(1, kMaxChannels);
   }
   BRICKDL_CHECK(size.size() == 2 || size.size() == 3, "input size must have 2 or 3 extents");
   TensorShape t;
@@ -112,6 +115,9 @@ public:
     const std::vector<YamlValue> layers = layers_node.items("layers");
     if (layers.empty())
       layers_node.fail("the graph needs at least one layer");
+    if (static_cast<int64_t>(layers.size()) > kMaxLayers.max)
+      layers_node.fail("the graph has " + std::to_string(layers.size()) +
+                       " layers: " + limit_text(kMaxLayers));
     // Explicit names, so an input naming a later layer gets a precise message.
     for (size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].is_map() && layers[i].has("name") && layers[i].get("name").is_scalar())
@@ -215,10 +221,11 @@ private:
     case Attr::kAvgPoolWindow: l->window = read_window(m, rank_, true); break;
     case Attr::kGroups:
       if (m.has("groups"))
-        l->groups = m.get("groups").as_int(1);
+        l->groups = static_cast<int>(m.get("groups").as_size(1, kMaxChannels));
       break;
     case Attr::kOutChannels:
-      l->out_channels = m.require("out_channels", "the number of output channels").as_int64(1);
+      l->out_channels =
+          m.require("out_channels", "the number of output channels").as_size(1, kMaxChannels);
       break;
     case Attr::kOutFeatures: {
       if (m.has("out_features") && m.has("out_channels"))
@@ -226,7 +233,7 @@ private:
       const YamlValue n = m.has("out_channels")
                               ? m.get("out_channels")
                               : m.require("out_features", "the number of output features");
-      l->out_channels = n.as_int64(1);
+      l->out_channels = n.as_size(1, kMaxFeatures);
       break;
     }
     // As the zoo builds them: a linear layer has a bias unless told otherwise, a conv not.
@@ -242,7 +249,8 @@ private:
         l->count_include_pad = m.get("count_include_pad").as_bool();
       break;
     case Attr::kScale:
-      l->upsample_scale = m.require("scale", "the integer upsampling factor").as_int(1);
+      l->upsample_scale = static_cast<int>(
+          m.require("scale", "the integer upsampling factor").as_size(1, kMaxWindowParam));
       break;
     case Attr::kMode: {
       if (!m.has("mode"))
@@ -261,7 +269,7 @@ private:
       break;
     case Attr::kOutputPadding:
       if (m.has("output_padding"))
-        read_window_attr(m.get("output_padding"), rank_, 0, &l->output_pad);
+        read_window_attr(m.get("output_padding"), rank_, 0, kMaxWindowParam, &l->output_pad);
       break;
     case Attr::kClipRange:
       if (m.has("min"))
@@ -278,7 +286,7 @@ private:
     for (const auto& [key, dims] :
          {std::pair{"pad_begin", &l->pad_begin}, std::pair{"pad_end", &l->pad_end}}) {
       if (m.has(key))
-        read_window_attr(m.get(key), rank_, std::numeric_limits<int>::min(), dims);
+        read_window_attr(m.get(key), rank_, -kMaxWindowParam.max, kMaxWindowParam, dims);
     }
     if (m.has("value"))
       l->pad_value = static_cast<float>(m.get("value").as_double());

@@ -1,6 +1,9 @@
 #pragma once
 // NumPy .npy files (format version 1.0): C-order, little-endian float32 ('<f4') written;
-// '<f4' and '<f8' read (float64 is narrowed to float32). numpy.load / numpy.save compatible.
+// '<f4' and '<f8' read (float64 is narrowed to float32), versions 1.0 to 3.0. numpy.load /
+// numpy.save compatible. Reading trusts nothing in a header: the dict is parsed strictly, its
+// length is at most 1 MiB, and the shape times the item size must equal the bytes after the
+// header (and stay within core/limits.h's elements of a tensor) before anything is allocated.
 #include <cstdint>
 #include <string>
 #include <vector>

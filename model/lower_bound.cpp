@@ -4,6 +4,12 @@
 // of positions of each tensor the output depends on is kept as a product of per-axis sets.
 // For a tensor read by several layers, the largest of their product sets is kept, which is a
 // subset of what is truly needed, so the result stays a lower bound of every strategy.
+//
+// Bounded work: an axis on which every edge maps identically (same extent) or reads the whole
+// producer is needed whole wherever a tensor is needed at all, so it keeps no set; the other
+// axes cost O(extents) per edge. A group whose sets would exceed kMaxPositions (only a whole
+// graph of huge tensors, as --describe's whole-model bound asks) falls back to a weaker
+// bound: its output and its last layer's weights moved once, that layer's FLOPs.
 #include <algorithm>
 #include <cmath>
 
@@ -27,6 +33,7 @@ struct Scratch {
   std::vector<int64_t> offset;               // (T × 4) start in masks
   std::vector<double> volume;                // per tensor: positions per image (< 0: not needed)
   std::array<std::vector<uint8_t>, 4> image; // per axis: one edge's producer set, being built
+  std::array<bool, 4> full{};                // per axis: needed whole (no set kept)
 
   uint8_t* mask(int t, int a) {
     return &masks[static_cast<size_t>(offset[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)])];
@@ -38,72 +45,143 @@ int64_t extent(const GroupGeometry& g, int t, int a) {
   return g.tensors[static_cast<size_t>(t)].extent[static_cast<size_t>(a)];
 }
 
-// Marks in `out` the producer positions that the consumer positions in `in` read on one axis.
-void map_positions(const Layer& consumer, const Edge& edge, int axis, const uint8_t* in,
-                   int64_t in_extent, std::vector<uint8_t>& out) {
-  const int64_t pe =
-      axis == 0 ? edge.channel[0].extent : edge.axis[static_cast<size_t>(axis)].extent;
+// Marks in `out` the channels of the producer that the consumer channels in `in` read, in
+// O(in_extent + producer extent) per slot (a dense conv reads every channel: marking them once
+// per output channel would be quadratic in the channel count).
+void map_channels(const Edge& edge, const uint8_t* in, int64_t in_extent,
+                  std::vector<uint8_t>& out) {
+  const int64_t pe = edge.channel[0].extent;
   out.assign(static_cast<size_t>(pe), 0);
-  const auto mark = [&](int64_t x) {
-    if (x >= 0 && x < pe)
-      out[static_cast<size_t>(x)] = 1;
+  const auto mark_range = [&](int64_t lo, int64_t hi) { // [lo, hi), clipped
+    lo = std::max<int64_t>(lo, 0);
+    hi = std::min(hi, pe);
+    if (lo < hi)
+      std::fill(out.begin() + lo, out.begin() + hi, 1);
   };
-  if (axis == 0) {
-    for (int s = 0; s < edge.slots; ++s) {
-      const AxisMap& m = edge.channel[static_cast<size_t>(s)];
-      for (int64_t o = 0; o < in_extent; ++o) {
-        if (!in[o])
-          continue;
-        switch (m.kind) {
-        case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
-        case MapKind::kConvGroups:
-          for (int64_t x = (o / m.a) * m.b; x < (o / m.a + 1) * m.b; ++x)
-            mark(x);
-          break;
-        case MapKind::kShift: mark(o - m.a); break;
-        default: mark(o); break;
+  const bool any = std::find(in, in + in_extent, 1) != in + in_extent;
+  for (int s = 0; s < edge.slots && any; ++s) {
+    const AxisMap& m = edge.channel[static_cast<size_t>(s)];
+    int64_t last_group = -1;
+    for (int64_t o = 0; o < in_extent; ++o) {
+      if (!in[o])
+        continue;
+      switch (m.kind) {
+      case MapKind::kAll:
+        mark_range(0, pe);
+        o = in_extent;
+        break;
+      case MapKind::kConvGroups:
+        if (o / m.a != last_group) {
+          last_group = o / m.a;
+          mark_range(last_group * m.b, (last_group + 1) * m.b);
         }
+        break;
+      case MapKind::kShift: mark_range(o - m.a, o - m.a + 1); break;
+      default: mark_range(o, o + 1); break;
       }
-    }
-    return;
-  }
-  const AxisMap& m = edge.axis[static_cast<size_t>(axis)];
-  const size_t w = static_cast<size_t>(axis - 1);
-  for (int64_t o = 0; o < in_extent; ++o) {
-    if (!in[o])
-      continue;
-    switch (m.kind) {
-    case MapKind::kWindow:
-      for (int t = 0; t < consumer.window.kernel[w]; ++t)
-        mark(o * m.a - m.b + int64_t{consumer.window.dilation[w]} * t);
-      break;
-    case MapKind::kUpNearest:
-    case MapKind::kUpBilinear:
-      mark(o / m.a); // one tap of either mode: a subset of what is read
-      break;
-    case MapKind::kAll: std::fill(out.begin(), out.end(), 1); break;
-    default: mark(o); break;
     }
   }
 }
 
-// Empty position sets for every tensor but the last layer's, which is whole.
-void start_sets(const GroupGeometry& g, Scratch& s) {
+// Marks in `out` the producer positions that the consumer positions in `in` read on spatial
+// axis `axis`, in O(in_extent + producer extent): a window's taps o·s − p + dil·t (t < k) are
+// counted in a difference array along steps of dil, whatever the kernel extent.
+void map_spatial(const Layer& consumer, const Edge& edge, int axis, const uint8_t* in,
+                 int64_t in_extent, std::vector<uint8_t>& out) {
+  const AxisMap& m = edge.axis[static_cast<size_t>(axis)];
+  const int64_t pe = m.extent;
+  out.assign(static_cast<size_t>(pe), 0);
+  const size_t w = static_cast<size_t>(axis - 1);
+  if (m.kind == MapKind::kWindow) {
+    const int64_t dil = consumer.window.dilation[w];
+    const int64_t k = consumer.window.kernel[w];
+    std::vector<int64_t> diff(static_cast<size_t>(pe), 0);
+    for (int64_t o = 0; o < in_extent; ++o) {
+      if (!in[o])
+        continue;
+      // The taps inside [0, pe): t from t0 to t1 - 1.
+      const int64_t base = o * m.a - m.b;
+      const int64_t t0 = base >= 0 ? 0 : (-base + dil - 1) / dil;
+      const int64_t t1 = base >= pe ? 0 : std::min(k, (pe - 1 - base) / dil + 1);
+      if (t0 >= t1)
+        continue;
+      ++diff[static_cast<size_t>(base + t0 * dil)];
+      if (base + t1 * dil < pe)
+        --diff[static_cast<size_t>(base + t1 * dil)];
+    }
+    for (int64_t x = 0; x < pe; ++x) {
+      if (x >= dil)
+        diff[static_cast<size_t>(x)] += diff[static_cast<size_t>(x - dil)];
+      out[static_cast<size_t>(x)] = diff[static_cast<size_t>(x)] > 0 ? 1 : 0;
+    }
+    return;
+  }
+  for (int64_t o = 0; o < in_extent; ++o) {
+    if (!in[o])
+      continue;
+    int64_t x = o;
+    if (m.kind == MapKind::kAll) {
+      std::fill(out.begin(), out.end(), 1);
+      return;
+    }
+    if (m.kind == MapKind::kUpNearest || m.kind == MapKind::kUpBilinear)
+      x = o / m.a; // one tap of either mode: a subset of what is read
+    if (x >= 0 && x < pe)
+      out[static_cast<size_t>(x)] = 1;
+  }
+}
+
+void map_positions(const Layer& consumer, const Edge& edge, int axis, const uint8_t* in,
+                   int64_t in_extent, std::vector<uint8_t>& out) {
+  if (axis == 0)
+    map_channels(edge, in, in_extent, out);
+  else
+    map_spatial(consumer, edge, axis, in, in_extent, out);
+}
+
+// Positions kept in sets beyond which lower_bound falls back to its weaker bound: 16 MiB of
+// sets, tens of milliseconds.
+constexpr int64_t kMaxPositions = int64_t{1} << 24;
+
+// Whether every edge maps axis a identically or wholly (the axis is then needed whole).
+bool axis_is_full(const GroupGeometry& g, int a) {
+  for (const Edge& e : g.edges) {
+    const int64_t consumer_extent = extent(g, e.consumer, a);
+    for (int k = 0; k < (a == 0 ? e.slots : 1); ++k) {
+      const AxisMap& m =
+          a == 0 ? e.channel[static_cast<size_t>(k)] : e.axis[static_cast<size_t>(a)];
+      const bool same = m.kind == MapKind::kIdentity && m.extent == consumer_extent;
+      if (!same && m.kind != MapKind::kAll)
+        return false;
+    }
+  }
+  return true;
+}
+
+// Empty position sets for every tensor but the last layer's, which is whole; false (and no
+// sets) when they would hold more than kMaxPositions.
+bool start_sets(const GroupGeometry& g, Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
+  for (int a = 0; a < kAxes; ++a)
+    s.full[static_cast<size_t>(a)] = axis_is_full(g, a);
   s.offset.assign(static_cast<size_t>(T) * 4, 0);
   int64_t total = 0;
   for (int t = 0; t < T; ++t)
     for (int a = 0; a < kAxes; ++a) {
       s.offset[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)] = total;
-      total += extent(g, t, a);
+      total += s.full[static_cast<size_t>(a)] ? 0 : extent(g, t, a);
     }
+  if (total > kMaxPositions)
+    return false;
   s.masks.assign(static_cast<size_t>(total), 0);
   s.volume.assign(static_cast<size_t>(T), -1.0);
   for (int a = 0; a < kAxes; ++a)
-    std::fill_n(s.mask(L - 1, a), extent(g, L - 1, a), 1);
+    if (!s.full[static_cast<size_t>(a)])
+      std::fill_n(s.mask(L - 1, a), extent(g, L - 1, a), 1);
   s.volume[static_cast<size_t>(L - 1)] = static_cast<double>(
       extent(g, L - 1, 0) * extent(g, L - 1, 1) * extent(g, L - 1, 2) * extent(g, L - 1, 3));
+  return true;
 }
 
 // Walks the layers backwards: each needed layer maps its set through its edges, and a
@@ -117,6 +195,10 @@ void propagate_sets(const GroupGeometry& g, Scratch& s) {
       const Edge& edge = g.edges[static_cast<size_t>(e)];
       double vol = 1;
       for (int a = 0; a < kAxes; ++a) {
+        if (s.full[static_cast<size_t>(a)]) {
+          vol *= static_cast<double>(extent(g, edge.producer, a));
+          continue;
+        }
         std::vector<uint8_t>& image = s.image[static_cast<size_t>(a)];
         map_positions(*g.layers[static_cast<size_t>(i)], edge, a, s.mask(i, a), extent(g, i, a),
                       image);
@@ -126,8 +208,9 @@ void propagate_sets(const GroupGeometry& g, Scratch& s) {
       if (vol > s.volume[static_cast<size_t>(p)]) {
         s.volume[static_cast<size_t>(p)] = vol;
         for (int a = 0; a < kAxes; ++a)
-          std::copy(s.image[static_cast<size_t>(a)].begin(), s.image[static_cast<size_t>(a)].end(),
-                    s.mask(p, a));
+          if (!s.full[static_cast<size_t>(a)])
+            std::copy(s.image[static_cast<size_t>(a)].begin(),
+                      s.image[static_cast<size_t>(a)].end(), s.mask(p, a));
       }
     }
   }
@@ -147,7 +230,9 @@ LowerBound compulsory_work(const GroupGeometry& g, Scratch& s) {
       lb.flops += n * v * g.flops_per_point[i];
       if (v > 0) {
         const double needed =
-            static_cast<double>(std::count(s.mask(t, 0), s.mask(t, 0) + extent(g, t, 0), 1));
+            s.full[0]
+                ? static_cast<double>(extent(g, t, 0))
+                : static_cast<double>(std::count(s.mask(t, 0), s.mask(t, 0) + extent(g, t, 0), 1));
         lb.dram_bytes += g.params[i] * needed / static_cast<double>(extent(g, t, 0)) * dt;
       }
     } else {
@@ -155,6 +240,16 @@ LowerBound compulsory_work(const GroupGeometry& g, Scratch& s) {
     }
   }
   lb.dram_bytes += g.numel(L - 1) * dt;
+  return lb;
+}
+
+// The weaker bound of a group too large for sets: every output element is needed, so the
+// output, the last layer's weights (each output channel's own) and its FLOPs are.
+LowerBound fallback_bound(const GroupGeometry& g) {
+  const int last = g.layer_count - 1;
+  LowerBound lb;
+  lb.flops = g.numel(last) * g.flops_per_point[static_cast<size_t>(last)];
+  lb.dram_bytes = (g.numel(last) + g.params[static_cast<size_t>(last)]) * g.dtype_bytes;
   return lb;
 }
 
@@ -166,9 +261,11 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
   Candidate c;
   c.group = group;
   detail::build_geometry(graph, c, geometry);
-  start_sets(geometry, s);
-  propagate_sets(geometry, s);
-  LowerBound lb = compulsory_work(geometry, s);
+  LowerBound lb = fallback_bound(geometry);
+  if (start_sets(geometry, s)) {
+    propagate_sets(geometry, s);
+    lb = compulsory_work(geometry, s);
+  }
   const double t_mem = lb.dram_bytes / (gpu_.dram_bandwidth_gbs * 1e9);
   const double t_flop = lb.flops / detail::peak_flops(gpu_, graph.dtype());
   lb.time_ms = std::max(t_mem, t_flop) * 1e3;

@@ -196,6 +196,14 @@ int YamlValue::as_int(int min, int max) const {
   return static_cast<int>(v);
 }
 
+int64_t YamlValue::as_size(int64_t min, const SizeLimit& limit) const {
+  const int64_t v = as_int64(min);
+  if (v > limit.max)
+    fail("expected an integer" + range_str(min, limit.max) + ", got " + node_.Scalar() + ": " +
+         limit_text(limit));
+  return v;
+}
+
 uint64_t YamlValue::as_uint64() const {
   uint64_t v = 0;
   const std::string s = present() && node_.IsScalar() ? node_.Scalar() : std::string();

@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace brickdl::detail {
 
@@ -63,6 +64,8 @@ public:
                    int64_t max = std::numeric_limits<int64_t>::max()) const;
   int as_int(int min = std::numeric_limits<int>::min(),
              int max = std::numeric_limits<int>::max()) const;
+  // An integer in [min, limit.max]; above it, the message names the limit (core/limits.h).
+  int64_t as_size(int64_t min, const SizeLimit& limit) const;
   uint64_t as_uint64() const;
   // A finite number >= min (> min when `exclusive`).
   double as_double(double min = -std::numeric_limits<double>::infinity(),

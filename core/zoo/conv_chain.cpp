@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/graph_builder.h"
+#include "core/limits.h"
 #include "core/zoo/builders.h"
 
 namespace brickdl {
@@ -23,12 +24,20 @@ void require_at_least(const char* key, int64_t value, int64_t min) {
                     "' must be >= " + std::to_string(min) + ", got " + std::to_string(value));
 }
 
+// A value in [min, limit.max] (core/limits.h).
+void require_within(const char* key, int64_t value, int64_t min, const SizeLimit& limit) {
+  require_at_least(key, value, min);
+  if (value > limit.max)
+    throw UserError("conv chain option '" + std::string(key) + "' is " + std::to_string(value) +
+                    ": " + limit_text(limit));
+}
+
 // The chain on an explicit input shape (which may be non-cubic when a zoo user overrides it).
 Graph conv_chain_on(const std::string& name, const TensorShape& in, const ConvChainOptions& o) {
-  require_at_least("depth", o.depth, 1);
-  require_at_least("kernel", o.kernel, 1);
-  require_at_least("stride", o.stride, 1);
-  require_at_least("dilation", o.dilation, 1);
+  require_within("depth", o.depth, 1, kMaxLayers);
+  require_within("kernel", o.kernel, 1, kMaxKernel);
+  require_within("stride", o.stride, 1, kMaxWindowParam);
+  require_within("dilation", o.dilation, 1, kMaxWindowParam);
   GraphBuilder b(name, in, o.dtype);
   const int pad = o.dilation * (o.kernel - 1) / 2;
   int x = b.input();

@@ -1,6 +1,7 @@
 #include "core/zoo.h"
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/zoo/builders.h"
 
 namespace brickdl {
@@ -55,6 +56,9 @@ int64_t resolve_classes(const std::string& model, const ZooOptions& options,
     throw UserError("model '" + model + "': num_classes must be >= 1 (or 0 for the model's " +
                     "default " + std::to_string(default_classes) + "), got " +
                     std::to_string(options.num_classes));
+  if (options.num_classes > kMaxFeatures.max)
+    throw UserError("model '" + model + "': num_classes " + std::to_string(options.num_classes) +
+                    ": " + limit_text(kMaxFeatures));
   return options.num_classes > 0 ? options.num_classes : default_classes;
 }
 

@@ -157,6 +157,23 @@ TEST(OnnxImportErrors, NotAnOnnxFile) {
   EXPECT_NE(msg.find("not an ONNX model"), std::string::npos) << msg;
 }
 
+// Input dims over the limits of core/limits.h: refused at the file and input, not wrapped.
+TEST(OnnxImportErrors, InputSizesOverTheLimits) {
+  TempFile f("huge.onnx");
+  for (const auto& [dims, limit] :
+       {std::pair{std::vector<int64_t>{1, 3, int64_t{1} << 40, 8}, "spatial extents"},
+        std::pair{std::vector<int64_t>{1, int64_t{1} << 30, 8, 8}, "channels of a tensor"},
+        std::pair{std::vector<int64_t>{int64_t{1} << 62, 3, 8, 8}, "images in a batch"}}) {
+    onnx::ModelProto m = base_model();
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+    set_dims(m.mutable_graph()->mutable_input(0), dims);
+    add_node(m, "r", "Relu", {"x"}, {"y"});
+    const std::string msg = import_error(f, serialize(m));
+    EXPECT_NE(msg.find("input 'x'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string(limit) + " are limited to"), std::string::npos) << msg;
+  }
+}
+
 TEST(OnnxImportErrors, TruncatedFile) {
   TempFile f("cut.onnx");
   onnx::ModelProto m = base_model();
