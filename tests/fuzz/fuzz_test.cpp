@@ -34,8 +34,8 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-std::vector<FuzzInput> with_corpus(std::vector<FuzzInput> seeds, const std::string& target) {
-  for (FuzzInput& c : corpus(target))
+std::vector<FuzzInput> with_seed_files(std::vector<FuzzInput> seeds, const std::string& target) {
+  for (FuzzInput& c : input_files("seeds/" + target))
     seeds.push_back(std::move(c));
   return seeds;
 }
@@ -68,7 +68,7 @@ TEST(Fuzz, experiment_yaml) {
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files)
     t.seeds.push_back({read_file(f), "experiments/" + f.filename().string()});
-  t.seeds = with_corpus(t.seeds, t.name);
+  t.seeds = with_seed_files(t.seeds, t.name);
   const std::vector<std::string> w = words();
   t.mutate = [w](const std::string& in, std::mt19937_64& rng) { return mutate_yaml(in, rng, w); };
   t.body = experiment_body;
@@ -80,7 +80,7 @@ TEST(Fuzz, yaml_graph) {
   Target t;
   t.name = "yaml_graph";
   t.suffix = ".yaml";
-  t.seeds = corpus(t.name);
+  t.seeds = with_seed_files({}, t.name);
   const std::vector<std::string> w = words();
   t.mutate = [w](const std::string& in, std::mt19937_64& rng) { return mutate_yaml(in, rng, w); };
   t.body = yaml_graph_body;
@@ -92,7 +92,7 @@ TEST(Fuzz, plan_json) {
   Target t;
   t.name = "plan_json";
   t.suffix = ".json";
-  t.seeds = with_corpus(plan_seeds(), t.name);
+  t.seeds = with_seed_files(plan_seeds(), t.name);
   const std::vector<std::string> w = {
       "padded", "memoized", "layerwise", "first",    "last",   "first_layer", "last_layer",
       "brick",  "cb",       "nb",        "strategy", "groups", "plan",        "threads",
@@ -107,7 +107,7 @@ TEST(Fuzz, npy) {
   Target t;
   t.name = "npy";
   t.suffix = ".npy";
-  t.seeds = with_corpus(npy_seeds(), t.name);
+  t.seeds = with_seed_files(npy_seeds(), t.name);
   t.mutate = mutate_npy;
   t.body = npy_body;
   t.mutants = 800;
@@ -118,7 +118,7 @@ TEST(Fuzz, tuning_db) {
   Target t;
   t.name = "tuning_db";
   t.suffix = ".db";
-  t.seeds = with_corpus(db_seeds(), t.name);
+  t.seeds = with_seed_files(db_seeds(), t.name);
   t.mutate = mutate_db;
   t.body = db_body;
   t.mutants = 200;
@@ -130,7 +130,7 @@ TEST(Fuzz, onnx) {
   Target t;
   t.name = "onnx";
   t.suffix = ".onnx";
-  t.seeds = with_corpus(onnx_seeds(), t.name);
+  t.seeds = with_seed_files(onnx_seeds(), t.name);
   t.mutate = mutate_onnx;
   t.body = onnx_body;
   t.mutants = 600;
@@ -159,6 +159,7 @@ TEST(FuzzHarness, ClassifiesEveryOutcome) {
     }
   });
   EXPECT_EQ(hang.symptom.rfind("hang", 0), 0u) << hang.symptom;
+  limits.seconds = 20; // time to fill the memory limit on a busy machine
   const CaseResult memory = run([](const FuzzInput&) {
     std::vector<std::vector<char>> hog;
     for (;;)

@@ -199,10 +199,13 @@ uint64_t name_hash(const std::string& s) {
   return h;
 }
 
-// Case `index` of `t`: a seed as it is, or a mutant made with the case's own generator.
-FuzzInput make_case(const Target& t, int64_t index) {
+// Case `index` of `t`: a seed or a corpus input as it is, or a mutant of a seed made with the
+// case's own generator.
+FuzzInput make_case(const Target& t, const std::vector<FuzzInput>& kept, int64_t index) {
   if (index < static_cast<int64_t>(t.seeds.size()))
     return t.seeds[static_cast<size_t>(index)];
+  if (index < static_cast<int64_t>(t.seeds.size() + kept.size()))
+    return kept[static_cast<size_t>(index) - t.seeds.size()];
   std::mt19937_64 rng(name_hash(t.name) ^ (static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull));
   const FuzzInput& seed = t.seeds[rng() % t.seeds.size()];
   FuzzInput in{seed.bytes, "mutant of " + seed.origin};
@@ -280,9 +283,9 @@ CaseResult run_isolated(const std::function<void(const FuzzInput&)>& body, const
   return r;
 }
 
-std::vector<FuzzInput> corpus(const std::string& target) {
+std::vector<FuzzInput> input_files(const std::string& folder) {
   std::vector<FuzzInput> out;
-  const fs::path dir = fs::path(BRICKDL_SOURCE_DIR) / "tests/fuzz/corpus" / target;
+  const fs::path dir = fs::path(BRICKDL_SOURCE_DIR) / "tests/fuzz" / folder;
   if (!fs::is_directory(dir))
     return out;
   std::vector<fs::path> files;
@@ -294,7 +297,7 @@ std::vector<FuzzInput> corpus(const std::string& target) {
     std::ifstream in(f, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    out.push_back({ss.str(), "corpus/" + target + "/" + f.filename().string()});
+    out.push_back({ss.str(), folder + "/" + f.filename().string()});
   }
   return out;
 }
@@ -310,13 +313,15 @@ void run_target(const Target& target) {
     mutants /= 4;
   }
   mutants = env_int("BRICKDL_FUZZ_CASES", mutants);
-  const int64_t total = static_cast<int64_t>(target.seeds.size()) + mutants;
+  const std::vector<FuzzInput> kept = input_files("corpus/" + target.name);
+  const int64_t total = static_cast<int64_t>(target.seeds.size() + kept.size()) + mutants;
   const int64_t only = env_int("BRICKDL_FUZZ_CASE", -1);
+  const bool verbose = env_int("BRICKDL_FUZZ_VERBOSE", 0) != 0; // every failure, not the first
   const auto start = std::chrono::steady_clock::now();
   Tally tally;
   int printed = 0;
   for (int64_t i = only >= 0 ? only : 0; i < (only >= 0 ? only + 1 : total); ++i) {
-    const FuzzInput input = make_case(target, i);
+    const FuzzInput input = make_case(target, kept, i);
     if (only >= 0)
       if (const char* dump = std::getenv("BRICKDL_FUZZ_DUMP"); dump && *dump) {
         std::ofstream(dump, std::ios::binary) << input.bytes;
@@ -336,7 +341,7 @@ void run_target(const Target& target) {
     const KnownFailure* k = known(target.name, r.symptom);
     ++(k ? tally.known_failures : tally.new_failures);
     ++tally.symptoms[(k ? "[known] " : "[NEW] ") + kind_of(r.symptom)];
-    if (only >= 0 || (!k && printed < 20) || (k && printed < 3)) {
+    if (only >= 0 || verbose || (!k && printed < 20) || (k && printed < 3)) {
       ++printed;
       std::cout << fmt::format(
           "fuzz {}: case {} ({}) FAILED{}: {}\n  rerun alone: {}\n", target.name, i, input.origin,
@@ -346,10 +351,12 @@ void run_target(const Target& target) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("fuzz {}: {} cases ({} seeds and corpus, {} mutants): {} success, {} "
-                           "user error, {} failure ({} known, {} new) in {:.1f} s\n",
-                           target.name, tally.cases, target.seeds.size(),
-                           tally.cases - std::min<int64_t>(tally.cases, target.seeds.size()),
+  std::cout << fmt::format("fuzz {}: {} cases ({}): {} success, {} user error, {} failure ({} "
+                           "known, {} new) in {:.1f} s\n",
+                           target.name, tally.cases,
+                           only >= 0 ? "case " + std::to_string(only)
+                                     : fmt::format("{} seeds, {} corpus, {} mutants",
+                                                   target.seeds.size(), kept.size(), mutants),
                            tally.success, tally.user_error,
                            tally.known_failures + tally.new_failures, tally.known_failures,
                            tally.new_failures, seconds);

@@ -1,9 +1,11 @@
 #pragma once
 // Deterministic, seeded fuzzing inside the test suite (tests/fuzz/fuzz_test.cpp).
 //
-//   seeds (files, inputs made at start) + corpus (tests/fuzz/corpus/<target>/)
-//        │  case i < #seeds: seed i as it is; case i >= #seeds: a mutant of a seed, every
-//        │  choice drawn from a generator seeded with (target, i) — case i is always the same
+//   seeds (tests/fuzz/seeds/<target>/, experiments/, inputs made at start) and the corpus
+//   (tests/fuzz/corpus/<target>/: inputs that once failed, replayed as they are)
+//        │  the first cases: every seed, then every corpus input, as they are; then mutants of
+//        │  the seeds, every choice drawn from a generator seeded with (target, case number),
+//        │  so case i is always the same input
 //        ▼
 //   run_isolated(): fork; the child limits its address space (RLIMIT_AS) and time (a timer
 //   signal), runs the target's body on the input — the same library calls the tools make —
@@ -18,6 +20,7 @@
 //     BRICKDL_FUZZ_CASE=N     run only case N of each selected target
 //     BRICKDL_FUZZ_DUMP=FILE  write that case's input to FILE (to give it to the tools)
 //     BRICKDL_FUZZ_CASES=M    mutants per target (default: the target's own count)
+//     BRICKDL_FUZZ_VERBOSE=1  print every failure (default: the first 20 new, 3 known)
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -55,19 +58,20 @@ CaseResult run_isolated(const std::function<void(const FuzzInput&)>& body, const
 
 // A target: its seeds, how to mutate one (with the case's generator), and what to run.
 struct Target {
-  std::string name;   // also the corpus folder tests/fuzz/corpus/<name>/
-  std::string suffix; // file suffix of its inputs (".yaml", ".npy", ...)
-  std::vector<FuzzInput> seeds;
+  std::string name;             // also the folders tests/fuzz/seeds/<name>/ and corpus/<name>/
+  std::string suffix;           // file suffix of its inputs (".yaml", ".npy", ...)
+  std::vector<FuzzInput> seeds; // mutated; never empty
   std::function<std::string(const std::string&, std::mt19937_64&)> mutate;
   std::function<void(const FuzzInput&)> body;
   int mutants = 500;
   Limits limits;
 };
 
-// The inputs of tests/fuzz/corpus/<target>/, sorted by name.
-std::vector<FuzzInput> corpus(const std::string& target);
+// The files of tests/fuzz/<folder>/ (e.g. "seeds/npy"), sorted by name.
+std::vector<FuzzInput> input_files(const std::string& folder);
 
-// Runs every case of `target` (or the one BRICKDL_FUZZ_CASE names), prints the tally and each
+// Runs every case of `target` (seeds, tests/fuzz/corpus/<name>/, mutants; or the one
+// BRICKDL_FUZZ_CASE names), prints the tally and each
 // failure with the case number and the command that reruns it; adds a gtest failure for every
 // failure not listed in known_failures.h.
 void run_target(const Target& target);

@@ -23,7 +23,7 @@ namespace brickdl::fuzz {
 // A file in the scratch folder named after this process (a child's own), holding `bytes`.
 std::string write_case_file(const std::string& bytes, const std::string& suffix);
 // Tunes `exp` model-only (brickdl-tune --backend none) into the database `db_path` and writes
-// its outputs, as the tool does.
+// its outputs, as the tool does; the database's clock gives fixed times.
 void tune_model_only(ExperimentConfig exp, const std::string& db_path);
 // Whether executing `fused` on the CPU is cheap enough for a fuzz case.
 bool small_enough_to_run(const Graph& fused);

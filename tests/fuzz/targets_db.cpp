@@ -15,9 +15,6 @@
 #include "core/store/print.h"
 #include "core/store/queries.h"
 #include "core/store/tuning_db.h"
-#include "search/driver.h"
-#include "search/measurers.h"
-#include "search/predictor.h"
 #include "tests/fuzz/mutate.h"
 #include "tests/fuzz/targets.h"
 
@@ -26,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A tiny experiment: its CPU measurements fill the seed database in well under a second.
+// A tiny experiment (the seeds' runs).
 constexpr const char* kExperiment = R"(name: fuzz_db
 model: {zoo: conv_chain, depth: 2, channels: 2, kernel: 3, image: 8, dims: 2}
 batch: 1
@@ -50,22 +47,6 @@ void remove_db(const std::string& path) {
 // The clean seed database (the parent writes it before any case runs; merged into mutants).
 std::string clean_seed_path() {
   return scratch_dir() + "/db-seed.db";
-}
-
-void tune_measured(const std::string& db_path) {
-  ExperimentConfig exp = parse_experiment(kExperiment, "fuzz_db.yaml");
-  exp.database = db_path;
-  const auto predictor = search::make_model_predictor(exp.gpu);
-  const auto measurer = search::make_measurer("cpu", exp.measurement, search::Logger());
-  TuningDb db(db_path);
-  int tick = 0;
-  db.set_clock([&tick] { return fmt::format("2026-01-01T00:00:{:02}.000Z", tick++ % 60); });
-  search::TuneContext ctx;
-  ctx.experiment = exp;
-  ctx.predictor = predictor.get();
-  ctx.measurer = measurer.get();
-  ctx.db = &db;
-  search::tune(ctx);
 }
 
 // One change through SQLite itself: a cell set to an extreme or wrong-typed value, a row
@@ -99,7 +80,8 @@ bool mutate_sql(const std::string& path, std::mt19937_64& rng) {
                                              "X'00ff'",
                                              "'nan'",
                                              "2147483648",
-                                             "randomblob(100000)",
+                                             "zeroblob(100000)",
+                                             "printf('%.100000c', 'x')",
                                              "'running'",
                                              "'padded'"};
     switch (rng() % 6) {
@@ -209,16 +191,20 @@ void read_queries(const std::string& path) {
 } // namespace
 
 std::vector<FuzzInput> db_seeds() {
-  const std::string path = clean_seed_path();
+  // seeds/tuning_db/cpu_and_model_runs.sqlite (a CPU-measured and a model-only run of kExperiment,
+  // schema version 2) is the clean database merged into every mutant.
+  const std::string clean = read_file(std::string(BRICKDL_SOURCE_DIR) +
+                                      "/tests/fuzz/seeds/tuning_db/cpu_and_model_runs.sqlite");
+  std::ofstream(clean_seed_path(), std::ios::binary | std::ios::trunc) << clean;
+  // A model-only run written by this build (the current schema).
+  const std::string path = scratch_dir() + "/db-model-only.db";
   remove_db(path);
-  tune_measured(path);
-  ExperimentConfig exp = parse_experiment(kExperiment, "fuzz_db.yaml");
-  tune_model_only(exp, path); // a second run, model only
+  tune_model_only(parse_experiment(kExperiment, "fuzz_db.yaml"), path);
   sqlite3* db = nullptr;
   sqlite3_open(path.c_str(), &db);
   sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", nullptr, nullptr, nullptr);
   sqlite3_close(db);
-  return {{read_file(path), "a database with a CPU-measured run and a model-only run"}};
+  return {{read_file(path), "a database with a model-only run"}};
 }
 
 std::string mutate_db(const std::string& in, std::mt19937_64& rng) {

@@ -191,7 +191,7 @@ void mutate_model(onnx::ModelProto& m, std::mt19937_64& rng) {
 
 std::vector<FuzzInput> onnx_seeds() {
   std::vector<FuzzInput> seeds;
-  const fs::path graphs = fs::path(BRICKDL_SOURCE_DIR) / "tests/fuzz/corpus/yaml_graph";
+  const fs::path graphs = fs::path(BRICKDL_SOURCE_DIR) / "tests/fuzz/seeds/yaml_graph";
   for (const char* name : {"residual_2d", "chain_3d", "branches_2d"}) {
     const Graph g = load_yaml_graph((graphs / (std::string(name) + ".yaml")).string());
     const std::string path = scratch_dir() + "/seed-" + name + ".onnx";

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "core/describe.h"
 #include "core/error.h"
 #include "core/gpu_spec.h"
@@ -40,7 +42,7 @@ std::string case_stem() {
 // The graph plan_json's plans are for: the yaml_graph seed residual_2d, fused.
 const Graph& plan_graph() {
   static const Graph g = fuse_for_inference(load_yaml_graph(
-      std::string(BRICKDL_SOURCE_DIR) + "/tests/fuzz/corpus/yaml_graph/residual_2d.yaml"));
+      std::string(BRICKDL_SOURCE_DIR) + "/tests/fuzz/seeds/yaml_graph/residual_2d.yaml"));
   return g;
 }
 
@@ -82,6 +84,8 @@ void tune_model_only(ExperimentConfig exp, const std::string& db_path) {
   search::check_experiment(exp);
   const auto predictor = search::make_model_predictor(exp.gpu);
   TuningDb db(db_path);
+  int tick = 0; // fixed times: the same input makes the same database
+  db.set_clock([&tick] { return fmt::format("2027-01-01T00:00:{:02}.000Z", tick++ % 60); });
   search::TuneContext ctx;
   ctx.experiment = exp;
   ctx.predictor = predictor.get();
@@ -146,7 +150,7 @@ std::vector<FuzzInput> plan_seeds() {
   for (const auto& [name, strategies] : variants) {
     const std::string db = scratch_dir() + "/plan-seed-" + name + ".db";
     Graph unfused = load_yaml_graph(std::string(BRICKDL_SOURCE_DIR) +
-                                    "/tests/fuzz/corpus/yaml_graph/residual_2d.yaml");
+                                    "/tests/fuzz/seeds/yaml_graph/residual_2d.yaml");
     tune_model_only(graph_experiment(unfused, strategies), db);
     const std::string text = read_file(db + ".out/plan.json");
     seeds.push_back({text, std::string("plan.json of residual_2d, ") + name});
