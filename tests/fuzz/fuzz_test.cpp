@@ -121,7 +121,7 @@ TEST(Fuzz, tuning_db) {
   t.seeds = with_seed_files(db_seeds(), t.name);
   t.mutate = mutate_db;
   t.body = db_body;
-  t.mutants = 200;
+  t.mutants = 150;
   t.limits.seconds = 5;
   run_target(t);
 }

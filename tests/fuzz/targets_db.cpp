@@ -49,66 +49,69 @@ std::string clean_seed_path() {
   return scratch_dir() + "/db-seed.db";
 }
 
-// One change through SQLite itself: a cell set to an extreme or wrong-typed value, a row
-// deleted, a table dropped; constraints and foreign keys not enforced, as a foreign writer
-// would not. Returns false when SQLite refused (the caller mutates bytes instead).
+// The first column of every row `sql` returns, as text.
+std::vector<std::string> column_of(sqlite3* db, const std::string& sql) {
+  std::vector<std::string> out;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
+    while (sqlite3_step(st) == SQLITE_ROW)
+      if (const unsigned char* v = sqlite3_column_text(st, 0))
+        out.emplace_back(reinterpret_cast<const char*>(v));
+  sqlite3_finalize(st);
+  return out;
+}
+
+// The SQL of one change to table `t`: a row deleted, the table dropped, or cells of a random
+// column set to an extreme or wrong-typed value.
+std::string damage_sql(sqlite3* db, const std::string& t, std::mt19937_64& rng) {
+  const std::vector<std::string> values = {"NULL",
+                                           "-1",
+                                           "0",
+                                           "9223372036854775807",
+                                           "-9223372036854775808",
+                                           "1e308",
+                                           "'x'",
+                                           "''",
+                                           "X'00ff'",
+                                           "'nan'",
+                                           "2147483648",
+                                           "zeroblob(100000)",
+                                           "printf('%.100000c', 'x')",
+                                           "'running'",
+                                           "'padded'"};
+  switch (rng() % 6) {
+  case 0:
+    return fmt::format("DELETE FROM \"{}\" WHERE rowid IN (SELECT rowid FROM \"{}\" ORDER BY "
+                       "rowid LIMIT 1 OFFSET {});",
+                       t, t, rng() % 4);
+  case 1: return fmt::format("DROP TABLE \"{}\";", t);
+  default: {
+    const std::vector<std::string> cols =
+        column_of(db, "SELECT name FROM pragma_table_info('" + t + "')");
+    if (cols.empty())
+      return "";
+    return fmt::format("UPDATE \"{}\" SET \"{}\" = {} WHERE rowid IN (SELECT rowid FROM \"{}\" "
+                       "ORDER BY rowid LIMIT {} OFFSET {});",
+                       t, cols[rng() % cols.size()], values[rng() % values.size()], t,
+                       1 + rng() % 3, rng() % 3);
+  }
+  }
+}
+
+// One change through SQLite itself (damage_sql), with constraints and foreign keys not
+// enforced, as a foreign writer would not. Returns false when SQLite refused (the caller
+// mutates bytes instead).
 bool mutate_sql(const std::string& path, std::mt19937_64& rng) {
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
     sqlite3_close(db);
     return false;
   }
-  std::vector<std::string> tables;
-  sqlite3_exec(
-      db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
-      [](void* out, int, char** v, char**) {
-        static_cast<std::vector<std::string>*>(out)->push_back(v[0] ? v[0] : "");
-        return 0;
-      },
-      &tables, nullptr);
+  const std::vector<std::string> tables =
+      column_of(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
   std::string sql = "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; ";
-  if (!tables.empty()) {
-    const std::string& t = tables[rng() % tables.size()];
-    const std::vector<std::string> values = {"NULL",
-                                             "-1",
-                                             "0",
-                                             "9223372036854775807",
-                                             "-9223372036854775808",
-                                             "1e308",
-                                             "'x'",
-                                             "''",
-                                             "X'00ff'",
-                                             "'nan'",
-                                             "2147483648",
-                                             "zeroblob(100000)",
-                                             "printf('%.100000c', 'x')",
-                                             "'running'",
-                                             "'padded'"};
-    switch (rng() % 6) {
-    case 0:
-      sql += fmt::format("DELETE FROM \"{}\" WHERE rowid IN (SELECT rowid FROM \"{}\" ORDER BY "
-                         "rowid LIMIT 1 OFFSET {});",
-                         t, t, rng() % 4);
-      break;
-    case 1: sql += fmt::format("DROP TABLE \"{}\";", t); break;
-    default: {
-      // A random column: by position in the table's info.
-      sqlite3_stmt* st = nullptr;
-      std::vector<std::string> cols;
-      if (sqlite3_prepare_v2(db, ("SELECT name FROM pragma_table_info('" + t + "')").c_str(), -1,
-                             &st, nullptr) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW)
-          cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-      sqlite3_finalize(st);
-      if (cols.empty())
-        break;
-      sql += fmt::format("UPDATE \"{}\" SET \"{}\" = {} WHERE rowid IN (SELECT rowid FROM \"{}\" "
-                         "ORDER BY rowid LIMIT {} OFFSET {});",
-                         t, cols[rng() % cols.size()], values[rng() % values.size()], t,
-                         1 + rng() % 3, rng() % 3);
-    }
-    }
-  }
+  if (!tables.empty())
+    sql += damage_sql(db, tables[rng() % tables.size()], rng);
   const bool ok =
       sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK &&
       sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", nullptr, nullptr, nullptr) == SQLITE_OK;
