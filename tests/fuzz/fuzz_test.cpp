@@ -27,13 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<FuzzInput> with_seed_files(std::vector<FuzzInput> seeds, const std::string& target) {
   for (FuzzInput& c : input_files("seeds/" + target))
     seeds.push_back(std::move(c));

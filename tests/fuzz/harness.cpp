@@ -293,13 +293,16 @@ std::vector<FuzzInput> input_files(const std::string& folder) {
     if (e.is_regular_file() && e.path().filename().string()[0] != '.')
       files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const fs::path& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out.push_back({ss.str(), folder + "/" + f.filename().string()});
-  }
+  for (const fs::path& f : files)
+    out.push_back({read_file(f.string()), folder + "/" + f.filename().string()});
   return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 // Long on purpose: the loop, the one-case mode and the report read best in one place.

@@ -67,6 +67,9 @@ struct Target {
   Limits limits;
 };
 
+// The bytes of the file at `path` ("" when it cannot be read).
+std::string read_file(const std::string& path);
+
 // The files of tests/fuzz/<folder>/ (e.g. "seeds/npy"), sorted by name.
 std::vector<FuzzInput> input_files(const std::string& folder);
 

@@ -32,13 +32,6 @@ search: {brick_sizes: [4], max_group_len: 2}
 measurement: {backend: cpu, warmup: 0, repetitions: 2, top_k: 2, cpu_threads: 1}
 )";
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void remove_db(const std::string& path) {
   for (const char* s : {"", "-wal", "-shm", "-journal"})
     fs::remove(path + s);

@@ -28,13 +28,6 @@ namespace fs = std::filesystem;
 
 constexpr int kTuneLayers = 40; // larger graphs are described, not tuned, in a case
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string case_stem() {
   return scratch_dir() + "/case-" + std::to_string(getpid());
 }
