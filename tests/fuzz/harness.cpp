@@ -176,6 +176,12 @@ std::string symptom_of(int status, Killed killed, const std::string& message,
   if (code == kChildMemory)
     return fmt::format("memory: over {} MiB address space ({})", limits.memory_bytes >> 20,
                        message);
+  const std::string report = tail_of(stderr_path, size_t{1} << 16);
+  // A sanitizer's allocator refuses what RLIMIT_AS refuses in a plain build: the same symptom.
+  for (const char* oom :
+       {"AddressSanitizer: out-of-memory", "allocation-size-too-big", "requested allocation size"})
+    if (report.find(oom) != std::string::npos)
+      return fmt::format("memory: the sanitizer's allocator refused ({})", oom);
   return fmt::format("exit {} {}", code, tail_of(stderr_path));
 }
 
