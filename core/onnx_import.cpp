@@ -218,6 +218,19 @@ private:
     return in.name();
   }
 
+  // The runtime input's extents within what brickdl computes with: the batch as the tools'
+  // --batch takes it, every other extent below 2^30 (the model's and executors' index range).
+  void check_input_extents(const std::string& name, const std::vector<int64_t>& d) const {
+    constexpr int64_t kMaxBatch = int64_t{1} << 20, kMaxExtent = (int64_t{1} << 30) - 1;
+    for (size_t i = 0; i < d.size(); ++i) {
+      const bool batch = i == 0 && d.size() > 1;
+      const int64_t most = batch ? kMaxBatch : kMaxExtent;
+      if (d[i] > most)
+        fail(fmt::format("input '{}' has {} {} on axis {}; brickdl takes at most {}", name,
+                         batch ? "a batch of" : "an extent of", d[i], i, most));
+    }
+  }
+
   // The runtime input's dims: the file's, with the options' batch and size; each known.
   std::vector<int64_t> input_dims(const onnx::ValueInfoProto& in) const {
     const auto& dims = in.type().tensor_type().shape().dim();
@@ -260,6 +273,7 @@ private:
                        : fixed ? "it cannot be overridden"
                                : "`input_size`"));
     }
+    check_input_extents(in.name(), d);
     return d;
   }
 
