@@ -107,7 +107,7 @@ void run_best(TuningDb& db, const Args& a) {
   filter.batch = a.batch;
   const auto rows = query::best(db, filter);
   if (a.json) {
-    std::cout << query::best_json(rows).dump(2) << "\n";
+    std::cout << query::json_text(query::best_json(rows)) << "\n";
   } else {
     query::print_best(rows, std::cout);
   }

@@ -34,6 +34,7 @@
 #include "core/detail/onnx_proto.h"
 #include "core/error.h"
 #include "core/graph_builder.h"
+#include "core/limits.h"
 #include "core/onnx.h"
 
 namespace brickdl {
@@ -218,16 +219,18 @@ private:
     return in.name();
   }
 
-  // The runtime input's extents within what brickdl computes with: the batch as the tools'
-  // --batch takes it, every other extent below 2^30 (the model's and executors' index range).
+  // The runtime input's extents within core/limits.h, checked on the ONNX dims before they
+  // become a TensorShape (whose int fields would wrap 2^31 and more): the same limits and
+  // words as the graph builder's check.
   void check_input_extents(const std::string& name, const std::vector<int64_t>& d) const {
-    constexpr int64_t kMaxBatch = int64_t{1} << 20, kMaxExtent = (int64_t{1} << 30) - 1;
-    for (size_t i = 0; i < d.size(); ++i) {
-      const bool batch = i == 0 && d.size() > 1;
-      const int64_t most = batch ? kMaxBatch : kMaxExtent;
-      if (d[i] > most)
-        fail(fmt::format("input '{}' has {} {} on axis {}; brickdl takes at most {}", name,
-                         batch ? "a batch of" : "an extent of", d[i], i, most));
+    const int rank = static_cast<int>(d.size());
+    for (int i = 0; i < rank; ++i) {
+      const SizeLimit& limit = rank > 1 && i == 0                     ? kMaxBatch
+                               : i == channel_axis(rank) && rank <= 2 ? kMaxFeatures
+                               : i == channel_axis(rank)              ? kMaxChannels
+                                                                      : kMaxExtent;
+      if (d[i] > limit.max)
+        fail(fmt::format("input '{}' has {} on axis {}; {}", name, d[i], i, limit_text(limit)));
     }
   }
 

@@ -271,6 +271,19 @@ struct Prepared {
   std::unique_ptr<Measurer> measurer;
 };
 
+// `backend: auto` on a worker without a GPU: a plain run plans such an experiment from the
+// model and only validates it on the CPU (search::make_measuring), since CPU times must not
+// re-plan a GPU target; a worker rank cannot do that, so it is refused with what would work.
+void refuse_auto_without_gpu(const std::string& backend) {
+  std::string why_not;
+  if (backend != "auto" || search::resolve_backend("auto", &why_not) == "cuda")
+    return;
+  throw UserError("backend 'auto' found no GPU on this worker (" + why_not +
+                  "); CPU times never re-plan a GPU target: set measurement.backend to 'cpu' to "
+                  "tune for this CPU, or run brickdl-tune without mpirun to plan from the model "
+                  "and validate the plan on the CPU");
+}
+
 Hello prepare_here(Session& session, const ExperimentLoader& load, int index, Prepared& p) {
   Hello h;
   h.rank = session.rank();
@@ -287,6 +300,7 @@ Hello prepare_here(Session& session, const ExperimentLoader& load, int index, Pr
     // its own GPU (one visible), that one. Two workers on one GPU: rank 0 refuses the second.
     const int gpus = cuda::cuda_device_count();
     config.device = gpus > 0 ? session.local_worker_index() % gpus : 0;
+    refuse_auto_without_gpu(config.backend);
     p.measurer = search::make_measurer(config.backend, config, search::Logger());
     if (!p.measurer)
       throw UserError("backend '" + config.backend + "' measures nothing");

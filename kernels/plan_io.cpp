@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -43,9 +44,13 @@ int layer_ref(const json& v, const std::string& file, const std::string& key, co
   return id;
 }
 
+// An integer in [min, INT_MAX]: 2^31 is refused, not read as -2147483648.
 int positive(const json& v, const std::string& file, const std::string& key, int min) {
-  if (!v.is_number_integer() || v.get<int64_t>() < min)
-    fail(file, key, "expected an integer >= " + std::to_string(min) + ", got " + v.dump());
+  if (!v.is_number_integer() || v.get<int64_t>() < min ||
+      v.get<int64_t>() > std::numeric_limits<int>::max())
+    fail(file, key,
+         "expected an integer from " + std::to_string(min) + " to " +
+             std::to_string(std::numeric_limits<int>::max()) + ", got " + v.dump());
   return v.get<int>();
 }
 
@@ -91,7 +96,10 @@ Group parse_layers(const json& e, const std::string& file, const std::string& at
 }
 
 // "brick": [d, h, w], [h, w] or {d, h, w, cb, nb}; sets the extents (and cb, nb) of `brick`.
-void parse_brick(const json& b, const std::string& file, const std::string& bk, BrickShape& brick) {
+void parse_brick(const json& b, const std::string& file, const std::string& bk, bool three_d,
+                 BrickShape& brick) {
+  if (b.is_array() && b.size() == 2 && three_d)
+    fail(file, bk, "a 3-D model needs a brick [d, h, w], got [h, w]");
   if (b.is_array() && (b.size() == 3 || b.size() == 2)) {
     const size_t h = b.size() - 2; // index of h
     brick.d = b.size() == 3 ? positive(b[0], file, bk + "[0]", 1) : 1;
@@ -126,18 +134,19 @@ Candidate parse_entry(const json& e, const std::string& file, const std::string&
     fail(file, at + ".strategy", "expected one of: layerwise, padded, memoized");
   const bool three_d = g.layer(c.group.last).out.spatial_rank == 3;
   if (e.contains("brick")) {
-    parse_brick(e.at("brick"), file, at + ".brick", c.brick);
+    parse_brick(e.at("brick"), file, at + ".brick", three_d, c.brick);
   } else if (c.strategy != Strategy::kLayerwise) {
     fail(file, at + ".brick",
          std::string("missing key 'brick' for strategy ") + strategy_name(c.strategy) + " (e.g. " +
              (three_d ? "[8, 8, 8]" : "[8, 8]") + ")");
   }
-  if (!three_d && c.brick.d != 1)
-    fail(file, at + ".brick", "a 2-D group's brick has depth 1");
   if (e.contains("cb"))
     c.brick.cb = positive(e.at("cb"), file, at + ".cb", 0);
   if (e.contains("nb"))
     c.brick.nb = batch_block(e.at("nb"), file, at + ".nb");
+  const std::string brick_bad = brick_problem(c.brick, three_d ? 3 : 2); // core/candidate.h
+  if (!brick_bad.empty())
+    fail(file, at + ".brick", brick_bad);
   if (e.contains("threads"))
     c.threads = positive(e.at("threads"), file, at + ".threads", 1);
   return c;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/git_revision.h"
 #include "core/store/heartbeat.h"
 #include "search/evaluation.h"
 #include "search/measurers.h"
@@ -598,7 +599,7 @@ RunInfo run_info(const ExperimentConfig& exp, const TuneReport& rep) {
   info.gpu_spec = rep.gpu_spec;
   info.target_fingerprint = rep.target;
   info.backend = rep.backend;
-  info.git_revision = BRICKDL_GIT_REVISION;
+  info.git_revision = brickdl::git_revision();
   return info;
 }
 

@@ -172,9 +172,44 @@ std::vector<YamlValue> YamlValue::items(const std::string& what) const {
   return out;
 }
 
+namespace {
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
+// U+10FFFF). Strings from experiment files end up in JSON (run configs, reports), which holds
+// UTF-8 only; a file in Latin-1 or a stray byte gives other bytes.
+bool is_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80             ? 0
+                  : (c & 0xE0) == 0xC0 ? 1
+                  : (c & 0xF0) == 0xE0 ? 2
+                  : (c & 0xF8) == 0xF0 ? 3
+                                       : -1;
+    if (n < 0 || i + n >= s.size())
+      return false;
+    uint32_t cp = n == 0 ? c : c & (0x3F >> n);
+    for (int k = 1; k <= n; ++k) {
+      const auto t = static_cast<unsigned char>(s[i + k]);
+      if ((t & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (t & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+} // namespace
+
 std::string YamlValue::as_string() const {
   if (!present() || !node_.IsScalar())
     fail("expected a string, got " + describe());
+  if (!is_utf8(node_.Scalar()))
+    fail("expected UTF-8 text, got bytes that are not UTF-8 (a file saved in another encoding?)");
   return node_.Scalar();
 }
 

@@ -52,6 +52,10 @@ std::string group_text(const GroupRef& g) {
 
 // ---- best ------------------------------------------------------------------------------
 
+std::string json_text(const Json& json, int indent) {
+  return json.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 void print_best(const std::vector<BestRow>& rows, std::ostream& os) {
   if (rows.empty()) {
     os << "no groups match (brickdl-query runs lists what the database holds)\n";
@@ -372,7 +376,7 @@ void print_export_json(const ExportTable& table, std::ostream& os) {
     row["samples_ms"] = r.samples_ms;
     out.push_back(std::move(row));
   }
-  os << out.dump(2) << "\n";
+  os << json_text(out) << "\n";
 }
 
 } // namespace

@@ -14,6 +14,9 @@ namespace brickdl::query {
 
 void print_best(const std::vector<BestRow>& rows, std::ostream& os);
 nlohmann::ordered_json best_json(const std::vector<BestRow>& rows);
+// `json` as text (indented by `indent`; -1: one line). Text from a damaged or foreign file may
+// be no UTF-8: such bytes come out as U+FFFD instead of an exception.
+std::string json_text(const nlohmann::ordered_json& json, int indent = 2);
 
 // One line per run: id, experiment, model, batch, precision, target, status, times, #meas.
 // `db_path` names the database when it has no runs.

@@ -27,8 +27,9 @@ namespace {
 CandidateRef read_candidate(const Statement& st, int first_col) {
   CandidateRef c;
   c.id = st.int64(first_col);
-  BRICKDL_CHECK(parse_strategy(st.text(first_col + 1), &c.strategy),
-                "bad strategy '" << st.text(first_col + 1) << "'");
+  if (!parse_strategy(st.text(first_col + 1), &c.strategy))
+    st.damaged_row("candidate " + std::to_string(c.id) + " has strategy '" +
+                   st.text(first_col + 1) + "'");
   c.brick.d = static_cast<int>(st.int64(first_col + 2));
   c.brick.h = static_cast<int>(st.int64(first_col + 3));
   c.brick.w = static_cast<int>(st.int64(first_col + 4));

@@ -263,7 +263,7 @@ void TuningDb::open_read_only(int version) {
   }
   if (version < kStoreSchemaVersion) {
     // Read the old file as it is: migrate a private in-memory copy.
-    sqlite3* mem = store::detail::migrated_copy(db_, version);
+    sqlite3* mem = store::detail::migrated_copy(db_, version, path_);
     sqlite3_close(db_);
     db_ = mem;
   }
@@ -303,7 +303,7 @@ void TuningDb::open_read_write() {
     if (locked_version < 0) {
       store::detail::create_schema(db_);
     } else if (locked_version < kStoreSchemaVersion) {
-      store::detail::migrate(db_, locked_version);
+      store::detail::migrate(db_, locked_version, path_);
     }
     store::detail::verify_schema(db_, path_);
     tx.commit();
@@ -613,7 +613,9 @@ StoredMeasurement TuningDb::read_measurement(const Statement& st) {
   m.id = st.int64(0);
   m.run_id = st.int64(1);
   MeasureResult& r = m.result;
-  BRICKDL_CHECK(parse_measure_status(st.text(2), &r.status), "bad status " << st.text(2));
+  if (!parse_measure_status(st.text(2), &r.status))
+    st.damaged_row("measurement " + std::to_string(st.int64(0)) + " has status '" + st.text(2) +
+                   "'");
   r.error = st.text(3);
   r.median_ms = st.optional_real(4).value_or(0);
   r.min_ms = st.optional_real(5).value_or(0);

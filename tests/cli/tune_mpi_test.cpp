@@ -341,4 +341,28 @@ TEST_F(TuneMpi, WorkerOfAnotherTargetIsRefusedOrTunesItsOwn) {
   EXPECT_TRUE(subfolder) << "the second target's outputs go to a subfolder";
 }
 
+TEST_F(TuneMpi, AutoWithoutAGpuOnTheWorkersIsRefusedWithWhatWouldWork) {
+  // A plain run validates such an experiment instead of timing it (CPU times never re-plan a
+  // GPU target); worker ranks cannot, so the job stops with exit 2 and says what would work.
+  const std::string cpu_yaml = experiment("auto", "dp", 8, 1);
+  std::ifstream in(cpu_yaml);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("backend: cpu");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "backend: auto");
+  const std::string yaml = (dir_ / "auto_backend.yaml").string();
+  std::ofstream(yaml) << text;
+  const std::string db = (dir_ / "auto.db").string();
+  const std::vector<std::string> argv{
+      "--oversubscribe", "-np", "3",    "-x", "CUDA_VISIBLE_DEVICES=-1",
+      BRICKDL_TUNE_BIN,  yaml,  "--db", db,   "--quiet"};
+  EXPECT_EQ(run_to_end(argv, "auto", 0), 2) << read("auto.err");
+  EXPECT_NE(read("auto.err").find("backend 'auto' found no GPU"), std::string::npos)
+      << read("auto.err");
+  EXPECT_NE(read("auto.err").find("set measurement.backend to 'cpu'"), std::string::npos)
+      << read("auto.err");
+  if (fs::exists(db)) // refused before or after the database was opened: nothing measured
+    EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM measurements"), 0);
+}
+
 } // namespace

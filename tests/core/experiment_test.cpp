@@ -146,6 +146,16 @@ ExperimentConfig full_experiment() {
   return parse_experiment(yaml, "exp.yaml");
 }
 
+// Strings end up in JSON (run configs, reports), which holds UTF-8 only: other bytes (a file in
+// Latin-1, a stray byte) are refused at their key, not met later as an internal error.
+TEST(Experiment, StringsMustBeUtf8) {
+  expect_error(kBase + "name: caf\xe9\n", 9, 7, "name", "expected UTF-8 text");
+  expect_error(kBase + "name: \xed\xa0\x80\n", 9, 7, "name", "expected UTF-8 text"); // surrogate
+  expect_error(kBase + "name: \xc0\xaf\n", 9, 7, "name", "expected UTF-8 text");     // overlong
+  EXPECT_EQ(parse_experiment(kBase + "name: caf\xc3\xa9-\xf0\x9f\x9a\x80\n", "e.yaml").name,
+            "caf\xc3\xa9-\xf0\x9f\x9a\x80");
+}
+
 TEST(Experiment, EveryTopLevelKey) {
   const ExperimentConfig e = full_experiment();
   EXPECT_EQ(e.name, "full");

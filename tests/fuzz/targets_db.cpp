@@ -174,7 +174,7 @@ void read_queries(const std::string& path) {
   query::print_runs(runs, db.path(), os);
   const auto best = query::best(db, {});
   query::print_best(best, os);
-  os << query::best_json(best).dump();
+  os << query::json_text(query::best_json(best), -1);
   for (size_t i = 0; i < runs.size() && i < 3; ++i)
     query::print_run(query::run_details(db, runs[i].id), os);
   if (runs.size() >= 2)

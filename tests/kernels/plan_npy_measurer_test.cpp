@@ -360,6 +360,34 @@ Graph decoder_step() {
   return fuse_for_inference(b.build());
 }
 
+// Issue 13, item 5: a plan's brick is checked against the model it is for: a [h, w] brick on
+// a 3-D model is refused (it was read as [1, h, w]), and an extent of 2^31 is refused at its key
+// (it was read as -2147483648).
+TEST(PlanJson, BrickRankAndRangeAreChecked) {
+  GraphBuilder b("v", TensorShape{1, 3, 8, 8, 8, 3});
+  const int x = b.relu(b.conv3d(b.input(), 3, 3, 1, 1));
+  b.relu(b.conv3d(x, 3, 3, 1, 1));
+  const Graph g = fuse_for_inference(b.build());
+  const auto error_of = [&](const std::string& brick) {
+    try {
+      parse_plan_json(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": )" + brick + "}]",
+                      "p.json", g);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("[4, 4]").find("a 3-D model needs a brick [d, h, w], got [h, w]"),
+            std::string::npos)
+      << error_of("[4, 4]");
+  const std::string big = error_of("[4, 4, 2147483648]");
+  EXPECT_NE(big.find("[0].brick[2]"), std::string::npos) << big;
+  EXPECT_NE(big.find("2147483647"), std::string::npos) << big;
+  EXPECT_EQ(big.find("-2147483648"), std::string::npos) << big;
+  EXPECT_NE(error_of("[4, 4, 65]").find("from 1 to"), std::string::npos) << error_of("[4, 4, 65]");
+  EXPECT_EQ(error_of("[4, 4, 4]"), "no error");
+}
+
 // A validation (search/plan_validation.h): repetitions 0 runs the candidate once, validates it
 // and keeps that run as the one sample.
 TEST(CpuMeasurer, RepetitionsZeroValidatesOnce) {

@@ -243,7 +243,7 @@ void verify_schema(sqlite3* db, const std::string& path) {
   }
 }
 
-void migrate(sqlite3* db, int from_version) {
+void migrate(sqlite3* db, int from_version, const std::string& path) {
   {
     // A step that rebuilds a table drops the old one, which fails with foreign keys on while
     // other tables refer to its rows. TuningDb enables them after migrating.
@@ -253,14 +253,23 @@ void migrate(sqlite3* db, int from_version) {
   for (int v = from_version; v < kStoreSchemaVersion; ++v) {
     const Migration& m = kMigrations[v];
     BRICKDL_CHECK(m.from_version == v, "migration list out of order at " << v);
-    exec_sql(db, m.sql, fmt::format("migrating from schema version {}: {}", v, m.what));
+    try {
+      exec_sql(db, m.sql, fmt::format("migrating from schema version {}: {}", v, m.what));
+    } catch (const InternalError& e) {
+      // The steps are tested on every released schema (tests/store): SQL that fails here
+      // (a table or column missing) means the file is not the version it says it is.
+      throw UserError(fmt::format("'{}' says it has schema version {}, but it does not have that "
+                                  "version's tables ({}); it is damaged or was not written by "
+                                  "brickdl: restore it from a copy",
+                                  path, from_version, e.what()));
+    }
   }
   Statement st(db, "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                "recording the schema version");
   st.bind_all(std::to_string(kStoreSchemaVersion)).run();
 }
 
-sqlite3* migrated_copy(sqlite3* db, int from_version) {
+sqlite3* migrated_copy(sqlite3* db, int from_version, const std::string& path) {
   sqlite3* mem = nullptr;
   const int rc = sqlite3_open(":memory:", &mem);
   try {
@@ -270,7 +279,7 @@ sqlite3* migrated_copy(sqlite3* db, int from_version) {
       throw_sqlite(mem, sqlite3_errcode(mem), "copying it to memory");
     sqlite3_backup_step(backup, -1); // its error, if any, is what finish returns
     check_sqlite(mem, sqlite3_backup_finish(backup), "copying it to memory");
-    migrate(mem, from_version);
+    migrate(mem, from_version, path);
   } catch (...) {
     sqlite3_close(mem);
     throw;

@@ -15,12 +15,13 @@ int classify(sqlite3* db, const std::string& path);
 // Creates the current schema with its meta rows (schema.sql) in an empty database.
 void create_schema(sqlite3* db);
 
-// Migrates a database of schema version `from_version` to the current one, in place.
-void migrate(sqlite3* db, int from_version);
+// Migrates a database of schema version `from_version` to the current one, in place. Throws
+// UserError naming `path` when the file lacks what that version has (damaged, or not brickdl's).
+void migrate(sqlite3* db, int from_version, const std::string& path);
 
 // A private in-memory copy of `db`, migrated from `from_version` to the current version: how a
 // read-only connection reads an older file without writing it. The caller closes the copy.
-sqlite3* migrated_copy(sqlite3* db, int from_version);
+sqlite3* migrated_copy(sqlite3* db, int from_version, const std::string& path);
 
 // Every table and column the current schema has must be there (extra ones are tolerated).
 // Throws UserError naming `path` otherwise.

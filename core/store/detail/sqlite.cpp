@@ -79,6 +79,12 @@ std::string sqlite_error_text(sqlite3* db, int rc) {
   }
 }
 
+void Statement::damaged_row(const std::string& what) const {
+  throw UserError(database_name(db_) + " is damaged: " + what +
+                  ", which brickdl never writes; restore it from a copy, or leave the damaged "
+                  "rows out of a new database (brickdl-query export)");
+}
+
 void check_sqlite(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE)
     return;

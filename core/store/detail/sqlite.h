@@ -100,6 +100,9 @@ public:
   std::string text(int col) const; // "" for NULL
   std::optional<double> optional_real(int col) const;
   std::optional<int64_t> optional_int64(int col) const;
+  // Throws UserError naming the database: the current row holds `what`, a value brickdl never
+  // writes (a damaged file, or one another program wrote), e.g. "candidate 7 has strategy '1'".
+  [[noreturn]] void damaged_row(const std::string& what) const;
 
 private:
   sqlite3* db_;
