@@ -1,9 +1,8 @@
 #pragma once
-// Fuzz failures that other branches of issue 13 are fixing, listed in ONE place so that they
-// do not fail the fuzz test until those branches merge. A failure of target `target` whose
-// symptom contains `symptom` is counted and printed as known instead of failing the test.
-// Empty this list as the fixes merge (each entry names the issue item and the branch); the
-// tally each target prints shows how many known failures are left.
+// Fuzz failures that are known and being fixed elsewhere, listed in ONE place so that they do
+// not fail the fuzz test meanwhile. A failure of target `target` whose symptom contains
+// `symptom` is counted and printed as known instead of failing the test; the tally each target
+// prints shows how many known failures are left. Empty the entry with its fix.
 #include <array>
 
 namespace brickdl::fuzz {
@@ -14,8 +13,8 @@ struct KnownFailure {
   const char* why;     // what it is, and the branch that fixes it
 };
 
-// Empty since the branches of issue 13 merged: every failure is a new one. An entry, when one is
-// needed again: {"target", "symptom substring", "what it is, and who fixes it"}.
+// Empty: every failure fails the test. An entry: {"target", "symptom substring", "what it is,
+// and where it is being fixed"}.
 inline constexpr std::array<KnownFailure, 0> kKnownFailures{};
 
 } // namespace brickdl::fuzz
