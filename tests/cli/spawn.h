@@ -30,4 +30,10 @@ inline pid_t spawn_logged(std::vector<std::string> argv, const std::string& out,
   return rc == 0 ? pid : -1;
 }
 
+// Waits for `pid` to end; its wait status, or -1 when it is not a child of this process.
+inline int wait_for(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
 } // namespace brickdl::testing

@@ -120,8 +120,8 @@ protected:
   }
 
   int wait_status(pid_t pid) {
-    int status = 0;
-    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    const int status = brickdl::testing::wait_for(pid);
+    EXPECT_NE(status, -1) << "no child " << pid;
     return status;
   }
 
