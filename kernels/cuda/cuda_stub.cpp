@@ -36,6 +36,7 @@ int64_t NvrtcCompiler::misses() const {
 
 // ---- CudaMeasurer -------------------------------------------------------------------------
 #include "kernels/cuda/cuda_measurer.h"
+#include "kernels/cuda/device_attributes.h"
 
 namespace brickdl::cuda {
 
@@ -53,6 +54,9 @@ bool cuda_device_available() {
   return false;
 }
 DeviceInfo query_device(int) {
+  throw CudaError(cuda_unavailable_reason());
+}
+DeviceAttributes query_device_attributes(int) {
   throw CudaError(cuda_unavailable_reason());
 }
 std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions&) {

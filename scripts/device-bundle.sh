@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Builds the device bundle: everything a lent GPU machine needs to run brickdl's device checks
+# without building anything there (it has no package registry and none of our -dev packages).
+#
+#   scripts/device-bundle.sh [--no-build] DIR
+#
+# 1. builds (Release, CUDA for sm_80 and sm_90) the programs the device run needs, in
+#    ${BRICKDL_BUILD_DIR:-build}; --no-build packs what that build already holds;
+# 2. copies them, stripped, to DIR/bin: brickdl-tune, brickdl-query, brickdl-device,
+#    cuda_device_tests, cuda_toolkit_tests, gpu_bench;
+# 3. copies the shared libraries they load that a bare machine may lack to DIR/lib (ldd's
+#    closure, less the base system of DIR/system-libs.txt and the GPU libraries), and Debian's
+#    libstdc++ / libgcc_s to DIR/lib/fallback (used only if the machine's are too old);
+# 4. lists the GPU libraries (NVRTC, cuDNN, CUPTI and the companions they open at run time)
+#    in DIR/gpu-libs.txt: they are NOT bundled; DIR/run.sh finds them on the machine (CUDA
+#    toolkit folders, then Python site-packages, then the linker cache);
+# 5. copies the experiments, the framework baselines, the summary script and the store's
+#    schema, DIR/run.sh (scripts/device/run.sh) and a MANIFEST.txt (revision, sizes, sums).
+#
+# DIR must stay under 30 MiB: it travels with the source tree to the GPU machine (the device
+# tool's carry). Exit status: 0 done; 1 the build failed or DIR is too large; 2 bad usage.
+set -euo pipefail
+
+usage() { echo "usage: $0 [--no-build] DIR" >&2; exit 2; }
+build_it=1
+if [ "${1:-}" = --no-build ]; then build_it=0; shift; fi
+[ $# -eq 1 ] || usage
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BRICKDL_BUILD_DIR:-$root/build}
+dir=$1
+max_bytes=$((30 * 1024 * 1024))
+programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/cuda_device_tests
+  tests/device/cuda_toolkit_tests benchmarks/gpu_bench)
+# The base system every Linux machine with a GPU driver has; everything else is bundled.
+system_libs=(linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 librt.so.1
+  libpthread.so.0 libutil.so.1 libresolv.so.2 libstdc++.so.6 libgcc_s.so.1)
+# GPU libraries: found on the machine, never bundled (the driver's must match the machine's).
+gpu_pattern='^lib(cuda|cudnn|nvrtc|cupti|nvperf|nvidia-)'
+# What those open at run time (dlopen): found too, but a missing one only fails its stage.
+gpu_optional=(libnvrtc-builtins.so.13.0 libcudnn_graph.so.9 libcudnn_ops.so.9 libcudnn_cnn.so.9
+  libcudnn_engines_precompiled.so.9 libcudnn_engines_runtime_compiled.so.9
+  libcudnn_heuristic.so.9 libnvperf_host.so libnvperf_target.so)
+# Experiments and scripts the run uses, relative to the checkout (kept at the same paths, so
+# the Python scripts find each other as they do in the source tree).
+files=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.yaml
+  experiments/micro_bricksize.yaml experiments/baselines/common.py
+  experiments/baselines/netdefs.py experiments/baselines/torch_net.py
+  experiments/baselines/jax_net.py experiments/baselines/pytorch_eager.py
+  experiments/baselines/torch_compile.py experiments/baselines/jax_xla.py
+  results/brickdl_store.py results/gpu_summary.py core/store/schema.sql)
+
+# ---- 1. build -------------------------------------------------------------------------------
+targets=()
+for p in "${programs[@]}"; do targets+=("$(basename "$p")"); done
+if [ $build_it -eq 1 ]; then
+  echo "device-bundle: building ${targets[*]} in $build"
+  # CUDA on (an error without nvcc); the architectures are the project's default, 80 and 90.
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBRICKDL_ENABLE_CUDA=ON >/dev/null
+  cmake --build "$build" -j"${BRICKDL_JOBS:-2}" --target "${targets[@]}"
+fi
+cache=$build/CMakeCache.txt
+[ -f "$cache" ] || { echo "device-bundle: $build is not a configured build" >&2; exit 1; }
+grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$cache" ||
+  { echo "device-bundle: $build is not a Release build" >&2; exit 1; }
+for p in "${programs[@]}"; do
+  [ -x "$build/$p" ] || { echo "device-bundle: $build/$p is missing (build it, or drop --no-build)" >&2; exit 1; }
+done
+# The CUDA backend's own kernels (the L2 flush, ...) must be built for sm_90: Hopper runs no
+# sm_80 cubin. (The generated kernels are compiled by NVRTC on the machine, for its GPU.)
+flags=$build/kernels/cuda/CMakeFiles/brickdl_cuda.dir/flags.make
+archs=$(grep -o 'code=[^ ]*' "$flags" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u | tr '\n' ' ')
+case "$archs" in *sm_90*) ;; *)
+  echo "device-bundle: $build builds the CUDA backend for '${archs:-nothing}', not sm_90" >&2
+  exit 1 ;;
+esac
+
+# ---- 2. programs ----------------------------------------------------------------------------
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+rm -rf "${dir:?}"/bin "$dir"/lib "$dir"/experiments "$dir"/results "$dir"/core
+mkdir -p "$dir/bin" "$dir/lib/fallback"
+for p in "${programs[@]}"; do
+  strip --strip-unneeded -o "$dir/bin/$(basename "$p")" "$build/$p"
+done
+
+# ---- 3. libraries ---------------------------------------------------------------------------
+printf '%s\n' "${system_libs[@]}" >"$dir/system-libs.txt"
+declare -A gpu_needed=()
+while read -r lib path; do
+  if [[ $lib =~ $gpu_pattern ]]; then
+    gpu_needed[$lib]=1
+  elif ! grep -qx "$lib" "$dir/system-libs.txt"; then
+    [ -n "$path" ] && [ -f "$path" ] ||
+      { echo "device-bundle: $lib is not found here (ldd)" >&2; exit 1; }
+    [ -e "$dir/lib/$lib" ] || strip --strip-unneeded -o "$dir/lib/$lib" "$(readlink -f "$path")"
+  fi
+done < <(for f in "$dir"/bin/*; do ldd "$f"; done |
+  awk '/=>/ {print $1, ($3 == "not" ? "" : $3)}' | sort -u)
+for lib in libstdc++.so.6 libgcc_s.so.1; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  strip --strip-unneeded -o "$dir/lib/fallback/$lib" "$(readlink -f "$path")"
+done
+{
+  for lib in "${!gpu_needed[@]}"; do echo "$lib needed"; done | sort
+  for lib in "${gpu_optional[@]}"; do echo "$lib optional"; done
+} >"$dir/gpu-libs.txt"
+
+# ---- 4. experiments, scripts, run.sh ----------------------------------------------------------
+for f in "${files[@]}"; do
+  mkdir -p "$dir/$(dirname "$f")"
+  cp "$root/$f" "$dir/$f"
+done
+cp "$root/scripts/device/run.sh" "$dir/run.sh"
+chmod +x "$dir/run.sh"
+
+# ---- 5. manifest and size -------------------------------------------------------------------
+rev=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD 2>/dev/null || rev="$rev+uncommitted"
+{
+  echo "brickdl device bundle, revision $rev, built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "device code: ${archs}($(nvcc --version 2>/dev/null | tail -1))"
+  echo "made on: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2), $(ldd --version | head -1)"
+  (cd "$dir" && find bin lib -type f -printf '%s %p\n' | sort -k2 | while read -r s p; do
+    echo "$s $(sha256sum "$p" | cut -c1-16) $p"; done)
+} >"$dir/MANIFEST.txt"
+bytes=$(du -sb "$dir" | cut -f1)
+echo "device-bundle: $dir: $((bytes / 1024)) KiB ($(ls "$dir/bin" | wc -l) programs," \
+  "$(ls "$dir/lib" | grep -c '\.so') libraries; GPU libraries found at run time:" \
+  "$(awk '$2 == "needed" {printf "%s ", $1}' "$dir/gpu-libs.txt"))"
+if [ "$bytes" -gt "$max_bytes" ]; then
+  echo "device-bundle: $dir is $bytes bytes, over the 30 MiB it may take; largest:" >&2
+  find "$dir" -type f -printf '%s %p\n' | sort -rn | head -5 >&2
+  exit 1
+fi
