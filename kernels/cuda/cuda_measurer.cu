@@ -94,8 +94,9 @@ public:
   }
 
 private:
-  // The grace period a failed run gets to finish before the device is reset (statuses.h).
-  static constexpr double kMaxGraceS = 10;
+  // The grace period a failed run gets to finish before the device is reset (statuses.h):
+  // its own time-out again, at least 1 s, at most 10 s.
+  static double grace_s(const MeasureOptions& o) { return std::clamp(o.timeout_s, 1.0, 10.0); }
 
   // Records the failure; one that touched the device is checked, and the device reset only
   // when the work still runs or an error is sticky ("device_reset" says which happened).
@@ -105,7 +106,7 @@ private:
     r.error = error;
     if (!touched)
       return;
-    const DeviceState state = session_.check(std::min(o.timeout_s, kMaxGraceS));
+    const DeviceState state = session_.check(grace_s(o));
     const bool running = state == DeviceState::kStillRunning;
     if (running)
       (void)job.release(); // its buffers die with the context; freeing them would wait
