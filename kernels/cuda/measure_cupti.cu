@@ -45,6 +45,10 @@ void measure_cupti(DeviceSession& dev, const std::function<void()>& run, const M
     for (const auto& [k, v] : values)
       counters[k] = v;
   } catch (const CudaError& e) {
+    // A run that failed inside the profiled range is the measurement's failure: the device
+    // must be checked (statuses.h), not left to fail the next candidate.
+    if (dev.check(0) != DeviceState::kHealthy)
+      throw;
     // Profiling may be restricted to administrators; timing stays valid without counters.
     dev.warn_once(std::string("CUPTI counters unavailable: ") + e.what());
   }
