@@ -72,17 +72,21 @@ public:
   std::string target() const override { return device_.fingerprint(); }
   std::string backend() const override { return "cuda"; }
 
-  // Failures are statuses (statuses.h); the samples of a failed measurement are dropped.
+  // Failures are statuses (statuses.h); the samples of a failed measurement are dropped. The
+  // job lives here, so that a failure that touched the device is checked before its buffers
+  // are freed (freeing waits for a kernel that still runs).
   MeasureResult measure(const Graph& graph, const Candidate& c,
                         const MeasureOptions& options) override {
     MeasureResult r;
+    std::unique_ptr<Job> job;
     try {
-      measure_impl(graph, c, options, r);
+      measure_impl(graph, c, options, r, job);
     } catch (const Failure& e) {
-      record_failure(e.status(), e.detail(), e.resets_device(), r);
+      record_failure(e.status(), e.detail(), e.touches_device(), options, job, r);
     } catch (const std::exception& e) {
-      record_failure(MeasureStatus::kLaunchError, e.what(), true, r);
+      record_failure(MeasureStatus::kLaunchError, e.what(), true, options, job, r);
     }
+    job.reset();
     if (r.status != MeasureStatus::kOk)
       r.samples_ms.clear();
     r.summarize();
@@ -90,22 +94,38 @@ public:
   }
 
 private:
-  void record_failure(MeasureStatus status, const std::string& error, bool reset,
-                      MeasureResult& r) {
+  // The grace period a failed run gets to finish before the device is reset (statuses.h):
+  // its own time-out again, at least 1 s, at most 10 s.
+  static double grace_s(const MeasureOptions& o) { return std::clamp(o.timeout_s, 1.0, 10.0); }
+
+  // Records the failure; one that touched the device is checked, and the device reset only
+  // when the work still runs or an error is sticky ("device_reset" says which happened).
+  void record_failure(MeasureStatus status, const std::string& error, bool touched,
+                      const MeasureOptions& o, std::unique_ptr<Job>& job, MeasureResult& r) {
     r.status = status;
     r.error = error;
-    if (reset)
-      session_.recover();
+    if (!touched)
+      return;
+    const DeviceState state = session_.check(grace_s(o));
+    const bool running = state == DeviceState::kStillRunning;
+    if (running)
+      (void)job.release(); // its buffers die with the context; freeing them would wait
+    job.reset();
+    r.counters["device_reset"] = needs_reset(state) ? 1 : 0;
+    if (needs_reset(state))
+      session_.reset(running);
   }
 
   bool use_cudnn() const { return opt_.use_cudnn && CudnnLayerwise::is_supported(); }
 
-  void measure_impl(const Graph& g, const Candidate& c, const MeasureOptions& o, MeasureResult& r) {
+  void measure_impl(const Graph& g, const Candidate& c, const MeasureOptions& o, MeasureResult& r,
+                    std::unique_ptr<Job>& job) {
     BRICKDL_CUDA_CALL(cudaSetDevice(opt_.device));
     KernelPlan plan = plan_kernels(g, c, opt_.codegen);
     if (opt_.edit_plan)
       opt_.edit_plan(plan);
-    Job j(g, c, o, r, std::move(plan));
+    job = std::make_unique<Job>(g, c, o, r, std::move(plan));
+    Job& j = *job;
     compute_reference(j); // before anything is timed
     const kernels::Comparison own = first_generated_run(j);
     if (c.strategy == Strategy::kLayerwise) {
@@ -194,6 +214,7 @@ private:
     if (own.ok()) {
       own_ms = measure_cold(session_, run_own, j.o, nullptr);
       j.r.counters["variant.own_layerwise_ms"] = median(own_ms);
+      j.r.counters["variant.own_layerwise_warm_ms"] = median(measure_warm(session_, run_own, j.o));
     } else {
       j.r.counters["variant.own_layerwise_wrong"] = 1;
     }
@@ -224,6 +245,9 @@ private:
       const std::string key = std::string("variant.cudnn_") + math_key(other);
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
       j.r.counters[key + "_ms"] = median(measure_cold(session_, run_variant, j.o, nullptr));
+      j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_variant, j.o));
+      record_choices(variant, other, j.r.counters);
+      record_choices(*baseline, math, j.r.counters);
       return baseline;
     } catch (const Unsupported& e) {
       session_.warn_once(std::string("cuDNN baseline unavailable for a group: ") + e.what());
@@ -244,7 +268,23 @@ private:
     j.r.counters["cudnn_calls_per_run"] = baseline.calls_per_run();
     j.r.samples_ms = measure_cold(session_, run, j.o, &j.r.counters);
     j.r.counters[std::string("variant.cudnn_") + math + "_ms"] = median(j.r.samples_ms);
+    j.r.counters[std::string("variant.cudnn_") + math + "_warm_ms"] =
+        median(measure_warm(session_, run, j.o));
     measure_cupti(session_, run, j.o, opt_.metrics, j.r.counters);
+  }
+
+  // What each conv of `cudnn` runs (cuDNN enum values): "cudnn_<math>.algo.<layer>",
+  // "cudnn_<math>.math.<layer>" and "cudnn_<math>.tensor_op_convs" (0 under strict FP32).
+  static void record_choices(const CudnnLayerwise& cudnn, Math m,
+                             std::map<std::string, double>& counters) {
+    const std::string key = std::string("cudnn_") + math_key(m);
+    int tensor_op = 0;
+    for (const CudnnLayerwise::ConvChoice& c : cudnn.choices()) {
+      counters[key + ".algo." + std::to_string(c.layer)] = c.algo_id;
+      counters[key + ".math." + std::to_string(c.layer)] = c.math_id;
+      tensor_op += c.tensor_ops ? 1 : 0;
+    }
+    counters[key + ".tensor_op_convs"] = tensor_op;
   }
 
   // ---- helpers --------------------------------------------------------------------------

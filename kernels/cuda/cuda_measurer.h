@@ -7,7 +7,8 @@
 //   reference: cuDNN layerwise, strict FP32, exact algorithms (else the CPU reference ops)
 //   1 validation run  ──► compare (kernels/validation.h: |out−ref| <= atol + rtol·|ref|),
 //                         memo counters, error flag
-//   cold timing: warm-up runs; repetitions: [L2 flush] event ─ kernels ─ event ──► samples
+//   cold timing: warm-up runs; repetitions: [L2 flush: read sweep] event ─ kernels ─ event
+//                ──► samples
 //   (+ CUPTI activity: summed kernel durations); counter pass: CUPTI range profiler, one user
 //   range per run, replayed as many passes as the metrics need ──► MeasureResult::counters
 //
@@ -18,22 +19,30 @@
 //   measure_cold.cuh        cold timing          measure_cupti.cuh   CUPTI counters
 //   detail/device_buffers   device memory, uploads, downloads of a group's data
 //   detail/generated_run    the generated kernels of a plan, loaded and launched
-//   detail/l2_flush         the L2 flush buffer
+//   detail/l2_flush         the L2 flush (read sweep; check_l2_flush below tests it)
+//   detail/shared_memory.h  the static + dynamic shared-memory opt-in rule
 //   device_query.cu         cuda_device_available, query_device
 //   run_on_device.cu        run_on_device (tests, benchmarks)
 //
 // Strategy `layerwise` is the baseline: its timed samples are cuDNN (one call per layer) in the
 // math of the graph's precision (CudnnLayerwise::math_for: fp32 strict FP32, tf32 TF32), and
 // the counters add "variant.cudnn_tf32_ms" (TF32 tensor cores allowed), "variant.cudnn_fp32_ms"
-// (strict FP32; one of the two is the baseline itself) and "variant.own_layerwise_ms" (our
-// single-layer kernels, validated), medians over the same repetitions. Without cuDNN,
-// `layerwise` times our own single-layer kernels. The reference stays strict FP32 whatever the
-// precision; the tolerance follows the precision (kernels/validation.h, tolerance_for).
+// (strict FP32: FMA math only; one of the two is the baseline itself) and
+// "variant.own_layerwise_ms" (our single-layer kernels, validated), medians over the same
+// repetitions, each cold. Beside each, "..._warm_ms" times the same layer sequence without the
+// flush (inputs, intermediates and weights L2-warm from the previous run, as a framework runs
+// layers back to back); the samples stay the cold ones (the tuner compares cold to cold).
+// What cuDNN ran per conv: "cudnn_<fp32|tf32>.algo.<layer>" and ".math.<layer>" (cuDNN enum
+// values, layer in the group) and "cudnn_<fp32|tf32>.tensor_op_convs" (0 for fp32). Without
+// cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict FP32 whatever
+// the precision; the tolerance follows the precision (kernels/validation.h, tolerance_for).
 //
 // Failures are statuses (statuses.h): unsupported (no template / too much shared memory /
 // cuDNN lacks an op for the baseline), compile_error (with the NVRTC log), launch_error (the
-// CUDA error; the device is reset so tuning can go on), timeout (a memoized wait exceeded its
-// limit, or the run exceeded MeasureOptions::timeout_s), wrong_result.
+// CUDA error), timeout (a memoized wait exceeded its limit, or the run exceeded
+// MeasureOptions::timeout_s), wrong_result. After a launch_error or timeout the device is
+// checked and reset only for a sticky error or work still running (statuses.h); the counter
+// "device_reset" (0 or 1) says which.
 #include <functional>
 #include <memory>
 #include <string>
@@ -92,6 +101,22 @@ std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions& options 
 
 // What run_on_device() runs.
 enum class DeviceRunner { kGenerated, kCudnnStrictFp32, kCudnnTf32 };
+
+// Self-check of the cold-run flush (DESIGN.md section 6) on `device`, with CUPTI: DRAM bytes
+// written while a kernel that writes nothing reads one L2's worth of fresh data, right after
+// the L2 was dirtied (a memset of twice its size) and then
+//   flushed (DeviceSession::flush_l2)  → after_flush_write_bytes: near 0 (the flush left only
+//                                         clean lines: no write-back lands in a timed run);
+//   not flushed                        → after_memset_write_bytes: the dirty lines the reader
+//                                         evicts, written back inside the range (what a memset
+//                                         flush leaves to the next timed run).
+// Throws CudaError without a device or a profiler (or when counters are restricted).
+struct FlushCheck {
+  double after_flush_write_bytes = 0;
+  double after_memset_write_bytes = 0;
+  int64_t l2_bytes = 0;
+};
+FlushCheck check_l2_flush(int device = 0);
 
 // One run of `candidate` on device 0 with host data in and out (tests, benchmarks): inputs[k]
 // is the tensor of its k-th external input (KernelPlan::input_ids), `weights` cover the group.

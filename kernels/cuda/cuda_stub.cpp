@@ -62,6 +62,9 @@ DeviceAttributes query_device_attributes(int) {
 std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions&) {
   throw CudaError(cuda_unavailable_reason());
 }
+FlushCheck check_l2_flush(int) {
+  throw CudaError(cuda_unavailable_reason());
+}
 std::vector<float> run_on_device(const Graph&, const Candidate&, DeviceRunner,
                                  const std::vector<const kernels::Tensor*>&,
                                  const kernels::ModelWeights&) {

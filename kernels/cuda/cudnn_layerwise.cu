@@ -119,20 +119,49 @@ bool tensor_math(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// The fastest algorithm cudnnFind reports under the step's math mode; strict FP32 must not
+// Whether cudnnFind's entry `m` may serve `math`. Strict FP32 takes no tensor-op entry, and
+// the entry's own math does not decide how it runs: CUDNN_DEFAULT_MATH permits TF32 tensor
+// cores on Ampere and later, so a strict step always runs with the descriptor forced to
+// CUDNN_FMA_MATH (strict_fma below). TF32 takes what the library finds fastest for fp32 data
+// under CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, in the entry's own math.
+bool accepts(Math math, cudnnMathType_t m) {
+  return math == Math::kTf32 || !tensor_math(m);
+}
+
+// Puts strict step `s` on CUDNN_FMA_MATH with `algo`, if cuDNN runs `algo` under it (its
+// workspace size query succeeds); the workspace is then the larger of the two reports.
+template <class Algo, class Query>
+bool strict_fma(Step& s, Algo algo, size_t found_workspace, Algo& slot, Query&& workspace_of) {
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
+  size_t ws = 0;
+  if (workspace_of(algo, &ws) != CUDNN_STATUS_SUCCESS)
+    return false;
+  slot = algo;
+  s.math = CUDNN_FMA_MATH;
+  s.workspace = std::max(ws, found_workspace);
+  return true;
+}
+
+// The fastest algorithm cudnnFind reports that `accepts` the math mode; strict FP32 must not
 // run on tensor cores whatever cuDNN reports as allowed. False when none qualifies.
 bool find_fastest(cudnnHandle_t handle, Step& s, Math math) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int n = 0;
   BRICKDL_CUDNN_CALL(cudnnFindConvolutionForwardAlgorithm(
       handle, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+  const auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* ws) {
+    return cudnnGetConvolutionForwardWorkspaceSize(handle, s.x, s.w, s.conv, s.y, a, ws);
+  };
   for (int i = 0; i < n; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS)
-      continue;
-    if (math == Math::kStrictFp32 && tensor_math(perf[i].mathType))
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || !accepts(math, perf[i].mathType))
       continue;
     // Bias + relu fused needs an algorithm cudnnConvolutionBiasActivationForward takes;
     // every algorithm is accepted for RELU, IMPLICIT_PRECOMP_GEMM for IDENTITY.
+    if (math == Math::kStrictFp32) {
+      if (strict_fma(s, perf[i].algo, perf[i].memory, s.algo, workspace_of))
+        return true;
+      continue;
+    }
     s.algo = perf[i].algo;
     s.math = perf[i].mathType;
     s.workspace = perf[i].memory;
@@ -144,18 +173,13 @@ bool find_fastest(cudnnHandle_t handle, Step& s, Math math) {
 // Implicit GEMM with FMA math (no Winograd / FFT rounding): the exact algorithms. False when
 // cuDNN takes neither.
 bool choose_exact(cudnnHandle_t handle, Step& s) {
-  for (auto a : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM}) {
-    BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
-    size_t ws = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(handle, s.x, s.w, s.conv, s.y, a, &ws) ==
-        CUDNN_STATUS_SUCCESS) {
-      s.algo = a;
-      s.math = CUDNN_FMA_MATH;
-      s.workspace = ws;
+  const auto workspace_of = [&](cudnnConvolutionFwdAlgo_t a, size_t* ws) {
+    return cudnnGetConvolutionForwardWorkspaceSize(handle, s.x, s.w, s.conv, s.y, a, ws);
+  };
+  for (auto a :
+       {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM})
+    if (strict_fma(s, a, 0, s.algo, workspace_of))
       return true;
-    }
-  }
   return false;
 }
 
@@ -166,10 +190,17 @@ bool find_fastest_data(cudnnHandle_t handle, Step& s, Math math) {
   int n = 0;
   BRICKDL_CUDNN_CALL(cudnnFindConvolutionBackwardDataAlgorithm(
       handle, s.w, s.x, s.conv, s.y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+  const auto workspace_of = [&](cudnnConvolutionBwdDataAlgo_t a, size_t* ws) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, s.w, s.x, s.conv, s.y, a, ws);
+  };
   for (int i = 0; i < n; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-        (math == Math::kStrictFp32 && tensor_math(perf[i].mathType)))
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || !accepts(math, perf[i].mathType))
       continue;
+    if (math == Math::kStrictFp32) {
+      if (strict_fma(s, perf[i].algo, perf[i].memory, s.data_algo, workspace_of))
+        return true;
+      continue;
+    }
     s.data_algo = perf[i].algo;
     s.math = perf[i].mathType;
     s.workspace = perf[i].memory;
@@ -181,17 +212,12 @@ bool find_fastest_data(cudnnHandle_t handle, Step& s, Math math) {
 // choose_exact for a kDeconv step: the GEMM-form backward-data algorithms with FMA math
 // (ALGO_1 deterministic, ALGO_0 summing with atomics), no Winograd / FFT rounding.
 bool choose_exact_data(cudnnHandle_t handle, Step& s) {
-  for (auto a : {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0}) {
-    BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH));
-    size_t ws = 0;
-    if (cudnnGetConvolutionBackwardDataWorkspaceSize(handle, s.w, s.x, s.conv, s.y, a, &ws) ==
-        CUDNN_STATUS_SUCCESS) {
-      s.data_algo = a;
-      s.math = CUDNN_FMA_MATH;
-      s.workspace = ws;
+  const auto workspace_of = [&](cudnnConvolutionBwdDataAlgo_t a, size_t* ws) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, s.w, s.x, s.conv, s.y, a, ws);
+  };
+  for (auto a : {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0})
+    if (strict_fma(s, a, 0, s.data_algo, workspace_of))
       return true;
-    }
-  }
   return false;
 }
 
@@ -326,18 +352,32 @@ int plan_eltwise(Step& s, const Layer& l) {
   return calls + (s.act != Activation::kNone ? 1 : 0);
 }
 
+// The choice of conv step `s` (its algorithm `algo`).
+template <class Algo> CudnnLayerwise::ConvChoice choice_of(const Step& s, Algo algo) {
+  CudnnLayerwise::ConvChoice c;
+  c.layer = s.layer;
+  c.algo = algo_name(algo);
+  c.math = math_name(s.math);
+  c.algo_id = static_cast<int>(algo);
+  c.math_id = static_cast<int>(s.math);
+  c.tensor_ops = s.math != CUDNN_FMA_MATH;
+  return c;
+}
+
 // Plans step `s` of layer `l` (switch over the ops with a cuDNN call); adds its library calls
-// and workspace to `calls` and `workspace`, its algorithm to `desc`. Throws Unsupported.
+// and workspace to `calls` and `workspace`, its algorithm to `desc` and `choices`. Throws
+// Unsupported.
 void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& in0, Math math,
-               Algorithms algorithms, int& calls, size_t& workspace, std::ostringstream& desc) {
+               Algorithms algorithms, int& calls, size_t& workspace, std::ostringstream& desc,
+               std::vector<CudnnLayerwise::ConvChoice>& choices) {
   switch (l.op) {
   case OpKind::kConv:
     calls += plan_conv(handle, s, l, in0, math, algorithms);
-    desc << l.name << ": " << algo_name(s.algo) << "/" << math_name(s.math) << "; ";
+    choices.push_back(choice_of(s, s.algo));
     break;
   case OpKind::kConvTranspose:
     calls += plan_deconv(handle, s, l, in0, math, algorithms);
-    desc << l.name << ": " << algo_name(s.data_algo) << "/" << math_name(s.math) << "; ";
+    choices.push_back(choice_of(s, s.data_algo));
     break;
   case OpKind::kMaxPool:
   case OpKind::kAvgPool: calls += plan_pool(s, l, in0); break;
@@ -351,6 +391,8 @@ void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape&
     throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
                       " (" + l.name + ")");
   }
+  if (l.op == OpKind::kConv || l.op == OpKind::kConvTranspose)
+    desc << l.name << ": " << choices.back().algo << "/" << choices.back().math << "; ";
   workspace = std::max(workspace, s.workspace);
 }
 
@@ -382,6 +424,7 @@ struct CudnnLayerwise::Impl {
   cudnnActivationDescriptor_t relu = nullptr;
   int calls = 0;
   std::string description;
+  std::vector<CudnnLayerwise::ConvChoice> choices;
 
   ~Impl() {
     for (Step& s : steps) {
@@ -452,7 +495,8 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
       throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
     // The step joins the list first, so that ~Impl frees its descriptors when planning throws.
     m.steps.push_back(s);
-    plan_step(m.handle, m.steps.back(), l, in0, math, algorithms, m.calls, m.workspace_bytes, desc);
+    plan_step(m.handle, m.steps.back(), l, in0, math, algorithms, m.calls, m.workspace_bytes, desc,
+              m.choices);
     m.intermediate.push_back(nullptr);
     if (id != group.last)
       BRICKDL_CUDA_CALL(
@@ -470,6 +514,9 @@ int CudnnLayerwise::calls_per_run() const {
 }
 std::string CudnnLayerwise::describe() const {
   return impl_->description;
+}
+const std::vector<CudnnLayerwise::ConvChoice>& CudnnLayerwise::choices() const {
+  return impl_->choices;
 }
 
 void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,

@@ -14,9 +14,12 @@
 // Other ops (silu, pad, a clip whose min is not 0, concat, upsample, ...) have no call here:
 // the constructor throws Unsupported naming the op and the layer.
 //
-// Math: kStrictFp32 restricts convolutions to FMA kernels (CUDNN_FMA_MATH: no TF32);
-// kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), what
-// frameworks run by default on Ampere and later. The baseline of a graph runs the math of its
+// Math: kStrictFp32 restricts convolutions to FMA kernels: the descriptor is forced to
+// CUDNN_FMA_MATH and only non-tensor-op algorithms qualify (a cudnnFind entry reported under
+// CUDNN_DEFAULT_MATH, which permits TF32 on Ampere and later, runs under FMA math or not at
+// all). kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, then
+// the math of the entry cudnnFind reports fastest), what frameworks run by default on Ampere
+// and later. The baseline of a graph runs the math of its
 // precision (math_for): fp32 strict FP32, tf32 TF32. Its tensors are fp32 (CUDNN_DATA_FLOAT),
 // so bf16 / fp16 graphs are refused rather than silently run in fp32. Algorithms: kFastest asks
 // cudnnFind (it runs the candidates once) under that math mode; kExact takes implicit GEMM (no
@@ -72,8 +75,20 @@ public:
   void enqueue(const std::vector<const float*>& inputs, const std::vector<const float*>& weights,
                const std::vector<const float*>& biases, float* output, void* stream);
 
+  // The algorithm and math mode chosen for one convolution (forward or backward data).
+  struct ConvChoice {
+    int layer = 0;           // in the group (0 = group.first)
+    std::string algo;        // "implicit_precomp_gemm", "bwd_data_1", ...
+    std::string math;        // "fma", "default", "tensor_op", "tf32"
+    int algo_id = 0;         // cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t
+    int math_id = 0;         // cudnnMathType_t
+    bool tensor_ops = false; // the math permits tensor cores (CUDNN_DEFAULT_MATH does on
+                             // Ampere and later); never under kStrictFp32
+  };
+
   int calls_per_run() const;    // library calls (and our elementwise kernels) per run
   std::string describe() const; // chosen algorithm per conv, for logs
+  const std::vector<ConvChoice>& choices() const; // per conv, in group order
 
 private:
   struct Impl;

@@ -27,5 +27,9 @@ int CudnnLayerwise::calls_per_run() const {
 std::string CudnnLayerwise::describe() const {
   return "";
 }
+const std::vector<CudnnLayerwise::ConvChoice>& CudnnLayerwise::choices() const {
+  static const std::vector<ConvChoice> none;
+  return none;
+}
 
 } // namespace brickdl::cuda

@@ -48,15 +48,60 @@ void DeviceSession::close() {
   st_.reset();
 }
 
-void DeviceSession::recover() {
+DeviceState DeviceSession::check(double grace_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(grace_s);
+  cudaError_t q = cudaStreamQuery(st_->stream);
+  for (; q == cudaErrorNotReady && Clock::now() < deadline; q = cudaStreamQuery(st_->stream))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  int persistent = 0;
+  if (q != cudaErrorNotReady) {
+    // A sticky error survives cudaGetLastError; two rounds, so that an error reported once by
+    // the first synchronization and cleared by the second cudaGetLastError is not counted.
+    for (int round = 0; round < 2; ++round) {
+      (void)cudaGetLastError();
+      persistent = static_cast<int>(cudaDeviceSynchronize());
+      if (persistent == 0)
+        break;
+    }
+  }
+  const DeviceState state = classify(q != cudaErrorNotReady, persistent);
+  if (state == DeviceState::kHealthy && records_on_) {
+    try {
+      (void)end_kernel_records(); // a failed measurement's records mean nothing
+    } catch (const std::exception& e) {
+      warn_once(std::string("CUPTI kernel records could not be ended: ") + e.what());
+    }
+  }
+  return state;
+}
+
+void DeviceSession::reset(bool still_running) {
   try {
-    st_.reset(); // buffers first (their frees may fail harmlessly on a dead context)
+    if (still_running)
+      (void)st_.release(); // freeing would wait for the kernel; the reset below frees it
+    st_.reset();           // else buffers first (frees may fail harmlessly on a dead context)
+    records_on_ = false;
     cudaDeviceReset();
     open();
   } catch (const std::exception& e) {
     std::cerr << "brickdl: the CUDA device could not be recovered: " << e.what() << "\n";
     throw;
   }
+}
+
+void DeviceSession::begin_kernel_records() {
+  if (!st_->cupti)
+    return;
+  st_->cupti->begin_kernel_records();
+  records_on_ = true;
+}
+
+std::vector<KernelRecord> DeviceSession::end_kernel_records() {
+  if (!st_->cupti || !records_on_)
+    return {};
+  records_on_ = false;
+  return st_->cupti->end_kernel_records();
 }
 
 void DeviceSession::warn_once(const std::string& message) {

@@ -1,11 +1,15 @@
 #pragma once
 // Cold timing (DESIGN.md section 6): warm-up runs, then timed repetitions, each
 //
-//   [L2 flush] ─ start event ─ run() ─ stop event ─ wait ──► one sample (ms, event time)
+//   [L2 flush (read sweep)] ─ start event ─ run() ─ stop event ─ wait ──► one sample (ms)
 //
 // with the kernels' own durations from CUPTI activity records when the session has a
-// profiler. Stops early once the repetitions together exceed MeasureOptions::timeout_s; a
-// single run longer than that throws TimedOut.
+// profiler (the flush kernel left out). Stops early once the repetitions together exceed
+// MeasureOptions::timeout_s; a single run longer than that throws TimedOut.
+//
+// Warm timing is the same without the flush: each repetition finds in L2 what the previous
+// one left there (its inputs, intermediates and weights), as a framework running the layers
+// back to back would. Tuning compares cold to cold; warm times are reported beside them.
 #include <functional>
 #include <map>
 #include <string>
@@ -18,9 +22,13 @@ namespace brickdl::cuda {
 
 // `run` enqueues one run on dev.stream(). Returns the samples in run order. With a profiler
 // and `counters`, adds "kernel_time_ms" (summed kernel durations per run) and
-// "kernels_per_run".
+// "kernels_per_run". Without options.flush_l2, the runs are warm.
 std::vector<double> measure_cold(DeviceSession& dev, const std::function<void()>& run,
                                  const MeasureOptions& options,
                                  std::map<std::string, double>* counters);
+
+// measure_cold without the flush (whatever options.flush_l2 says) and without counters.
+std::vector<double> measure_warm(DeviceSession& dev, const std::function<void()>& run,
+                                 const MeasureOptions& options);
 
 } // namespace brickdl::cuda

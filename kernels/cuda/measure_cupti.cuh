@@ -16,7 +16,8 @@ namespace brickdl::cuda {
 // to `counters`, under the metric names. Does nothing without a profiler or when
 // options.collect_counters is off; metrics the chip does not know are skipped with a warning,
 // and a profiler that refuses (e.g. counters restricted to administrators) is a warning too:
-// the timing stays valid without counters.
+// the timing stays valid without counters. A CudaError that leaves the device unhealthy
+// (DeviceSession::check) is rethrown: the run failed, not the profiler.
 void measure_cupti(DeviceSession& dev, const std::function<void()>& run,
                    const MeasureOptions& options, const std::vector<std::string>& metrics,
                    std::map<std::string, double>& counters);

@@ -6,11 +6,21 @@
 //   Unsupported    unsupported      no template / too much shared memory /   untouched
 //                                   cuDNN lacks an op (codegen, cuDNN)
 //   CompileError   compile_error    NVRTC rejects a generated source (log)   untouched
-//   CudaError      launch_error     a CUDA / driver / NVRTC / cuDNN / CUPTI  reset (sticky
-//                                   call failed (detail/cuda_call.cuh)       errors)
-//   TimedOut       timeout          a run exceeded MeasureOptions::timeout_s reset (the work
-//                                   or a memoized wait its spin limit        may still run)
+//   CudaError      launch_error     a CUDA / driver / NVRTC / cuDNN / CUPTI  checked: reset
+//                                   call failed (detail/cuda_call.cuh)       only if sticky
+//   TimedOut       timeout          a run exceeded MeasureOptions::timeout_s checked: waited
+//                                   or a memoized wait its spin limit        for, reset only
+//                                                                            if still running
+//                                                                            or sticky
 //   WrongResult    wrong_result     validation failed (kernels/validation.h) untouched
+//
+// "Checked" (DeviceSession::check, then classify below): the failed work gets a grace period
+// to finish; then the last error is cleared and the device synchronized, and an error that
+// persists through that is sticky (an illegal address, a kernel fault: the context is unusable
+// until cudaDeviceReset). A memoized time-out is cooperative (the kernel set its error flag
+// and returned), so its device is healthy; a non-sticky error (a refused launch, a cuDNN
+// status) is cleared. Only a sticky error or work still running after the grace period costs
+// a reset, and with it the session's CUPTI and flush state.
 //
 // Any other exception during a measurement is recorded as launch_error too. Outside a
 // measurement (no device, a broken setup) CudaError is an ordinary error.
@@ -27,8 +37,8 @@ public:
   Failure(MeasureStatus status, const std::string& message)
       : std::runtime_error(message), status_(status) {}
   MeasureStatus status() const { return status_; }
-  // Whether the device must start afresh before the next measurement (see the table above).
-  bool resets_device() const {
+  // Whether the device must be checked before the next measurement (the table above).
+  bool touches_device() const {
     return status_ == MeasureStatus::kLaunchError || status_ == MeasureStatus::kTimeout;
   }
   // What MeasureResult::error records.
@@ -77,5 +87,25 @@ public:
   explicit WrongResult(const std::string& message)
       : Failure(MeasureStatus::kWrongResult, message) {}
 };
+
+// How the device stands after a failure that touched it (the table above).
+enum class DeviceState {
+  kHealthy,      // idle, no error left: measurements go on
+  kStillRunning, // the failed work outlived its grace period: only a reset stops it
+  kStickyError,  // an error persisted through clearing and synchronizing
+};
+
+// The rule of the table: `drained` whether the failed work finished within its grace period;
+// `persistent_error` the CUDA error code (0 = success) that cudaDeviceSynchronize still
+// returns after cudaGetLastError cleared whatever was clearable (not asked when not drained).
+inline DeviceState classify(bool drained, int persistent_error) {
+  if (!drained)
+    return DeviceState::kStillRunning;
+  return persistent_error != 0 ? DeviceState::kStickyError : DeviceState::kHealthy;
+}
+
+inline bool needs_reset(DeviceState s) {
+  return s != DeviceState::kHealthy;
+}
 
 } // namespace brickdl::cuda

@@ -1,8 +1,10 @@
 // CUPTI's profiler host API needs no GPU: the default metrics must exist on the chips the
-// project targets (A100 = GA100, H100 / H200 = GH100). Skipped only without CUPTI.
+// project targets (A100 = GA100, H100 / H200 = GH100). Skipped only without CUPTI. Also the
+// backend's pure decision rules (device recovery, shared-memory opt-in), which never skip.
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/cupti_profiler.h"
+#include "kernels/cuda/detail/shared_memory.h"
 #include "kernels/cuda/statuses.h"
 
 namespace brickdl::cuda {
@@ -30,6 +32,49 @@ TEST(CuptiHost, UnknownMetricsAreReported) {
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(unknown[0], "brickdl__no_such.sum");
   EXPECT_THROW(CuptiProfiler::unknown_metrics("NOCHIP", {"dram__bytes_read.sum"}), CudaError);
+}
+
+// The recovery rule of statuses.h: a reset only for a sticky error or work still running.
+TEST(DeviceRecovery, ResetOnlyAfterStickyErrorsOrWorkStillRunning) {
+  // A cooperative memoized time-out or a cleared (non-sticky) error: nothing persists.
+  EXPECT_EQ(classify(true, 0), DeviceState::kHealthy);
+  EXPECT_FALSE(needs_reset(classify(true, 0)));
+  // cudaErrorIllegalAddress (700) still returned after clearing: sticky.
+  EXPECT_EQ(classify(true, 700), DeviceState::kStickyError);
+  EXPECT_TRUE(needs_reset(classify(true, 700)));
+  // A time-out whose kernel outlived its grace period: only a reset stops it.
+  EXPECT_EQ(classify(false, 0), DeviceState::kStillRunning);
+  EXPECT_TRUE(needs_reset(classify(false, 0)));
+  // Which failures are checked at all: those that ran something on the device.
+  EXPECT_TRUE(TimedOut("t").touches_device());
+  EXPECT_TRUE(CudaError("e").touches_device());
+  EXPECT_FALSE(WrongResult("w").touches_device());
+  EXPECT_FALSE(Unsupported("u").touches_device());
+  EXPECT_FALSE(CompileError("c", "log").touches_device());
+}
+
+// The opt-in counts static shared memory too: 40 KiB static + 10 KiB dynamic is over 48 KiB.
+TEST(SharedMemoryOptIn, CountsStaticAndDynamicTogether) {
+  constexpr int64_t kKiB = 1024, kOptin = 227 * kKiB;
+  EXPECT_FALSE(detail::needs_shared_opt_in("k", 0, 48 * kKiB, kOptin));
+  EXPECT_FALSE(detail::needs_shared_opt_in("k", 8 * kKiB, 40 * kKiB, kOptin));
+  EXPECT_TRUE(detail::needs_shared_opt_in("k", 40 * kKiB, 10 * kKiB, kOptin));
+  EXPECT_TRUE(detail::needs_shared_opt_in("k", 0, 48 * kKiB + 1, kOptin));
+  EXPECT_TRUE(detail::needs_shared_opt_in("k", 2 * kKiB, 225 * kKiB, kOptin)); // exactly the max
+}
+
+TEST(SharedMemoryOptIn, OverTheDeviceMaximumIsUnsupportedWithBothNumbers) {
+  try {
+    detail::needs_shared_opt_in("brickdl_group", 4096, 229376, 232448);
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("brickdl_group"), std::string::npos) << m;
+    EXPECT_NE(m.find("4096 bytes of static"), std::string::npos) << m;
+    EXPECT_NE(m.find("229376 bytes of dynamic"), std::string::npos) << m;
+    EXPECT_NE(m.find("allows 232448"), std::string::npos) << m;
+    EXPECT_EQ(e.status(), MeasureStatus::kUnsupported);
+  }
 }
 
 } // namespace

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
 #include <random>
+#include <string>
 
 #include "core/graph_builder.h"
 #include "kernels/cuda/codegen.h"
@@ -217,6 +221,76 @@ TEST(Device, CudnnBaselineMatchesTheCpuReference) {
   }
 }
 
+// Strict FP32 never runs on tensor cores: every conv (forward and backward data, found
+// fastest or exact) is on CUDNN_FMA_MATH, whatever math cudnnFind reported its entry under.
+TEST(Device, StrictFp32CudnnRunsFmaMathOnly) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
+  for (const Graph& g : {bottleneck(2, 14), decoder()}) {
+    const Group grp{1, g.size() - 1};
+    for (auto algos : {CudnnLayerwise::Algorithms::kFastest, CudnnLayerwise::Algorithms::kExact}) {
+      const CudnnLayerwise strict(g, grp, CudnnLayerwise::Math::kStrictFp32, algos);
+      SCOPED_TRACE(g.name() + ": " + strict.describe());
+      ASSERT_FALSE(strict.choices().empty());
+      for (const auto& c : strict.choices()) {
+        EXPECT_EQ(c.math, "fma");
+        EXPECT_FALSE(c.tensor_ops);
+      }
+    }
+    const CudnnLayerwise tf32(g, grp, CudnnLayerwise::Math::kTf32);
+    EXPECT_EQ(tf32.choices().size(),
+              CudnnLayerwise(g, grp, CudnnLayerwise::Math::kStrictFp32).choices().size());
+  }
+}
+
+// The layerwise baseline reports warm timings (no flush between repetitions) beside the cold
+// ones, and what each cuDNN conv ran; its samples stay the cold baseline.
+TEST(Device, LayerwiseBaselineReportsWarmTimesAndCudnnChoices) {
+  BRICKDL_REQUIRE_GPU();
+  const Graph g = bottleneck(2, 28);
+  MeasureOptions o;
+  o.repetitions = 5;
+  o.collect_counters = false;
+  const MeasureResult r =
+      make_cuda_measurer()->measure(g, make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0}), o);
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_GT(r.counters.at("variant.own_layerwise_warm_ms"), 0);
+  if (!CudnnLayerwise::is_supported())
+    return;
+  for (const char* key : {"fp32", "tf32"}) {
+    SCOPED_TRACE(key);
+    const std::string k = key;
+    EXPECT_GT(r.counters.at("variant.cudnn_" + k + "_ms"), 0);
+    EXPECT_GT(r.counters.at("variant.cudnn_" + k + "_warm_ms"), 0);
+    EXPECT_TRUE(r.counters.count("cudnn_" + k + ".algo.0"));
+  }
+  EXPECT_EQ(r.counters.at("cudnn_fp32.tensor_op_convs"), 0);
+  EXPECT_EQ(r.counters.at("cudnn_fp32.math.0"), 3);                       // CUDNN_FMA_MATH
+  EXPECT_NEAR(r.median_ms, r.counters.at("variant.cudnn_fp32_ms"), 1e-9); // cold samples
+}
+
+// The flush is a read sweep: after it, a kernel that writes nothing but evicts an L2's worth
+// of lines causes no DRAM writes; after a memset (the old flush) it writes dirty lines back.
+// Never run on a GPU yet: thresholds (1 MiB; a quarter of the L2) are first guesses.
+TEST(Device, L2FlushLeavesNoDirtyLinesForTheTimedRun) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
+  FlushCheck c;
+  try {
+    c = check_l2_flush(0);
+  } catch (const CudaError& e) {
+    GTEST_SKIP() << "the profiler gave no counters (restricted to administrators?): " << e.what();
+  }
+  std::cout << "L2 flush check: DRAM bytes written after the flush " << c.after_flush_write_bytes
+            << ", after a memset " << c.after_memset_write_bytes << " (L2 " << c.l2_bytes
+            << " bytes)\n";
+  EXPECT_LT(c.after_flush_write_bytes, 1 << 20);
+  // The check can see dirty lines at all (else the first bound proves nothing).
+  EXPECT_GT(c.after_memset_write_bytes, 0.25 * static_cast<double>(c.l2_bytes));
+}
+
 TEST(Device, MeasurerTimesValidatesAndCountsMemoClaims) {
   BRICKDL_REQUIRE_GPU();
   const Graph g = chain3d(24);
@@ -324,6 +398,7 @@ TEST(Device, MeasurerStatusesForFailingCandidates) {
     quick.timeout_s = 0.3;
     const MeasureResult r = m->measure(g, good, quick);
     EXPECT_EQ(r.status, MeasureStatus::kTimeout) << r.error;
+    EXPECT_EQ(r.counters.at("device_reset"), 1); // still running after its 0.3 s of grace
   }
   // Unsupported, then a good candidate on a measurer that just recovered from failures.
   GraphBuilder cb("cat", TensorShape{1, 3, 1, 8, 8, 2});
@@ -334,6 +409,90 @@ TEST(Device, MeasurerStatusesForFailingCandidates) {
             MeasureStatus::kUnsupported);
   const MeasureResult r = ok->measure(g, good, o);
   EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+}
+
+// One measurer through failures that do and do not need a device reset (statuses.h): a
+// cooperative memoized time-out (the kernel set its flag and returned) and a kernel that
+// outlives its 0.1 s deadline but finishes within its grace period (1 s) keep the device; an
+// illegal address (sticky) resets it; each time the next good candidate measures fine.
+TEST(Device, MeasurerResetsTheDeviceOnlyAfterStickyErrors) {
+  BRICKDL_REQUIRE_GPU();
+  const Graph g = chain3d(16);
+  const Candidate good = make({1, 3}, Strategy::kPadded, {4, 4, 4, 0});
+  const std::string head =
+      "#include \"kernels.cuh\"\n"
+      "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n";
+  const std::map<std::string, std::string> planted = {
+      {"cooperative", head + "  if (threadIdx.x == 0 && blockIdx.x == 0) *a.error = 1;\n}\n"},
+      {"slow", head + "  const long long t0 = clock64();\n"
+                      "  while (clock64() - t0 < 400000000ll) {}\n}\n"}, // ~0.2 s
+      {"sticky", head + "  *reinterpret_cast<volatile int*>(16) = 1;\n}\n"},
+  };
+  auto plant = std::make_shared<std::string>();
+  CudaMeasurerOptions opt;
+  opt.edit_plan = [plant, planted](KernelPlan& p) {
+    if (!plant->empty())
+      p.source = planted.at(*plant);
+  };
+  auto m = make_cuda_measurer(opt);
+  MeasureOptions o;
+  o.repetitions = 2;
+  o.collect_counters = false;
+  const struct {
+    const char* plant;
+    double timeout_s;
+    MeasureStatus status;
+    double reset;
+  } cases[] = {{"cooperative", 60, MeasureStatus::kTimeout, 0},
+               {"slow", 0.1, MeasureStatus::kTimeout, 0},
+               {"sticky", 60, MeasureStatus::kLaunchError, 1}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.plant);
+    *plant = c.plant;
+    MeasureOptions quick = o;
+    quick.timeout_s = c.timeout_s;
+    const MeasureResult bad = m->measure(g, good, quick);
+    EXPECT_EQ(bad.status, c.status) << bad.error;
+    EXPECT_EQ(bad.counters.at("device_reset"), c.reset);
+    plant->clear();
+    const MeasureResult r = m->measure(g, good, o);
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  }
+}
+
+// Static shared memory counts toward the 48 KiB without opt-in: 44 KiB static + 8 KiB dynamic
+// launches (the kernel is planted, so it is a wrong result, not a launch error); beyond the
+// device's maximum it is unsupported, naming both numbers.
+TEST(Device, StaticSharedMemoryCountsTowardTheOptIn) {
+  BRICKDL_REQUIRE_GPU();
+  const Graph g = chain3d(16);
+  const Candidate good = make({1, 3}, Strategy::kPadded, {4, 4, 4, 0});
+  auto dynamic = std::make_shared<int>(8 * 1024);
+  CudaMeasurerOptions opt;
+  opt.edit_plan = [dynamic](KernelPlan& p) {
+    p.source = "#include \"kernels.cuh\"\n"
+               "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n"
+               "  __shared__ float fixed[11 * 1024];\n" // 44 KiB
+               "  extern __shared__ float dyn[];\n"
+               "  fixed[threadIdx.x] = threadIdx.x;\n"
+               "  dyn[threadIdx.x] = fixed[threadIdx.x ^ 1];\n"
+               "  __syncthreads();\n"
+               "  if (a.out && threadIdx.x == 0 && blockIdx.x == 0) a.out[0] = dyn[1];\n"
+               "}\n";
+    for (KernelLaunch& k : p.launches)
+      k.smem_bytes = *dynamic;
+  };
+  auto m = make_cuda_measurer(opt);
+  MeasureOptions o;
+  o.repetitions = 2;
+  o.collect_counters = false;
+  const MeasureResult ran = m->measure(g, good, o);
+  EXPECT_EQ(ran.status, MeasureStatus::kWrongResult) << ran.error;
+  *dynamic = 1 << 20;
+  const MeasureResult refused = m->measure(g, good, o);
+  EXPECT_EQ(refused.status, MeasureStatus::kUnsupported) << refused.error;
+  EXPECT_NE(refused.error.find("bytes of static"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("1048576 bytes of dynamic"), std::string::npos) << refused.error;
 }
 
 } // namespace

@@ -2,19 +2,33 @@
 
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/detail/driver_api.cuh"
+#include "kernels/cuda/detail/shared_memory.h"
 
 namespace brickdl::cuda::detail {
 
 Module::Module(const std::string& cubin, const KernelPlan& plan) {
   const auto& d = driver();
+  int device = 0, optin = 0;
+  BRICKDL_CUDA_CALL(cudaGetDevice(&device));
+  BRICKDL_CUDA_CALL(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   BRICKDL_CU_CALL(d.module_load_data_ex(&mod_, cubin.data(), 0, nullptr, nullptr));
-  for (const KernelLaunch& k : plan.launches) {
-    CUfunction f = nullptr;
-    BRICKDL_CU_CALL(d.module_get_function(&f, mod_, k.symbol.c_str()));
-    if (k.smem_bytes > 48 * 1024)
-      BRICKDL_CU_CALL(
-          d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem_bytes));
-    fns_.push_back(f);
+  try {
+    for (const KernelLaunch& k : plan.launches) {
+      CUfunction f = nullptr;
+      BRICKDL_CU_CALL(d.module_get_function(&f, mod_, k.symbol.c_str()));
+      // Static shared memory (memoized kernels declare some) counts against the same limits
+      // as the dynamic part (detail/shared_memory.h).
+      int static_bytes = 0;
+      BRICKDL_CU_CALL(d.func_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+      if (needs_shared_opt_in(k.symbol, static_bytes, k.smem_bytes, optin))
+        BRICKDL_CU_CALL(
+            d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem_bytes));
+      fns_.push_back(f);
+    }
+  } catch (...) { // the destructor does not run for a constructor that throws
+    d.module_unload(mod_);
+    throw;
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The generated kernels of a KernelPlan, loaded from their cubin and ready to enqueue:
 //
-//   cubin ──Module (cuModuleLoadData, opt-in shared memory)──► CUfunction per launch
+//   cubin ──Module (cuModuleLoadData, opt-in shared memory: static + dynamic, shared_memory.h)
+//         ──► CUfunction per launch
 //   GroupBuffers + packed conv weights + memo / flag / stats / error buffers ──► KernelArgs
 //   enqueue(stream): every launch once, with a fresh epoch (memoized flags need no clearing)
 //
@@ -24,6 +25,8 @@ namespace brickdl::cuda::detail {
 // A module loaded from a cubin, with the kernels of a plan's launches.
 class Module {
 public:
+  // On the current device. Throws Unsupported when a launch's static plus dynamic shared
+  // memory exceeds the device's opt-in maximum per block (naming both).
   Module(const std::string& cubin, const KernelPlan& plan);
   ~Module();
   Module(const Module&) = delete;
