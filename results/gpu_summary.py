@@ -328,7 +328,7 @@ def stage_lines(path):
     if not path or not os.path.exists(path):
         return []
     with open(path) as f:
-        return ["stages: " + " | ".join(line.strip() for line in f if line.strip())]
+        return ["stages: " + ", ".join(line.strip() for line in f if line.strip())]
 
 
 def main(argv=None):

@@ -14,8 +14,10 @@
 # build/) is where brickdl-tune is built (scripts/build.sh runs when it is missing);
 # BRICKDL_MICRO_SIZE (default 64) and BRICKDL_MICRO_REPS (default 3) set the reduced
 # microbenchmarks' cube edge and repetitions.
-# Outputs: OUTDIR/brickdl.db, OUTDIR/figures/*.png|pdf|json, OUTDIR/runs/<experiment>/ (plan
-# and report of each tuning run), OUTDIR/reproduce.log (the command log).
+# Outputs: OUTDIR/brickdl.db, OUTDIR/figures/*.png|pdf|json, OUTDIR/figures/gpu/<run>/ (the
+# committed device runs of results/gpu/, each drawn from its own database),
+# OUTDIR/runs/<experiment>/ (plan and report of each tuning run), OUTDIR/reproduce.log (the
+# command log).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/out/reproduce}
@@ -124,6 +126,16 @@ fi
 
 echo "reproduce.sh: drawing the figures"
 "$root/results/brickdl-figures" "$db" "$out/figures" | tee -a "$log"
+# The committed device runs (results/gpu/<date>-<gpu>/brickdl.db, from scripts/device/run.sh):
+# what they measured on a GPU, each drawn on its own (Figs 11 and 12: the Fig 11
+# microbenchmark and predicted vs measured), in OUTDIR/figures/gpu/<date>-<gpu>/.
+for gpu_db in "$root"/results/gpu/*/brickdl.db; do
+  [ -f "$gpu_db" ] || continue
+  name=$(basename "$(dirname "$gpu_db")")
+  echo "reproduce.sh: drawing the device run $name"
+  "$root/results/brickdl-figures" "$gpu_db" "$out/figures/gpu/$name" \
+    --only fig11,fig12 | tee -a "$log" || failures+=("figures:$name")
+done
 echo "reproduce.sh: $mode mode, $((SECONDS - start_all)) s in all; database $db, figures" \
   "$out/figures"
 if ((${#failures[@]})); then

@@ -27,13 +27,14 @@ def layerwise_counters(fp32, tf32, own, dram_mb):
             "dram__bytes_write.sum": dram_mb * MB / 3}
 
 
-def build(path, group_layerwise=False):
+def build(path, group_layerwise=False, cudnn=True):
     """One GPU run of 'gpu_check_resnet50': a 3-layer group labelled 'block 1' (layers 1-3)
     and its three single layers. cuDNN strict FP32 1 + 2 + 3 = 6 ms, TF32 0.5 + 1 + 1.5 = 3 ms,
     our own layerwise 2 + 4 + 6 = 12 ms, DRAM 15 MB a layer (45 MB). Padded 8x8: 4 ms, 30 MB
     (model: 3 ms, 25 MB). Memoized 8x8: wrong result; memoized 16x16: timed out.
     With group_layerwise, the group's own layerwise measurement (5 ms fp32, 2.5 ms tf32,
-    36 MB) is there and is the baseline instead of the sum."""
+    36 MB) is there and is the baseline instead of the sum. Without cudnn, the layerwise
+    measurements carry no counters (a cpu run): their medians are the baseline."""
     b = synthetic_db.Builder(path)
     t = b.target(synthetic_db.GPU_TARGET, "cuda")
     run = b.run("gpu_check_resnet50", "resnet50", t)
@@ -44,7 +45,8 @@ def build(path, group_layerwise=False):
         b.group(run, w, layer, layer)
         c = b.candidate(w, "layerwise", edge=0, threads=0)
         b.prediction(c, time=fp32, dram_bytes=14 * MB)
-        b.measurement(c, t, run, fp32, counters=layerwise_counters(fp32, tf32, own, 15))
+        b.measurement(c, t, run, fp32,
+                      counters=layerwise_counters(fp32, tf32, own, 15) if cudnn else None)
     if group_layerwise:
         c = b.candidate(wg, "layerwise", edge=0, threads=0)
         b.prediction(c, time=5, dram_bytes=35 * MB)
@@ -122,6 +124,16 @@ class GpuSummaryTest(unittest.TestCase):
         padded = next(r for r in rows if r["kind"] == "padded")
         self.assertAlmostEqual(padded["vs_cudnn_tf32"], 4 / 2.5)
 
+    def test_without_cudnn_the_layerwise_measurement_is_the_baseline(self):
+        rows = self.rows(cudnn=False)
+        base = [r for r in rows if r["kind"] == "cudnn"]
+        self.assertEqual([r["kernel"] for r in base], ["layerwise (no cuDNN)"])
+        self.assertAlmostEqual(base[0]["time_ms"], 6.0)
+        self.assertFalse([r for r in rows if r["kind"] == "own layerwise"])
+        padded = next(r for r in rows if r["kind"] == "padded")
+        self.assertAlmostEqual(padded["vs_cudnn_fp32"], 4 / 6)
+        self.assertIsNone(padded["vs_cudnn_tf32"])
+
     def test_printed_summary_and_csv(self):
         build(self.db)
         csv_path = os.path.join(self.tmp.name, "s.csv")
@@ -155,7 +167,7 @@ class GpuSummaryTest(unittest.TestCase):
             f.write("env ok 3s\ntune_fp32 timeout 120s\n")
         rc, text = summarize(self.db, "--device-json", device, "--stages", stages)
         self.assertEqual(rc, 0)
-        self.assertIn("stages: env ok 3s | tune_fp32 timeout 120s", text)
+        self.assertIn("stages: env ok 3s, tune_fp32 timeout 120s", text)
         self.assertIn("L2 60.0 MiB", text)
         self.assertIn("differs from the spec: l2_bytes: device 6.29146e+07, spec 5.24288e+07",
                       text)

@@ -1,5 +1,5 @@
 // GPU tests of the CUDA backend. Each one calls GTEST_SKIP() without a usable device (reported
-// skipped, never passed). scripts/gpu-check.sh runs them on a machine with a GPU.
+// skipped, never passed). The device run (scripts/device/run.sh) runs them on a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
