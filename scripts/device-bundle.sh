@@ -2,10 +2,13 @@
 # Builds the device bundle: everything a lent GPU machine needs to run brickdl's device checks
 # without building anything there (it has no package registry and none of our -dev packages).
 #
-#   scripts/device-bundle.sh [--no-build] DIR
+#   scripts/device-bundle.sh DIR
+#   scripts/device-bundle.sh --from-build BUILD DIR
 #
-# 1. builds (Release, CUDA for sm_80 and sm_90) the programs the device run needs, in
-#    ${BRICKDL_BUILD_DIR:-build}; --no-build packs what that build already holds;
+# 1. builds the programs the device run needs in ${BRICKDL_BUNDLE_BUILD_DIR:-build-bundle}:
+#    Release, CUDA for sm_80 and sm_90, without MPI (a single-process tuner needs none of Open
+#    MPI's libraries, which would also raise the glibc it needs to 2.36); --from-build packs
+#    what an existing build BUILD already holds instead (the dry-run test packs build/);
 # 2. copies them, stripped, to DIR/bin: brickdl-tune, brickdl-query, brickdl-device,
 #    cuda_device_tests, cuda_toolkit_tests, gpu_bench;
 # 3. copies the shared libraries they load that a bare machine may lack to DIR/lib (ldd's
@@ -21,12 +24,17 @@
 # tool's carry). Exit status: 0 done; 1 the build failed or DIR is too large; 2 bad usage.
 set -euo pipefail
 
-usage() { echo "usage: $0 [--no-build] DIR" >&2; exit 2; }
-build_it=1
-if [ "${1:-}" = --no-build ]; then build_it=0; shift; fi
-[ $# -eq 1 ] || usage
+usage() { echo "usage: $0 [--from-build BUILD] DIR" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BRICKDL_BUILD_DIR:-$root/build}
+build_it=1
+build=${BRICKDL_BUNDLE_BUILD_DIR:-$root/build-bundle}
+if [ "${1:-}" = --from-build ]; then
+  [ $# -eq 3 ] || usage
+  build_it=0
+  build=$2
+  shift 2
+fi
+[ $# -eq 1 ] || usage
 dir=$1
 max_bytes=$((30 * 1024 * 1024))
 programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/cuda_device_tests
@@ -55,7 +63,8 @@ for p in "${programs[@]}"; do targets+=("$(basename "$p")"); done
 if [ $build_it -eq 1 ]; then
   echo "device-bundle: building ${targets[*]} in $build"
   # CUDA on (an error without nvcc); the architectures are the project's default, 80 and 90.
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBRICKDL_ENABLE_CUDA=ON >/dev/null
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBRICKDL_ENABLE_CUDA=ON \
+    -DBRICKDL_ENABLE_MPI=OFF -DBRICKDL_BUILD_TESTS=ON -DBRICKDL_BUILD_BENCHMARKS=ON >/dev/null
   cmake --build "$build" -j"${BRICKDL_JOBS:-2}" --target "${targets[@]}"
 fi
 cache=$build/CMakeCache.txt
@@ -63,7 +72,7 @@ cache=$build/CMakeCache.txt
 grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$cache" ||
   { echo "device-bundle: $build is not a Release build" >&2; exit 1; }
 for p in "${programs[@]}"; do
-  [ -x "$build/$p" ] || { echo "device-bundle: $build/$p is missing (build it, or drop --no-build)" >&2; exit 1; }
+  [ -x "$build/$p" ] || { echo "device-bundle: $build/$p is missing (build it first)" >&2; exit 1; }
 done
 # The CUDA backend's own kernels (the L2 flush, ...) must be built for sm_90: Hopper runs no
 # sm_80 cubin. (The generated kernels are compiled by NVRTC on the machine, for its GPU.)
@@ -97,7 +106,8 @@ while read -r lib path; do
 done < <(for f in "$dir"/bin/*; do ldd "$f"; done |
   awk '/=>/ {print $1, ($3 == "not" ? "" : $3)}' | sort -u)
 for lib in libstdc++.so.6 libgcc_s.so.1; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  # (awk reads all of ldconfig's output: an early exit would end the pipe with SIGPIPE)
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}')
   strip --strip-unneeded -o "$dir/lib/fallback/$lib" "$(readlink -f "$path")"
 done
 {
@@ -120,6 +130,8 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || rev="$rev+uncommitted"
   echo "brickdl device bundle, revision $rev, built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "device code: ${archs}($(nvcc --version 2>/dev/null | tail -1))"
   echo "made on: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2), $(ldd --version | head -1)"
+  echo "needs: glibc $(cd "$dir" && for f in bin/* lib/*.so*; do objdump -T "$f" 2>/dev/null; done |
+    grep -o 'GLIBC_[0-9.]*' | sort -V -u | tail -1 | cut -d_ -f2) or newer"
   (cd "$dir" && find bin lib -type f -printf '%s %p\n' | sort -k2 | while read -r s p; do
     echo "$s $(sha256sum "$p" | cut -c1-16) $p"; done)
 } >"$dir/MANIFEST.txt"

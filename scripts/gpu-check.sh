@@ -5,14 +5,13 @@
 #
 #   scripts/gpu-check.sh OUTDIR
 #
-# Builds the device bundle (scripts/device-bundle.sh) into <build>/device-bundle and runs its
-# run.sh OUTDIR: the same time-boxed stages, files and summary as on a lent machine
+# Builds the device bundle (scripts/device-bundle.sh, in its own build folder) into
+# <repo>/device-bundle and runs its run.sh OUTDIR: the same time-boxed stages, files and summary as on a lent machine
 # (scripts/device/run.sh says which). Exit status: run.sh's (0 ok, 1 a stage failed, 3 no GPU,
-# 4 a library missing), or 1 when the build fails. Environment: BRICKDL_BUILD_DIR (default
-# <repo>/build), BRICKDL_JOBS, and run.sh's (BRICKDL_DEVICE_BUDGET_S, BRICKDL_DEVICE_SPEC).
+# 4 a library missing), or 1 when the build fails. Environment: device-bundle.sh's
+# (BRICKDL_BUNDLE_BUILD_DIR, BRICKDL_JOBS) and run.sh's (BRICKDL_DEVICE_BUDGET_S, ...).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BRICKDL_BUILD_DIR:-$root/build}
-BRICKDL_BUILD_DIR=$build "$root/scripts/device-bundle.sh" "$build/device-bundle" || exit 1
-exec "$build/device-bundle/run.sh" "$1"
+"$root/scripts/device-bundle.sh" "$root/device-bundle" || exit 1
+exec "$root/device-bundle/run.sh" "$1"
