@@ -2,8 +2,8 @@
 # Builds the device bundle: everything a lent GPU machine needs to run brickdl's device checks
 # without building anything there (it has no package registry and none of our -dev packages).
 #
-#   scripts/device-bundle.sh DIR
-#   scripts/device-bundle.sh --from-build BUILD DIR
+#   scripts/device-bundle.sh [--no-precompile] DIR
+#   scripts/device-bundle.sh [--no-precompile] --from-build BUILD DIR
 #
 # 1. builds the programs the device run needs in ${BRICKDL_BUNDLE_BUILD_DIR:-build-bundle}:
 #    Release, CUDA for sm_80 and sm_90, without MPI (a single-process tuner needs none of Open
@@ -18,14 +18,19 @@
 #    in DIR/gpu-libs.txt: they are NOT bundled; DIR/run.sh finds them on the machine (CUDA
 #    toolkit folders, then Python site-packages, then the linker cache);
 # 5. copies the experiments, the framework baselines, the summary script and the store's
-#    schema, DIR/run.sh (scripts/device/run.sh) and a MANIFEST.txt (revision, sizes, sums).
+#    schema, DIR/run.sh (scripts/device/run.sh) and a MANIFEST.txt (revision, sizes, sums);
+# 6. compiles the generated kernels of the run's experiments for sm_90 (brickdl-precompile)
+#    into DIR/nvrtc-cache.tar.gz, which run.sh unpacks as its NVRTC cache: the GPU's minutes
+#    go to measuring (--no-precompile leaves it out).
 #
 # DIR must stay under 30 MiB: it travels with the source tree to the GPU machine (the device
 # tool's carry). Exit status: 0 done; 1 the build failed or DIR is too large; 2 bad usage.
 set -euo pipefail
 
-usage() { echo "usage: $0 [--from-build BUILD] DIR" >&2; exit 2; }
+usage() { echo "usage: $0 [--no-precompile] [--from-build BUILD] DIR" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
+precompile=1
+if [ "${1:-}" = --no-precompile ]; then precompile=0; shift; fi
 build_it=1
 build=${BRICKDL_BUNDLE_BUILD_DIR:-$root/build-bundle}
 if [ "${1:-}" = --from-build ]; then
@@ -39,6 +44,9 @@ dir=$1
 max_bytes=$((30 * 1024 * 1024))
 programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/cuda_device_tests
   tests/device/cuda_toolkit_tests benchmarks/gpu_bench)
+# The experiments run.sh tunes, whose kernels are compiled ahead.
+tuned=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.yaml
+  experiments/micro_bricksize.yaml)
 # The base system every Linux machine with a GPU driver has; everything else is bundled.
 system_libs=(linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 librt.so.1
   libpthread.so.0 libutil.so.1 libresolv.so.2 libstdc++.so.6 libgcc_s.so.1)
@@ -58,7 +66,7 @@ files=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.y
   results/brickdl_store.py results/gpu_summary.py core/store/schema.sql)
 
 # ---- 1. build -------------------------------------------------------------------------------
-targets=()
+targets=(brickdl-precompile)
 for p in "${programs[@]}"; do targets+=("$(basename "$p")"); done
 if [ $build_it -eq 1 ]; then
   echo "device-bundle: building ${targets[*]} in $build"
@@ -123,7 +131,21 @@ done
 cp "$root/scripts/device/run.sh" "$dir/run.sh"
 chmod +x "$dir/run.sh"
 
-# ---- 5. manifest and size -------------------------------------------------------------------
+# ---- 6. kernels compiled ahead -------------------------------------------------------------
+rm -f "$dir/nvrtc-cache.tar.gz"
+if [ $precompile -eq 1 ]; then
+  [ -x "$build/apps/brickdl-precompile" ] ||
+    { echo "device-bundle: $build/apps/brickdl-precompile is missing (build it first)" >&2; exit 1; }
+  pre=$(mktemp -d)
+  for f in "${tuned[@]}"; do # predicted for the H200, as run.sh does on one
+    sed -E "s/^(  gpu: )[A-Za-z0-9-]+/\1H200/" "$root/$f" >"$pre/$(basename "$f")"
+  done
+  "$build/apps/brickdl-precompile" --arch 90 --cache "$pre/nvrtc-cache" "$pre"/*.yaml
+  tar -C "$pre" -czf "$dir/nvrtc-cache.tar.gz" nvrtc-cache
+  rm -rf "$pre"
+fi
+
+# ---- 7. manifest and size -------------------------------------------------------------------
 rev=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 git -C "$root" diff --quiet HEAD 2>/dev/null || rev="$rev+uncommitted"
 {
@@ -132,7 +154,7 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || rev="$rev+uncommitted"
   echo "made on: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2), $(ldd --version | head -1)"
   echo "needs: glibc $(cd "$dir" && for f in bin/* lib/*.so*; do objdump -T "$f" 2>/dev/null; done |
     grep -o 'GLIBC_[0-9.]*' | sort -V -u | tail -1 | cut -d_ -f2) or newer"
-  (cd "$dir" && find bin lib -type f -printf '%s %p\n' | sort -k2 | while read -r s p; do
+  (cd "$dir" && find bin lib $(ls nvrtc-cache.tar.gz 2>/dev/null) -type f -printf '%s %p\n' | sort -k2 | while read -r s p; do
     echo "$s $(sha256sum "$p" | cut -c1-16) $p"; done)
 } >"$dir/MANIFEST.txt"
 bytes=$(du -sb "$dir" | cut -f1)

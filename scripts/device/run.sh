@@ -275,6 +275,11 @@ fi
 spec=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("spec") or "H200")' \
   "$work/device.json" 2>/dev/null || echo H200)
 spec=${BRICKDL_DEVICE_SPEC:-$spec}
+# The kernels compiled ahead for sm_90 (device-bundle.sh); NVRTC compiles what they lack.
+if [ -f "$bundle/nvrtc-cache.tar.gz" ]; then
+  tar -C "$work" -xzf "$bundle/nvrtc-cache.tar.gz" &&
+    say "NVRTC cache: $(ls "$work/nvrtc-cache" | wc -l) kernels compiled ahead for sm_90"
+fi
 [ $device_rc -eq 0 ] && sed 's/^/    /' "$work/device.txt"
 say "model spec $spec"
 

@@ -20,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "device_bundle_dry_run: FAILED: $*"; exit 1; }
 
-"$root/scripts/device-bundle.sh" --from-build "$build" "$tmp/bundle" ||
+"$root/scripts/device-bundle.sh" --no-precompile --from-build "$build" "$tmp/bundle" ||
   fail "device-bundle.sh exited $?"
 for f in run.sh MANIFEST.txt gpu-libs.txt system-libs.txt bin/brickdl-tune bin/brickdl-device \
   bin/cuda_device_tests results/gpu_summary.py experiments/gpu_check_resnet50.yaml; do
