@@ -12,6 +12,7 @@
 
 #include "core/gpu_spec.h"
 #include "core/graph_builder.h"
+#include "core/zoo.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
@@ -333,6 +334,112 @@ TEST(Codegen, SharedMemoryMatchesTheModel) {
   }
   EXPECT_GE(compared, 120);
   EXPECT_GE(streamed, 20); // streamed buffers are part of what agrees
+}
+
+// ResNet-50's second bottleneck block (layer1.1, identity shortcut), padded 8x8 bricks, batch
+// 8, fp32: the block's input x (256 channels, 56x56) is staged for conv1 (1x1, 256 -> 64) over
+// the brick plus the one-position halo conv2 (3x3) needs, 10x10 positions; the residual add
+// reads x again from global memory, so x's copy is freed after conv1. While conv1 runs, x's
+// copy and conv1's output region (64 channels, 10x10) are both live: (256 + 64) · 100 floats =
+// 128,000 bytes, which no placement can undercut and nothing later exceeds (conv2's region
+// 64 x 8x8 and conv3's 256 x 8x8 fit in what x and conv1 leave). Before, x stayed live through
+// conv3 for the add: 52,480 floats = 209,920 bytes (issue 15).
+TEST(Codegen, ResNet50Block2StagesItsInputForConv1Only) {
+  ZooOptions zo;
+  zo.batch = 8;
+  const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
+  const Candidate c{named_group(g, "layer1.1.conv1", "layer1.1.add"), BrickShape{1, 8, 8, 0, 1},
+                    Strategy::kPadded, 256};
+  const KernelPlan plan = plan_kernels(g, c);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const KernelLaunch& k = plan.launches[0];
+  const int64_t bound = (256 + 64) * 10 * 10 * 4;
+  EXPECT_LE(k.smem_bytes, bound);
+  EXPECT_GE(k.smem_bytes, bound);
+  // The add (the last layer) reads x, the group's only external input, from global memory.
+  ASSERT_EQ(k.desc.num_external, 1);
+  EXPECT_EQ(k.desc.ext[0].staged, 1);
+  const dev::LayerDesc& add = k.desc.layers[k.desc.num_layers - 1];
+  EXPECT_EQ(add.op, dev::kOpEltwise);
+  EXPECT_EQ(add.src_kind[1], dev::kSrcExternal);
+  const model::Prediction p = model::CostModel(*find_gpu_spec("H200")).predict(g, c);
+  EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
+  EXPECT_TRUE(p.feasible) << p.reason;
+}
+
+// A residual add of the group's staged input x (the chain's own input, read again by the add
+// at its end: an identity shortcut) reads x from global memory and does not keep x's staged
+// copy alive: the kernel reserves the same shared memory as for the same chain whose add reads
+// another tensor z of x's shape (never staged: only the add reads it), the model replays the
+// same, and later regions reuse x's place in most cases; the outputs still match the reference
+// (a read of the reused copy would not). Random 2-D / 3-D shapes, convs, bricks, channel and
+// batch blocks; x narrow enough to be staged whole (core/group.h stream_chunk_channels).
+TEST(Emulation, ResidualAddOfAStagedInputDoesNotExtendItsLife) {
+  std::mt19937 rng(15);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const model::CostModel m(*find_gpu_spec("H200"));
+  CodegenOptions o;
+  o.max_smem_bytes = 1 << 30; // compare sizes, not feasibility
+  int reused = 0;
+  constexpr int kTrials = 16;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const int dims = pick(0, 3) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 8 : 14);
+    const TensorShape in{pick(1, 3), pick(1, 4), dims == 3 ? image : 1,
+                         image,      image + pick(0, 3), dims};
+    const int64_t c = pick(1, 8);
+    struct Conv {
+      int k, dil;
+      int64_t ch;
+    };
+    std::vector<Conv> convs(static_cast<size_t>(pick(2, 3)));
+    for (Conv& v : convs)
+      v = {pick(0, 1) * 2 + 1, pick(0, 3) == 0 ? 2 : 1, pick(1, 12)};
+    convs.back().ch = c;
+    auto build = [&](bool skip_is_x) {
+      GraphBuilder b("residual", in);
+      auto conv = [&](int t, int64_t ch, int k, int dil, const std::string& name) {
+        const int pad = dil * (k - 1) / 2; // "same": the add reads the chain's output shape
+        return dims == 3 ? b.conv3d(t, ch, k, 1, pad, dil, 1, true, name)
+                         : b.conv2d(t, ch, k, 1, pad, dil, 1, true, name);
+      };
+      const int x = conv(b.input(), c, 3, 1, "x");
+      const int z = conv(b.input(), c, 1, 1, "z");
+      int y = x;
+      for (size_t l = 0; l < convs.size(); ++l)
+        y = b.relu(conv(y, convs[l].ch, convs[l].k, convs[l].dil, "c" + std::to_string(l)));
+      b.relu(b.add(y, skip_is_x ? x : z, "add"));
+      return fuse_for_inference(b.build());
+    };
+    const Graph gx = build(true), gz = build(false);
+    const int bs = pick(1, 5);
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 2, pick(1, 2)};
+    const Candidate cx{named_group(gx, "c0", "add"), brick, Strategy::kPadded, 64};
+    const Candidate cz{named_group(gz, "c0", "add"), brick, Strategy::kPadded, 64};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + cx.config_str());
+    const KernelLaunch kx = plan_kernels(gx, cx, o).launches[0];
+    const KernelLaunch kz = plan_kernels(gz, cz, o).launches[0];
+    EXPECT_EQ(kx.smem_bytes, kz.smem_bytes);
+    EXPECT_EQ(kx.smem_bytes, m.predict(gx, cx).smem_bytes_per_block);
+    EXPECT_EQ(kz.smem_bytes, m.predict(gz, cz).smem_bytes_per_block);
+    // x's staged copy [lo, hi) overlaps a region placed after the first conv.
+    const dev::GroupDesc& d = kx.desc;
+    ASSERT_EQ(d.ext[0].staged, 1);
+    const int64_t lo = d.ext[0].smem;
+    const int64_t hi = lo + int64_t{d.ext[0].dims.c} * d.ext[0].region.ext[0] *
+                                d.ext[0].region.ext[1] * d.ext[0].region.ext[2];
+    bool overlaps = false;
+    for (int l = 1; l < d.num_layers - 1; ++l) {
+      const dev::LayerDesc& L = d.layers[l];
+      const int64_t size =
+          int64_t{L.out.c} * L.region.ext[0] * L.region.ext[1] * L.region.ext[2];
+      overlaps = overlaps || (L.smem_out < hi && lo < L.smem_out + size);
+    }
+    reused += overlaps ? 1 : 0;
+    const Outcome out = run(gx, cx);
+    EXPECT_LE(out.worst, 1.0);
+  }
+  EXPECT_GE(reused, kTrials / 2); // the place of x's copy is taken again, and the add still right
 }
 
 // Inputs wider than the two chunk buffers (core/group.h kStreamChunkChannels, kStreamBuffers)
