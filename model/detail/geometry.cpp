@@ -1,6 +1,7 @@
 #include "model/detail/geometry.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -169,7 +170,7 @@ void split_input_reads(GroupGeometry& g) {
   g.split_reads.assign(static_cast<size_t>(g.tensor_count()), false);
   g.reads.clear();
   for (int t = L; t < g.tensor_count(); ++t) {
-    InputRead staged{t, true, {}};
+    InputRead staged{t, {}};
     std::vector<InputRead> direct;
     for (int e = 0; e < static_cast<int>(g.edges.size()); ++e) {
       const Edge& edge = g.edges[static_cast<size_t>(e)];
@@ -178,7 +179,7 @@ void split_input_reads(GroupGeometry& g) {
       if (edge.window)
         staged.edges.push_back(e);
       else
-        direct.push_back({t, false, {e}});
+        direct.push_back({t, {e}});
     }
     if (direct.size() + (staged.edges.empty() ? 0 : 1) < 2)
       continue;

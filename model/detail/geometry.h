@@ -147,8 +147,7 @@ struct TensorGrid {
 // staged copy, the hull of what its window readers need (`edges`: their edges), or one
 // non-window reader's need from global memory (`edges`: its one edge).
 struct InputRead {
-  int tensor = 0; // an external input (>= L)
-  bool staged = false;
+  int tensor = 0;         // an external input (>= L)
   std::vector<int> edges; // into GroupGeometry::edges
 };
 
