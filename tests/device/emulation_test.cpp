@@ -365,6 +365,11 @@ TEST(Codegen, ResNet50Block2StagesItsInputForConv1Only) {
   const model::Prediction p = model::CostModel(*find_gpu_spec("H200")).predict(g, c);
   EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
   EXPECT_TRUE(p.feasible) << p.reason;
+  // The model's loads of x: the staged copies (7 bricks per axis; conv1's region is the brick
+  // and conv2's halo, clipped: 9 + 5 · 10 + 9 = 68 positions per axis) and the add's second
+  // read of the brick from global memory (all of x once): 8 images · 256 channels · 4 bytes ·
+  // (68 · 68 + 56 · 56).
+  EXPECT_DOUBLE_EQ(p.bytes_input, 8.0 * 256 * 4 * (68 * 68 + 56 * 56));
 }
 
 // A chain of 2-3 convs with "same" padding (the add reads the chain's output shape), each with
