@@ -33,7 +33,10 @@
 //    Earlier layers are computed over the hull of what their in-group consumers need, with
 //    all their channels; the last layer over the brick (clipped), its channel block only.
 //    bricks_computed.<i> += 1 per unit for every layer computed (non-empty region).
-//    bytes_loaded.input += per image, each external input's needed region (channels included);
+//    bytes_loaded.input += per image, each external input's needed region (channels included)
+//    as the generated kernel loads it: the hull of what its window readers (conv, pool) need,
+//    staged once, plus what each other reader (an elementwise op: a residual add) needs, read
+//    again from global memory (over the reader's slots reading the input);
 //    bytes_loaded.weight += per unit, the parameters of every layer computed, the last layer's
 //    scaled to its channel block (params · channels in block / channels); intermediates are
 //    neither stored nor re-loaded (they stay in the unit).

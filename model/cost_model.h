@@ -29,7 +29,10 @@
 //    each side for bilinear, clipped. A layer reading one tensor through several inputs needs
 //    the hull of them. A region empty on any axis is needed nowhere and ignored in hulls.
 //  - padded: bricks_per_layer[i] = units in which layer i is computed (non-empty region),
-//    normally every unit. bytes_input = Σ units of each external input's needed region;
+//    normally every unit. bytes_input = Σ units of each external input's needed region: the
+//    hull of what its window readers need (staged once in shared memory) plus what each other
+//    reader needs (an elementwise op reads its operand from global memory: a residual add
+//    of a staged input reads it twice, the second time from L2, not DRAM);
 //    bytes_weight = Σ units of the parameters of every layer computed, the last layer's
 //    scaled to the unit's channel block (params · channels in block / channels).
 //  - memoized: bricks_per_layer[i] = bricks computed; bytes_intermediate_load = Σ computed

@@ -311,7 +311,11 @@ void propagate_regions(GroupDesc& gd, const BrickShape& brick, const std::string
       throw Unsupported(what + ": a layer's output is read by no layer of the group");
 }
 
-// The last layer reading each intermediate layer / external input (-1: none).
+// The last layer reading each intermediate layer's region / each staged external input's
+// copy in shared memory (-1: none). An elementwise layer reads an external operand from global
+// memory at the output's own coordinates (padded.cuh padded_layer; the data sits in L2, read
+// moments ago by the staging), so it does not keep the staged copy alive: a residual add
+// would otherwise hold the block's input, all its channels, through the whole group.
 struct LastReaders {
   std::vector<int> layer, ext;
   explicit LastReaders(const GroupDesc& gd)
@@ -319,8 +323,13 @@ struct LastReaders {
         ext(static_cast<size_t>(gd.num_external), -1) {
     for (int l = 0; l < gd.num_layers; ++l) {
       const LayerDesc& d = gd.layers[l];
-      for (int s = 0; s < d.num_src; ++s)
-        (d.src_kind[s] == dev::kSrcLayer ? layer : ext)[static_cast<size_t>(d.src_index[s])] = l;
+      for (int s = 0; s < d.num_src; ++s) {
+        const size_t i = static_cast<size_t>(d.src_index[s]);
+        if (d.src_kind[s] == dev::kSrcLayer)
+          layer[i] = l;
+        else if (d.op != dev::kOpEltwise)
+          ext[i] = l;
+      }
     }
   }
 };
@@ -342,9 +351,9 @@ void mark_streamed(GroupDesc& gd, const Graph& g, const Group& group, const std:
   }
 }
 
-// Shared memory of a padded unit: staged inputs live until their last reader, intermediates
-// likewise; a streamed input's chunk buffer (and a last layer's accumulator) only while its
-// reader runs. Returns the peak (floats).
+// Shared memory of a padded unit: staged inputs live until their last window reader (not an
+// elementwise one: LastReaders), intermediates until their last reader; a streamed input's chunk
+// buffer (and a last layer's accumulator) only while its reader runs. Returns the peak (floats).
 int64_t allocate_padded_smem(GroupDesc& gd) {
   const int L = gd.num_layers;
   const LastReaders last(gd);

@@ -79,13 +79,30 @@ private:
     }
   }
 
-  // Each external input's region the unit needs (the hull over its readers) is loaded once.
+  // Each external input's loads: the hull of what its window readers need, staged once; and
+  // what each other reader needs (an elementwise op: a residual add, over its slots reading the
+  // input), which it reads from global memory itself (model/cost_model.h).
   void count_input_loads(const std::vector<Region>& region, ExecCounters& k) const {
     for (size_t e = 0; e < info_.external_ids.size(); ++e) {
-      Region r;
-      for (const auto& [j, slot] : info_.external_readers[e])
-        r = hull(r, input_need(*info_.graph, info_.layer(j), slot, region[static_cast<size_t>(j)]));
-      k.bytes_loaded_input += r.volume() * info_.elem_bytes;
+      Region staged, direct;
+      int direct_reader = -1;
+      int64_t elements = 0;
+      for (const auto& [j, slot] : info_.external_readers[e]) { // by reader, then slot
+        const Layer& l = info_.layer(j);
+        const Region need = input_need(*info_.graph, l, slot, region[static_cast<size_t>(j)]);
+        if (traits(l.op).windowed()) {
+          staged = hull(staged, need);
+          continue;
+        }
+        if (j != direct_reader) {
+          elements += direct.volume();
+          direct = Region{};
+          direct_reader = j;
+        }
+        direct = hull(direct, need);
+      }
+      elements += staged.volume() + direct.volume();
+      k.bytes_loaded_input += elements * info_.elem_bytes;
     }
   }
 

@@ -1,6 +1,7 @@
 #include "model/detail/geometry.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -98,6 +99,7 @@ void collect_tensors(const Graph& graph, const Group& grp, GroupGeometry& g) {
   }
   g.first_use.assign(static_cast<size_t>(T), -1);
   g.last_use.assign(static_cast<size_t>(T), -1);
+  g.last_window_use.assign(static_cast<size_t>(T), -1);
   g.staged.assign(static_cast<size_t>(T), false);
 }
 
@@ -141,6 +143,7 @@ void add_edges(const Graph& graph, const Group& grp, const Layer& l, int i, Grou
       e->consumer = i;
       e->producer = p;
       e->slots = 1;
+      e->window = traits(l.op).windowed();
       e->channel[0] = cm;
       for (int a = 1; a < kAxes; ++a)
         e->axis[static_cast<size_t>(a)] = spatial_map(l, a, pg.extent[static_cast<size_t>(a)]);
@@ -153,8 +156,37 @@ void add_edges(const Graph& graph, const Group& grp, const Layer& l, int i, Grou
     if (g.first_use[static_cast<size_t>(p)] < 0)
       g.first_use[static_cast<size_t>(p)] = i;
     g.last_use[static_cast<size_t>(p)] = i;
-    if (traits(l.op).windowed())
+    if (traits(l.op).windowed()) {
       g.staged[static_cast<size_t>(p)] = true;
+      g.last_window_use[static_cast<size_t>(p)] = i;
+    }
+  }
+}
+
+// The external inputs whose padded loads are not one region (InputRead): a staged input that
+// another op reads too, or an input that several non-window ops read.
+void split_input_reads(GroupGeometry& g) {
+  const int L = g.layer_count;
+  g.split_reads.assign(static_cast<size_t>(g.tensor_count()), false);
+  g.reads.clear();
+  for (int t = L; t < g.tensor_count(); ++t) {
+    InputRead staged{t, {}};
+    std::vector<InputRead> direct;
+    for (int e = 0; e < static_cast<int>(g.edges.size()); ++e) {
+      const Edge& edge = g.edges[static_cast<size_t>(e)];
+      if (edge.producer != t)
+        continue;
+      if (edge.window)
+        staged.edges.push_back(e);
+      else
+        direct.push_back({t, {e}});
+    }
+    if (direct.size() + (staged.edges.empty() ? 0 : 1) < 2)
+      continue;
+    g.split_reads[static_cast<size_t>(t)] = true;
+    if (!staged.edges.empty())
+      g.reads.push_back(std::move(staged));
+    g.reads.insert(g.reads.end(), direct.begin(), direct.end());
   }
 }
 
@@ -174,6 +206,7 @@ void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
     add_edges(graph, grp, l, i, g);
   }
   g.edge_begin[static_cast<size_t>(L)] = static_cast<int>(g.edges.size());
+  split_input_reads(g);
   g.stream_chunk.assign(static_cast<size_t>(g.tensor_count()), 0);
   if (g.invalid_reason.empty())
     for (int t = L; t < g.tensor_count(); ++t)

@@ -88,9 +88,12 @@ struct AxisMap {
 
 // A consumer layer of the group reading one producer tensor (through one or more inputs).
 struct Edge {
-  int consumer = 0; // layer index in the group
-  int producer = 0; // tensor index: < L a layer of the group, else an external input
-  int slots = 1;    // inputs of the consumer reading the producer (hull of their needs)
+  int consumer = 0;    // layer index in the group
+  int producer = 0;    // tensor index: < L a layer of the group, else an external input
+  int slots = 1;       // inputs of the consumer reading the producer (hull of their needs)
+  bool window = false; // the consumer is a window op (conv, pool): padded stages an external
+                       // producer in shared memory for it; any other reader of an external
+                       // producer reads it from global memory (an elementwise op: a residual add)
   std::array<AxisMap, kMaxSlotsPerEdge> channel;   // one channel map per slot
   std::array<AxisMap, kAxes> axis;                 // spatial maps (axis[0] unused)
   Interval need(int axis_index, Interval o) const; // inline below
@@ -139,6 +142,15 @@ struct TensorGrid {
   int64_t spatial_bricks() const { return grid[1] * grid[2] * grid[3]; }
 };
 
+// Padded: the loads of an external input that a unit issues apart, when they are not one
+// region (the input has a window reader and another reader, or several other readers): the
+// staged copy, the hull of what its window readers need (`edges`: their edges), or one
+// non-window reader's need from global memory (`edges`: its one edge).
+struct InputRead {
+  int tensor = 0;         // an external input (>= L)
+  std::vector<int> edges; // into GroupGeometry::edges
+};
+
 struct GroupGeometry {
   const Graph* graph = nullptr;
   Group group;
@@ -159,9 +171,13 @@ struct GroupGeometry {
   std::vector<double> params;          // L
   std::vector<int> first_use;          // L + E: first consumer (layer index), L − 1 for the last
   std::vector<int> last_use;           // L + E: last consumer (layer index)
+  std::vector<int> last_window_use;    // L + E: last window consumer (-1: none); padded frees a
+                                       // staged input's shared memory after it
   std::vector<bool> staged;            // L + E: read by a window op (staged in shared memory)
   std::vector<int> stream_chunk;       // L + E: padded streams it in chunks of this many
                                        // channels (core/group.h stream_chunk_channels); 0: whole
+  std::vector<bool> split_reads;       // L + E: padded counts its loads as `reads` (InputRead)
+  std::vector<InputRead> reads;        // of the tensors with split_reads, by tensor
 
   // Empty when the group is a valid group; else why not (an intermediate leaves the group).
   std::string invalid_reason;

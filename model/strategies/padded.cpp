@@ -51,11 +51,13 @@ struct FlatEdge {
 struct Scratch {
   std::vector<Interval> reg;
   std::vector<MaskGroup> groups;
-  std::vector<AxisAccum> chan;       // groups × T
-  std::vector<AxisAccum> spatial;    // T × 4 (axis 0 unused)
-  std::vector<double> alloc_spatial; // T: the spatial volume a kernel allocates per region
-  SmemArena arena;                   // padded_smem_elements' replay, storage reused
-  std::vector<int64_t> smem_at;      // T: each buffer's offset in it (-1: none)
+  std::vector<AxisAccum> chan;          // groups × T
+  std::vector<AxisAccum> spatial;       // T × 4 (axis 0 unused)
+  std::vector<AxisAccum> chan_reads;    // groups × R (R: GroupGeometry::reads)
+  std::vector<AxisAccum> spatial_reads; // R × 4 (axis 0 unused)
+  std::vector<double> alloc_spatial;    // T: the spatial volume a kernel allocates per region
+  SmemArena arena;                      // padded_smem_elements' replay, storage reused
+  std::vector<int64_t> smem_at;         // T: each buffer's offset in it (-1: none)
   std::vector<ReuseSplit> input_splits;
   std::vector<FlatEdge> flat; // one spatial axis, one mask group
 };
@@ -102,6 +104,19 @@ void propagate_spatial(const FlatEdge* edges, size_t count, int L, int T, Interv
   }
 }
 
+// Read r's interval along one axis for one unit: the hull of what its edges' consumers need,
+// given their regions `reg`; only consumers in `mask` (the layers the unit computes) read.
+Interval read_interval(const GroupGeometry& g, const InputRead& r, int axis, const Interval* reg,
+                       uint64_t mask) {
+  Interval out;
+  for (int e : r.edges) {
+    const Edge& edge = g.edges[static_cast<size_t>(e)];
+    if ((mask >> edge.consumer) & 1u)
+      out = hull(out, edge.need(axis, reg[edge.consumer]));
+  }
+  return out;
+}
+
 // The layers whose region is non-empty, as a bit set.
 uint64_t live_layers(const std::vector<Interval>& reg, int L) {
   uint64_t mask = 0;
@@ -111,32 +126,39 @@ uint64_t live_layers(const std::vector<Interval>& reg, int L) {
   return mask;
 }
 
-// Index of the mask group of `mask`, appended (with T channel sums) when new.
-size_t find_or_add_group(Scratch& s, uint64_t mask, int T) {
+// Index of the mask group of `mask`, appended (with T tensor and R read channel sums) when new.
+size_t find_or_add_group(Scratch& s, uint64_t mask, int T, size_t R) {
   size_t gi = 0;
   while (gi < s.groups.size() && s.groups[gi].mask != mask)
     ++gi;
   if (gi == s.groups.size()) {
     s.groups.push_back({mask, 0});
     s.chan.resize(s.chan.size() + static_cast<size_t>(T));
+    s.chan_reads.resize(s.chan_reads.size() + R);
   }
   return gi;
 }
 
 // Channel axis: which layers each channel block of the last layer computes (one MaskGroup per
-// distinct set), and how many channels of every tensor its units touch (Scratch::chan).
+// distinct set), and how many channels of every tensor and read its units touch (Scratch::chan,
+// Scratch::chan_reads).
 void group_channel_blocks(const GroupGeometry& g, Scratch& s) {
   const int T = g.tensor_count();
+  const size_t R = g.reads.size();
   const TensorGrid& last = g.last();
   s.groups.clear();
   s.chan.clear();
+  s.chan_reads.clear();
   for (int64_t k = 0; k < last.grid[0]; ++k) {
     propagate_channels(g, last.brick_interval(kChannelAxis, k), s.reg);
-    const size_t gi = find_or_add_group(s, live_layers(s.reg, g.layer_count), T);
+    const uint64_t mask = live_layers(s.reg, g.layer_count);
+    const size_t gi = find_or_add_group(s, mask, T, R);
     s.groups[gi].blocks += 1;
     for (int t = 0; t < T; ++t)
       s.chan[gi * static_cast<size_t>(T) + static_cast<size_t>(t)].add(
           s.reg[static_cast<size_t>(t)]);
+    for (size_t r = 0; r < R; ++r)
+      s.chan_reads[gi * R + r].add(read_interval(g, g.reads[r], kChannelAxis, s.reg.data(), mask));
   }
 }
 
@@ -150,28 +172,35 @@ void flatten_edges(const GroupGeometry& g, uint64_t mask, int a, std::vector<Fla
   }
 }
 
-// Spatial axes for the units computing the layers in `mask`: per tensor and axis, the sums of
-// its regions over the last layer's bricks along the axis (Scratch::spatial, T × 4).
+// Spatial axes for the units computing the layers in `mask`: per tensor (and read) and axis,
+// the sums of its regions over the last layer's bricks along the axis (Scratch::spatial, T × 4;
+// Scratch::spatial_reads, R × 4).
 void sum_spatial_axes(const GroupGeometry& g, Scratch& s, uint64_t mask,
                       const std::array<int, kAxes>& alias) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
+  const size_t R = g.reads.size();
   const TensorGrid& last = g.last();
   s.spatial.assign(static_cast<size_t>(T) * 4, AxisAccum{});
+  s.spatial_reads.assign(R * 4, AxisAccum{});
   for (int a = 1; a < kAxes; ++a) {
+    const size_t as = static_cast<size_t>(a);
     if (alias[a] != a) {
       for (int t = 0; t < T; ++t)
-        s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)] =
+        s.spatial[static_cast<size_t>(t) * 4 + as] =
             s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(alias[a])];
+      for (size_t r = 0; r < R; ++r)
+        s.spatial_reads[r * 4 + as] = s.spatial_reads[r * 4 + static_cast<size_t>(alias[a])];
       continue;
     }
     flatten_edges(g, mask, a, s.flat);
-    for (int64_t j = 0; j < last.grid[static_cast<size_t>(a)]; ++j) {
+    for (int64_t j = 0; j < last.grid[as]; ++j) {
       propagate_spatial(s.flat.data(), s.flat.size(), L, T, last.brick_interval(a, j),
                         s.reg.data());
       for (int t = 0; t < T; ++t)
-        s.spatial[static_cast<size_t>(t) * 4 + static_cast<size_t>(a)].add(
-            s.reg[static_cast<size_t>(t)]);
+        s.spatial[static_cast<size_t>(t) * 4 + as].add(s.reg[static_cast<size_t>(t)]);
+      for (size_t r = 0; r < R; ++r)
+        s.spatial_reads[r * 4 + as].add(read_interval(g, g.reads[r], a, s.reg.data(), mask));
     }
   }
 }
@@ -201,14 +230,34 @@ void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double v
   }
 }
 
-// One external input's loads (`sp`: its 4 axis sums, `volume` their spatial product) and their
-// reuse split.
+// Elements (per image, Σ over units) external input t's loads issue in mask group gi: its
+// region (channel sums `ch`, spatial product `volume`), or when its reads are split
+// (InputRead) the staged copy plus each non-window reader's need, read again from global
+// memory.
+double input_load_elements(const GroupGeometry& g, const Scratch& s, size_t gi, int t,
+                           const AxisAccum& ch, double volume) {
+  if (!g.split_reads[static_cast<size_t>(t)])
+    return ch.sum * volume;
+  const size_t R = g.reads.size();
+  double elements = 0;
+  for (size_t r = 0; r < R; ++r) {
+    if (g.reads[r].tensor != t)
+      continue;
+    const AxisAccum* sp = &s.spatial_reads[r * 4];
+    elements += s.chan_reads[gi * R + r].sum * sp[1].sum * sp[2].sum * sp[3].sum;
+  }
+  return elements;
+}
+
+// One external input's loads (`elements`: input_load_elements) and their reuse split over its
+// region (`ch`, `sp`: its channel and 4 axis sums): the union of what a unit touches, so a
+// non-window reader's second read of the staged positions is an L2 hit, not DRAM traffic.
 void add_input_loads(const GroupGeometry& g, const AxisAccum& ch, const AxisAccum* sp,
-                     double volume, const std::array<double, 4>& distance, Scratch& s,
+                     double elements, const std::array<double, 4>& distance, Scratch& s,
                      Prediction& p) {
   const double n = static_cast<double>(g.batch);
   const double dt = g.dtype_bytes;
-  p.bytes_input += n * ch.sum * volume * dt;
+  p.bytes_input += n * elements * dt;
   s.input_splits.push_back(split_reuse({ch.sum, sp[3].sum, sp[2].sum, sp[1].sum},
                                        {ch.uni, sp[3].uni, sp[2].uni, sp[1].uni}, distance,
                                        n * dt));
@@ -228,7 +277,8 @@ void add_group_counts(const GroupGeometry& g, Scratch& s, size_t gi,
     const double volume = sp[1].sum * sp[2].sum * sp[3].sum; // Σ over spatial units
     const double units = sp[1].count * sp[2].count * sp[3].count;
     if (t >= L) {
-      add_input_loads(g, ch[t], sp, volume, distance, s, p);
+      add_input_loads(g, ch[t], sp, input_load_elements(g, s, gi, t, ch[t], volume), distance, s,
+                      p);
     } else if ((grp.mask >> t) & 1u) {
       computed_layers |= uint64_t{1} << t;
       add_layer_work(g, t, ch[t], volume, units, grp.blocks, p);
@@ -265,7 +315,8 @@ void allocated_spatial(const GroupGeometry& g, Scratch& s) {
     for (int e = static_cast<int>(g.edges.size()) - 1; e >= 0; --e) {
       const Edge& edge = g.edges[static_cast<size_t>(e)];
       const Interval r = s.reg[static_cast<size_t>(edge.consumer)];
-      if (!r.empty())
+      // Only window readers read an external input's staged copy.
+      if (!r.empty() && (edge.producer < L || edge.window))
         s.reg[static_cast<size_t>(edge.producer)] =
             hull(s.reg[static_cast<size_t>(edge.producer)], apply_unclipped(edge.axis[as], r));
     }
@@ -296,7 +347,8 @@ double count_units(const GroupGeometry& g, Scratch& s, Prediction& p) {
 // Shared memory (elements) of one image of a unit: the code generator's allocations replayed in
 // its order on the same first-fit arena (core/smem_arena.h; kernels/cuda/codegen.cpp
 // allocate_padded_smem), each buffer sized for any brick (Scratch::alloc_spatial) with all the
-// tensor's channels: staged external inputs from the start to their last reader; each
+// tensor's channels: staged external inputs from the start to their last window reader (an
+// elementwise reader reads them from global memory); each
 // layer's region (the last layer writes global memory) until its last reader; a streamed
 // input's two chunk buffers (GroupGeometry::stream_chunk; double buffered), and for the last
 // layer its accumulator, while their reader runs.
@@ -333,7 +385,8 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
     }
     for (int t = 0; t < T; ++t) {
       const size_t ts = static_cast<size_t>(t);
-      if (at[ts] >= 0 && g.last_use[ts] == i && (t < i || t >= L)) {
+      const int last = t < L ? g.last_use[ts] : g.last_window_use[ts];
+      if (at[ts] >= 0 && last == i && (t < i || t >= L)) {
         arena.free(at[ts]);
         at[ts] = -1;
       }

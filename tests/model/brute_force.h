@@ -197,8 +197,13 @@ inline BruteCounts brute_padded(const Graph& g, const Candidate& cand) {
             c.bytes_weight += nu * double(l.params) *
                               (id == grp.last ? double(r.c1 - r.c0 + 1) / double(l.out.c) : 1.0) *
                               dt;
-            for (const auto& [p, b] : needs(g, l, r))
-              reg[static_cast<size_t>(p)] = hull(reg[static_cast<size_t>(p)], b);
+            for (const auto& [p, b] : needs(g, l, r)) {
+              if (!grp.contains(p) && !traits(l.op).windowed()) { // read from global memory
+                c.bytes_input += n * b.volume() * dt;
+                continue;
+              }
+              reg[static_cast<size_t>(p)] = hull(reg[static_cast<size_t>(p)], b); // staged
+            }
           }
           for (int id = 0; id < g.size(); ++id)
             if (!grp.contains(id))

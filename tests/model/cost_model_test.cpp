@@ -318,9 +318,13 @@ TEST(CostModelHand, ResidualWithChannelBlocksPadded) {
   EXPECT_EQ(p.thread_blocks, 8);
   EXPECT_DOUBLE_EQ(p.flops, 36864);
   EXPECT_DOUBLE_EQ(p.redundant_flops, 18432);
-  // x per unit: hull of conv1's need (4 channels, [0,4] or [3,7]: 5 per axis) and the add's
-  // (2 channels, the brick) = 4 · 5 · 5 = 100 elements; 8 units → 800 · 4 B.
-  EXPECT_DOUBLE_EQ(p.bytes_input, 3200);
+  // x per unit: conv1's need, staged in shared memory (4 channels, [0,4] or [3,7]: 5 per
+  // axis) = 4 · 5 · 5 = 100 elements, and the add's, which it reads again from global memory
+  // (2 channels, the brick) = 2 · 4 · 4 = 32; 8 units → 1056 · 4 B. (Were the add to read the
+  // staged copy, that copy would stay in shared memory until the add: issue 15.)
+  EXPECT_DOUBLE_EQ(p.bytes_input, 1056 * 4);
+  // The add's second read is an L2 hit: DRAM reads at most x once and the weights.
+  EXPECT_LE(p.dram_read_bytes, (256 + 144) * 4);
   // conv1's 144 parameters in every unit; the add has none.
   EXPECT_DOUBLE_EQ(p.bytes_weight, 8 * 144 * 4);
   EXPECT_DOUBLE_EQ(p.bytes_output, 256 * 4);

@@ -99,7 +99,9 @@ struct LayerDesc {
 // A tensor the group reads from outside (graph input, an earlier group's output, a skip).
 struct ExternalDesc {
   Dims dims;
-  int staged;       // padded: loaded once into shared memory (it feeds a window op)
+  int staged;       // padded: loaded once into shared memory (it feeds a window op), freed
+                    // after its last window reader; elementwise readers (a residual add) read
+                    // it from global memory at the output's coordinates
   int streamed;     // padded: its one reader streams it in channel chunks instead
   RegionMap region; // padded, when staged
   int smem;         // padded, when staged: float offset

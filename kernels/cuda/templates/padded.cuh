@@ -4,7 +4,9 @@
 // j * G.smem_image for the unit's image j; each layer runs for all of them between barriers).
 //
 //   external inputs ──stage (halo region, once)──► shared memory, or streamed by their one
-//                     conv reader in chunks of input channels (padded_streamed_conv)
+//                     conv reader in chunks of input channels (padded_streamed_conv); an
+//                     elementwise layer (a residual add) reads them from global memory, so
+//                     the staged copy lives only until its last window reader
 //   layer 1 .. L-1: computed over their region (brick + ghost zone grown backwards, all
 //                   channels) into shared memory; no communication between blocks
 //   layer L:        computed over the brick, the unit's channel block, into the output
