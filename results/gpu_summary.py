@@ -171,7 +171,8 @@ def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
             experiment=exp, group=name, kernel=f"{c[1]} {brick_label(*c[2:8])}", kind=c[1],
             status=m[1], max_rel_error=m[4], time_ms=t, cudnn_fp32_ms=base.fp32,
             cudnn_tf32_ms=base.tf32, vs_cudnn_fp32=ratio(t, base.fp32),
-            vs_cudnn_tf32=ratio(t, base.tf32), dram_mb=d and d / 1e6,
+            vs_cudnn_tf32=ratio(t, base.tf32), vs_cudnn_fp32_warm=ratio(t, base.fp32_warm),
+            vs_cudnn_tf32_warm=ratio(t, base.tf32_warm), dram_mb=d and d / 1e6,
             model_dram_mb=c[9] and c[9] / 1e6, dram_over_model=ratio(d, c[9]), model_ms=c[8],
             time_over_model=ratio(t, c[8]), error=(m[3] or "").splitlines()[0][:160]
             if m[3] else ""))
@@ -280,7 +281,9 @@ def verdicts(rows):
                  best["dram_mb"] < base["dram_mb"])
         out.append(f"{exp}: {group}: best {best['kernel']} {best['time_ms']:.3f} ms = "
                    f"{fmt(best.get('vs_cudnn_fp32'), '{:.2f}')}x cuDNN fp32, "
-                   f"{fmt(best.get('vs_cudnn_tf32'), '{:.2f}')}x cuDNN tf32; fewer DRAM bytes "
+                   f"{fmt(best.get('vs_cudnn_tf32'), '{:.2f}')}x cuDNN tf32 (cold; warm: "
+                   f"{fmt(best.get('vs_cudnn_fp32_warm'), '{:.2f}')}x, "
+                   f"{fmt(best.get('vs_cudnn_tf32_warm'), '{:.2f}')}x); fewer DRAM bytes "
                    f"than cuDNN: {'yes' if fewer else 'no' if best.get('dram_mb') else 'unknown'}"
                    f"; DRAM / model {fmt(best.get('dram_over_model'), '{:.2f}')}")
     return out
@@ -309,7 +312,10 @@ def device_lines(path):
         return []
     try:
         with open(path) as f:
-            d = json.load(f)
+            text = f.read()
+        if not text.strip():
+            return ["device: not recorded (brickdl-device found no GPU: see env.txt)"]
+        d = json.loads(text)
     except (OSError, ValueError) as e:
         return [f"device: {path} unreadable ({e})"]
     lines = [f"device: {d.get('name')} sm_{d.get('cc')}, {d.get('sm_count')} SMs, L2 "

@@ -143,8 +143,10 @@ class GpuSummaryTest(unittest.TestCase):
                       "tf32 1.33; DRAM / model median 1.20 (n=1)", text)
         self.assertIn("memoized: 0/2 validated", text)
         self.assertIn("own layerwise: 1/1 validated and timed; best time / cuDNN fp32 2.00", text)
+        # Warm: fp32 0.8 + 1.6 + 2.4 = 4.8 ms; no warm tf32 counter.
         self.assertIn("gpu_check_resnet50: block 1: best padded 8x8 t256 4.000 ms = 0.67x cuDNN "
-                      "fp32, 1.33x cuDNN tf32; fewer DRAM bytes than cuDNN: yes", text)
+                      "fp32, 1.33x cuDNN tf32 (cold; warm: 0.83x, -x); fewer DRAM bytes than "
+                      "cuDNN: yes", text)
         self.assertIn("resnet50 batch 8 fp32 pytorch-eager: 7.500 ms", text)
         self.assertIn("timeout: 1", text)
         self.assertIn("wrong_result: 1 (e.g. max rel error 0.5 at 17)", text)
