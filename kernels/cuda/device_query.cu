@@ -2,8 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_measurer.h"
-#include "kernels/cuda/cudnn_layerwise.h"
-#include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/device_attributes.h"
 
 namespace brickdl::cuda {
 
@@ -46,24 +45,22 @@ bool cuda_device_available() {
   return cuda_unavailable_reason().empty();
 }
 
+// The measurer's view of the device: a subset of what brickdl-device records, from the one
+// query of the device's attributes (device_attributes.cu).
 DeviceInfo query_device(int ordinal) {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty())
-    throw CudaError(why);
-  cudaDeviceProp p{};
-  BRICKDL_CUDA_CALL(cudaGetDeviceProperties(&p, ordinal));
+  const DeviceAttributes a = query_device_attributes(ordinal);
   DeviceInfo d;
-  d.ordinal = ordinal;
-  d.name = p.name;
-  d.cc = p.major * 10 + p.minor;
-  d.sm_count = p.multiProcessorCount;
-  d.l2_bytes = p.l2CacheSize;
-  d.smem_optin_bytes = static_cast<int64_t>(p.sharedMemPerBlockOptin);
-  d.global_mem_bytes = static_cast<int64_t>(p.totalGlobalMem);
-  BRICKDL_CUDA_CALL(cudaDeviceGetAttribute(&d.clock_khz, cudaDevAttrClockRate, ordinal));
-  BRICKDL_CUDA_CALL(cudaDriverGetVersion(&d.driver_version));
-  BRICKDL_CUDA_CALL(cudaRuntimeGetVersion(&d.runtime_version));
-  d.cudnn_version = CudnnLayerwise::is_supported() ? CudnnLayerwise::version() : "none";
+  d.ordinal = a.ordinal;
+  d.name = a.name;
+  d.cc = a.cc;
+  d.sm_count = a.sm_count;
+  d.l2_bytes = a.l2_bytes;
+  d.smem_optin_bytes = a.smem_per_block_optin_bytes;
+  d.global_mem_bytes = a.global_mem_bytes;
+  d.clock_khz = a.sm_clock_khz;
+  d.driver_version = a.driver_version;
+  d.runtime_version = a.runtime_version;
+  d.cudnn_version = a.cudnn_version;
   return d;
 }
 
