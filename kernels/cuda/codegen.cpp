@@ -401,7 +401,9 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     const int chans = l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
-    choose_tile(d, int64_t{d.region.ext[0]} * d.region.ext[1], d.region.ext[2], chans, threads);
+    // The conv's box holds every image of the unit (the templates' `images`).
+    choose_tile(d, int64_t{gd.nb} * d.region.ext[0] * d.region.ext[1], d.region.ext[2], chans,
+                threads);
   }
   // The unit's images side by side: every image's regions live at once (a layer runs for all
   // of them between two barriers).
@@ -501,7 +503,7 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
           gd.layers[d.src_index[s]].cb != d.cb)
         throw Unsupported(what + ": elementwise operands bricked differently");
     d.stage_smem = 0;
-    choose_tile(d, int64_t{d.bext[0]} * d.bext[1], d.bext[2], d.cb, threads);
+    choose_tile(d, int64_t{gd.nb} * d.bext[0] * d.bext[1], d.bext[2], d.cb, threads);
   }
   // Each image of the unit stages at its own place (memoized.cuh).
   gd.smem_image = to_int(round_up(stage, kSmemAlignFloats), "shared memory");

@@ -13,14 +13,22 @@ namespace brickdl {
 namespace dev {
 
 // A box of one tensor's channels [c0, ...) held as [c][d][h][w] with extents e (shared
-// memory, or one memoized brick in global memory when `coherent`).
+// memory, or one memoized brick in global memory when `coherent`). With batch blocks, the
+// same box of the unit's image j is at p + j · istride.
 struct RegionBuf {
   float* p;
   int o[3];
   int e[3];
   int c0;
   int coherent;
+  int istride;
 };
+
+// The same box of the unit's image j.
+BRICKDL_DEVICE RegionBuf image_buf(RegionBuf b, int j) {
+  b.p += (long long)j * b.istride;
+  return b;
+}
 
 BRICKDL_DEVICE int region_index(const RegionBuf& b, int c, int z, int y, int x) {
   return (((c - b.c0) * b.e[0] + (z - b.o[0])) * b.e[1] + (y - b.o[1])) * b.e[2] + (x - b.o[2]);
@@ -49,6 +57,16 @@ struct OutTarget {
   Dims dims;
   int n;
 };
+
+// The target of the unit's image j: sample n + j of the tensor, or image j's buffer.
+BRICKDL_DEVICE OutTarget image_out(OutTarget o, int j) {
+  if (o.to_tensor) {
+    o.n += j;
+  } else {
+    o.buf = image_buf(o.buf, j);
+  }
+  return o;
+}
 
 BRICKDL_DEVICE void store_out(const OutTarget& o, int c, int z, int y, int x, float v) {
   if (o.to_tensor) {
@@ -81,11 +99,13 @@ BRICKDL_DEVICE int brick_linear(const LayerDesc& L, int n, int cb, int bz, int b
   return (((n * L.nblk[0] + cb) * L.nblk[1] + bz) * L.nblk[2] + by) * L.nblk[3] + bx;
 }
 
-// The region buffer of one memoized brick of layer P (global memory).
+// The region buffer of one memoized brick of layer P (global memory); the same brick of the
+// next image is one sample's bricks further (brick_linear: the sample outermost).
 BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, int cb, int bz,
                                     int by, int bx) {
   RegionBuf b;
   b.p = memo + P.memo_offset + (long long)lin * P.brick_stride;
+  b.istride = P.nblk[0] * P.nblk[1] * P.nblk[2] * P.nblk[3] * P.brick_stride;
   b.o[0] = bz * P.bext[0];
   b.o[1] = by * P.bext[1];
   b.o[2] = bx * P.bext[2];
@@ -191,9 +211,12 @@ BRICKDL_DEVICE ConvPass whole_pass(const LayerDesc& L) {
 }
 
 // Conv over the box (ro, re) of its output, channels [c0, c1), one pass (ConvPass) over
-// its input channels. `in` covers every input position the box needs (0 outside the input
-// tensor) for the pass's channels. Output positions outside the output
-// tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w.
+// its input channels, for the unit's `images` images (image j: image_buf / image_out of `in`,
+// `out` and the pass's partial sums). `in` covers every input position the box needs (0
+// outside the input tensor) for the pass's channels. Output positions outside the output
+// tensor get 0. Each thread computes a tile of tile_co channels × tile_px consecutive w; the
+// channel tile is the slowest index, so every image's positions are computed while one tile's
+// weights are in L1 (one stream of the weights per unit, as the model counts).
 // `w` is packed per channel tile (codegen.h pack_conv_weights): [cout / tco][cin / groups]
 // [kd][kh][kw][tco], so a thread's tco weights of one tap are one (vector) load.
 // Long on purpose: the hot loop of every generated kernel. Moving its tap loop or its channel
@@ -203,7 +226,7 @@ BRICKDL_DEVICE ConvPass whole_pass(const LayerDesc& L) {
 BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                              const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                              const OutTarget& out, const int* ro, const int* re, int c0, int c1,
-                             const ConvPass& pass) {
+                             const ConvPass& pass, int images) {
   const int tco = L.tile_co;
   const int tpx = L.tile_px;
   const int cout_g = L.out.c / L.groups;
@@ -212,7 +235,7 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
   const int ntc = (c1 - c0 + tco - 1) / tco;
   const int ntx = (re[2] + tpx - 1) / tpx;
   const int rows = re[0] * re[1];
-  const int items = ntc * rows * ntx;
+  const int items = ntc * images * rows * ntx;
   const int in_row = in.e[2];
   const int in_chan = in.e[0] * in.e[1] * in.e[2];
   BRICKDL_FOR_EACH_THREAD(t) {
@@ -221,7 +244,10 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
       const int xt = it % ntx;
       const int rest = it / ntx;
       const int row = rest % rows;
-      const int co0 = c0 + (rest / rows) * tco;
+      const int img = images == 1 ? 0 : (rest / rows) % images;
+      const int co0 = c0 + (rest / rows / images) * tco;
+      const RegionBuf src = image_buf(in, img);
+      const RegionBuf part = image_buf(pass.acc, img);
       const int z = ro[0] + row / re[1];
       const int y = ro[1] + row % re[1];
       const int x0 = ro[2] + xt * tpx;
@@ -239,20 +265,19 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
           BRICKDL_UNROLL
           for (int i = 0; i < kMaxTilePx; ++i) {
 #if BRICKDL_STREAMED
-            acc[j][i] =
-                pass.first ? b : pass.acc.p[region_index(pass.acc, cj, z, y, x0 + imin(i, nx - 1))];
+            acc[j][i] = pass.first ? b : part.p[region_index(part, cj, z, y, x0 + imin(i, nx - 1))];
 #else
             acc[j][i] = b;
 #endif
           }
         }
         const int ci0 = (co0 / cout_g) * cin_g; // a tile never spans two groups (codegen)
-        const int zb = z * L.s[0] - L.p[0] - in.o[0];
-        const int yb = y * L.s[1] - L.p[1] - in.o[1];
-        const int xb = x0 * L.s[2] - L.p[2] - in.o[2];
+        const int zb = z * L.s[0] - L.p[0] - src.o[0];
+        const int yb = y * L.s[1] - L.p[1] - src.o[1];
+        const int xb = x0 * L.s[2] - L.p[2] - src.o[2];
         const float* wco = w + (long long)(co0 / tco) * cin_g * kvol * tco;
         for (int ci = pass.ci_lo; ci < pass.ci_hi; ++ci) {
-          const float* ip = in.p + (ci0 + ci - in.c0) * in_chan;
+          const float* ip = src.p + (ci0 + ci - src.c0) * in_chan;
           const float* wp = wco + ci * kvol * tco;
           for (int kz = 0; kz < L.k[0]; ++kz) {
             for (int ky = 0; ky < L.k[1]; ++ky) {
@@ -297,13 +322,13 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
 #if BRICKDL_STREAMED
           if (!pass.last) { // a partial sum (rows outside the tensor: the last pass writes 0)
             if (row_inside)
-              pass.acc.p[region_index(pass.acc, co0 + j, z, y, x)] = acc[j][i];
+              part.p[region_index(part, co0 + j, z, y, x)] = acc[j][i];
             continue;
           }
 #endif
           const float v =
               row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope) : 0.f;
-          store_out(out, co0 + j, z, y, x, v);
+          store_out(image_out(out, img), co0 + j, z, y, x, v);
         }
       }
     }

@@ -2,7 +2,8 @@
 // Convolution on tensor cores: the box of a conv layer's output as an implicit GEMM
 //
 //   D[m][n] = bias[n] + sum_k A[m][k] · B[k][n]
-//     m: an output position of the box (z, y, x flattened, x fastest)
+//     m: an output position of the box (z, y, x flattened, x fastest) in one of the unit's
+//        images (image m / P of the batch block, P positions per image)
 //     n: an output channel of [c0, c1)
 //     k: (input channel of n's group, kz, ky, kx), the order of the packed weights
 //     A[m][k]: the input region `in` at m's window tap k (im2col on the fly, from shared
@@ -10,7 +11,10 @@
 //
 // Each warp owns tiles of mma_m × 16 positions by mma_n × 8 channels; per step of k (8 for
 // TF32, 16 for BF16 / FP16) a lane gathers its A and B fragment values and the warp issues
-// mma_m × mma_n mma_step. K is padded with zeros to the step; positions past the box and
+// mma_m × mma_n mma_step. Tiles run positions fastest: the warps in flight work on the same
+// channels (different positions and images), so a weight tile read from L2 serves them all
+// through L1, and the unit streams its weights about once, as the model counts, rather than
+// once per position tile and image. K is padded with zeros to the step; positions past the box and
 // channels past c1 read zeros and are not stored. One call is one ConvPass: k runs over the
 // pass's input channels only. Output positions outside the output tensor
 // are stored as 0 (they are padding of the next layer), as in conv_box.
@@ -42,21 +46,24 @@ BRICKDL_DEVICE void box_position(const int* ro, const int* re, int m, int* z, in
 }
 
 // The partial sums of a lane's accumulator fragment (layout of mma.cuh's C, per m16 x n8
-// tile) from / to `acc` (a ConvPass buffer), for the positions and channels inside the box.
+// tile) from / to `acc` (a ConvPass buffer), for the positions (of `images` images of P
+// each) and channels inside the box.
 template <bool kStore>
 BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro, const int* re,
-                                int P, int m_base, int co_base, int c1, int MT, int NT, int g,
-                                int t) {
+                                int P, int images, int m_base, int co_base, int c1, int MT, int NT,
+                                int g, int t) {
   BRICKDL_UNROLL
   for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
     const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
     const int m = m_base + 16 * mt + g + 8 * (r / 2);
     const int co = co_base + 8 * nt + 2 * t + r % 2;
-    if (mt >= MT || nt >= NT || m >= P || co >= c1)
+    if (mt >= MT || nt >= NT || m >= images * P || co >= c1)
       continue;
+    const int img = images == 1 ? 0 : m / P;
     int z, y, x;
-    box_position(ro, re, m, &z, &y, &x);
-    float* p = acc.p + region_index(acc, co, z, y, x);
+    box_position(ro, re, m - img * P, &z, &y, &x);
+    const RegionBuf part = image_buf(acc, img);
+    float* p = part.p + region_index(part, co, z, y, x);
     if (kStore) {
       *p = frag[i];
     } else {
@@ -65,14 +72,14 @@ BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro
   }
 }
 BRICKDL_DEVICE void mma_load_partial(float* frag, const RegionBuf& acc, const int* ro,
-                                     const int* re, int P, int m_base, int co_base, int c1, int MT,
-                                     int NT, int g, int t) {
-  mma_partial<false>(frag, acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+                                     const int* re, int P, int images, int m_base, int co_base,
+                                     int c1, int MT, int NT, int g, int t) {
+  mma_partial<false>(frag, acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g, t);
 }
 BRICKDL_DEVICE void mma_store_partial(float* frag, const RegionBuf& acc, const int* ro,
-                                      const int* re, int P, int m_base, int co_base, int c1, int MT,
-                                      int NT, int g, int t) {
-  mma_partial<true>(frag, acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+                                      const int* re, int P, int images, int m_base, int co_base,
+                                      int c1, int MT, int NT, int g, int t) {
+  mma_partial<true>(frag, acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g, t);
 }
 
 // Long on purpose: the tensor-core inner loop; splitting its lane loops into functions would
@@ -81,25 +88,26 @@ template <int MATH>
 BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                  const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                                  const OutTarget& out, const int* ro, const int* re, int c0, int c1,
-                                 const ConvPass& pass) {
+                                 const ConvPass& pass, int images) {
   using S = MmaShape<MATH>;
   const int MT = L.mma_m, NT = L.mma_n;
   const int cout_g = L.out.c / L.groups, cin_g = L.in.c / L.groups;
   const int kvol = L.k[0] * L.k[1] * L.k[2];
   const int K = cin_g * kvol;                                   // the packed weights' k extent
   const int k_lo = pass.ci_lo * kvol, k_hi = pass.ci_hi * kvol; // this pass's k range
-  const int P = re[0] * re[1] * re[2];
-  const int m_tiles = (P + 16 * MT - 1) / (16 * MT);
+  const int P = re[0] * re[1] * re[2];                          // positions per image
+  const int M = images * P;
+  const int m_tiles = (M + 16 * MT - 1) / (16 * MT);
   const int n_tiles = (c1 - c0 + 8 * NT - 1) / (8 * NT);
   const int in_chan = in.e[0] * in.e[1] * in.e[2];
   BRICKDL_FOR_EACH_WARP(wp) {
     for (int tile = wp; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPS()) {
-      const int co_base = c0 + (tile % n_tiles) * 8 * NT;
-      const int m_base = (tile / n_tiles) * 16 * MT;
+      const int m_base = (tile % m_tiles) * 16 * MT; // positions fastest (weights in L1)
+      const int co_base = c0 + (tile / m_tiles) * 8 * NT;
       const int ci0 = (co_base / cout_g) * cin_g;         // a tile never spans two groups (codegen)
       const float* in_g = in.p + (ci0 - in.c0) * in_chan; // the group's channel 0 (may lie
                                                           // before a chunk's first channel)
-      Lanes<int, 2 * kMaxMmaM> pix; // spatial window origin of rows g, g + 8; -1: none
+      Lanes<int, 2 * kMaxMmaM> pix; // window origin of rows g, g + 8 (image included); -1: none
       Lanes<float, 4 * kMaxMmaM * kMaxMmaN> acc;
       BRICKDL_FOR_EACH_LANE(lane) {
         const int g = lane >> 2, t = lane & 3;
@@ -108,14 +116,15 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           if (i >= 2 * MT)
             break;
           const int m = m_base + 16 * (i / 2) + g + 8 * (i % 2);
+          const int img = images == 1 ? 0 : m / P;
           int z, y, x;
-          box_position(ro, re, m, &z, &y, &x);
-          pix(lane)[i] =
-              m >= P
-                  ? -1
-                  : ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] + (y * L.s[1] - L.p[1] - in.o[1])) *
-                            in.e[2] +
-                        (x * L.s[2] - L.p[2] - in.o[2]);
+          box_position(ro, re, m - img * P, &z, &y, &x);
+          pix(lane)[i] = m >= M ? -1
+                                : img * in.istride +
+                                      ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] +
+                                       (y * L.s[1] - L.p[1] - in.o[1])) *
+                                          in.e[2] +
+                                      (x * L.s[2] - L.p[2] - in.o[2]);
         }
         BRICKDL_UNROLL
         for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
@@ -126,7 +135,8 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         // one-pass convs it folds away whole).
 #if BRICKDL_STREAMED
         if (!pass.first)
-          mma_load_partial(acc(lane), pass.acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+          mma_load_partial(acc(lane), pass.acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g,
+                           t);
 #endif
       }
       for (int k0 = k_lo; k0 < k_hi; k0 += S::k) {
@@ -176,7 +186,8 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         const int g = lane >> 2, t = lane & 3;
 #if BRICKDL_STREAMED
         if (!pass.last) {
-          mma_store_partial(acc(lane), pass.acc, ro, re, P, m_base, co_base, c1, MT, NT, g, t);
+          mma_store_partial(acc(lane), pass.acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g,
+                            t);
           continue;
         }
 #endif
@@ -187,12 +198,13 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
             continue;
           const int m = m_base + 16 * mt + g + 8 * (r / 2);
           const int co = co_base + 8 * nt + 2 * t + r % 2;
-          if (m >= P || co >= c1)
+          if (m >= M || co >= c1)
             continue;
+          const int img = images == 1 ? 0 : m / P;
           int z, y, x;
-          box_position(ro, re, m, &z, &y, &x);
+          box_position(ro, re, m - img * P, &z, &y, &x);
           const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
-          store_out(out, co, z, y, x, v);
+          store_out(image_out(out, img), co, z, y, x, v);
         }
       }
     }
@@ -212,36 +224,39 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
 #define BRICKDL_CONV_MMA -1
 #endif
 
-// A conv layer over the box: on tensor cores when codegen chose an MMA tile, else FP32 FMA.
+// A conv layer over the box, for the unit's `images` images: on tensor cores when codegen
+// chose an MMA tile, else FP32 FMA.
 BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                                    const OutTarget& out, const int* ro, const int* re, int c0,
-                                   int c1, const ConvPass& pass) {
+                                   int c1, const ConvPass& pass, int images) {
 #if BRICKDL_CONV_MMA > 0
   if (L.mma_m > 0) {
-    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass);
+    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     return;
   }
 #elif BRICKDL_CONV_MMA < 0
   if (L.mma_m > 0) {
     if (L.math == kMathTf32) {
-      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass);
+      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     } else if (L.math == kMathBf16) {
-      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass);
+      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     } else {
-      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass);
+      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     }
     return;
   }
 #endif
 #if BRICKDL_CONV_FMA
-  conv_box(L, w, bias, in, out, ro, re, c0, c1, pass);
+  conv_box(L, w, bias, in, out, ro, re, c0, c1, pass, images);
 #endif
 }
 
 // An accumulator of cb x `ext` partial sums in shared memory at `smem`, for the box from
-// origin `o` and channel c0 (a streamed conv whose output is not a shared-memory region).
-BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, int c0) {
+// origin `o` and channel c0 (a streamed conv whose output is not a shared-memory region);
+// image j's at smem + j · istride.
+BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, int c0,
+                                     int istride) {
   RegionBuf acc;
   acc.p = smem;
   for (int ax = 0; ax < 3; ++ax) {
@@ -250,12 +265,14 @@ BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, 
   }
   acc.c0 = c0;
   acc.coherent = 0;
+  acc.istride = istride;
   return acc;
 }
 
-// A streamed conv: for input channels [lo0, hi0) in chunks of stream_c, stage(buffer, lo, hi)
-// fills a chunk buffer (its channel 0 is lo), then one ConvPass adds the chunk to `acc`; the
-// last pass stores the results to `out`. Double buffered (core/group.h kStreamBuffers): the
+// A streamed conv of the unit's `images` images: for input channels [lo0, hi0) in chunks of
+// stream_c, stage(buffer, lo, hi) fills a chunk buffer of every image (its channel 0 is lo;
+// image j's: image_buf), then one ConvPass adds the chunk to `acc`; the last pass stores the
+// results to `out`. Double buffered (core/group.h kStreamBuffers): the
 // chunk buffers are `chunk` and `chunk` + L.stream_next floats, and the next chunk is staged
 // (asynchronously where `stage` copies with cp.async) while this one's pass runs. All threads.
 //
@@ -266,7 +283,7 @@ template <class Stage>
 BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, const float* bias,
                                          RegionBuf chunk, const RegionBuf& acc,
                                          const OutTarget& out, const int* ro, const int* re, int c0,
-                                         int c1, int lo0, int hi0, const Stage& stage) {
+                                         int c1, int lo0, int hi0, int images, const Stage& stage) {
   ConvPass pass = whole_pass(L);
   pass.acc = acc;
   float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)
@@ -290,7 +307,7 @@ BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, con
     pass.ci_hi = hi;
     pass.first = lo == lo0;
     pass.last = hi == hi0;
-    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass);
+    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass, images);
   }
   BRICKDL_SYNC();
 }

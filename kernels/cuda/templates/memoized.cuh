@@ -16,7 +16,8 @@
 // Batch blocks (G.nb images per unit): a brick's flag, claim and stack entry stand for the
 // brick in every image of its batch block (BrickCoord::n is the batch block); its data stay
 // per image in the memo buffer (brick_linear with the image). A brick is computed for all
-// the block's images at once, each image's staging at j * G.smem_image in shared memory.
+// the block's images at once, each image's staging at j * G.smem_image in shared memory, a
+// conv as one box over all the images (its weights stream through the block once).
 //
 // Deadlock freedom: a block only waits for a brick of a layer earlier than every brick it
 // holds claimed (its stack descends layer by layer), so waits cannot form a cycle; a wait
@@ -214,21 +215,25 @@ BRICKDL_DEVICE void memo_stage(const GroupDesc& G, const LayerDesc& L, const Ker
   }
 }
 
-// A conv (groups 1) whose brick reads more than stream_c input channels: stage a chunk, one
-// ConvPass accumulating in shared memory (acc_smem: cb x bext), repeat; the last pass stores.
+// A conv (groups 1) whose brick reads more than stream_c input channels: stage a chunk of
+// every image, one ConvPass accumulating in shared memory (acc_smem: cb x bext per image),
+// repeat; the last pass stores.
 BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, int l,
-                                       const KernelArgs& a, int n, float* smem, const RegionBuf& in,
+                                       const KernelArgs& a, int n0, int images, const RegionBuf& in,
                                        const OutTarget& out, const int* bo, const int* ro,
                                        const int* re, int c0, int c1, int ilo, int ihi) {
-  streamed_conv_passes(
-      L, a.weight[l], a.bias[l], in, accumulator(smem + L.acc_smem, bo, L.bext, c0), out, ro, re,
-      c0, c1, ilo, ihi,
-      [&](const RegionBuf& chunk, int lo, int hi) { memo_stage(G, L, a, n, chunk, lo, hi, true); });
+  streamed_conv_passes(L, a.weight[l], a.bias[l], in,
+                       accumulator(block_smem() + L.acc_smem, bo, L.bext, c0, G.smem_image), out,
+                       ro, re, c0, c1, ilo, ihi, images,
+                       [&](const RegionBuf& chunk, int lo, int hi) {
+                         for (int j = 0; j < images; ++j)
+                           memo_stage(G, L, a, n0 + j, image_buf(chunk, j), lo, hi, true);
+                       });
 }
 
 // A window op's brick (origin bo, the part ro / re inside the tensor, channels [c0, c1)) for
 // the `images` images from n0: stages each image's input region (halo included) at its own
-// place in shared memory, then computes them.
+// place in shared memory, then computes them (a conv: one box over all the images).
 BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, const KernelArgs& a,
                                 const BrickCoord& q, int n0, int images, const int* bo,
                                 const int* ro, const int* re, int c0, int c1) {
@@ -241,30 +246,23 @@ BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, c
   input_channels(L, c0, c1, &ilo, &ihi);
   in.c0 = ilo;
   in.coherent = 0;
+  in.p = block_smem() + L.stage_smem;
+  in.istride = G.smem_image;
+  const OutTarget out = memo_target(G, L, l, a, q, n0);
 #if BRICKDL_STREAMED
   if (L.stream_c > 0) {
-    for (int j = 0; j < images; ++j) {
-      float* smem = block_smem() + j * G.smem_image;
-      in.p = smem + L.stage_smem;
-      memo_streamed_conv(G, L, l, a, n0 + j, smem, in, memo_target(G, L, l, a, q, n0 + j), bo, ro,
-                         re, c0, c1, ilo, ihi);
-    }
+    memo_streamed_conv(G, L, l, a, n0, images, in, out, bo, ro, re, c0, c1, ilo, ihi);
     return;
   }
 #endif
-  for (int j = 0; j < images; ++j) {
-    in.p = block_smem() + j * G.smem_image + L.stage_smem;
-    memo_stage(G, L, a, n0 + j, in, ilo, ihi, false);
-  }
+  for (int j = 0; j < images; ++j)
+    memo_stage(G, L, a, n0 + j, image_buf(in, j), ilo, ihi, false);
   BRICKDL_SYNC();
-  for (int j = 0; j < images; ++j) {
-    in.p = block_smem() + j * G.smem_image + L.stage_smem;
-    const OutTarget out = memo_target(G, L, l, a, q, n0 + j);
-    if (L.op == kOpConv) {
-      conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L));
-    } else {
-      pool_box(L, in, out, ro, re, c0, c1);
-    }
+  if (L.op == kOpConv) {
+    conv_layer_box(L, a.weight[l], a.bias[l], in, out, ro, re, c0, c1, whole_pass(L), images);
+  } else {
+    for (int j = 0; j < images; ++j)
+      pool_box(L, image_buf(in, j), image_out(out, j), ro, re, c0, c1);
   }
 }
 

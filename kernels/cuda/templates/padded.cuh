@@ -1,7 +1,8 @@
 #pragma once
 // Padded bricks: one thread block per output brick (unit of work) of the group's last layer
 // and batch block of images (G.nb; every image's regions side by side in shared memory, at
-// j * G.smem_image for the unit's image j; each layer runs for all of them between barriers).
+// j * G.smem_image for the unit's image j; each layer runs for all of them between barriers,
+// a conv as one box over all the images, so its weights stream through the block once).
 //
 //   external inputs ──stage (halo region, once)──► shared memory, or streamed by their one
 //                     conv reader in chunks of input channels (padded_streamed_conv); an
@@ -25,48 +26,56 @@ BRICKDL_DEVICE void map_region(const RegionMap& m, const int* bo, int* o, int* e
   }
 }
 
-BRICKDL_DEVICE RegionBuf region_buf(float* p, const RegionMap& m, const int* bo, int c0) {
+// A region of image 0 of the unit in shared memory at p (image j's: image_buf).
+BRICKDL_DEVICE RegionBuf region_buf(const GroupDesc& G, float* p, const RegionMap& m,
+                                    const int* bo) {
   RegionBuf b;
   b.p = p;
   map_region(m, bo, b.o, b.e);
-  b.c0 = c0;
+  b.c0 = 0;
   b.coherent = 0;
+  b.istride = G.smem_image;
   return b;
 }
 
 // Input 0 of window layer L as its shared-memory region buffer (staged input or producer).
-BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L, const int* bo,
-                                             float* smem) {
+BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L,
+                                             const int* bo) {
   if (L.src_kind[0] == kSrcExternal) {
     const ExternalDesc& X = G.ext[L.src_index[0]];
-    return region_buf(smem + X.smem, X.region, bo, 0);
+    return region_buf(G, block_smem() + X.smem, X.region, bo);
   }
   const LayerDesc& P = G.layers[L.src_index[0]];
-  return region_buf(smem + P.smem_out, P.region, bo, 0);
+  return region_buf(G, block_smem() + P.smem_out, P.region, bo);
 }
 
 // A conv whose external input streams through shared memory in chunks of stream_c input
-// channels (groups == 1): stage a chunk, one ConvPass, repeat. Partial sums live in the
-// layer's own region, or for the last layer in its accumulator (cb_last x brick).
+// channels (groups == 1): stage a chunk of every image, one ConvPass, repeat. Partial sums live
+// in the layer's own region, or for the last layer in its accumulator (cb_last x brick).
 BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
                                          const KernelArgs& a, const float* w, const float* bias,
-                                         const int* bo, int n, float* smem, const OutTarget& out,
+                                         const int* bo, int n0, int images, const OutTarget& out,
                                          const int* ro, const int* re, int c0, int c1) {
   const ExternalDesc& X = G.ext[L.src_index[0]];
   TensorRef src;
   src.p = a.ext[L.src_index[0]];
   src.dims = X.dims;
-  src.n = n;
-  const RegionBuf acc = out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0) : out.buf;
-  streamed_conv_passes(L, w, bias, region_buf(smem + L.stream_smem, X.region, bo, 0), acc, out, ro,
-                       re, c0, c1, 0, L.in.c, [&](const RegionBuf& chunk, int lo, int hi) {
-                         stage_from_tensor_async(chunk, src, lo, hi);
+  float* const smem = block_smem();
+  const RegionBuf acc =
+      out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0, G.smem_image) : out.buf;
+  streamed_conv_passes(L, w, bias, region_buf(G, smem + L.stream_smem, X.region, bo), acc, out, ro,
+                       re, c0, c1, 0, L.in.c, images, [&](const RegionBuf& chunk, int lo, int hi) {
+                         for (int j = 0; j < images; ++j) {
+                           src.n = n0 + j;
+                           stage_from_tensor_async(image_buf(chunk, j), src, lo, hi);
+                         }
                        });
 }
 
+// Layer L of the unit for its `images` images from n0 (image j's regions at j · G.smem_image).
 BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
                                  const KernelArgs& a, const float* w, const float* bias,
-                                 const int* bo, int n, int cblk, float* smem) {
+                                 const int* bo, int n0, int images, int cblk) {
   int ro[3], re[3], c0, c1;
   OutTarget out = {};
   if (is_last) {
@@ -81,42 +90,45 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
     out.to_tensor = 1;
     out.t = a.out;
     out.dims = L.out;
-    out.n = n;
+    out.n = n0;
   } else {
     map_region(L.region, bo, ro, re);
     c0 = 0;
     c1 = L.out.c;
     out.to_tensor = 0;
-    out.buf = region_buf(smem + L.smem_out, L.region, bo, 0);
+    out.buf = region_buf(G, block_smem() + L.smem_out, L.region, bo);
   }
   if (L.op == kOpEltwise) {
-    InSource src[kMaxSources];
-    for (int s = 0; s < kMaxSources; ++s) {
-      if (s >= L.num_src)
-        break;
-      if (L.src_kind[s] == kSrcExternal) {
-        const int e = L.src_index[s];
-        src[s].from_tensor = 1;
-        src[s].t.p = a.ext[e];
-        src[s].t.dims = G.ext[e].dims;
-        src[s].t.n = n;
-      } else {
-        const LayerDesc& P = G.layers[L.src_index[s]];
-        src[s].from_tensor = 0;
-        src[s].buf = region_buf(smem + P.smem_out, P.region, bo, 0);
+    for (int j = 0; j < images; ++j) {
+      InSource src[kMaxSources];
+      for (int s = 0; s < kMaxSources; ++s) {
+        if (s >= L.num_src)
+          break;
+        if (L.src_kind[s] == kSrcExternal) {
+          const int e = L.src_index[s];
+          src[s].from_tensor = 1;
+          src[s].t.p = a.ext[e];
+          src[s].t.dims = G.ext[e].dims;
+          src[s].t.n = n0 + j;
+        } else {
+          const LayerDesc& P = G.layers[L.src_index[s]];
+          src[s].from_tensor = 0;
+          src[s].buf = image_buf(region_buf(G, block_smem() + P.smem_out, P.region, bo), j);
+        }
       }
+      eltwise_box(L, src, image_out(out, j), ro, re, c0, c1);
     }
-    eltwise_box(L, src, out, ro, re, c0, c1);
 #if BRICKDL_STREAMED
   } else if (L.stream_c > 0) {
-    padded_streamed_conv(G, L, a, w, bias, bo, n, smem, out, ro, re, c0, c1);
+    padded_streamed_conv(G, L, a, w, bias, bo, n0, images, out, ro, re, c0, c1);
 #endif
   } else {
-    const RegionBuf in = padded_window_input(G, L, bo, smem);
+    const RegionBuf in = padded_window_input(G, L, bo);
     if (L.op == kOpConv) {
-      conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, whole_pass(L));
+      conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, whole_pass(L), images);
     } else {
-      pool_box(L, in, out, ro, re, c0, c1);
+      for (int j = 0; j < images; ++j)
+        pool_box(L, image_buf(in, j), image_out(out, j), ro, re, c0, c1);
     }
   }
 }
@@ -164,8 +176,8 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
       src.p = a.ext[e];
       src.dims = X.dims;
       src.n = n0 + j;
-      stage_from_tensor(region_buf(block_smem() + j * G.smem_image + X.smem, X.region, bo, 0), src,
-                        0, X.dims.c);
+      stage_from_tensor(image_buf(region_buf(G, block_smem() + X.smem, X.region, bo), j), src, 0,
+                        X.dims.c);
     }
   }
   BRICKDL_SYNC();
@@ -174,9 +186,8 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
   for (int l = 0; l < kMaxLayers; ++l) {
     if (l >= G.num_layers)
       break;
-    for (int j = 0; j < images; ++j)
-      padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n0 + j,
-                   cblk, block_smem() + j * G.smem_image);
+    padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n0, images,
+                 cblk);
     BRICKDL_SYNC();
   }
 }
