@@ -525,6 +525,17 @@ std::string literal(float v) {
   return float_literal(v);
 }
 
+// The minimum resident blocks per SM the kernel asks ptxas for: what caps its registers at
+// kRegisterBudget per thread (64 K registers per SM on sm_80 and sm_90). Left to itself,
+// ptxas also stops at 128 for 256-thread blocks but spills to get there: the memoized
+// tensor-core kernels once the conv's tiles ran positions fastest (tf32 4x4/n2, sm_90:
+// 128 registers, 12 bytes spilled; with the explicit hint 128 and none).
+int launch_min_blocks(int threads) {
+  constexpr int kRegistersPerSm = 64 * 1024;
+  constexpr int kRegisterBudget = 128;
+  return std::max(1, kRegistersPerSm / (threads * kRegisterBudget));
+}
+
 std::string kernel_text(const KernelLaunch& k, int index) {
   std::ostringstream os;
   const std::string fn = "desc_" + std::to_string(index);
@@ -536,8 +547,8 @@ std::string kernel_text(const KernelLaunch& k, int index) {
      << desc_to_cpp(k.desc) << "}\n"
      << "__device__ constexpr brickdl::dev::GroupDesc k_" << fn << " = " << fn << "();\n"
      << "}  // namespace brickdl_gen\n\n"
-     << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ") " << k.symbol
-     << "(const brickdl::dev::KernelArgs a) {\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ", "
+     << launch_min_blocks(k.threads) << ") " << k.symbol << "(const brickdl::dev::KernelArgs a) {\n"
      << "  brickdl::dev::run_block(brickdl_gen::k_" << fn
      << ", a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));\n"
      << "}\n";

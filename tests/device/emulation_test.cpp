@@ -587,7 +587,8 @@ TEST(Codegen, SourceCarriesTheDescriptor) {
   const KernelPlan p =
       plan_kernels(g, candidate(named_group(g, "c1", "c3"), Strategy::kPadded, {1, 4, 4, 0}, 128));
   ASSERT_EQ(p.launches.size(), 1u);
-  EXPECT_NE(p.source.find("__launch_bounds__(128) brickdl_group"), std::string::npos);
+  // At most 128 registers per thread: 64 K / (128 threads · 128) = 4 blocks per SM.
+  EXPECT_NE(p.source.find("__launch_bounds__(128, 4) brickdl_group"), std::string::npos);
   EXPECT_NE(p.source.find("g.layers[1].s[1] = 2;"), std::string::npos); // c2: stride 2
   EXPECT_NE(p.source.find("g.layers[1].slope = 0x1.99999ap-3f;"), std::string::npos); // 0.2
   EXPECT_EQ(p.launches[0].blocks, 2 * 1 * 2 * 2); // batch 2, 7x6 output in 4x4 bricks
