@@ -3,7 +3,11 @@
 // strategy and precision.
 //
 //   kernel_report [model first last] [--batch N] [--brick B] [--cb C] [--nb N] [--threads T]
-//                 [--arch A]... [--precision P]...
+//                 [--arch A]... [--precision P]... [--source DIR]
+//
+// --source DIR writes each plan's CUDA source to DIR/<strategy>-<precision>-sm<arch>.cu, to
+// read what was compiled or to feed it to nvcc -cubin -I kernels/cuda/templates and a
+// disassembler.
 //
 // Defaults: ResNet-50, batch 8, subgraph 1 of the paper's Fig 8 (layer1.0.conv1 ..
 // layer1.0.conv3), 8x8 bricks, 256 threads, sm_80 and sm_90, fp32 / tf32 / bf16.
@@ -11,6 +15,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "core/zoo.h"
@@ -53,13 +59,29 @@ struct Options {
   int cb = 0, nb = 1; // channel block (0: all), batch block (images per unit)
   std::vector<int> archs = {80, 90};
   std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
+  std::string source_dir; // --source: where the plans' sources go (empty: nowhere)
 };
 
-void report_one(const Graph& g, const Candidate& c, int arch, cuda::NvrtcCompiler& nvrtc) {
+// Writes `source` to DIR/<strategy>-<precision>-sm<arch>.cu.
+void write_source(const std::string& dir, const Graph& g, const Candidate& c, int arch,
+                  const std::string& source) {
+  const std::filesystem::path path =
+      std::filesystem::path(dir) /
+      fmt::format("{}-{}-sm{}.cu", strategy_name(c.strategy), dtype_name(g.dtype()), arch);
+  std::ofstream out(path);
+  out << source;
+  if (!out)
+    throw std::runtime_error("cannot write " + path.string());
+}
+
+void report_one(const Graph& g, const Candidate& c, int arch, const std::string& source_dir,
+                cuda::NvrtcCompiler& nvrtc) {
   const std::string what =
       fmt::format("{:<5} {:<26} sm_{}", dtype_name(g.dtype()), c.config_str(), arch);
   try {
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c);
+    if (!source_dir.empty())
+      write_source(source_dir, g, c, arch, plan.source);
     const auto module = nvrtc.compile(plan.source, arch);
     const PtxasInfo p = parse_ptxas(module->log);
     int64_t smem = 0;
@@ -90,6 +112,8 @@ int main(int argc, char** argv) {
   app.add_option("--nb", o.nb, "batch block (images per unit)")->check(CLI::Range(1, 1024));
   app.add_option("--arch", o.archs, "sm_XX as XX");
   app.add_option("--precision", o.precisions)->check(CLI::IsMember(dtype_names()));
+  app.add_option("--source", o.source_dir, "write each plan's CUDA source into this folder")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   if (!cuda::NvrtcCompiler::is_supported()) {
     fmt::print(stderr, "kernel_report: built without CUDA (no NVRTC)\n");
@@ -117,7 +141,7 @@ int main(int argc, char** argv) {
         c.brick = {1, o.brick, o.brick, o.cb, o.nb};
         c.threads = o.threads;
         for (int arch : o.archs)
-          report_one(g, c, arch, nvrtc);
+          report_one(g, c, arch, o.source_dir, nvrtc);
       }
     }
   } catch (const std::exception& e) {

@@ -35,6 +35,14 @@
 // L1 / L2 bytes. A block stages each region it reads once (shared memory), so l1_bytes is
 //   what the kernel issues and reaches L2 unchanged; memoized adds one 32-byte sector per
 //   flag lookup and two per claim (claim, publish), which L2 serves (atomics bypass L1).
+//   Weights are the exception: they are counted once per unit (all its images), while the
+//   kernels load them per register tile from global memory. A conv's tiles run positions
+//   fastest over every image of the unit (docs/kernels.md, Batch blocks), so the warps in
+//   flight share a channel tile's weights through L1 and L2 sees about one read per unit
+//   while each warp gets at most one position tile per channel tile; beyond that (16x16
+//   bricks with halos, nb = 8) a channel tile's K extent is read again per round of tiles,
+//   from L2 unless L1 still holds it. Neither the per-tile L1 requests nor those rounds are
+//   counted yet: the GPU's L1 / L2 counters are to say how much they add.
 //
 // Time. Per kernel, t_dram = DRAM bytes / (peak · dram_efficiency · u_mem), t_l2 likewise,
 //   t_compute = FLOPs / (peak · compute_efficiency · u_compute), where u_mem = min(1, blocks /
