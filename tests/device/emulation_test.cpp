@@ -208,14 +208,14 @@ TEST(Emulation, NaNInTheInputLandsWhereTheReferencePutsIt) {
   }
 }
 
-// Random chains: kernel, stride, padding, dilation, channels, image and brick sizes.
+// Random chains: kernel, stride, padding, dilation, channels, image, brick and batch block sizes.
 TEST(Emulation, RandomChains) {
   std::mt19937 rng(2024);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int trial = 0; trial < 8; ++trial) {
     const int dims = pick(0, 3) == 0 ? 3 : 2;
     const int64_t image = pick(6, dims == 3 ? 8 : 14);
-    TensorShape in{pick(1, 2), pick(1, 4), dims == 3 ? image : 1, image, image + pick(0, 3), dims};
+    TensorShape in{pick(1, 3), pick(1, 4), dims == 3 ? image : 1, image, image + pick(0, 3), dims};
     GraphBuilder b("random", in);
     int x = b.input();
     const int depth = pick(2, 3);
@@ -233,7 +233,7 @@ TEST(Emulation, RandomChains) {
     }
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 5);
-    BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 2};
+    BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 2, pick(1, 3)};
     const int threads = 32 * pick(1, 4);
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
     check_all(g, Group{1, g.size() - 1}, brick, threads);

@@ -226,7 +226,8 @@ TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
   EXPECT_GT(b.rel_error, 1e-5);
 }
 
-// Random conv chains with 8k channels (the tensor-core path), groups, strides, dilations.
+// Random conv chains with 8k channels (the tensor-core path), groups, strides, dilations,
+// batch blocks.
 TEST(TensorCoreKernels, RandomChains) {
   std::mt19937 rng(99);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -235,7 +236,7 @@ TEST(TensorCoreKernels, RandomChains) {
     const DType t = types[trial % 3];
     const int dims = pick(0, 2) == 0 ? 3 : 2;
     const int64_t image = pick(5, dims == 3 ? 7 : 12);
-    TensorShape in{pick(1, 2), 8 * pick(1, 2),     dims == 3 ? image : 1,
+    TensorShape in{pick(1, 3), 8 * pick(1, 2),     dims == 3 ? image : 1,
                    image,      image + pick(0, 3), dims};
     GraphBuilder b("random", in, t);
     int x = b.input();
@@ -255,7 +256,9 @@ TEST(TensorCoreKernels, RandomChains) {
     }
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 5);
-    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8};
+    // Batch blocks: a conv's box spans the unit's images (m tiles across two images, a ragged
+    // last block when nb does not divide the batch).
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 3)};
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
     check_all(g, Group{1, g.size() - 1}, brick, 32 * pick(1, 4), depth);
   }
