@@ -37,12 +37,17 @@ BRICKDL_DEVICE int tap_offset(const LayerDesc& L, const RegionBuf& in, int k, in
   return (ci * in.e[0] + kz * L.dl[0]) * in.e[1] * in.e[2] + ky * L.dl[1] * in.e[2] + kx * L.dl[2];
 }
 
-// Output position m of the box as (z, y, x).
-BRICKDL_DEVICE void box_position(const int* ro, const int* re, int m, int* z, int* y, int* x) {
+// Output position m of the unit's box (P positions per image, `images` images) as its image
+// and (z, y, x); the image is a constant 0 without batch blocks.
+BRICKDL_DEVICE int box_position(const int* ro, const int* re, int P, int images, int m, int* z,
+                                int* y, int* x) {
+  const int img = images == 1 ? 0 : m / P;
+  const int q = m - img * P;
   const int plane = re[1] * re[2];
-  *z = ro[0] + m / plane;
-  *y = ro[1] + (m % plane) / re[2];
-  *x = ro[2] + m % re[2];
+  *z = ro[0] + q / plane;
+  *y = ro[1] + (q % plane) / re[2];
+  *x = ro[2] + q % re[2];
+  return img;
 }
 
 // The partial sums of a lane's accumulator fragment (layout of mma.cuh's C, per m16 x n8
@@ -59,9 +64,8 @@ BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro
     const int co = co_base + 8 * nt + 2 * t + r % 2;
     if (mt >= MT || nt >= NT || m >= images * P || co >= c1)
       continue;
-    const int img = images == 1 ? 0 : m / P;
     int z, y, x;
-    box_position(ro, re, m - img * P, &z, &y, &x);
+    const int img = box_position(ro, re, P, images, m, &z, &y, &x);
     const RegionBuf part = image_buf(acc, img);
     float* p = part.p + region_index(part, co, z, y, x);
     if (kStore) {
@@ -116,9 +120,8 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           if (i >= 2 * MT)
             break;
           const int m = m_base + 16 * (i / 2) + g + 8 * (i % 2);
-          const int img = images == 1 ? 0 : m / P;
           int z, y, x;
-          box_position(ro, re, m - img * P, &z, &y, &x);
+          const int img = box_position(ro, re, P, images, m, &z, &y, &x);
           pix(lane)[i] = m >= M ? -1
                                 : img * in.istride +
                                       ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] +
@@ -200,9 +203,8 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           const int co = co_base + 8 * nt + 2 * t + r % 2;
           if (m >= M || co >= c1)
             continue;
-          const int img = images == 1 ? 0 : m / P;
           int z, y, x;
-          box_position(ro, re, m - img * P, &z, &y, &x);
+          const int img = box_position(ro, re, P, images, m, &z, &y, &x);
           const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
           store_out(image_out(out, img), co, z, y, x, v);
         }
