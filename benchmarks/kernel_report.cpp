@@ -2,8 +2,8 @@
 // shared memory and NVRTC compile time per kernel, for one group of a zoo model in every
 // strategy and precision.
 //
-//   kernel_report [model first last] [--batch N] [--brick B] [--cb C] [--nb N] [--threads T]
-//                 [--arch A]... [--precision P]... [--source DIR]
+//   kernel_report [model first last] [--batch N] [--brick B] [--cb C] [--nb N] [--cluster K]
+//                 [--threads T] [--arch A]... [--precision P]... [--source DIR]
 //
 // --source DIR writes each plan's CUDA source to DIR/<strategy>-<precision>-sm<arch>.cu, to
 // read what was compiled or to feed it to nvcc -cubin -I kernels/cuda/templates and a
@@ -57,6 +57,7 @@ struct Options {
   std::string model = "resnet50", first = "layer1.0.conv1", last = "layer1.0.conv3";
   int batch = 8, brick = 8, threads = 256;
   int cb = 0, nb = 1; // channel block (0: all), batch block (images per unit)
+  int cluster = 1;    // CTAs per unit (padded on sm_90 only)
   std::vector<int> archs = {80, 90};
   std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
   std::string source_dir; // --source: where the plans' sources go (empty: nowhere)
@@ -79,7 +80,9 @@ void report_one(const Graph& g, const Candidate& c, int arch, const std::string&
   const std::string what =
       fmt::format("{:<5} {:<26} sm_{}", dtype_name(g.dtype()), c.config_str(), arch);
   try {
-    const cuda::KernelPlan plan = cuda::plan_kernels(g, c);
+    cuda::CodegenOptions co;
+    co.max_cluster = arch >= 90 ? kMaxCluster : 1; // clusters need sm_90
+    const cuda::KernelPlan plan = cuda::plan_kernels(g, c, co);
     if (!source_dir.empty())
       write_source(source_dir, g, c, arch, plan.source);
     const auto module = nvrtc.compile(plan.source, arch);
@@ -110,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads)->check(CLI::Range(32, 1024));
   app.add_option("--cb", o.cb, "channel block (0: all channels)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--nb", o.nb, "batch block (images per unit)")->check(CLI::Range(1, 1024));
+  app.add_option("--cluster", o.cluster, "thread block cluster: CTAs per unit (sm_90, padded)")
+      ->check(CLI::Range(1, kMaxCluster));
   app.add_option("--arch", o.archs, "sm_XX as XX");
   app.add_option("--precision", o.precisions)->check(CLI::IsMember(dtype_names()));
   app.add_option("--source", o.source_dir, "write each plan's CUDA source into this folder")
@@ -138,7 +143,9 @@ int main(int argc, char** argv) {
         Candidate c;
         c.group = grp;
         c.strategy = s;
-        c.brick = {1, o.brick, o.brick, o.cb, o.nb};
+        if (o.cluster > 1 && s != Strategy::kPadded)
+          continue; // clusters run padded units only
+        c.brick = {1, o.brick, o.brick, o.cb, o.nb, o.cluster};
         c.threads = o.threads;
         for (int arch : o.archs)
           report_one(g, c, arch, o.source_dir, nvrtc);

@@ -43,6 +43,8 @@ std::string BrickShape::str() const {
     s += "/c" + std::to_string(cb);
   if (nb > 1)
     s += "/n" + std::to_string(nb);
+  if (cl > 1)
+    s += "/x" + std::to_string(cl);
   return s;
 }
 
@@ -59,6 +61,9 @@ std::string brick_problem(const BrickShape& b, int rank) {
   if (b.nb < 1 || b.nb > kMaxBatchBlock)
     return "batch block " + std::to_string(b.nb) + ": must be from 1 to " +
            std::to_string(kMaxBatchBlock);
+  if (b.cl < 1 || b.cl > kMaxCluster)
+    return "cluster " + std::to_string(b.cl) + ": must be from 1 (no cluster) to " +
+           std::to_string(kMaxCluster) + " CTAs";
   return "";
 }
 

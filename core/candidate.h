@@ -27,9 +27,13 @@ struct BrickShape {
   int d = 1, h = 8, w = 8;
   int cb = 0; // channel block; 0 = all channels
   int nb = 1; // batch block: images per unit of work (clamped to the batch)
+  // Thread block cluster (sm_90): CTAs that compute one unit together, each a slice of every
+  // tensor's channels (core/group.h cluster_slice); 1 = one CTA per unit.
+  int cl = 1;
   int64_t volume() const { return int64_t{d} * h * w; }
   int dim(int axis) const { return axis == 0 ? d : axis == 1 ? h : w; }
-  // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0 and "/n4" when nb > 1
+  // "8x8" (2-D), "8x8x8" (3-D), with "/c32" when cb > 0, "/n4" when nb > 1 and "/x8" when
+  // cl > 1
   std::string str() const;
   // Images one unit of work computes: nb clamped to [1, batch] (the last unit of the batch may
   // hold fewer). The model, the CPU executor, the code generator and the search all ask it.
@@ -43,10 +47,13 @@ struct BrickShape {
 // The largest batch block a configuration may ask for (experiments, plan files): larger
 // values act as the batch anyway, so the cap only catches typos.
 inline constexpr int kMaxBatchBlock = 1024;
+// The largest thread block cluster: 8 CTAs is the portable maximum of sm_90.
+inline constexpr int kMaxCluster = 8;
 
 // Empty when `brick` is one a group of spatial rank `rank` (2 or 3) can use: every extent in
 // [1, kMaxBrickExtent] (core/limits.h), d == 1 for 2-D, cb in [0, 65536], nb in [1,
-// kMaxBatchBlock]; else what is wrong, for the loader to report at its file and key.
+// kMaxBatchBlock], cl in [1, kMaxCluster]; else what is wrong, for the loader to report at its file
+// and key.
 std::string brick_problem(const BrickShape& brick, int rank);
 
 struct Candidate {

@@ -117,6 +117,11 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
   return kStreamChunkChannels;
 }
 
+int cluster_slice(int64_t channels, int cluster) {
+  const int64_t per = (channels + cluster - 1) / std::max(cluster, 1);
+  return static_cast<int>(channels % 8 == 0 && cluster > 1 ? (per + 7) / 8 * 8 : per);
+}
+
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
                           int64_t acc_elements) {
   const int64_t whole = staged_channels * staged_points;

@@ -71,6 +71,15 @@ bool has_tensor_math(DType precision);
 bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups,
                           int64_t channels_per_block);
 
+// Thread block clusters (sm_90, padded only): the `cluster` CTAs of a unit split the channels
+// of every tensor the unit holds in shared memory, and of its output: rank q holds and
+// computes channels [q·s, (q+1)·s) of a tensor with `channels` channels, s =
+// cluster_slice(channels, cluster), and reads the other ranks' slices through distributed
+// shared memory. s is ceil(channels / cluster), rounded up to a multiple of 8 when the channels
+// are one (slices of whole tensor-core tiles and packed weight tiles), so the last ranks may
+// hold fewer channels or none. cluster == 1: s == channels.
+int cluster_slice(int64_t channels, int cluster);
+
 // The canonical workload signature of a group: the key under which the tuning database
 // shares predictions and measurements across positions, runs and models (ResNet's repeated
 // blocks are one workload). It names every layer by its position in the group (L0, L1, ...)

@@ -264,6 +264,7 @@ void set_units(GroupDesc& gd, const BrickShape& brick, int cb_last, const dev::D
                int batch) {
   gd.batch = batch;
   gd.nb = static_cast<int>(brick.images_per_unit(batch));
+  gd.cluster = 1;
   gd.brick[0] = brick.d;
   gd.brick[1] = brick.h;
   gd.brick[2] = brick.w;
@@ -358,17 +359,20 @@ int64_t allocate_padded_smem(GroupDesc& gd) {
   const int L = gd.num_layers;
   const LastReaders last(gd);
   SmemArena smem;
+  // The channels of a tensor one block holds: its slice in a cluster kernel.
+  auto held = [&](int channels, int cslice) { return int64_t{gd.cluster > 1 ? cslice : channels}; };
   for (int e = 0; e < gd.num_external; ++e) {
     if (!gd.ext[e].staged || gd.ext[e].streamed)
       continue;
-    gd.ext[e].smem = to_int(smem.alloc(int64_t{gd.ext[e].dims.c} * map_volume(gd.ext[e].region)),
-                            "shared memory offset");
+    gd.ext[e].smem =
+        to_int(smem.alloc(held(gd.ext[e].dims.c, gd.ext[e].cslice) * map_volume(gd.ext[e].region)),
+               "shared memory offset");
   }
   for (int l = 0; l < L; ++l) {
     LayerDesc& d = gd.layers[l];
     if (l < L - 1)
-      d.smem_out =
-          to_int(smem.alloc(int64_t{d.out.c} * map_volume(d.region)), "shared memory offset");
+      d.smem_out = to_int(smem.alloc(held(d.out.c, d.cslice) * map_volume(d.region)),
+                          "shared memory offset");
     if (d.stream_c > 0) { // live during this layer only; a last layer adds its accumulator
       const int64_t chunk =
           SmemArena::round_up(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region));
@@ -397,10 +401,16 @@ int64_t allocate_padded_smem(GroupDesc& gd) {
 void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const CodegenOptions& o,
                  const std::string& what) {
   propagate_regions(gd, brick, what);
+  if (gd.cluster > 1) { // every tensor split by channels over the ranks (core/group.h)
+    for (int l = 0; l < gd.num_layers; ++l)
+      gd.layers[l].cslice = cluster_slice(gd.layers[l].out.c, gd.cluster);
+    for (int e = 0; e < gd.num_external; ++e)
+      gd.ext[e].cslice = gd.ext[e].staged ? cluster_slice(gd.ext[e].dims.c, gd.cluster) : 0;
+  }
   const int64_t peak = allocate_padded_smem(gd);
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
-    const int chans = l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
+    const int chans = gd.cluster > 1 ? d.cslice : l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
     // The conv's box holds every image of the unit (the templates' `images`).
     choose_tile(d, int64_t{gd.nb} * d.region.ext[0] * d.region.ext[1], d.region.ext[2], chans,
                 threads);
@@ -548,7 +558,10 @@ std::string kernel_text(const KernelLaunch& k, int index) {
      << "__device__ constexpr brickdl::dev::GroupDesc k_" << fn << " = " << fn << "();\n"
      << "}  // namespace brickdl_gen\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ", "
-     << launch_min_blocks(k.threads) << ") " << k.symbol << "(const brickdl::dev::KernelArgs a) {\n"
+     << launch_min_blocks(k.threads) << ") ";
+  if (k.desc.cluster > 1) // compile-time cluster dims: a plain launch runs the clusters
+    os << "__cluster_dims__(" << k.desc.cluster << ", 1, 1) ";
+  os << k.symbol << "(const brickdl::dev::KernelArgs a) {\n"
      << "  brickdl::dev::run_block(brickdl_gen::k_" << fn
      << ", a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));\n"
      << "}\n";
@@ -579,6 +592,7 @@ PlanPaths plan_paths(const KernelPlan& plan) {
     for (int l = 0; l < k.desc.num_layers; ++l) {
       const LayerDesc& d = k.desc.layers[l];
       p.streamed = p.streamed || d.stream_c > 0;
+      p.cluster = p.cluster || k.desc.cluster > 1;
       if (d.op != dev::kOpConv)
         continue;
       if (d.mma_m > 0) {
@@ -666,8 +680,26 @@ KernelLaunch layerwise_launch(const PlanContext& ctx, size_t i) {
   return k;
 }
 
+// The CTAs per unit of candidate `c` (GroupDesc::cluster); throws Unsupported for a cluster the
+// target or the strategy cannot run.
+int cluster_of(const Candidate& c, const GroupDesc& gd, const PlanContext& ctx) {
+  const int cl = c.brick.cl;
+  if (cl <= 1)
+    return 1;
+  if (c.strategy != Strategy::kPadded)
+    throw Unsupported(ctx.what + ": thread block clusters run padded units only");
+  if (cl > ctx.o.max_cluster)
+    throw Unsupported(ctx.what + ": a cluster of " + std::to_string(cl) +
+                      " CTAs; the target allows " + std::to_string(ctx.o.max_cluster) +
+                      " (thread block clusters need sm_90)");
+  if (gd.nblk_last[0] != 1)
+    throw Unsupported(ctx.what + ": a cluster unit computes every channel of its brick "
+                                 "(channel block 0), its ranks a slice each");
+  return cl;
+}
+
 // Padded / memoized: one kernel for the whole group, one block per unit (a brick of the last
-// layer's output).
+// layer's output); a cluster of blocks per unit with brick.cl > 1.
 KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan& plan) {
   const Graph& g = ctx.g;
   const GroupInfo& info = ctx.info;
@@ -695,7 +727,8 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   const BrickShape brick = clamp_brick(want, last.out, info.rank);
   set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
             ctx.batch);
-  if (c.strategy == Strategy::kPadded)
+  gd.cluster = cluster_of(c, gd, ctx);
+  if (c.strategy == Strategy::kPadded && gd.cluster == 1)
     mark_streamed(gd, g, c.group, info.inputs);
   if (c.strategy == Strategy::kMemoized) {
     plan_memoized(gd, g, info.ids, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
@@ -704,7 +737,7 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
     plan_padded(gd, brick, k.threads, ctx.o, ctx.what);
   }
   k.smem_bytes = gd.smem_floats * 4;
-  k.blocks = unit_count(gd);
+  k.blocks = unit_count(gd) * gd.cluster;
   k.persistent = c.strategy == Strategy::kMemoized;
   return k;
 }
@@ -717,6 +750,7 @@ std::string plan_source(const KernelPlan& plan, const std::string& what) {
       << "#define BRICKDL_CONV_FMA " << (paths.convs_fma > 0 ? 1 : 0) << "\n"
       << "#define BRICKDL_CONV_MMA " << paths.mma_math << "\n"
       << "#define BRICKDL_STREAMED " << (paths.streamed ? 1 : 0) << "\n"
+      << "#define BRICKDL_CLUSTER " << (paths.cluster ? 1 : 0) << "\n"
       << "#include \"kernels.cuh\"\n";
   for (size_t i = 0; i < plan.launches.size(); ++i)
     src << kernel_text(plan.launches[i], static_cast<int>(i));
@@ -738,6 +772,8 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
                         "group " + g.layer(c.group.first).name + " .. " +
                             g.layer(c.group.last).name + " (" + c.config_str() + ")"};
   if (c.strategy == Strategy::kLayerwise) {
+    if (c.brick.cl > 1)
+      throw Unsupported(ctx.what + ": layer-by-layer kernels run without clusters");
     for (size_t i = 0; i < info.ids.size(); ++i)
       plan.launches.push_back(layerwise_launch(ctx, i));
   } else {

@@ -30,6 +30,9 @@ struct CodegenOptions {
   // Dynamic shared memory a block may use (the target's opt-in maximum; 227 KiB on sm_90,
   // 163 KiB on sm_80).
   int max_smem_bytes = 227 * 1024;
+  // The largest thread block cluster the target runs (padded candidates with brick.cl > 1):
+  // kMaxCluster on sm_90, 1 on sm_80 (no clusters).
+  int max_cluster = kMaxCluster;
   // The layer-by-layer kernels of our own: output tile per block (bd is used for 3-D only).
   BrickShape layerwise_tile{4, 8, 8, 64};
   int layerwise_threads = 256;
@@ -74,12 +77,14 @@ KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
 
 // What a plan's kernels compute with: its conv layers on FP32 FMA units and on tensor cores
 // (mma_math: their Math, 0 when none), and whether a layer streams its input in channel
-// chunks. The generated source compiles only these paths (conv_mma.cuh, brick_ops.cuh).
+// chunks, and whether a kernel runs as thread block clusters. The generated source compiles
+// only these paths (conv_mma.cuh, brick_ops.cuh, prelude.cuh).
 struct PlanPaths {
   int convs_fma = 0;
   int convs_mma = 0;
   int mma_math = 0;
   bool streamed = false;
+  bool cluster = false;
 };
 PlanPaths plan_paths(const KernelPlan& plan);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <limits>
 #include <thread>
 
@@ -15,9 +16,49 @@ namespace brickdl::cuda {
 
 namespace {
 
+// A cluster launch (padded, desc.cluster > 1): the ranks of a cluster run at once, one host
+// thread each with its own shared memory (NaN until written, so that a read of a slice no rank
+// wrote shows), meeting at cluster_sync(); the clusters run one after another (reverse_order:
+// from the last).
+void run_cluster_launch(const KernelLaunch& k, const dev::KernelArgs& args,
+                        const EmulatorOptions& o) {
+  const int ranks = k.desc.cluster;
+  const int64_t clusters = k.blocks / ranks;
+  const size_t floats = static_cast<size_t>(std::max(k.desc.smem_floats, 1));
+  std::vector<std::vector<float>> smem(static_cast<size_t>(ranks), std::vector<float>(floats));
+  std::vector<float*> bases;
+  for (auto& s : smem)
+    bases.push_back(s.data());
+  std::barrier<> barrier(ranks);
+  auto rank_thread = [&](int r) {
+    dev::emu::block_threads = k.threads;
+    dev::emu::block_smem = bases[static_cast<size_t>(r)];
+    dev::emu::cluster_smem = bases.data();
+    dev::emu::cluster_barrier = &barrier;
+    for (int64_t i = 0; i < clusters; ++i) {
+      const int64_t c = o.reverse_order ? clusters - 1 - i : i;
+      std::fill(smem[static_cast<size_t>(r)].begin(), smem[static_cast<size_t>(r)].end(),
+                std::numeric_limits<float>::quiet_NaN());
+      dev::run_block(k.desc, args, static_cast<int>(c * ranks + r), static_cast<int>(k.blocks));
+    }
+    dev::emu::block_smem = nullptr;
+    dev::emu::cluster_smem = nullptr;
+    dev::emu::cluster_barrier = nullptr;
+  };
+  std::vector<std::thread> pool;
+  for (int r = 0; r < ranks; ++r)
+    pool.emplace_back(rank_thread, r);
+  for (auto& t : pool)
+    t.join();
+}
+
 // A persistent launch (memoized) emulates a grid of one block per worker, each walking its
 // units; others one block per unit.
 void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const EmulatorOptions& o) {
+  if (k.desc.cluster > 1) {
+    run_cluster_launch(k, args, o);
+    return;
+  }
   const int workers = std::max(1, o.workers);
   const int64_t grid = k.persistent ? std::min<int64_t>(k.blocks, workers) : k.blocks;
   std::atomic<int64_t> next{0};

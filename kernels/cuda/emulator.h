@@ -6,10 +6,11 @@
 //
 // Blocks run on `workers` host threads at once, so the memoized claim / publish / wait protocol
 // runs concurrently for real (std::atomic_ref atomics); a persistent (memoized) launch is a
-// grid of one block per worker, each walking its units. `reverse_order` starts the blocks from
-// the last one down, which changes which block computes which shared brick. This is how the index
-// math and the protocol of the device kernels are checked on a machine without a GPU; it is
-// slow (every thread of every block in turn) and meant for small shapes.
+// grid of one block per worker, each walking its units; the CTAs of a thread block cluster run
+// at once, one host thread each (their cluster barriers are real). `reverse_order` starts the
+// blocks from the last one down, which changes which block computes which shared brick. This is how
+// the index math and the protocol of the device kernels are checked on a machine without a GPU; it
+// is slow (every thread of every block in turn) and meant for small shapes.
 #include <array>
 #include <cstdint>
 #include <vector>

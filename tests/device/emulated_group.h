@@ -44,6 +44,7 @@ inline EmulatedGroup emulate_group(const Graph& g, const Candidate& c, const Emu
   r.emu = emulate_plan(g, r.plan, raw, weights, biases, eo);
   Candidate lw = c;
   lw.strategy = Strategy::kLayerwise;
+  lw.brick.cl = 1;
   r.reference = kernels::execute_group(g, lw, r.input_ptrs(), r.weights);
   return r;
 }

@@ -220,14 +220,9 @@ TEST(Emulation, RandomChains) {
     int x = b.input();
     const int depth = pick(2, 3);
     for (int l = 0; l < depth; ++l) {
-      const int k = pick(0, dims == 3 ? 1 : 2) * 2 + 1;
-      const int stride = pick(0, 3) == 0 ? 2 : 1;
-      const int dil = pick(0, 3) == 0 ? 2 : 1;
-      const int pad = std::max(0, dil * (k - 1) / 2 - pick(0, 1));
+      const test_support::RandomConv conv = test_support::random_conv(pick, dims, false);
       const int64_t ch = pick(1, 6);
-      const std::string name = "l" + std::to_string(l);
-      x = dims == 3 ? b.conv3d(x, ch, k, stride, pad, dil, 1, true, name)
-                    : b.conv2d(x, ch, k, stride, pad, dil, 1, true, name);
+      x = test_support::add_conv(b, x, dims, conv, ch, "l" + std::to_string(l));
       if (pick(0, 1))
         x = b.relu(x);
     }

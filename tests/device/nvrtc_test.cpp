@@ -64,11 +64,12 @@ struct Job {
 // Every case for sm_80 and sm_90, on two compiler threads (NVRTC programs compile
 // independently; the cache is shared).
 std::vector<Job> compile_all(NvrtcCompiler& compiler,
-                             const std::vector<std::pair<const Graph*, Candidate>>& cases) {
+                             const std::vector<std::pair<const Graph*, Candidate>>& cases,
+                             const std::vector<int>& archs = {80, 90}) {
   std::vector<Job> jobs;
   for (const auto& [g, c] : cases) {
     const KernelPlan plan = plan_kernels(*g, c);
-    for (int arch : {80, 90})
+    for (int arch : archs)
       jobs.push_back({std::string(dtype_name(g->dtype())) + " " + c.config_str() + " sm_" +
                           std::to_string(arch),
                       plan.source, plan.launches[0].symbol, arch, "", nullptr});
@@ -144,6 +145,32 @@ TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
     expect_compiled(j);
     if (j.module)
       EXPECT_LT(j.module->compile_ms, 30000) << j.what; // generous: a shared 2-core machine
+  }
+}
+
+// Thread block cluster kernels (sm_90 only: __cluster_dims__, barrier.cluster, mapa) compile
+// on the FMA and the tensor-core path; ResNet-50's layer3-like block, whole 14x14 images.
+TEST(Nvrtc, CompilesClusterKernelsForSm90) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kF32, DType::kTF32}) {
+    GraphBuilder b("layer3", TensorShape{8, 1024, 1, 14, 14, 2}, t);
+    const int x = b.input();
+    int y = b.relu(b.batch_norm(b.conv2d(x, 256, 1, 1, 0, 1, 1, false, "conv1")));
+    y = b.relu(b.batch_norm(b.conv2d(y, 256, 3, 1, 1, 1, 1, false, "conv2")));
+    b.relu(b.add(b.batch_norm(b.conv2d(y, 1024, 1, 1, 0, 1, 1, false, "conv3")), x, "add"));
+    graphs.push_back(fuse_for_inference(b.build()));
+  }
+  std::vector<std::pair<const Graph*, Candidate>> cases;
+  for (const Graph& g : graphs)
+    cases.push_back({&g, make({1, 4}, Strategy::kPadded, {1, 16, 16, 0, 1, 8})});
+  EXPECT_EQ(plan_paths(plan_kernels(graphs[1], cases[1].second)).convs_fma, 0); // all MMA
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases, {90})) {
+    expect_compiled(j);
+    if (j.module)
+      EXPECT_LT(j.module->compile_ms, 30000) << j.what;
   }
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Graphs the emulation, tensor-core and device tests share.
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "core/graph.h"
 #include "core/graph_builder.h"
@@ -18,6 +20,32 @@ inline Graph bottleneck_block(const TensorShape& in, int64_t mid, DType t = DTyp
   y = b.batch_norm(b.conv2d(y, in.c, 1, 1, 0, 1, 1, false, "conv3"));
   b.relu(b.add(y, x, "add"));
   return fuse_for_inference(b.build());
+}
+
+// The window of one conv of a random chain, drawn with pick(lo, hi) (uniform ints, in this
+// order): kernel 1, 3 or 5 (1 or 3 in 3-D), stride 2 one time in four, dilation 2 one time in
+// four, then (with_groups) 2 groups one time in `groups_one_in`, and a padding of "same" or
+// one less.
+struct RandomConv {
+  int k = 1, stride = 1, dil = 1, groups = 1, pad = 0;
+};
+template <class Pick>
+RandomConv random_conv(Pick& pick, int dims, bool with_groups, int groups_one_in = 3) {
+  RandomConv c;
+  c.k = pick(0, dims == 3 ? 1 : 2) * 2 + 1;
+  c.stride = pick(0, 3) == 0 ? 2 : 1;
+  c.dil = pick(0, 3) == 0 ? 2 : 1;
+  if (with_groups)
+    c.groups = pick(0, groups_one_in - 1) == 0 ? 2 : 1;
+  c.pad = std::max(0, c.dil * (c.k - 1) / 2 - pick(0, 1));
+  return c;
+}
+
+// Appends conv `c` with `ch` output channels and a bias to x (2-D or 3-D).
+inline int add_conv(GraphBuilder& b, int x, int dims, const RandomConv& c, int64_t ch,
+                    const std::string& name) {
+  return dims == 3 ? b.conv3d(x, ch, c.k, c.stride, c.pad, c.dil, c.groups, true, name)
+                   : b.conv2d(x, ch, c.k, c.stride, c.pad, c.dil, c.groups, true, name);
 }
 
 } // namespace brickdl::cuda::test_support

@@ -14,7 +14,10 @@ namespace dev {
 
 // A box of one tensor's channels [c0, ...) held as [c][d][h][w] with extents e (shared
 // memory, or one memoized brick in global memory when `coherent`). With batch blocks, the
-// same box of the unit's image j is at p + j · istride.
+// same box of the unit's image j is at p + j · istride. In a cluster kernel a box in shared
+// memory is split by channels over the ranks (cslice > 0): rank r holds channels
+// [r · cslice, (r + 1) · cslice) at the same offset p in its own shared memory, c0 is this
+// rank's first channel, and channel_plane reaches the others.
 struct RegionBuf {
   float* p;
   int o[3];
@@ -22,6 +25,7 @@ struct RegionBuf {
   int c0;
   int coherent;
   int istride;
+  int cslice;
 };
 
 // The same box of the unit's image j.
@@ -32,6 +36,19 @@ BRICKDL_DEVICE RegionBuf image_buf(RegionBuf b, int j) {
 
 BRICKDL_DEVICE int region_index(const RegionBuf& b, int c, int z, int y, int x) {
   return (((c - b.c0) * b.e[0] + (z - b.o[0])) * b.e[1] + (y - b.o[1])) * b.e[2] + (x - b.o[2]);
+}
+
+// The first element of channel c's box (`plane` = e[0] · e[1] · e[2] floats): in b's own
+// buffer, or for a box split over a cluster, in the buffer of the rank that holds c
+// (distributed shared memory). Only window layers read other ranks' channels.
+BRICKDL_DEVICE const float* channel_plane(const RegionBuf& b, int c, int plane) {
+#if BRICKDL_CLUSTER
+  if (b.cslice > 0) {
+    const int r = c / b.cslice;
+    return cluster_peer(b.p, r) + (c - r * b.cslice) * plane;
+  }
+#endif
+  return b.p + (c - b.c0) * plane;
 }
 
 // An NCDHW tensor, sample n.
@@ -114,6 +131,7 @@ BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, in
   b.e[2] = P.bext[2];
   b.c0 = cb * P.cb;
   b.coherent = 1;
+  b.cslice = 0;
   return b;
 }
 
@@ -277,7 +295,7 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
         const int xb = x0 * L.s[2] - L.p[2] - src.o[2];
         const float* wco = w + (long long)(co0 / tco) * cin_g * kvol * tco;
         for (int ci = pass.ci_lo; ci < pass.ci_hi; ++ci) {
-          const float* ip = src.p + (ci0 + ci - src.c0) * in_chan;
+          const float* ip = channel_plane(src, ci0 + ci, in_chan);
           const float* wp = wco + ci * kvol * tco;
           for (int kz = 0; kz < L.k[0]; ++kz) {
             for (int ky = 0; ky < L.k[1]; ++ky) {

@@ -25,16 +25,19 @@ namespace brickdl {
 namespace dev {
 
 // The offset in `in` of input tap k = (ci, kz, ky, kx) relative to a position's window
-// origin; -1 past K.
-BRICKDL_DEVICE int tap_offset(const LayerDesc& L, const RegionBuf& in, int k, int kvol, int K) {
+// origin in the conv group's channel 0; -1 past K. *ci: the tap's channel in the group (0 past
+// K).
+BRICKDL_DEVICE int tap_offset(const LayerDesc& L, const RegionBuf& in, int k, int kvol, int K,
+                              int* ci) {
+  *ci = 0;
   if (k >= K)
     return -1;
-  const int ci = k / kvol;
-  const int tap = k - ci * kvol;
+  *ci = k / kvol;
+  const int tap = k - *ci * kvol;
   const int kx = tap % L.k[2];
   const int ky = (tap / L.k[2]) % L.k[1];
   const int kz = tap / (L.k[1] * L.k[2]);
-  return (ci * in.e[0] + kz * L.dl[0]) * in.e[1] * in.e[2] + ky * L.dl[1] * in.e[2] + kx * L.dl[2];
+  return (*ci * in.e[0] + kz * L.dl[0]) * in.e[1] * in.e[2] + ky * L.dl[1] * in.e[2] + kx * L.dl[2];
 }
 
 // Output position m of the unit's box (P positions per image, `images` images) as its image
@@ -108,9 +111,10 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
     for (int tile = wp; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPS()) {
       const int m_base = (tile % m_tiles) * 16 * MT; // positions fastest (weights in L1)
       const int co_base = c0 + (tile / m_tiles) * 8 * NT;
-      const int ci0 = (co_base / cout_g) * cin_g;         // a tile never spans two groups (codegen)
-      const float* in_g = in.p + (ci0 - in.c0) * in_chan; // the group's channel 0 (may lie
-                                                          // before a chunk's first channel)
+      const int ci0 = (co_base / cout_g) * cin_g; // a tile never spans two groups (codegen)
+      // The group's channel 0 (may lie before a chunk's first channel; unused when `in` is
+      // split over a cluster).
+      const float* in_g = in.p + (ci0 - in.c0) * in_chan;
       Lanes<int, 2 * kMaxMmaM> pix; // window origin of rows g, g + 8 (image included); -1: none
       Lanes<float, 4 * kMaxMmaM * kMaxMmaN> acc;
       BRICKDL_FOR_EACH_LANE(lane) {
@@ -150,13 +154,20 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
           BRICKDL_UNROLL
           for (int j = 0; j < S::a; ++j) { // A word j / w, value j % w
             const int r = j / S::w;
-            const int off = tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi);
+            int ci;
+            const int off =
+                tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi, &ci);
+            const float* src = in_g;
+#if BRICKDL_CLUSTER
+            if (in.cslice > 0) // channel ci0 + ci in the rank that holds it (off counts ci)
+              src = channel_plane(in, ci0 + ci, in_chan) - ci * in_chan;
+#endif
             BRICKDL_UNROLL
             for (int mt = 0; mt < kMaxMmaM; ++mt) {
               if (mt >= MT)
                 break;
               const int p = pix(lane)[2 * mt + r % 2];
-              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? in_g[p + off] : 0.f;
+              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? src[p + off] : 0.f;
             }
           }
           BRICKDL_UNROLL
@@ -268,6 +279,7 @@ BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, 
   acc.c0 = c0;
   acc.coherent = 0;
   acc.istride = istride;
+  acc.cslice = 0;
   return acc;
 }
 

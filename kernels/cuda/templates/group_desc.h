@@ -94,6 +94,9 @@ struct LayerDesc {
   int flag_offset;
   // Memoized: shared-memory staging buffer of source 0 of a window op (floats).
   int stage_smem;
+  // Padded with a cluster (GroupDesc::cluster > 1): the channels of this layer's output each
+  // rank holds and computes (core/group.h cluster_slice); 0 without a cluster.
+  int cslice;
 };
 
 // A tensor the group reads from outside (graph input, an earlier group's output, a skip).
@@ -105,6 +108,7 @@ struct ExternalDesc {
   int streamed;     // padded: its one reader streams it in channel chunks instead
   RegionMap region; // padded, when staged
   int smem;         // padded, when staged: float offset
+  int cslice;       // padded with a cluster, when staged: the channels each rank stages
 };
 
 struct GroupDesc {
@@ -118,6 +122,10 @@ struct GroupDesc {
   int smem_image;   // padded: shared memory of one image of the unit (floats); image j of the
                     // unit has its regions at j * smem_image
   int smem_floats;  // dynamic shared memory per block
+  // Padded: CTAs of a thread block cluster that compute one unit together (sm_90), each the
+  // channel slice `cslice` of every layer and staged input, reading the other slices from the
+  // other CTAs' shared memory (padded.cuh); 1 = no cluster.
+  int cluster;
   int num_external;
   ExternalDesc ext[kMaxExternal];
   LayerDesc layers[kMaxLayers];
@@ -165,11 +173,11 @@ constexpr int kErrorTimeout = 1;
   X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \
   BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(stream_c) X(stream_smem) X(stream_next) X(acc_smem) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
   X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
-  X(stage_smem)
+  X(stage_smem) X(cslice)
 #define BRICKDL_EXTERNAL_DESC_FIELDS(X)                                                          \
-  BRICKDL_DIMS_FIELDS(X, dims) X(staged) X(streamed) BRICKDL_REGION_FIELDS(X, region) X(smem)
+  BRICKDL_DIMS_FIELDS(X, dims) X(staged) X(streamed) BRICKDL_REGION_FIELDS(X, region) X(smem) X(cslice)
 #define BRICKDL_GROUP_DESC_FIELDS(X)                                                             \
   X(mode) X(num_layers) X(batch) X(nb) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)         \
   X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_image) X(smem_floats) \
-  X(num_external)
+  X(cluster) X(num_external)
 // clang-format on

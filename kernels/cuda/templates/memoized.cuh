@@ -246,6 +246,7 @@ BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, c
   input_channels(L, c0, c1, &ilo, &ihi);
   in.c0 = ilo;
   in.coherent = 0;
+  in.cslice = 0;
   in.p = block_smem() + L.stage_smem;
   in.istride = G.smem_image;
   const OutTarget out = memo_target(G, L, l, a, q, n0);

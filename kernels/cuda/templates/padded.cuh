@@ -14,6 +14,16 @@
 //
 // Ghost zones are recomputed by neighbouring blocks (the redundant FLOPs of the model). The
 // single-layer case of this kernel is also the layer-by-layer baseline of our own.
+//
+// Clusters (G.cluster > 1, sm_90): the unit is computed by the G.cluster CTAs of a thread block
+// cluster (blocks unit · cluster + rank). Rank q stages and computes only its channel slice of
+// every tensor (LayerDesc / ExternalDesc cslice: [q · cslice, (q + 1) · cslice)), so each
+// region takes 1/cluster of the shared memory and each weight leaves L2 once per unit; a window
+// layer reads the other channels of its input from the other ranks' shared memory
+// (channel_plane). Cluster barriers replace the block's: after the staging and after every
+// layer, so a slice is read only once complete and overwritten only once every rank is past
+// its last reader (the last barrier also keeps a CTA's shared memory alive while others read
+// it). No input is streamed in a cluster kernel (codegen).
 #include "conv_mma.cuh"
 
 namespace brickdl {
@@ -26,27 +36,48 @@ BRICKDL_DEVICE void map_region(const RegionMap& m, const int* bo, int* o, int* e
   }
 }
 
-// A region of image 0 of the unit in shared memory at p (image j's: image_buf).
-BRICKDL_DEVICE RegionBuf region_buf(const GroupDesc& G, float* p, const RegionMap& m,
-                                    const int* bo) {
+// A region of image 0 of the unit in shared memory at p (image j's: image_buf); in a cluster
+// kernel, rank `rank`'s slice of `cslice` channels of it (cslice 0: all channels).
+BRICKDL_DEVICE RegionBuf region_buf(const GroupDesc& G, float* p, const RegionMap& m, const int* bo,
+                                    int cslice, int rank) {
   RegionBuf b;
   b.p = p;
   map_region(m, bo, b.o, b.e);
-  b.c0 = 0;
+  b.c0 = rank * cslice;
   b.coherent = 0;
   b.istride = G.smem_image;
+  b.cslice = cslice;
   return b;
 }
 
+// The channels [*c0, *c1) of a tensor of `channels` channels that rank `rank` holds: its
+// slice in a cluster kernel (empty past the last channel), else all.
+BRICKDL_DEVICE void rank_channels(const GroupDesc& G, int cslice, int channels, int rank, int* c0,
+                                  int* c1) {
+  *c0 = G.cluster > 1 ? rank * cslice : 0;
+  *c1 = G.cluster > 1 ? imax(*c0, imin(*c0 + cslice, channels)) : channels;
+}
+
+// The barrier between two phases of a unit: the cluster's in a cluster kernel.
+BRICKDL_DEVICE void unit_sync(const GroupDesc& G) {
+#if BRICKDL_CLUSTER
+  if (G.cluster > 1) {
+    cluster_sync();
+    return;
+  }
+#endif
+  BRICKDL_SYNC();
+}
+
 // Input 0 of window layer L as its shared-memory region buffer (staged input or producer).
-BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L,
-                                             const int* bo) {
+BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc& L, const int* bo,
+                                             int rank) {
   if (L.src_kind[0] == kSrcExternal) {
     const ExternalDesc& X = G.ext[L.src_index[0]];
-    return region_buf(G, block_smem() + X.smem, X.region, bo);
+    return region_buf(G, block_smem() + X.smem, X.region, bo, X.cslice, rank);
   }
   const LayerDesc& P = G.layers[L.src_index[0]];
-  return region_buf(G, block_smem() + P.smem_out, P.region, bo);
+  return region_buf(G, block_smem() + P.smem_out, P.region, bo, P.cslice, rank);
 }
 
 // A conv whose external input streams through shared memory in chunks of stream_c input
@@ -63,8 +94,9 @@ BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
   float* const smem = block_smem();
   const RegionBuf acc =
       out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0, G.smem_image) : out.buf;
-  streamed_conv_passes(L, w, bias, region_buf(G, smem + L.stream_smem, X.region, bo), acc, out, ro,
-                       re, c0, c1, 0, L.in.c, images, [&](const RegionBuf& chunk, int lo, int hi) {
+  streamed_conv_passes(L, w, bias, region_buf(G, smem + L.stream_smem, X.region, bo, 0, 0), acc,
+                       out, ro, re, c0, c1, 0, L.in.c, images,
+                       [&](const RegionBuf& chunk, int lo, int hi) {
                          for (int j = 0; j < images; ++j) {
                            src.n = n0 + j;
                            stage_from_tensor_async(image_buf(chunk, j), src, lo, hi);
@@ -72,32 +104,46 @@ BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
                        });
 }
 
-// Layer L of the unit for its `images` images from n0 (image j's regions at j · G.smem_image).
-BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
-                                 const KernelArgs& a, const float* w, const float* bias,
-                                 const int* bo, int n0, int images, int cblk) {
-  int ro[3], re[3], c0, c1;
+// What layer L of the unit computes: the box (ro, re) and channels [c0, c1), and where they
+// go. The last layer: the unit's brick, clipped to the tensor, its channel block (a cluster
+// unit holds every channel: the rank's slice), into the output tensor; others their region,
+// all channels (the rank's slice), into shared memory.
+BRICKDL_DEVICE OutTarget padded_target(const GroupDesc& G, const LayerDesc& L, bool is_last,
+                                       const KernelArgs& a, const int* bo, int n0, int cblk,
+                                       int rank, int* ro, int* re, int* c0, int* c1) {
   OutTarget out = {};
   if (is_last) {
-    // The unit's brick, clipped to the tensor, and its channel block.
     const int dim[3] = {L.out.d, L.out.h, L.out.w};
     for (int ax = 0; ax < 3; ++ax) {
       ro[ax] = bo[ax];
       re[ax] = imin(G.brick[ax], dim[ax] - bo[ax]);
     }
-    c0 = cblk * G.cb_last;
-    c1 = imin(c0 + G.cb_last, L.out.c);
+    if (G.cluster > 1) {
+      rank_channels(G, L.cslice, L.out.c, rank, c0, c1);
+    } else {
+      *c0 = cblk * G.cb_last;
+      *c1 = imin(*c0 + G.cb_last, L.out.c);
+    }
     out.to_tensor = 1;
     out.t = a.out;
     out.dims = L.out;
     out.n = n0;
   } else {
     map_region(L.region, bo, ro, re);
-    c0 = 0;
-    c1 = L.out.c;
+    rank_channels(G, L.cslice, L.out.c, rank, c0, c1);
     out.to_tensor = 0;
-    out.buf = region_buf(G, block_smem() + L.smem_out, L.region, bo);
+    out.buf = region_buf(G, block_smem() + L.smem_out, L.region, bo, L.cslice, rank);
   }
+  return out;
+}
+
+// Layer L of the unit for its `images` images from n0 (image j's regions at j · G.smem_image),
+// rank `rank`'s channels of it in a cluster kernel.
+BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is_last,
+                                 const KernelArgs& a, const float* w, const float* bias,
+                                 const int* bo, int n0, int images, int cblk, int rank) {
+  int ro[3], re[3], c0, c1;
+  const OutTarget out = padded_target(G, L, is_last, a, bo, n0, cblk, rank, ro, re, &c0, &c1);
   if (L.op == kOpEltwise) {
     for (int j = 0; j < images; ++j) {
       InSource src[kMaxSources];
@@ -113,7 +159,8 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
         } else {
           const LayerDesc& P = G.layers[L.src_index[s]];
           src[s].from_tensor = 0;
-          src[s].buf = image_buf(region_buf(G, block_smem() + P.smem_out, P.region, bo), j);
+          src[s].buf =
+              image_buf(region_buf(G, block_smem() + P.smem_out, P.region, bo, P.cslice, rank), j);
         }
       }
       eltwise_box(L, src, image_out(out, j), ro, re, c0, c1);
@@ -123,7 +170,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
     padded_streamed_conv(G, L, a, w, bias, bo, n0, images, out, ro, re, c0, c1);
 #endif
   } else {
-    const RegionBuf in = padded_window_input(G, L, bo);
+    const RegionBuf in = padded_window_input(G, L, bo, rank);
     if (L.op == kOpConv) {
       conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, whole_pass(L), images);
     } else {
@@ -155,8 +202,11 @@ BRICKDL_DEVICE BrickCoord decode_unit(const int* nblk, int unit) {
   return q;
 }
 
-BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int unit) {
-  const BrickCoord q = decode_unit(G.nblk_last, unit);
+// Block `block`: unit block / G.cluster, as rank block % G.cluster of its cluster (1-D
+// clusters of consecutive blocks: the rank is the block's %cluster_ctarank).
+BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int block) {
+  const int rank = G.cluster > 1 ? block % G.cluster : 0;
+  const BrickCoord q = decode_unit(G.nblk_last, G.cluster > 1 ? block / G.cluster : block);
   const int cblk = q.cb;
   const int n0 = q.n * G.nb;
   // The unit's images (the last batch block may hold fewer); a constant 1 without batch
@@ -176,19 +226,22 @@ BRICKDL_DEVICE void padded_block(const GroupDesc& G, const KernelArgs& a, int un
       src.p = a.ext[e];
       src.dims = X.dims;
       src.n = n0 + j;
-      stage_from_tensor(image_buf(region_buf(G, block_smem() + X.smem, X.region, bo), j), src, 0,
-                        X.dims.c);
+      int c0, c1;
+      rank_channels(G, X.cslice, X.dims.c, rank, &c0, &c1);
+      stage_from_tensor(
+          image_buf(region_buf(G, block_smem() + X.smem, X.region, bo, X.cslice, rank), j), src, c0,
+          c1);
     }
   }
-  BRICKDL_SYNC();
+  unit_sync(G);
 
   BRICKDL_UNROLL
   for (int l = 0; l < kMaxLayers; ++l) {
     if (l >= G.num_layers)
       break;
     padded_layer(G, G.layers[l], l == G.num_layers - 1, a, a.weight[l], a.bias[l], bo, n0, images,
-                 cblk);
-    BRICKDL_SYNC();
+                 cblk, rank);
+    unit_sync(G);
   }
 }
 

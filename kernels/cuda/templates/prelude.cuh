@@ -12,6 +12,10 @@
 //    a phase only reads shared memory written in earlier phases;
 //  - values that cross a barrier live in shared memory, never in a thread's locals;
 //  - no `return` inside a thread loop (`continue` ends the thread's part of the phase).
+//  - a thread block cluster (padded kernels with GroupDesc::cluster > 1) runs its CTAs as host
+//    threads at once under emulation, each with its own shared memory; cluster_sync() is a
+//    barrier of those threads, cluster_peer() maps an address of this CTA's shared memory to
+//    the same place in another rank's (mapa on the device: distributed shared memory).
 //  - warp-level code (tensor-core MMA, mma.cuh) runs inside BRICKDL_FOR_EACH_WARP(w): per-lane
 //    work inside BRICKDL_FOR_EACH_LANE(l), per-lane values in Lanes<T, N> (one set per lane
 //    under emulation, the thread's own registers on the device), and the warp-collective
@@ -20,8 +24,13 @@
 
 #if defined(BRICKDL_EMULATE)
 
+// Under emulation every path is compiled (the descriptor chooses at run time).
+#undef BRICKDL_CLUSTER
+#define BRICKDL_CLUSTER 1
+
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -34,6 +43,9 @@ namespace emu {
 // The emulated block: set by the emulator before it runs a block on this host thread.
 inline thread_local int block_threads = 1;
 inline thread_local float* block_smem = nullptr;
+// The emulated cluster of this block: every rank's shared memory, and the barrier of its ranks.
+inline thread_local float* const* cluster_smem = nullptr;
+inline thread_local std::barrier<>* cluster_barrier = nullptr;
 } // namespace emu
 } // namespace dev
 } // namespace brickdl
@@ -106,10 +118,22 @@ inline void cp_async_f32(float* dst, const float* src, bool valid) {
 }
 inline void cp_async_commit() {}
 inline void cp_async_wait_all() {}
+// Thread block clusters: every rank's threads reach the barrier before any goes on.
+inline void cluster_sync() {
+  emu::cluster_barrier->arrive_and_wait();
+}
+// p (in this block's shared memory) at the same offset in rank `rank`'s shared memory.
+inline const float* cluster_peer(const float* p, int rank) {
+  return emu::cluster_smem[rank] + (p - emu::block_smem);
+}
 } // namespace dev
 } // namespace brickdl
 
 #else // NVRTC
+
+#if !defined(BRICKDL_CLUSTER)
+#define BRICKDL_CLUSTER 0
+#endif
 
 #define BRICKDL_DEVICE __device__ __forceinline__
 #define BRICKDL_SHARED __shared__
@@ -209,6 +233,22 @@ BRICKDL_DEVICE void cp_async_commit() {
 BRICKDL_DEVICE void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
+// Thread block clusters (sm_90; codegen defines BRICKDL_CLUSTER 1 only for cluster kernels):
+// a barrier of every thread of every CTA of the cluster, which also orders their shared-memory
+// writes before the other ranks' reads; and p (a generic address in this CTA's shared memory)
+// at the same offset in rank `rank`'s shared memory (distributed shared memory; plain loads).
+#if BRICKDL_CLUSTER
+BRICKDL_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+BRICKDL_DEVICE const float* cluster_peer(const float* p, int rank) {
+  unsigned long long q;
+  asm("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  return reinterpret_cast<const float*>(q);
+}
+#endif
 } // namespace dev
 } // namespace brickdl
 

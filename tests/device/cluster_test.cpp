@@ -1,0 +1,174 @@
+// Thread block cluster kernels on the host (never skipped): padded units computed by a cluster
+// of CTAs, each a channel slice of every tensor, reading the other slices from the other CTAs'
+// shared memory (kernels/cuda/templates/padded.cuh). The emulator runs a cluster's CTAs as host
+// threads at once with a real barrier and separate shared memory, so a slice read from the wrong
+// rank, before it is written or after it is overwritten shows in the output. Outputs are
+// compared with the fp32 reference ops on random chains (convs with groups, strides,
+// dilations, pools, residual adds; 2-D and 3-D; FMA and tensor-core precisions; batch blocks);
+// the plans split shared memory and blocks as documented; unsupported clusters say why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "core/graph_builder.h"
+#include "core/group.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/emulator.h"
+#include "kernels/cuda/statuses.h"
+#include "kernels/validation.h"
+#include "tests/device/emulated_group.h"
+#include "tests/device/test_graphs.h"
+
+namespace brickdl::cuda {
+namespace {
+
+constexpr uint64_t kSeed = 11;
+
+// The emulated cluster candidate's output within the precision's tolerance of the reference.
+void expect_matches_reference(const Graph& g, const Candidate& c) {
+  SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
+  EmulatorOptions eo;
+  for (bool reverse : {false, true}) {
+    eo.reverse_order = reverse;
+    const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
+    ASSERT_TRUE(r.reference.supported) << r.reference.reason;
+    ASSERT_EQ(r.plan.launches.size(), 1u);
+    EXPECT_EQ(r.plan.launches[0].desc.cluster, c.brick.cl);
+    const kernels::Tolerance def;
+    const kernels::Comparison cmp =
+        kernels::compare(r.emu.output, r.reference.output.values(),
+                         kernels::group_tolerance(g, c.group, def.atol, def.rtol));
+    EXPECT_TRUE(cmp.ok()) << cmp.message;
+    EXPECT_FALSE(r.emu.timed_out);
+  }
+}
+
+Candidate padded(Group grp, BrickShape b, int threads = 64) {
+  return Candidate{grp, b, Strategy::kPadded, threads};
+}
+
+TEST(ClusterKernels, BottleneckInEveryPrecision) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16}) {
+    const Graph g = test_support::bottleneck_block(TensorShape{2, 32, 1, 9, 10, 2}, 16, t);
+    const Group grp{g.find("conv1"), g.find("add")};
+    expect_matches_reference(g, padded(grp, {1, 4, 4, 0, 1, 2}));
+    expect_matches_reference(g, padded(grp, {1, 9, 10, 0, 2, 4}, 96)); // whole images, nb 2
+    // 32 channels over 8 ranks: slices of 8 (16 intermediate channels: ranks 2-7 hold none).
+    expect_matches_reference(g, padded(grp, {1, 5, 3, 0, 1, 8}, 32));
+  }
+}
+
+// Every rank reads every other rank's slice: a 1x1 conv whose output channel 0 is the sum of
+// all input channels shows a slice read from the wrong rank or not read at all.
+TEST(ClusterKernels, EveryOutputChannelSeesEveryRanksSlice) {
+  GraphBuilder b("wide", TensorShape{1, 24, 1, 6, 7, 2});
+  int x = b.relu(b.conv2d(b.input(), 24, 3, 1, 1, 1, 1, true, "c1"));
+  b.conv2d(x, 5, 1, 1, 0, 1, 1, true, "c2");
+  const Graph g = fuse_for_inference(b.build());
+  for (int cl : {2, 3, 4})
+    expect_matches_reference(g, padded({1, 2}, {1, 4, 4, 0, 1, cl}));
+}
+
+// Random chains of convs (groups, strides, dilations), pools and residual adds, 2-D and 3-D,
+// fp32 (FMA) and tf32 / bf16 (tensor cores where the slices hold whole n8 tiles), bricks,
+// batch blocks and cluster sizes.
+TEST(ClusterKernels, RandomChains) {
+  std::mt19937 rng(321);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const DType types[] = {DType::kF32, DType::kTF32, DType::kBF16};
+  for (int trial = 0; trial < 9; ++trial) {
+    const DType t = types[trial % 3];
+    const int dims = pick(0, 2) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 7 : 12);
+    TensorShape in{pick(1, 3), 8 * pick(1, 3),     dims == 3 ? image : 1,
+                   image,      image + pick(0, 3), dims};
+    GraphBuilder b("random", in, t);
+    int x = b.input();
+    const int depth = pick(2, 3);
+    for (int l = 0; l < depth; ++l) {
+      const test_support::RandomConv conv = test_support::random_conv(pick, dims, true, 4);
+      const int64_t ch = 8 * pick(1, 4);
+      const int y = test_support::add_conv(b, x, dims, conv, ch, "l" + std::to_string(l));
+      // A residual add of the layer's input when the shapes allow, else maybe a relu.
+      x = conv.stride == 1 && ch == b.shape(x).c && conv.pad * 2 == conv.dil * (conv.k - 1) &&
+                  pick(0, 1)
+              ? b.relu(b.add(y, x))
+              : (pick(0, 1) ? b.relu(y) : y);
+      if (dims == 2 && pick(0, 3) == 0)
+        x = b.max_pool(x, 3, 1, 1);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 6);
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 7), 0, pick(1, 3), pick(2, 8)};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
+    expect_matches_reference(g, padded(Group{1, g.size() - 1}, brick, 32 * pick(1, 4)));
+  }
+}
+
+// The plan: one block per rank of every unit, each holding its slices (about 1/cl of the
+// shared memory of the same unit without a cluster), the slices of core/group.h
+// cluster_slice, no streamed input, compile-time cluster dims in the source.
+TEST(ClusterKernels, PlanSplitsSharedMemoryAndBlocks) {
+  const Graph g =
+      test_support::bottleneck_block(TensorShape{2, 256, 1, 14, 14, 2}, 64, DType::kTF32);
+  const Group grp{g.find("conv1"), g.find("add")};
+  CodegenOptions o;
+  o.max_smem_bytes = 1 << 30; // compare sizes, not feasibility
+  const KernelPlan one = plan_kernels(g, padded(grp, {1, 14, 14, 0, 1, 1}, 256), o);
+  for (int cl : {2, 4, 8}) {
+    SCOPED_TRACE(cl);
+    const KernelPlan p = plan_kernels(g, padded(grp, {1, 14, 14, 0, 1, cl}, 256), o);
+    const KernelLaunch& k = p.launches[0];
+    EXPECT_EQ(k.blocks, one.launches[0].blocks * cl);
+    EXPECT_EQ(k.desc.cluster, cl);
+    for (int l = 0; l < k.desc.num_layers; ++l) {
+      EXPECT_EQ(k.desc.layers[l].cslice, cluster_slice(k.desc.layers[l].out.c, cl));
+      EXPECT_EQ(k.desc.layers[l].stream_c, 0);
+    }
+    // The input (streamed in chunks without a cluster) is staged as slices: 256 / cl
+    // channels of 16x16, then 64 / cl of conv1's 16x16 and conv2's 14x14 at the peak.
+    EXPECT_EQ(k.desc.ext[0].cslice, 256 / cl);
+    EXPECT_LE(k.smem_bytes, 4 * (256 / cl * 16 * 16 + 2 * (64 / cl) * 16 * 16) + 64);
+    EXPECT_NE(p.source.find("__cluster_dims__(" + std::to_string(cl) + ", 1, 1)"),
+              std::string::npos);
+    EXPECT_NE(p.source.find("#define BRICKDL_CLUSTER 1"), std::string::npos);
+  }
+  EXPECT_NE(one.source.find("#define BRICKDL_CLUSTER 0"), std::string::npos);
+  EXPECT_EQ(one.source.find("__cluster_dims__"), std::string::npos);
+}
+
+TEST(ClusterKernels, UnsupportedClustersSayWhy) {
+  const Graph g = test_support::bottleneck_block(TensorShape{1, 32, 1, 8, 8, 2}, 16);
+  const Group grp{g.find("conv1"), g.find("add")};
+  auto why = [&](const Candidate& c, const CodegenOptions& o = {}) -> std::string {
+    try {
+      plan_kernels(g, c, o);
+    } catch (const Unsupported& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(why(Candidate{grp, {1, 4, 4, 0, 1, 2}, Strategy::kMemoized, 64}).find("padded"),
+            std::string::npos);
+  EXPECT_NE(why(Candidate{grp, {1, 4, 4, 0, 1, 2}, Strategy::kLayerwise, 64}).find("without"),
+            std::string::npos);
+  EXPECT_NE(why(padded(grp, {1, 4, 4, 16, 1, 2})).find("channel block 0"), std::string::npos);
+  CodegenOptions sm80;
+  sm80.max_cluster = 1;
+  EXPECT_NE(why(padded(grp, {1, 4, 4, 0, 1, 2}), sm80).find("sm_90"), std::string::npos);
+  EXPECT_EQ(why(padded(grp, {1, 4, 4, 0, 1, 2})), "");
+}
+
+TEST(ClusterKernels, SliceRule) {
+  EXPECT_EQ(cluster_slice(64, 1), 64);
+  EXPECT_EQ(cluster_slice(64, 8), 8);
+  EXPECT_EQ(cluster_slice(24, 4), 8); // rounded to whole tiles of 8: rank 3 holds none
+  EXPECT_EQ(cluster_slice(100, 8), 13);
+  EXPECT_EQ(cluster_slice(3, 4), 1);
+  EXPECT_EQ(cluster_slice(256, 3), 88);
+}
+
+} // namespace
+} // namespace brickdl::cuda
