@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/op_traits.h"
 
 namespace brickdl {
 
@@ -103,11 +104,11 @@ std::vector<int> group_external_inputs(const Graph& graph, const Group& group) {
 
 int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) {
   check_range(graph, group);
-  int readers = 0;
+  int readers = 0; // window readers (the others read it from global memory)
   const Layer* reader = nullptr;
   for (int id = group.first; id <= group.last; ++id)
     for (int p : graph.layer(id).inputs)
-      if (p == input_id) {
+      if (p == input_id && traits(graph.layer(id).op).windowed()) {
         ++readers;
         reader = &graph.layer(id);
       }
@@ -120,6 +121,10 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id) 
 int cluster_slice(int64_t channels, int cluster) {
   const int64_t per = (channels + cluster - 1) / std::max(cluster, 1);
   return static_cast<int>(channels % 8 == 0 && cluster > 1 ? (per + 7) / 8 * 8 : per);
+}
+
+int cluster_stream_slice(int cluster) {
+  return std::max(8, kStreamChunkChannels / std::max(cluster, 1));
 }
 
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,

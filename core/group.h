@@ -43,7 +43,8 @@ std::string brick_blocker(const Graph& graph, const Group& group);
 
 // Padded merged kernels stream an external input through shared memory in chunks of
 // kStreamChunkChannels input channels, instead of staging all its channels at once, when its
-// only reader in the group is one conv with groups == 1 and it has more channels than the
+// only window reader in the group is one conv with groups == 1 (other readers, a residual add,
+// read it from global memory: padded.cuh) and it has more channels than the
 // kStreamBuffers chunks that are in shared memory at once (double buffering: the next chunk
 // is copied, asynchronously, while the conv consumes this one): then only the intermediate
 // tiles must fit on chip with all their channels. Returns the channels per chunk, or 0 when
@@ -79,6 +80,10 @@ bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups
 // are one (slices of whole tensor-core tiles and packed weight tiles), so the last ranks may
 // hold fewer channels or none. cluster == 1: s == channels.
 int cluster_slice(int64_t channels, int cluster);
+// An input streamed in a cluster kernel (stream_chunk_channels > 0): every rank stages
+// cluster_stream_slice(cluster) channels of each chunk, so a chunk (one pass) covers that
+// times `cluster` channels: at least kStreamChunkChannels, and at least 8 per rank.
+int cluster_stream_slice(int cluster);
 
 // The canonical workload signature of a group: the key under which the tuning database
 // shares predictions and measurements across positions, runs and models (ResNet's repeated

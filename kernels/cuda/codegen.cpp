@@ -336,12 +336,17 @@ struct LastReaders {
 };
 
 // Marks the external inputs that their one conv reader streams in channel chunks
-// (stream_chunk_channels, core/group.h); `ids`: the graph ids of the external slots.
+// (stream_chunk_channels, core/group.h; in a cluster kernel a chunk is every rank's
+// cluster_stream_slice); `ids`: the graph ids of the external slots.
 void mark_streamed(GroupDesc& gd, const Graph& g, const Group& group, const std::vector<int>& ids) {
   for (int e = 0; e < gd.num_external; ++e) {
-    const int chunk = stream_chunk_channels(g, group, ids[static_cast<size_t>(e)]);
+    int chunk = stream_chunk_channels(g, group, ids[static_cast<size_t>(e)]);
     if (chunk == 0)
       continue;
+    if (gd.cluster > 1) {
+      gd.ext[e].cslice = cluster_stream_slice(gd.cluster);
+      chunk = gd.ext[e].cslice * gd.cluster;
+    }
     for (int l = 0; l < gd.num_layers; ++l) {
       LayerDesc& d = gd.layers[l];
       if (d.num_src == 1 && d.src_kind[0] == dev::kSrcExternal && d.src_index[0] == e) {
@@ -374,14 +379,14 @@ int64_t allocate_padded_smem(GroupDesc& gd) {
       d.smem_out = to_int(smem.alloc(held(d.out.c, d.cslice) * map_volume(d.region)),
                           "shared memory offset");
     if (d.stream_c > 0) { // live during this layer only; a last layer adds its accumulator
-      const int64_t chunk =
-          SmemArena::round_up(int64_t{d.stream_c} * map_volume(gd.ext[d.src_index[0]].region));
+      const dev::ExternalDesc& x = gd.ext[d.src_index[0]];
+      const int64_t chunk = SmemArena::round_up(held(d.stream_c, x.cslice) * map_volume(x.region));
       d.stream_next = to_int(chunk, "shared memory offset");
       d.stream_smem = to_int(smem.alloc(kStreamBuffers * chunk), "shared memory offset");
       const bool acc = l == L - 1;
       if (acc)
         d.acc_smem =
-            to_int(smem.alloc(int64_t{gd.cb_last} * gd.brick[0] * gd.brick[1] * gd.brick[2]),
+            to_int(smem.alloc(held(gd.cb_last, d.cslice) * gd.brick[0] * gd.brick[1] * gd.brick[2]),
                    "shared memory offset");
       smem.free(d.stream_smem);
       if (acc)
@@ -405,7 +410,8 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
     for (int l = 0; l < gd.num_layers; ++l)
       gd.layers[l].cslice = cluster_slice(gd.layers[l].out.c, gd.cluster);
     for (int e = 0; e < gd.num_external; ++e)
-      gd.ext[e].cslice = gd.ext[e].staged ? cluster_slice(gd.ext[e].dims.c, gd.cluster) : 0;
+      if (gd.ext[e].staged && !gd.ext[e].streamed) // streamed: mark_streamed
+        gd.ext[e].cslice = cluster_slice(gd.ext[e].dims.c, gd.cluster);
   }
   const int64_t peak = allocate_padded_smem(gd);
   for (int l = 0; l < gd.num_layers; ++l) {
@@ -728,7 +734,7 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   set_units(gd, brick, clamp_cb(c.brick.cb, to_int(last.out.c, "channels")), dims_of(last.out),
             ctx.batch);
   gd.cluster = cluster_of(c, gd, ctx);
-  if (c.strategy == Strategy::kPadded && gd.cluster == 1)
+  if (c.strategy == Strategy::kPadded)
     mark_streamed(gd, g, c.group, info.inputs);
   if (c.strategy == Strategy::kMemoized) {
     plan_memoized(gd, g, info.ids, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,

@@ -8,6 +8,7 @@
 // the plans split shared memory and blocks as documented; unsupported clusters say why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -107,9 +108,9 @@ TEST(ClusterKernels, RandomChains) {
   }
 }
 
-// The plan: one block per rank of every unit, each holding its slices (about 1/cl of the
-// shared memory of the same unit without a cluster), the slices of core/group.h
-// cluster_slice, no streamed input, compile-time cluster dims in the source.
+// The plan: one block per rank of every unit, each holding its slices of the intermediates
+// (core/group.h cluster_slice) and its part of every chunk of the streamed input
+// (cluster_stream_slice), compile-time cluster dims in the source.
 TEST(ClusterKernels, PlanSplitsSharedMemoryAndBlocks) {
   const Graph g =
       test_support::bottleneck_block(TensorShape{2, 256, 1, 14, 14, 2}, 64, DType::kTF32);
@@ -123,20 +124,45 @@ TEST(ClusterKernels, PlanSplitsSharedMemoryAndBlocks) {
     const KernelLaunch& k = p.launches[0];
     EXPECT_EQ(k.blocks, one.launches[0].blocks * cl);
     EXPECT_EQ(k.desc.cluster, cl);
-    for (int l = 0; l < k.desc.num_layers; ++l) {
+    for (int l = 0; l < k.desc.num_layers; ++l)
       EXPECT_EQ(k.desc.layers[l].cslice, cluster_slice(k.desc.layers[l].out.c, cl));
-      EXPECT_EQ(k.desc.layers[l].stream_c, 0);
-    }
-    // The input (streamed in chunks without a cluster) is staged as slices: 256 / cl
-    // channels of 16x16, then 64 / cl of conv1's 16x16 and conv2's 14x14 at the peak.
-    EXPECT_EQ(k.desc.ext[0].cslice, 256 / cl);
-    EXPECT_LE(k.smem_bytes, 4 * (256 / cl * 16 * 16 + 2 * (64 / cl) * 16 * 16) + 64);
+    // conv1 streams the 256 input channels, each rank a part of every chunk.
+    const int s = cluster_stream_slice(cl);
+    EXPECT_EQ(k.desc.ext[0].cslice, s);
+    EXPECT_EQ(k.desc.layers[0].stream_c, s * cl);
+    EXPECT_GE(s * cl, kStreamChunkChannels);
+    // At most every buffer once: two chunk buffers of s channels over 16x16, the slices of
+    // conv1 (16x16), conv2 and conv3 (14x14).
+    const int mid = 64 / cl, area = 16 * 16, box = 14 * 14;
+    EXPECT_LE(k.smem_bytes, 4 * (2 * s * area + mid * area + mid * box + 256 / cl * box) + 64);
+    EXPECT_LT(k.smem_bytes * cl, one.launches[0].smem_bytes * 3 / 2);
     EXPECT_NE(p.source.find("__cluster_dims__(" + std::to_string(cl) + ", 1, 1)"),
               std::string::npos);
     EXPECT_NE(p.source.find("#define BRICKDL_CLUSTER 1"), std::string::npos);
   }
   EXPECT_NE(one.source.find("#define BRICKDL_CLUSTER 0"), std::string::npos);
   EXPECT_EQ(one.source.find("__cluster_dims__"), std::string::npos);
+}
+
+// A streamed input in a cluster kernel: every chunk split over the ranks, partial sums in the
+// layer's slice (or the last layer's accumulator), cluster barriers between passes; 2 ranks
+// take 16 channels of a 32-channel chunk, 8 ranks 8 of 64 (80 channels: a ragged last chunk).
+TEST(ClusterKernels, StreamedInputsSplitOverTheRanks) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16}) {
+    GraphBuilder b("wide", TensorShape{2, 80, 1, 9, 10, 2}, t);
+    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+    b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
+    const Graph g = fuse_for_inference(b.build());
+    for (int cl : {2, 8}) {
+      const Candidate c = padded({1, 2}, {1, 4, 4, 0, 2, cl});
+      ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c,
+                cluster_stream_slice(cl) * cl);
+      expect_matches_reference(g, c);
+      const Candidate single = padded({1, 1}, {1, 3, 5, 0, 1, cl}, 96); // the accumulator
+      ASSERT_GT(plan_kernels(g, single).launches[0].desc.layers[0].acc_smem, -1);
+      expect_matches_reference(g, single);
+    }
+  }
 }
 
 TEST(ClusterKernels, UnsupportedClustersSayWhy) {

@@ -16,8 +16,8 @@ namespace dev {
 // memory, or one memoized brick in global memory when `coherent`). With batch blocks, the
 // same box of the unit's image j is at p + j · istride. In a cluster kernel a box in shared
 // memory is split by channels over the ranks (cslice > 0): rank r holds channels
-// [r · cslice, (r + 1) · cslice) at the same offset p in its own shared memory, c0 is this
-// rank's first channel, and channel_plane reaches the others.
+// [cbase + r · cslice, cbase + (r + 1) · cslice) at the same offset p in its own shared
+// memory, c0 is this rank's first channel, and channel_plane reaches the others.
 struct RegionBuf {
   float* p;
   int o[3];
@@ -26,6 +26,7 @@ struct RegionBuf {
   int coherent;
   int istride;
   int cslice;
+  int cbase;
 };
 
 // The same box of the unit's image j.
@@ -44,11 +45,23 @@ BRICKDL_DEVICE int region_index(const RegionBuf& b, int c, int z, int y, int x) 
 BRICKDL_DEVICE const float* channel_plane(const RegionBuf& b, int c, int plane) {
 #if BRICKDL_CLUSTER
   if (b.cslice > 0) {
-    const int r = c / b.cslice;
-    return cluster_peer(b.p, r) + (c - r * b.cslice) * plane;
+    const int r = (c - b.cbase) / b.cslice;
+    return cluster_peer(b.p, r) + (c - b.cbase - r * b.cslice) * plane;
   }
 #endif
   return b.p + (c - b.c0) * plane;
+}
+
+// A barrier of the block, or of the whole cluster in a cluster kernel (whose ranks read each
+// other's shared memory).
+BRICKDL_DEVICE void block_sync(bool cluster) {
+#if BRICKDL_CLUSTER
+  if (cluster) {
+    cluster_sync();
+    return;
+  }
+#endif
+  BRICKDL_SYNC();
 }
 
 // An NCDHW tensor, sample n.
@@ -132,6 +145,7 @@ BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, in
   b.c0 = cb * P.cb;
   b.coherent = 1;
   b.cslice = 0;
+  b.cbase = 0;
   return b;
 }
 

@@ -280,6 +280,7 @@ BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, 
   acc.coherent = 0;
   acc.istride = istride;
   acc.cslice = 0;
+  acc.cbase = 0;
   return acc;
 }
 
@@ -292,38 +293,45 @@ BRICKDL_DEVICE RegionBuf accumulator(float* smem, const int* o, const int* ext, 
 //
 //   stage(0) | wait, barrier | stage(1), pass(0) | wait, barrier | stage(2), pass(1) | ...
 //
-// A buffer is restaged only after the barrier that follows the pass that read it.
+// A buffer is restaged only after the barrier that follows the pass that read it. In a
+// cluster kernel (`cluster`) a chunk is split over the ranks (chunk.cslice channels each from
+// the chunk's first, cbase), each rank's `stage` fills its own part, and the barriers are the
+// cluster's.
 template <class Stage>
 BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, const float* bias,
                                          RegionBuf chunk, const RegionBuf& acc,
                                          const OutTarget& out, const int* ro, const int* re, int c0,
-                                         int c1, int lo0, int hi0, int images, const Stage& stage) {
+                                         int c1, int lo0, int hi0, int images, bool cluster,
+                                         const Stage& stage) {
   ConvPass pass = whole_pass(L);
   pass.acc = acc;
   float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)
   chunk.c0 = lo0;
+  chunk.cbase = lo0;
   stage(chunk, lo0, imin(lo0 + L.stream_c, hi0));
   cp_async_commit();
   for (int lo = lo0, k = 0; lo < hi0; lo += L.stream_c, k ^= 1) {
     const int hi = imin(lo + L.stream_c, hi0);
     cp_async_wait_all();
-    BRICKDL_SYNC();
+    block_sync(cluster);
     if (hi < hi0) {
       RegionBuf next = chunk;
       next.p = base + (k ^ 1) * L.stream_next;
       next.c0 = hi;
+      next.cbase = hi;
       stage(next, hi, imin(hi + L.stream_c, hi0));
       cp_async_commit();
     }
     chunk.p = base + k * L.stream_next;
     chunk.c0 = lo;
+    chunk.cbase = lo;
     pass.ci_lo = lo;
     pass.ci_hi = hi;
     pass.first = lo == lo0;
     pass.last = hi == hi0;
     conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass, images);
   }
-  BRICKDL_SYNC();
+  block_sync(cluster);
 }
 
 } // namespace dev

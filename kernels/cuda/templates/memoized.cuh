@@ -224,7 +224,7 @@ BRICKDL_DEVICE void memo_streamed_conv(const GroupDesc& G, const LayerDesc& L, i
                                        const int* re, int c0, int c1, int ilo, int ihi) {
   streamed_conv_passes(L, a.weight[l], a.bias[l], in,
                        accumulator(block_smem() + L.acc_smem, bo, L.bext, c0, G.smem_image), out,
-                       ro, re, c0, c1, ilo, ihi, images,
+                       ro, re, c0, c1, ilo, ihi, images, false,
                        [&](const RegionBuf& chunk, int lo, int hi) {
                          for (int j = 0; j < images; ++j)
                            memo_stage(G, L, a, n0 + j, image_buf(chunk, j), lo, hi, true);
@@ -247,6 +247,7 @@ BRICKDL_DEVICE void memo_window(const GroupDesc& G, const LayerDesc& L, int l, c
   in.c0 = ilo;
   in.coherent = 0;
   in.cslice = 0;
+  in.cbase = 0;
   in.p = block_smem() + L.stage_smem;
   in.istride = G.smem_image;
   const OutTarget out = memo_target(G, L, l, a, q, n0);

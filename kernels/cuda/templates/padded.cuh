@@ -23,7 +23,8 @@
 // (channel_plane). Cluster barriers replace the block's: after the staging and after every
 // layer, so a slice is read only once complete and overwritten only once every rank is past
 // its last reader (the last barrier also keeps a CTA's shared memory alive while others read
-// it). No input is streamed in a cluster kernel (codegen).
+// it). A streamed input's chunks are split over the ranks too (padded_streamed_conv), with
+// cluster barriers between the passes.
 #include "conv_mma.cuh"
 
 namespace brickdl {
@@ -47,6 +48,7 @@ BRICKDL_DEVICE RegionBuf region_buf(const GroupDesc& G, float* p, const RegionMa
   b.coherent = 0;
   b.istride = G.smem_image;
   b.cslice = cslice;
+  b.cbase = 0;
   return b;
 }
 
@@ -60,13 +62,7 @@ BRICKDL_DEVICE void rank_channels(const GroupDesc& G, int cslice, int channels, 
 
 // The barrier between two phases of a unit: the cluster's in a cluster kernel.
 BRICKDL_DEVICE void unit_sync(const GroupDesc& G) {
-#if BRICKDL_CLUSTER
-  if (G.cluster > 1) {
-    cluster_sync();
-    return;
-  }
-#endif
-  BRICKDL_SYNC();
+  block_sync(G.cluster > 1);
 }
 
 // Input 0 of window layer L as its shared-memory region buffer (staged input or producer).
@@ -82,11 +78,13 @@ BRICKDL_DEVICE RegionBuf padded_window_input(const GroupDesc& G, const LayerDesc
 
 // A conv whose external input streams through shared memory in chunks of stream_c input
 // channels (groups == 1): stage a chunk of every image, one ConvPass, repeat. Partial sums live
-// in the layer's own region, or for the last layer in its accumulator (cb_last x brick).
+// in the layer's own region, or for the last layer in its accumulator (cb_last x brick; in a
+// cluster kernel the rank's slice of the channels). In a cluster kernel each rank stages its
+// X.cslice channels of every chunk, and the pass reads the chunk from every rank.
 BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
                                          const KernelArgs& a, const float* w, const float* bias,
                                          const int* bo, int n0, int images, const OutTarget& out,
-                                         const int* ro, const int* re, int c0, int c1) {
+                                         const int* ro, const int* re, int c0, int c1, int rank) {
   const ExternalDesc& X = G.ext[L.src_index[0]];
   TensorRef src;
   src.p = a.ext[L.src_index[0]];
@@ -94,9 +92,15 @@ BRICKDL_DEVICE void padded_streamed_conv(const GroupDesc& G, const LayerDesc& L,
   float* const smem = block_smem();
   const RegionBuf acc =
       out.to_tensor ? accumulator(smem + L.acc_smem, bo, G.brick, c0, G.smem_image) : out.buf;
-  streamed_conv_passes(L, w, bias, region_buf(G, smem + L.stream_smem, X.region, bo, 0, 0), acc,
-                       out, ro, re, c0, c1, 0, L.in.c, images,
-                       [&](const RegionBuf& chunk, int lo, int hi) {
+  const bool cluster = G.cluster > 1;
+  streamed_conv_passes(L, w, bias, region_buf(G, smem + L.stream_smem, X.region, bo, X.cslice, 0),
+                       acc, out, ro, re, c0, c1, 0, L.in.c, images, cluster,
+                       [&](RegionBuf chunk, int lo, int hi) {
+                         if (cluster) { // this rank's part of the chunk
+                           lo = imin(hi, lo + rank * X.cslice);
+                           hi = imin(hi, lo + X.cslice);
+                           chunk.c0 = lo;
+                         }
                          for (int j = 0; j < images; ++j) {
                            src.n = n0 + j;
                            stage_from_tensor_async(image_buf(chunk, j), src, lo, hi);
@@ -167,7 +171,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
     }
 #if BRICKDL_STREAMED
   } else if (L.stream_c > 0) {
-    padded_streamed_conv(G, L, a, w, bias, bo, n0, images, out, ro, re, c0, c1);
+    padded_streamed_conv(G, L, a, w, bias, bo, n0, images, out, ro, re, c0, c1, rank);
 #endif
   } else {
     const RegionBuf in = padded_window_input(G, L, bo, rank);
