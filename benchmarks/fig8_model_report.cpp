@@ -5,13 +5,16 @@
 //
 //   fig8_model_report [--gpu NAME] [--precision P] [--batch N] [--threads T]
 //                     [--bricks 2,4,8,16,32] [--batch-blocks 1,2,4,8] [--channel-blocks 0]
-//                     [--detail BLOCK]
+//                     [--clusters 1] [--detail BLOCK]
+//
+// --clusters adds padded candidates run by thread block clusters of that many CTAs (sm_90).
 #include <algorithm>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/candidate.h"
 #include "core/gpu_spec.h"
 #include "core/zoo.h"
 #include "model/cost_model.h"
@@ -23,34 +26,50 @@ using namespace brickdl;
 constexpr const char* kBlocks[] = {"layer1.0", "layer1.1", "layer2.0", "layer2.1",
                                    "layer3.0", "layer3.1", "layer4.0"};
 
+// The candidates the report tries.
+struct Space {
+  int threads = 256;
+  std::vector<int> bricks = {2, 4, 8, 16, 32};
+  std::vector<int> batch_blocks = {1, 2, 4, 8};
+  std::vector<int> channel_blocks = {0};
+  std::vector<int> clusters = {1};
+};
+
+// Strategy s's candidates with square bricks of edge e (clusters: padded only).
+std::vector<Candidate> candidates(const Group& grp, Strategy s, int e, const Space& sp) {
+  std::vector<Candidate> out;
+  for (int nb : sp.batch_blocks)
+    for (int cb : sp.channel_blocks)
+      for (int cl : sp.clusters)
+        if (cl == 1 || (s == Strategy::kPadded && cb == 0))
+          out.push_back(Candidate{grp, BrickShape{1, e, e, cb, nb, cl}, s, sp.threads});
+  return out;
+}
+
 // The fastest feasible candidate of one strategy over the bricks and batch blocks, its time and
 // traffic relative to layerwise, the feasible bricks (with the largest feasible batch block
 // of each), and the least L2 bytes of any feasible candidate.
 std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group& grp, Strategy s,
-                          int threads, const std::vector<int>& bricks,
-                          const std::vector<int>& batch_blocks,
-                          const std::vector<int>& channel_blocks, const model::Prediction& lw) {
+                          const Space& sp, const model::Prediction& lw) {
   std::string feasible;
   model::Prediction best;
   best.feasible = false; // none yet
   BrickShape best_brick;
   double least_l2 = 0;
-  for (int e : bricks) {
+  for (int e : sp.bricks) {
     int widest = 0;
-    for (int nb : batch_blocks)
-      for (int cb : channel_blocks) {
-        const Candidate c{grp, BrickShape{1, e, e, cb, nb}, s, threads};
-        const model::Prediction p = m.predict(g, c);
-        if (!p.feasible)
-          continue;
-        widest = std::max(widest, nb);
-        if (least_l2 == 0 || p.l2_bytes < least_l2)
-          least_l2 = p.l2_bytes;
-        if (!best.feasible || p.time_ms < best.time_ms) {
-          best = p;
-          best_brick = c.brick;
-        }
+    for (const Candidate& c : candidates(grp, s, e, sp)) {
+      const model::Prediction p = m.predict(g, c);
+      if (!p.feasible)
+        continue;
+      widest = std::max(widest, c.brick.nb);
+      if (least_l2 == 0 || p.l2_bytes < least_l2)
+        least_l2 = p.l2_bytes;
+      if (!best.feasible || p.time_ms < best.time_ms) {
+        best = p;
+        best_brick = c.brick;
       }
+    }
     if (widest > 0)
       feasible += fmt::format("{}{}/n{}", feasible.empty() ? "" : ",", e, widest);
   }
@@ -74,43 +93,41 @@ void print_terms(const model::CostModel& m, const Graph& g, const Candidate& c) 
 }
 
 // Every candidate of one subgraph, with the terms of its predicted time.
-void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, int threads,
-                  const std::vector<int>& bricks, const std::vector<int>& batch_blocks,
-                  const std::vector<int>& channel_blocks) {
+void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, const Space& sp) {
   fmt::print("{:<9} {:<10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>5} {:>5} {:>7} {:>6}  {}\n",
              "strategy", "brick", "us", "dram", "l2", "compute", "sync", "atomic", "regs", "bps",
              "smemKiB", "L2 MB", "reason");
-  print_terms(m, g, Candidate{grp, {}, Strategy::kLayerwise, threads});
+  print_terms(m, g, Candidate{grp, {}, Strategy::kLayerwise, sp.threads});
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
-    for (int e : bricks)
-      for (int nb : batch_blocks)
-        for (int cb : channel_blocks)
-          print_terms(m, g, Candidate{grp, BrickShape{1, e, e, cb, nb}, s, threads});
+    for (int e : sp.bricks)
+      for (const Candidate& c : candidates(grp, s, e, sp))
+        print_terms(m, g, c);
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   std::string gpu_name = "H200", precision = "tf32";
-  int batch = 8, threads = 256;
-  std::vector<int> bricks = {2, 4, 8, 16, 32};
-  std::vector<int> batch_blocks = {1, 2, 4, 8};
-  std::vector<int> channel_blocks = {0};
+  int batch = 8;
+  Space sp;
   std::string detail;
   CLI::App app("the model on the Fig 8 subgraphs of ResNet-50: feasibility, time, traffic");
   app.add_option("--gpu", gpu_name)->check(CLI::IsMember(gpu_spec_names()));
   app.add_option("--precision", precision)->check(CLI::IsMember(dtype_names()));
   app.add_option("--batch", batch)->check(CLI::Range(1, 1024));
-  app.add_option("--threads", threads)->check(CLI::Range(32, 1024));
-  app.add_option("--bricks", bricks, "square brick edges to try")
+  app.add_option("--threads", sp.threads)->check(CLI::Range(32, 1024));
+  app.add_option("--bricks", sp.bricks, "square brick edges to try")
       ->delimiter(',')
       ->check(CLI::Range(1, 64));
-  app.add_option("--batch-blocks", batch_blocks, "images per unit to try")
+  app.add_option("--batch-blocks", sp.batch_blocks, "images per unit to try")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
-  app.add_option("--channel-blocks", channel_blocks, "channel blocks to try (0: all)")
+  app.add_option("--channel-blocks", sp.channel_blocks, "channel blocks to try (0: all)")
       ->delimiter(',')
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--clusters", sp.clusters, "thread block clusters to try (CTAs per unit; padded)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, kMaxCluster));
   app.add_option("--detail", detail, "a block (layer3.1): every candidate's time terms")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kBlocks), std::end(kBlocks))));
   CLI11_PARSE(app, argc, argv);
@@ -120,8 +137,7 @@ int main(int argc, char** argv) {
   const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
   const model::CostModel m(*find_gpu_spec(gpu_name));
   if (!detail.empty()) {
-    print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, threads, bricks,
-                 batch_blocks, channel_blocks);
+    print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, sp);
     return 0;
   }
   fmt::print("ResNet-50 batch {} {} on {} (model {}); per strategy: fastest brick/batch block, us, "
@@ -137,10 +153,8 @@ int main(int argc, char** argv) {
     lwc.strategy = Strategy::kLayerwise;
     const model::Prediction lw = m.predict(g, lwc);
     fmt::print("{:<9} {:8.1f}  {}  {}\n", block, lw.time_ms * 1e3,
-               strategy_cell(m, g, grp, Strategy::kPadded, threads, bricks, batch_blocks,
-                             channel_blocks, lw),
-               strategy_cell(m, g, grp, Strategy::kMemoized, threads, bricks, batch_blocks,
-                             channel_blocks, lw));
+               strategy_cell(m, g, grp, Strategy::kPadded, sp, lw),
+               strategy_cell(m, g, grp, Strategy::kMemoized, sp, lw));
   }
   return 0;
 }

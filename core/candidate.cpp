@@ -67,6 +67,23 @@ std::string brick_problem(const BrickShape& b, int rank) {
   return "";
 }
 
+std::string cluster_problem(Strategy strategy, int cl, int max_cluster, int64_t unit_channels,
+                            int64_t channels) {
+  if (cl <= 1)
+    return "";
+  if (strategy == Strategy::kLayerwise)
+    return "layer-by-layer kernels run without thread block clusters";
+  if (strategy != Strategy::kPadded)
+    return "thread block clusters run padded units only";
+  if (cl > max_cluster)
+    return "a cluster of " + std::to_string(cl) + " CTAs; the target allows " +
+           std::to_string(max_cluster) + " (thread block clusters need sm_90)";
+  if (unit_channels < channels)
+    return "a cluster unit computes every channel of its brick (channel block 0), its CTAs a "
+           "slice each";
+  return "";
+}
+
 std::string Candidate::config_str() const {
   std::string s = strategy_name(strategy);
   if (strategy != Strategy::kLayerwise)

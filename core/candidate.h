@@ -56,6 +56,14 @@ inline constexpr int kMaxCluster = 8;
 // and key.
 std::string brick_problem(const BrickShape& brick, int rank);
 
+// Empty when a candidate of `strategy` with clusters of `cl` CTAs per unit can run them on a
+// target whose clusters hold at most `max_cluster` CTAs, its last layer's units computing
+// `unit_channels` of its `channels` channels; else why not: clusters (cl > 1) run padded units
+// only (sm_90), each unit computing every channel of its brick (channel block 0). The model
+// and the code generator both ask.
+std::string cluster_problem(Strategy strategy, int cl, int max_cluster, int64_t unit_channels,
+                            int64_t channels);
+
 struct Candidate {
   Group group;
   BrickShape brick;

@@ -54,6 +54,7 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   // the synchronous warp-level mma.sync at about half of it. An estimate until the H200
   // measures ours.
   s.mma_sync_fraction = 0.5;
+  s.max_cluster = 8;
   s.launch_overhead_us = 2.5;
   s.atomic_ns = 0.8;
   s.source = "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "

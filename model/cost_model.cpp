@@ -30,12 +30,26 @@ Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) co
   const detail::ResolvedCoefficients coef = detail::resolve(gpu_, coef_);
   const detail::StrategyContext ctx{gpu_, coef, candidate};
   switch (candidate.strategy) {
-  case Strategy::kLayerwise: detail::predict_layerwise(g, ctx, p); break;
+  case Strategy::kLayerwise:
+    if (candidate.brick.cl > 1) {
+      p.feasible = false;
+      p.reason = cluster_problem(candidate.strategy, candidate.brick.cl, 0, 0, 0);
+      return p;
+    }
+    detail::predict_layerwise(g, ctx, p);
+    break;
   case Strategy::kPadded:
   case Strategy::kMemoized:
     if (!g.brick_reason.empty()) {
       p.feasible = false;
       p.reason = g.brick_reason;
+      return p;
+    }
+    if (const std::string why = cluster_problem(candidate.strategy, g.cluster, gpu_.max_cluster,
+                                                g.last().brick[0], g.last().extent[0]);
+        !why.empty()) {
+      p.feasible = false;
+      p.reason = why;
       return p;
     }
     if (candidate.strategy == Strategy::kPadded) {

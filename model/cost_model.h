@@ -16,6 +16,10 @@
 //    [a, b], clipped to the tensor.
 //  - padded: one unit of work per brick of the last layer; it computes every intermediate
 //    layer over its region, all channels, and the last layer over the brick's channel block.
+//    With a thread block cluster (brick.cl > 1) the unit's CTAs compute a channel slice of
+//    every layer each (core/group.h cluster_slice) and together issue the unit's loads once;
+//    each reads the other slices of a groups-1 conv's input from the others' shared memory:
+//    dsmem_bytes = Σ units of (cl − 1) × that input's region × its channels.
 //  - memoized: every brick of an intermediate layer that some needed consumer brick touches
 //    is computed once (one claim = one compulsory atomic); lookups = Σ over computed consumer
 //    bricks of the producer bricks their region touches.
@@ -82,7 +86,10 @@ struct Prediction {
   double bytes_intermediate_load = 0;  // memoized: bricks re-read; layerwise: inputs of layers 2..L
   double bytes_intermediate_store = 0; // memoized: bricks stored; layerwise: outputs of 1..L-1
   double bytes_output = 0;
-  double l1_bytes = 0;   // sum of the above
+  // Thread block clusters (padded, BrickShape::cl > 1): what the CTAs read from each other's
+  // shared memory (distributed shared memory), not part of l1 / l2 / dram bytes.
+  double dsmem_bytes = 0;
+  double l1_bytes = 0;   // sum of the above but dsmem_bytes
   double l2_bytes = 0;   // reaching L2 (after L1 hits)
   double dram_bytes = 0; // reaching DRAM (after L2 hits)
   double dram_read_bytes = 0, dram_write_bytes = 0;

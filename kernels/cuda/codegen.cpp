@@ -689,19 +689,11 @@ KernelLaunch layerwise_launch(const PlanContext& ctx, size_t i) {
 // The CTAs per unit of candidate `c` (GroupDesc::cluster); throws Unsupported for a cluster the
 // target or the strategy cannot run.
 int cluster_of(const Candidate& c, const GroupDesc& gd, const PlanContext& ctx) {
-  const int cl = c.brick.cl;
-  if (cl <= 1)
-    return 1;
-  if (c.strategy != Strategy::kPadded)
-    throw Unsupported(ctx.what + ": thread block clusters run padded units only");
-  if (cl > ctx.o.max_cluster)
-    throw Unsupported(ctx.what + ": a cluster of " + std::to_string(cl) +
-                      " CTAs; the target allows " + std::to_string(ctx.o.max_cluster) +
-                      " (thread block clusters need sm_90)");
-  if (gd.nblk_last[0] != 1)
-    throw Unsupported(ctx.what + ": a cluster unit computes every channel of its brick "
-                                 "(channel block 0), its ranks a slice each");
-  return cl;
+  const std::string why = cluster_problem(c.strategy, c.brick.cl, ctx.o.max_cluster, gd.cb_last,
+                                          gd.layers[gd.num_layers - 1].out.c);
+  if (!why.empty())
+    throw Unsupported(ctx.what + ": " + why);
+  return std::max(1, c.brick.cl);
 }
 
 // Padded / memoized: one kernel for the whole group, one block per unit (a brick of the last
@@ -778,8 +770,9 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
                         "group " + g.layer(c.group.first).name + " .. " +
                             g.layer(c.group.last).name + " (" + c.config_str() + ")"};
   if (c.strategy == Strategy::kLayerwise) {
-    if (c.brick.cl > 1)
-      throw Unsupported(ctx.what + ": layer-by-layer kernels run without clusters");
+    if (const std::string why = cluster_problem(c.strategy, c.brick.cl, o.max_cluster, 0, 0);
+        !why.empty())
+      throw Unsupported(ctx.what + ": " + why);
     for (size_t i = 0; i < info.ids.size(); ++i)
       plan.launches.push_back(layerwise_launch(ctx, i));
   } else {

@@ -262,6 +262,7 @@ void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometr
   }
   g.batch_block = b.images_per_unit(g.batch);
   g.batch_units = (g.batch + g.batch_block - 1) / g.batch_block;
+  g.cluster = std::max(1, b.cl);
   g.brick_reason = g.structure_reason;
   if (g.brick_reason.empty() && (b.d < 1 || b.h < 1 || b.w < 1 || b.cb < 0 || b.nb < 1))
     g.brick_reason = "brick " + b.str() + ": extents and nb must be >= 1 and cb >= 0";

@@ -159,6 +159,7 @@ struct GroupGeometry {
   int64_t batch = 1;
   int64_t batch_block = 1; // images per unit of work (BrickShape::nb clamped to the batch)
   int64_t batch_units = 1; // ceil(batch / batch_block): units along the batch
+  int cluster = 1;         // CTAs per unit (BrickShape::cl; padded, sm_90)
   double dtype_bytes = 4;
 
   std::vector<const Layer*> layers;    // L

@@ -44,6 +44,12 @@
 //   from L2 unless L1 still holds it. Neither the per-tile L1 requests nor those rounds are
 //   counted yet: the GPU's L1 / L2 counters are to say how much they add.
 //
+// Clusters (padded, brick.cl > 1). A unit's CTAs run at once on one GPC and meet at cluster
+//   barriers, one per layer per unit (barrier_ns, as a block's: to calibrate). The L2 window
+//   counts units (concurrent CTAs / cl); the roofline counts CTAs (units × cl). Their reads of
+//   each other's shared memory (dsmem_bytes) cross the SM-to-SM network, whose bandwidth is in
+//   no spec sheet: they are charged at the L2 bandwidth (t_l2) until the GPU measures them.
+//
 // Time. Per kernel, t_dram = DRAM bytes / (peak · dram_efficiency · u_mem), t_l2 likewise,
 //   t_compute = FLOPs / (peak · compute_efficiency · u_compute), where u_mem = min(1, blocks /
 //   SMs) and u_compute = (blocks / SMs) / ceil(blocks / SMs) (the last partial wave), both

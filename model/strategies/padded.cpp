@@ -1,5 +1,8 @@
 // Padded bricks: one unit per brick of the last layer; every earlier layer recomputed over the
-// unit's region with all its channels; nothing but the output leaves the chip.
+// unit's region with all its channels; nothing but the output leaves the chip. With a thread
+// block cluster (GroupGeometry::cluster > 1) a unit's CTAs each hold and compute a channel slice
+// of every tensor (core/group.h cluster_slice): the unit's counts are unchanged, its shared
+// memory per CTA is the slices', and the CTAs read each other's slices (dsmem_bytes).
 //
 // Counting walks the brick grid of the last layer one axis at a time. The channel axis goes
 // first because it decides which layers a unit computes at all (a concat's channel block may
@@ -215,8 +218,11 @@ void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double v
   const double dt = g.dtype_bytes;
   const double flops = n * ch.sum * volume * g.flops_per_point[i];
   p.flops += flops;
-  if (!merged_conv_on_tensor_cores(
-          g, t, t == g.layer_count - 1 ? g.tensors[i].brick[0] : g.tensors[i].extent[0]))
+  // The channels one block computes: the unit's, or a cluster CTA's slice.
+  const int64_t per_block = g.cluster > 1 ? cluster_slice(g.tensors[i].extent[0], g.cluster)
+                            : t == g.layer_count - 1 ? g.tensors[i].brick[0]
+                                                     : g.tensors[i].extent[0];
+  if (!merged_conv_on_tensor_cores(g, t, per_block))
     p.fma_flops += flops;
   const double nu = static_cast<double>(g.batch_units);
   const double unit_count = nu * static_cast<double>(blocks) * units;
@@ -358,8 +364,10 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
   const auto floats = [&](int t, double channels) {
     return static_cast<int64_t>(channels * s.alloc_spatial[static_cast<size_t>(t)]);
   };
+  // The channels of tensor t one block holds: all, or a cluster CTA's slice.
   const auto channels = [&](int t) {
-    return static_cast<double>(g.tensors[static_cast<size_t>(t)].extent[0]);
+    const int64_t c = g.tensors[static_cast<size_t>(t)].extent[0];
+    return static_cast<double>(g.cluster > 1 ? cluster_slice(c, g.cluster) : c);
   };
   SmemArena& arena = s.arena;
   arena.clear();
@@ -375,10 +383,13 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
       const int chunk = g.stream_chunk[static_cast<size_t>(t)];
       if (chunk == 0 || g.first_use[static_cast<size_t>(t)] != i)
         continue;
+      // A cluster CTA stages its part of each chunk, and accumulates its slice.
+      const double held = g.cluster > 1 ? cluster_stream_slice(g.cluster) : chunk;
       const int64_t buffer =
-          arena.alloc(kStreamBuffers * SmemArena::round_up(floats(t, chunk))); // double buffered
-      const int64_t acc =
-          i == L - 1 ? arena.alloc(floats(L - 1, static_cast<double>(g.last().brick[0]))) : -1;
+          arena.alloc(kStreamBuffers * SmemArena::round_up(floats(t, held))); // double buffered
+      const double acc_channels =
+          g.cluster > 1 ? channels(L - 1) : static_cast<double>(g.last().brick[0]);
+      const int64_t acc = i == L - 1 ? arena.alloc(floats(L - 1, acc_channels)) : -1;
       arena.free(buffer);
       if (acc >= 0)
         arena.free(acc);
@@ -393,6 +404,25 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
     }
   }
   return static_cast<double>(arena.peak());
+}
+
+// A cluster unit's reads of other CTAs' shared memory: every CTA reads the channels of a
+// groups-1 conv's input it does not hold, (cl − 1) × the region × its channels per unit
+// (count_units left the one mask group's sums in Scratch: cluster units hold every channel).
+double cluster_dsmem_bytes(const GroupGeometry& g, const Scratch& s) {
+  double elements = 0;
+  for (int i = 0; i < g.layer_count; ++i) {
+    const Layer& l = *g.layers[static_cast<size_t>(i)];
+    if (l.op != OpKind::kConv || l.groups != 1)
+      continue;
+    for (int e = g.edge_begin[static_cast<size_t>(i)]; e < g.edge_begin[static_cast<size_t>(i) + 1];
+         ++e) {
+      const int t = g.edges[static_cast<size_t>(e)].producer;
+      const AxisAccum* sp = &s.spatial[static_cast<size_t>(t) * 4];
+      elements += s.chan[static_cast<size_t>(t)].sum * sp[1].sum * sp[2].sum * sp[3].sum;
+    }
+  }
+  return static_cast<double>(g.batch) * elements * g.dtype_bytes * (g.cluster - 1);
 }
 
 // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
@@ -426,19 +456,24 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   const double weights_unique = count_units(g, s, p);
 
   const double units = merged_units(g);
-  p.thread_blocks = to_count(units);
+  const double cl = g.cluster;
+  p.thread_blocks = to_count(units * cl);
   p.bytes_output = g.numel(L - 1) * dt;
   p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_output;
   p.l2_bytes = p.l1_bytes;
+  p.dsmem_bytes = cl > 1 ? cluster_dsmem_bytes(g, s) : 0;
   const Occupancy occ = set_block_footprint(
       g, ctx, padded_smem_elements(g, s) * static_cast<double>(g.batch_block) * dt,
       "padded regions need", p);
-  const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ, units, p);
+  // The L2 window and the barriers count units: a cluster's CTAs run at once, in step.
+  Occupancy occ_units = occ;
+  occ_units.concurrent_blocks = occ.concurrent_blocks / cl;
+  const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ_units, units, p);
 
-  // Time: one barrier per layer per unit.
+  // Time: one barrier per layer per unit (a cluster's barrier for a cluster unit).
   for (int i = 0; i < L; ++i)
     p.barriers += static_cast<double>(p.bricks_per_layer[static_cast<size_t>(i)]);
-  add_merged_kernel_time(g, ctx, occ, win, units, p);
+  add_merged_kernel_time(g, ctx, occ, win, units * cl, p);
   finish_time(p);
 }
 

@@ -118,7 +118,9 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
   const double fma_cost = peak_flops(ctx.gpu, dtype) / peak_flops(ctx.gpu, DType::kF32);
   const double mma_cost =
       has_tensor_math(dtype) ? 1.0 / std::max(1e-3, ctx.gpu.mma_sync_fraction) : 1.0;
-  add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes,
+  // Distributed shared memory (cluster kernels) crosses the SM-to-SM network: charged at the
+  // L2 bandwidth until a GPU measures it (memory.h).
+  add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes + p.dsmem_bytes,
                       (p.flops - p.fma_flops) * mma_cost + p.fma_flops * fma_cost, units,
                       occ.factor > 0 ? occ.factor : 1.0, p);
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;

@@ -13,12 +13,14 @@
 #include <random>
 #include <string>
 
+#include "core/gpu_spec.h"
 #include "core/graph_builder.h"
 #include "core/group.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/cuda/statuses.h"
 #include "kernels/validation.h"
+#include "model/cost_model.h"
 #include "tests/device/emulated_group.h"
 #include "tests/device/test_graphs.h"
 
@@ -185,6 +187,82 @@ TEST(ClusterKernels, UnsupportedClustersSayWhy) {
   sm80.max_cluster = 1;
   EXPECT_NE(why(padded(grp, {1, 4, 4, 0, 1, 2}), sm80).find("sm_90"), std::string::npos);
   EXPECT_EQ(why(padded(grp, {1, 4, 4, 0, 1, 2})), "");
+}
+
+// The model's shared memory per CTA and its thread blocks are what the code generator plans
+// for a cluster unit (slices on the same first-fit arena, streamed chunk parts, the
+// accumulator's slice); both refuse the same candidates. Random chains, 2-D and 3-D, narrow and
+// streamed inputs, bricks, batch blocks, cluster sizes.
+TEST(ClusterModel, SharedMemoryAndBlocksMatchTheCodeGenerator) {
+  std::mt19937 rng(5150);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const model::CostModel m(*find_gpu_spec("H200"));
+  CodegenOptions o;
+  o.max_smem_bytes = 1 << 30; // compare sizes, not feasibility
+  int compared = 0, streamed = 0;
+  auto channels = [&] { return pick(0, 2) == 0 ? 8 * pick(9, 20) : pick(1, 40); };
+  for (int trial = 0; trial < 60; ++trial) {
+    const int dims = pick(0, 3) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 12 : 30);
+    GraphBuilder b("random", TensorShape{pick(1, 4), channels(), dims == 3 ? image : 1, image,
+                                         image + pick(0, 3), dims});
+    int x = b.input();
+    for (int l = 0, depth = pick(1, 4); l < depth; ++l) {
+      const int k = pick(0, 1) * 2 + 1, dil = pick(0, 3) == 0 ? 2 : 1;
+      x = dims == 3 ? b.conv3d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil)
+                    : b.conv2d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil);
+      if (pick(0, 3) == 0)
+        x = b.max_pool(x, 3, 1, 1);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 9);
+    const Candidate c{{1, g.size() - 1},
+                      {dims == 3 ? bs : 1, bs, pick(1, 9), 0, pick(1, 3), pick(2, 8)},
+                      Strategy::kPadded,
+                      128};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " " + c.config_str());
+    const model::Prediction p = m.predict(g, c);
+    const KernelPlan plan = plan_kernels(g, c, o);
+    const KernelLaunch& k = plan.launches[0];
+    EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
+    EXPECT_EQ(k.blocks, p.thread_blocks);
+    EXPECT_GT(p.dsmem_bytes, 0);
+    ++compared;
+    streamed += k.desc.layers[0].stream_c > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(compared, 60);
+  EXPECT_GE(streamed, 10);
+}
+
+// The model's distributed shared memory by hand: x (16 channels, 8x8) -> conv1 1x1 -> conv2
+// 3x3 pad 1, one 8x8 brick (the whole image), a cluster of 2: each CTA reads the other's 8
+// channels of x (conv1's input) and of conv1's output (conv2's input), 8x8 positions each
+// (regions clipped to the image): 2 CTAs x 2 tensors x 8 channels x 64 positions x 4 bytes.
+// Clusters need sm_90: the A100 refuses them, and memoized units and channel blocks too.
+TEST(ClusterModel, DistributedSharedMemoryAndRefusals) {
+  GraphBuilder b("two", TensorShape{1, 16, 1, 8, 8, 2});
+  b.conv2d(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "c1"), 16, 3, 1, 1, 1, 1, true, "c2");
+  const Graph g = fuse_for_inference(b.build());
+  const model::CostModel h200(*find_gpu_spec("H200")), a100(*find_gpu_spec("A100-40GB"));
+  const model::Prediction p = h200.predict(g, padded({1, 2}, {1, 8, 8, 0, 1, 2}));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_DOUBLE_EQ(p.dsmem_bytes, 2.0 * 2 * 8 * 64 * 4);
+  EXPECT_EQ(p.thread_blocks, 2);
+  const model::Prediction one = h200.predict(g, padded({1, 2}, {1, 8, 8, 0, 1, 1}));
+  EXPECT_DOUBLE_EQ(one.dsmem_bytes, 0);
+  EXPECT_DOUBLE_EQ(one.l2_bytes, p.l2_bytes); // the unit's loads, once
+  EXPECT_DOUBLE_EQ(one.flops, p.flops);
+  auto reason = [&](const model::CostModel& m, const Candidate& c) {
+    const model::Prediction q = m.predict(g, c);
+    EXPECT_FALSE(q.feasible);
+    return q.reason;
+  };
+  EXPECT_NE(reason(a100, padded({1, 2}, {1, 8, 8, 0, 1, 2})).find("sm_90"), std::string::npos);
+  EXPECT_NE(reason(h200, padded({1, 2}, {1, 8, 8, 8, 1, 2})).find("channel block 0"),
+            std::string::npos);
+  EXPECT_NE(
+      reason(h200, Candidate{{1, 2}, {1, 8, 8, 0, 1, 2}, Strategy::kMemoized, 64}).find("padded"),
+      std::string::npos);
 }
 
 TEST(ClusterKernels, SliceRule) {
