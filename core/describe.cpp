@@ -73,11 +73,11 @@ std::string search_str(const SearchSpaceConfig& s) {
   for (Strategy st : s.strategies)
     strategies.emplace_back(strategy_name(st));
   std::string out = fmt::format(
-      "searcher {}; bricks {}; channel blocks {}; batch blocks {}; strategies {}; max group {}; "
-      "threads {}",
+      "searcher {}; bricks {}; channel blocks {}; batch blocks {}; clusters {}; strategies {}; "
+      "max group {}; threads {}",
       s.searcher, fmt::join(s.brick_sizes, ", "), fmt::join(s.channel_blocks, ", "),
-      fmt::join(s.batch_blocks, ", "), fmt::join(strategies, ", "), s.max_group_len,
-      fmt::join(s.threads, ", "));
+      fmt::join(s.batch_blocks, ", "), fmt::join(s.clusters, ", "), fmt::join(strategies, ", "),
+      s.max_group_len, fmt::join(s.threads, ", "));
   if (s.searcher == "random")
     out += fmt::format("; {} samples", s.random_samples);
   if (!s.partitions.empty()) {

@@ -22,8 +22,8 @@ const std::vector<std::string> kTopKeys = {"name",           "model",     "batch
                                            "input_channels", "precision", "target",   "search",
                                            "measurement",    "seed",      "database", "output"};
 const std::vector<std::string> kSearchKeys = {
-    "brick_sizes", "channel_blocks", "batch_blocks",   "max_group_len", "strategies",
-    "threads",     "searcher",       "random_samples", "partitions",    "subgraphs"};
+    "brick_sizes", "channel_blocks", "batch_blocks",   "clusters",   "max_group_len", "strategies",
+    "threads",     "searcher",       "random_samples", "partitions", "subgraphs"};
 const std::vector<std::string> kMeasurementKeys = {
     "backend",  "warmup",           "repetitions",     "top_k",       "counters",
     "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
@@ -446,7 +446,8 @@ void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg, SearchSpace
   }
 }
 
-// search.brick_sizes, channel_blocks and batch_blocks: the lists a brick is built from.
+// search.brick_sizes, channel_blocks, batch_blocks and clusters: the lists a brick is built
+// from.
 void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   if (v.has("brick_sizes")) {
     s->brick_sizes = read_unique_ints(
@@ -472,6 +473,14 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
                       std::to_string(kMaxBatchBlock) + ", got " + std::to_string(x));
         });
   }
+  if (v.has("clusters")) {
+    s->clusters =
+        read_unique_ints(v.get("clusters"), "search.clusters", [](const YamlValue& item, int x) {
+          if (x < 1 || x > kMaxCluster)
+            item.fail("a thread block cluster (CTAs per unit) must be an integer from 1 to " +
+                      std::to_string(kMaxCluster) + ", got " + std::to_string(x));
+        });
+  }
 }
 
 // The work of a search of `s`, bounded (kMaxSearchWork): fused layers x (1 + ... + longest
@@ -486,6 +495,7 @@ void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
   const int64_t configs = int64_t{1} + bricked * static_cast<int64_t>(s.brick_sizes.size()) *
                                            static_cast<int64_t>(s.channel_blocks.size()) *
                                            static_cast<int64_t>(s.batch_blocks.size()) *
+                                           static_cast<int64_t>(s.clusters.size()) *
                                            static_cast<int64_t>(s.threads.size());
   const int64_t work = saturating_mul(saturating_mul(layers, lengths * (lengths + 1) / 2), configs);
   if (work > kMaxSearchWork.max)

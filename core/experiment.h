@@ -28,7 +28,8 @@
 //                   Fields are > 0 (launch_overhead_us and atomic_ns may be 0).
 //   search          brick_sizes: powers of two from 1 to 64; channel_blocks 0 to 65536;
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
-//                   above the batch act as the batch); max_group_len 1 to 64; strategies;
+//                   above the batch act as the batch); clusters: CTAs per padded unit, 1 to
+//                   8 (default [1]); max_group_len 1 to 64; strategies;
 //                   threads: multiples of 32 in [32, 1024]; searcher; random_samples 1 to
 //                   131072; each list at most 64 values, and at most 2^21 candidate layers in
 //                   all (fused layers x (1 + ... + max_group_len) x configurations);
@@ -60,6 +61,9 @@ struct SearchSpaceConfig {
   std::vector<int> channel_blocks = {0}; // 0 = all channels
   // Images per unit of work (BrickShape::nb): each weight a unit reads serves nb images.
   std::vector<int> batch_blocks = {1};
+  // Thread block clusters (BrickShape::cl, CTAs per unit; padded units without channel blocks,
+  // on a target whose max_cluster allows them).
+  std::vector<int> clusters = {1};
   int max_group_len = 4;
   std::vector<Strategy> strategies = {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized};
   std::vector<int> threads = {256};

@@ -65,8 +65,9 @@ int batch_block(const json& v, const std::string& file, const std::string& key) 
 
 // Unknown keys are errors, except the report fields of brickdl-tune's plan.json.
 void check_keys(const json& e, const std::string& file, const std::string& at) {
-  static const std::vector<std::string> kKeys = {
-      "first", "last", "first_layer", "last_layer", "strategy", "brick", "cb", "nb", "threads"};
+  static const std::vector<std::string> kKeys = {"first",    "last",   "first_layer", "last_layer",
+                                                 "strategy", "brick",  "cb",          "nb",
+                                                 "cl",       "threads"};
   for (const auto& [k, v] : e.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() && k != "layers" &&
         k != "workload" && k.find("_ms") == std::string::npos &&
@@ -95,7 +96,8 @@ Group parse_layers(const json& e, const std::string& file, const std::string& at
   return group;
 }
 
-// "brick": [d, h, w], [h, w] or {d, h, w, cb, nb}; sets the extents (and cb, nb) of `brick`.
+// "brick": [d, h, w], [h, w] or {d, h, w, cb, nb, cl}; sets the extents (and cb, nb, cl) of
+// `brick`.
 void parse_brick(const json& b, const std::string& file, const std::string& bk, bool three_d,
                  BrickShape& brick) {
   if (b.is_array() && b.size() == 2 && three_d)
@@ -117,15 +119,17 @@ void parse_brick(const json& b, const std::string& file, const std::string& bk, 
       brick.cb = positive(b.at("cb"), file, bk + ".cb", 0);
     if (b.contains("nb"))
       brick.nb = batch_block(b.at("nb"), file, bk + ".nb");
+    if (b.contains("cl"))
+      brick.cl = positive(b.at("cl"), file, bk + ".cl", 1);
   } else {
-    fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb, nb}");
+    fail(file, bk, "expected [d, h, w], [h, w] or {d, h, w, cb, nb, cl}");
   }
 }
 
 Candidate parse_entry(const json& e, const std::string& file, const std::string& at,
                       const Graph& g) {
   if (!e.is_object())
-    fail(file, at, "expected an object {first, last, strategy, brick, cb, nb}");
+    fail(file, at, "expected an object {first, last, strategy, brick, cb, nb, cl}");
   check_keys(e, file, at);
   Candidate c;
   c.group = parse_layers(e, file, at, g);
@@ -144,6 +148,8 @@ Candidate parse_entry(const json& e, const std::string& file, const std::string&
     c.brick.cb = positive(e.at("cb"), file, at + ".cb", 0);
   if (e.contains("nb"))
     c.brick.nb = batch_block(e.at("nb"), file, at + ".nb");
+  if (e.contains("cl"))
+    c.brick.cl = positive(e.at("cl"), file, at + ".cl", 1);
   const std::string brick_bad = brick_problem(c.brick, three_d ? 3 : 2); // core/candidate.h
   if (!brick_bad.empty())
     fail(file, at + ".brick", brick_bad);
@@ -216,6 +222,8 @@ nlohmann::json plan_to_json(const std::vector<Candidate>& plan) {
       e["brick"] = {c.brick.d, c.brick.h, c.brick.w};
       e["cb"] = c.brick.cb;
       e["nb"] = c.brick.nb;
+      if (c.brick.cl != 1)
+        e["cl"] = c.brick.cl;
     }
     list.push_back(std::move(e));
   }

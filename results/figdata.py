@@ -117,6 +117,7 @@ class CandidateResult:
     cb: int
     threads: int
     nb: int = 1                # batch block: images per unit of work (column bn)
+    cl: int = 1                # thread block cluster: CTAs per unit (column cl)
     prediction: dict = None    # the predictions row (column -> value), or None
     measured_ms: float = None  # median of the latest ok measurement on the run's target
     counters: dict = field(default_factory=dict)
@@ -125,9 +126,10 @@ class CandidateResult:
     def brick(self):
         dims = [self.bh, self.bw] if self.bd == 1 else [self.bd, self.bh, self.bw]
         text = "x".join(str(d) for d in dims)
-        # As BrickShape::str(): "/c32" when cb > 0, "/n4" when nb > 1.
+        # As BrickShape::str(): "/c32" when cb > 0, "/n4" when nb > 1, "/x8" when cl > 1.
         text += f"/c{self.cb}" if self.cb else ""
-        return text + (f"/n{self.nb}" if self.nb > 1 else "")
+        text += f"/n{self.nb}" if self.nb > 1 else ""
+        return text + (f"/x{self.cl}" if self.cl > 1 else "")
 
     @property
     def feasible(self):
@@ -173,6 +175,7 @@ def workload_candidates(conn, workload_id, run):
             bh=row["bh"], bw=row["bw"], cb=row["cb"], threads=row["threads"],
             # Schema version 1 files (read as they are) have no bn: one image per unit.
             nb=row["bn"] if "bn" in row.keys() else 1,
+            cl=row["cl"] if "cl" in row.keys() else 1,  # before schema version 4
             prediction=latest_prediction(conn, row["id"], run.gpu_spec),
             measured_ms=measured, counters=counters))
     return out

@@ -74,9 +74,9 @@ class Db:
         return None if r is None or w is None else r + w
 
 
-def brick_label(bd, bh, bw, cb, bn, threads):
+def brick_label(bd, bh, bw, cb, bn, cl, threads):
     return ((f"{bd}x" if bd > 1 else "") + f"{bh}x{bw}" + (f"/c{cb}" if cb else "") +
-            (f"/n{bn}" if bn > 1 else "") + f" t{threads}")
+            (f"/n{bn}" if bn > 1 else "") + (f"/x{cl}" if cl > 1 else "") + f" t{threads}")
 
 
 class Baseline:
@@ -157,10 +157,11 @@ def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
     """The padded / memoized candidates' rows (dicts with CSV_FIELDS)."""
     rows = []
     for c in db.all(
-            "SELECT c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads, p.time_ms, "
+            "SELECT c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads, p.time_ms, "
             "p.dram_bytes FROM candidates c LEFT JOIN predictions p ON p.candidate_id = c.id "
             "AND p.gpu_spec = ? WHERE c.workload_id = ? AND c.strategy != 'layerwise' "
-            "ORDER BY c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads", spec, workload_id):
+            "ORDER BY c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads", spec,
+            workload_id):
         m = db.latest(c[0], target_id)
         if not m:
             continue
@@ -168,13 +169,13 @@ def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
         d = db.dram(m[0]) if ok else None
         t = m[2] if ok else None
         rows.append(dict(
-            experiment=exp, group=name, kernel=f"{c[1]} {brick_label(*c[2:8])}", kind=c[1],
+            experiment=exp, group=name, kernel=f"{c[1]} {brick_label(*c[2:9])}", kind=c[1],
             status=m[1], max_rel_error=m[4], time_ms=t, cudnn_fp32_ms=base.fp32,
             cudnn_tf32_ms=base.tf32, vs_cudnn_fp32=ratio(t, base.fp32),
             vs_cudnn_tf32=ratio(t, base.tf32), vs_cudnn_fp32_warm=ratio(t, base.fp32_warm),
             vs_cudnn_tf32_warm=ratio(t, base.tf32_warm), dram_mb=d and d / 1e6,
-            model_dram_mb=c[9] and c[9] / 1e6, dram_over_model=ratio(d, c[9]), model_ms=c[8],
-            time_over_model=ratio(t, c[8]), error=(m[3] or "").splitlines()[0][:160]
+            model_dram_mb=c[10] and c[10] / 1e6, dram_over_model=ratio(d, c[10]), model_ms=c[9],
+            time_over_model=ratio(t, c[9]), error=(m[3] or "").splitlines()[0][:160]
             if m[3] else ""))
     return rows
 

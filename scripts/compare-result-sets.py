@@ -20,9 +20,9 @@ TIMING_COUNTERS = ("memo_hits", "memo_conflicts", "cpu_threads")
 
 QUERIES = {
     "workloads": "SELECT signature, num_layers, description, macs FROM workloads",
-    "candidates": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, c.threads
+    "candidates": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, {cl}, c.threads
                      FROM candidates c JOIN workloads w ON w.id = c.workload_id""",
-    "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, c.threads, p.*
+    "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, {cl}, c.threads, p.*
                       FROM predictions p JOIN candidates c ON c.id = p.candidate_id
                       JOIN workloads w ON w.id = c.workload_id""",
     "runs": """SELECT r.experiment, r.config_json, r.model, r.batch,
@@ -36,12 +36,12 @@ QUERIES = {
                           FROM plans p JOIN runs r ON r.id = p.run_id
                           WHERE p.kind = 'predicted'""",
     "measurements": """SELECT r.experiment, w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb,
-                              {bn}, c.threads, m.status
+                              {bn}, {cl}, c.threads, m.status
                        FROM measurements m JOIN runs r ON r.id = m.run_id
                        JOIN candidates c ON c.id = m.candidate_id
                        JOIN workloads w ON w.id = c.workload_id""",
     "counters": """SELECT r.experiment, w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb,
-                          {bn}, c.threads, k.name, k.value
+                          {bn}, {cl}, c.threads, k.name, k.value
                    FROM counters k JOIN measurements m ON m.id = k.measurement_id
                    JOIN runs r ON r.id = m.run_id JOIN candidates c ON c.id = m.candidate_id
                    JOIN workloads w ON w.id = c.workload_id
@@ -57,8 +57,10 @@ def rows(path, sql):
     try:
         # Schema version 1 has no batch block column: its candidates computed one image per
         # unit of work, so they compare equal to version-2 rows with bn = 1.
-        has_bn = any(r[1] == "bn" for r in conn.execute("PRAGMA table_info(candidates)"))
-        cur = conn.execute(sql.replace("{bn}", "c.bn" if has_bn else "1 AS bn"))
+        # Before version 4 no cluster column: one CTA per unit (cl = 1).
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
+        cur = conn.execute(sql.replace("{bn}", "c.bn" if "bn" in cols else "1 AS bn")
+                           .replace("{cl}", "c.cl" if "cl" in cols else "1 AS cl"))
         names = [d[0] for d in cur.description]
         keep = [i for i, n in enumerate(names) if not n.endswith("id")]
         return sorted(tuple(r[i] for i in keep) for r in cur.fetchall())

@@ -63,6 +63,8 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
   // compares this text); readers take a missing list as [1].
   if (e.search.batch_blocks != std::vector<int>{1})
     out["search"]["batch_blocks"] = e.search.batch_blocks;
+  if (e.search.clusters != std::vector<int>{1}) // likewise
+    out["search"]["clusters"] = e.search.clusters;
   return out;
 }
 

@@ -158,6 +158,8 @@ nlohmann::json to_json(const PlanSummary& s) {
       // text, and the committed result set compares it).
       if (c.brick.nb != 1)
         g["brick"]["nb"] = c.brick.nb;
+      if (c.brick.cl != 1) // likewise the thread block cluster
+        g["brick"]["cl"] = c.brick.cl;
       g["threads"] = c.threads;
     }
     groups.push_back(std::move(g));

@@ -181,17 +181,23 @@ void SearchSpace::add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& 
   if (pruned_batch > 0)
     pruned_[kReasonBatchCovers] += pruned_batch * per_brick * n_bricks * n_blocks;
   const bool three_d = graph_.layer(grp.last).out.spatial_rank == 3;
+  const std::vector<int> clusters = sorted_unique(config.clusters);
   for (Strategy s : merged_strategies_)
     for (int b : bricks)
       for (int cb : blocks)
         for (int nb : batch_blocks)
-          for (int t : threads) {
-            Candidate c;
-            c.group = grp;
-            c.strategy = s;
-            c.brick = BrickShape{three_d ? b : 1, b, b, cb, nb};
-            c.threads = t;
-            e->candidates.push_back(c);
+          for (int cl : clusters) {
+            // Clusters run padded units of every channel (core/candidate.h cluster_problem).
+            if (cl > 1 && (s != Strategy::kPadded || cb != 0))
+              continue;
+            for (int t : threads) {
+              Candidate c;
+              c.group = grp;
+              c.strategy = s;
+              c.brick = BrickShape{three_d ? b : 1, b, b, cb, nb, cl};
+              c.threads = t;
+              e->candidates.push_back(c);
+            }
           }
 }
 
@@ -249,6 +255,8 @@ void check_config(const SearchSpaceConfig& config, const std::string& source) {
              "must list at least one batch block (1 = one image per unit of work)", "batch blocks");
   check_list(config.threads, "search.threads", 1, "must list at least one thread count",
              "thread counts");
+  check_list(config.clusters, "search.clusters", 1,
+             "must list at least one cluster size (1 = one CTA per unit)", "cluster sizes");
 }
 
 // The groups of every explicit partition, validated: each partition tiles the layers after

@@ -100,23 +100,25 @@ private:
 
   void copy_candidates() {
     // The input is at the current version (read-only opens migrate a copy): every column of
-    // the unique key, bn included, is there; candidates that differ in it stay apart.
-    Statement st(i_,
-                 "SELECT id, workload_id, strategy, bd, bh, bw, cb, bn, threads FROM candidates",
-                 "reading candidates");
-    Statement insert(o_,
-                     "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, threads) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-                     "merging candidates");
+    // the unique key, bn and cl included, is there; candidates that differ in it stay apart.
+    Statement st(
+        i_, "SELECT id, workload_id, strategy, bd, bh, bw, cb, bn, cl, threads FROM candidates",
+        "reading candidates");
+    Statement insert(
+        o_,
+        "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, cl, threads) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+        "merging candidates");
     Statement find(o_,
                    "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-                   "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND bn = ?7 AND threads = ?8",
+                   "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND bn = ?7 AND cl = ?8 AND "
+                   "threads = ?9",
                    "merging candidates");
     while (st.step()) {
       for (Statement* s : {&insert, &find}) {
         s->reset();
         s->bind(1, mapped(workloads_, st.int64(1), "workload"));
-        for (int c = 2; c <= 8; ++c)
+        for (int c = 2; c <= 9; ++c)
           s->bind_column(c, st, c);
       }
       at("candidates", st.int64(0));

@@ -37,8 +37,8 @@ Json candidate_json(const CandidateRef& c) {
   Json j;
   j["id"] = c.id;
   j["strategy"] = strategy_name(c.strategy);
-  j["brick"] = {
-      {"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}, {"nb", c.brick.nb}};
+  j["brick"] = {{"d", c.brick.d},   {"h", c.brick.h},   {"w", c.brick.w},
+                {"cb", c.brick.cb}, {"nb", c.brick.nb}, {"cl", c.brick.cl}};
   j["threads"] = c.threads;
   j["config"] = c.config();
   return j;

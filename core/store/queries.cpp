@@ -23,7 +23,7 @@ using store::detail::StoreAccess;
 
 namespace {
 
-// Candidate columns in this order: id, strategy, bd, bh, bw, cb, bn, threads.
+// Candidate columns in this order: id, strategy, bd, bh, bw, cb, bn, cl, threads.
 CandidateRef read_candidate(const Statement& st, int first_col) {
   CandidateRef c;
   c.id = st.int64(first_col);
@@ -35,11 +35,13 @@ CandidateRef read_candidate(const Statement& st, int first_col) {
   c.brick.w = static_cast<int>(st.int64(first_col + 4));
   c.brick.cb = static_cast<int>(st.int64(first_col + 5));
   c.brick.nb = static_cast<int>(st.int64(first_col + 6));
-  c.threads = static_cast<int>(st.int64(first_col + 7));
+  c.brick.cl = static_cast<int>(st.int64(first_col + 7));
+  c.threads = static_cast<int>(st.int64(first_col + 8));
   return c;
 }
 
-constexpr const char* kCandidateCols = "c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads";
+constexpr const char* kCandidateCols =
+    "c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads";
 
 // The best `ok` measurement of a workload among `where` (an SQL condition on m and c).
 class MeasuredLookup {
@@ -402,14 +404,15 @@ std::vector<StatusCount> status_counts(sqlite3* h, int64_t run_id) {
 std::vector<ErrorRow> run_errors(sqlite3* h, int64_t run_id) {
   // The candidate columns are those of the first measurement of each group (SQLite takes bare
   // columns from the row that min() picked).
-  Statement st(h,
-               "SELECT m.status, m.error, count(*), min(m.id), w.description, "
-               "c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads FROM measurements m "
-               "JOIN candidates c ON c.id = m.candidate_id "
-               "JOIN workloads w ON w.id = c.workload_id "
-               "WHERE m.run_id = ?1 AND m.status <> 'ok' GROUP BY m.status, m.error "
-               "ORDER BY min(m.id)",
-               "listing a run's errors");
+  Statement st(
+      h,
+      "SELECT m.status, m.error, count(*), min(m.id), w.description, "
+      "c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads FROM measurements m "
+      "JOIN candidates c ON c.id = m.candidate_id "
+      "JOIN workloads w ON w.id = c.workload_id "
+      "WHERE m.run_id = ?1 AND m.status <> 'ok' GROUP BY m.status, m.error "
+      "ORDER BY min(m.id)",
+      "listing a run's errors");
   st.bind_all(run_id);
   std::vector<ErrorRow> out;
   while (st.step()) {
@@ -533,7 +536,7 @@ constexpr const char* kExportSql =
     "SELECT m.id AS measurement_id, m.run_id, r.experiment, r.model, r.batch, r.precision, "
     "r.gpu_spec, t.fingerprint AS target, t.backend, r.git_revision, w.id AS workload_id, "
     "w.signature AS workload_signature, w.description AS workload_description, w.num_layers, "
-    "w.macs, c.id AS candidate_id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.threads, "
+    "w.macs, c.id AS candidate_id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads, "
     "m.status, "
     "m.error, m.median_ms, m.min_ms, m.max_ms, m.p25_ms, m.p75_ms, m.max_rel_error, "
     "(SELECT count(*) FROM samples s WHERE s.measurement_id = m.id) AS num_samples, "
@@ -554,7 +557,7 @@ constexpr const char* kExportSql =
     "LEFT JOIN predictions p ON p.rowid = (SELECT p2.rowid FROM predictions p2 WHERE "
     "p2.candidate_id = c.id AND p2.gpu_spec = r.gpu_spec ORDER BY p2.rowid DESC LIMIT 1) "
     "WHERE (?1 IS NULL OR m.run_id = ?1) ORDER BY m.id";
-constexpr int kCandidateCol = 15; // candidate_id, strategy, bd, bh, bw, cb, bn, threads
+constexpr int kCandidateCol = 15; // candidate_id, strategy, bd, bh, bw, cb, bn, cl, threads
 
 // A column value as SQLite stored it (a blob as text).
 Cell cell(const Statement& st, int col) {
@@ -607,7 +610,8 @@ ExportTable export_measurements(TuningDb& db, std::optional<int64_t> run_id, boo
   for (int c = 0; c < st.column_count(); ++c)
     out.columns.push_back(st.column_name(c));
   BRICKDL_CHECK(out.columns[kCandidateCol] == "candidate_id" &&
-                out.columns[kCandidateCol + 7] == "threads");
+                out.columns[kCandidateCol + 7] == "cl" &&
+                out.columns[kCandidateCol + 8] == "threads");
 
   auto counters = export_counters(h, run_id, &out.counter_names);
   auto samples =

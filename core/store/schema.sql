@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (
 -- The schema version is stated once, in the statement below: CMake reads it into the C++ store
 -- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
 -- this one edit plus a migration step in core/store/detail/schema.cpp.
-INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '3');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '4');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).
@@ -71,8 +71,9 @@ CREATE TABLE IF NOT EXISTS run_groups (
 );
 
 -- A configuration of a workload: brick extents bd x bh x bw, channel block cb (0 = all
--- channels), batch block bn (images per unit of work, BrickShape::nb) and threads per block.
--- Layerwise candidates have no brick: bd = bh = bw = cb = threads = 0 and bn = 1.
+-- channels), batch block bn (images per unit of work, BrickShape::nb), thread block cluster cl
+-- (CTAs per unit, BrickShape::cl; 1 = none) and threads per block.
+-- Layerwise candidates have no brick: bd = bh = bw = cb = threads = 0 and bn = cl = 1.
 CREATE TABLE IF NOT EXISTS candidates (
   id          INTEGER PRIMARY KEY,
   workload_id INTEGER NOT NULL REFERENCES workloads(id),
@@ -80,8 +81,9 @@ CREATE TABLE IF NOT EXISTS candidates (
   bd INTEGER NOT NULL, bh INTEGER NOT NULL, bw INTEGER NOT NULL,
   cb INTEGER NOT NULL,
   bn INTEGER NOT NULL DEFAULT 1 CHECK (bn >= 1),
+  cl INTEGER NOT NULL DEFAULT 1 CHECK (cl >= 1),
   threads     INTEGER NOT NULL,
-  UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, threads)
+  UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, cl, threads)
 );
 
 CREATE TABLE IF NOT EXISTS predictions (

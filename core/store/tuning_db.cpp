@@ -573,14 +573,15 @@ int64_t TuningDb::candidate_id(int64_t workload_id, const Candidate& c) {
   const int bd = layerwise ? 0 : c.brick.d, bh = layerwise ? 0 : c.brick.h;
   const int bw = layerwise ? 0 : c.brick.w, cb = layerwise ? 0 : c.brick.cb;
   const int bn = layerwise ? 1 : c.brick.nb, threads = layerwise ? 0 : c.threads;
+  const int cl = layerwise ? 1 : c.brick.cl;
   const char* strategy = strategy_name(c.strategy);
   return get_or_insert(
       "SELECT id FROM candidates WHERE workload_id = ?1 AND strategy = ?2 AND "
-      "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND bn = ?7 AND threads = ?8",
-      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, threads) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-      "candidate", std::tie(workload_id, strategy, bd, bh, bw, cb, bn, threads),
-      std::tie(workload_id, strategy, bd, bh, bw, cb, bn, threads));
+      "bd = ?3 AND bh = ?4 AND bw = ?5 AND cb = ?6 AND bn = ?7 AND cl = ?8 AND threads = ?9",
+      "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, cl, threads) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+      "candidate", std::tie(workload_id, strategy, bd, bh, bw, cb, bn, cl, threads),
+      std::tie(workload_id, strategy, bd, bh, bw, cb, bn, cl, threads));
 }
 
 void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,

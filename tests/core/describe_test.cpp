@@ -120,8 +120,9 @@ model:
             std::string::npos)
       << out;
   EXPECT_NE(out.find("overridden by the experiment: sm_count"), std::string::npos) << out;
-  EXPECT_TRUE(has_line("search       searcher dp; bricks 4, 8; channel blocks 0; batch blocks 1; "
-                       "strategies padded, memoized; max group 3; threads 256"))
+  EXPECT_TRUE(has_line(
+      "search       searcher dp; bricks 4, 8; channel blocks 0; batch blocks 1; clusters 1; "
+      "strategies padded, memoized; max group 3; threads 256"))
       << out;
   EXPECT_NE(out.find("measurement  backend none;"), std::string::npos) << out;
   EXPECT_NE(out.find("budget 30 s"), std::string::npos) << out;

@@ -117,6 +117,7 @@ ExperimentConfig full_experiment() {
                                    "  brick_sizes: [8, 16]\n"
                                    "  channel_blocks: [0, 32]\n"
                                    "  batch_blocks: [1, 4]\n"
+                                   "  clusters: [1, 2]\n"
                                    "  max_group_len: 2\n"
                                    "  strategies: [memoized, layerwise]\n"
                                    "  threads: [128, 256]\n"
@@ -176,6 +177,7 @@ TEST(Experiment, EverySearchKey) {
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{8, 16}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0, 32}));
   EXPECT_EQ(e.search.batch_blocks, (std::vector<int>{1, 4}));
+  EXPECT_EQ(e.search.clusters, (std::vector<int>{1, 2}));
   EXPECT_EQ(e.search.max_group_len, 2);
   EXPECT_EQ(e.search.strategies,
             (std::vector<Strategy>{Strategy::kMemoized, Strategy::kLayerwise}));
@@ -326,6 +328,10 @@ TEST(ExperimentErrors, OutOfRange) {
                "4 is listed twice in search.batch_blocks");
   expect_error(kBase + "search: {batch_blocks: []}\n", 9, 24, "search.batch_blocks",
                "expected at least one value");
+  // Thread block clusters: 1 (none) to 8 CTAs per unit.
+  expect_error(kBase + "search: {clusters: [0]}\n", 9, 21, "search.clusters[0]",
+               "a thread block cluster (CTAs per unit) must be an integer from 1 to 8, got 0");
+  expect_error(kBase + "search: {clusters: [1, 16]}\n", 9, 24, "search.clusters[1]", "got 16");
   expect_error(kBase + "measurement: {repetitions: 0}\n", 9, 28, "measurement.repetitions",
                "expected an integer >= 1, got 0");
   expect_error(kBase + "measurement: {budget_s: -1}\n", 9, 25, "measurement.budget_s",

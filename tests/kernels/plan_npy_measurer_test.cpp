@@ -218,6 +218,18 @@ TEST(PlanJson, BatchBlockIsReadWrittenAndDefaultsToOne) {
   const std::string e = error_of(R"({"groups": [{"first_layer": 1, "last_layer": 2,
       "strategy": "padded", "brick": {"h": 4, "w": 4, "nb": 0}}]})");
   EXPECT_NE(e.find("groups[0].brick.nb"), std::string::npos) << e;
+  // Thread block clusters: "cl" likewise (absent: 1), round trip, and the range check.
+  const std::vector<Candidate> x = parse_plan_json(
+      R"([{"first": 1, "last": 2, "strategy": "padded", "brick": {"h": 4, "w": 4, "cl": 4}}])",
+      "x.json", g);
+  EXPECT_EQ(x[0].brick.cl, 4);
+  EXPECT_EQ(x[0].brick.str(), "4x4/x4");
+  EXPECT_EQ(parse_plan_json(plan_to_json(x).dump(), "c.json", g), x);
+  EXPECT_EQ(a[0].brick.cl, 1);
+  const std::string ex =
+      error_of(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "cl": 9}])");
+  EXPECT_NE(ex.find("p.json"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("cluster 9: must be from 1 (no cluster) to 8 CTAs"), std::string::npos) << ex;
 }
 
 class TempDir {

@@ -121,6 +121,25 @@ TEST(SearchSpace, BatchBlocksAreClampedToTheBatch) {
   EXPECT_EQ(sp1.pruned().begin()->second, 3);
 }
 
+// Thread block clusters: padded candidates without channel blocks only (memoized units and
+// channel blocks run one CTA per unit: core/candidate.h cluster_problem).
+TEST(SearchSpace, ClustersArePaddedWithEveryChannel) {
+  GraphBuilder b("wide", TensorShape{1, 64, 1, 8, 8, 2});
+  b.conv2d(b.input(), 64, 3, 1, 1);
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4};
+  cfg.channel_blocks = {0, 32};
+  cfg.clusters = {8, 1, 4};
+  const SearchSpace sp = SearchSpace::build(fuse_for_inference(b.build()), cfg);
+  std::vector<std::string> configs;
+  for (const auto& c : sp.group(sp.singleton(1)).candidates)
+    configs.push_back(c.config_str());
+  EXPECT_EQ(configs, (std::vector<std::string>{"layerwise", "padded 4x4 t256", "padded 4x4/x4 t256",
+                                               "padded 4x4/x8 t256", "padded 4x4/c32 t256",
+                                               "memoized 4x4 t256", "memoized 4x4/c32 t256"}));
+  EXPECT_TRUE(sp.pruned().empty());
+}
+
 TEST(SearchSpace, PrunedCountsAddUpWithEveryReason) {
   // 6x6, 16 channels, batch 2: bricks 8 and 16 cover 6x6, blocks 0 and 16 cover the channels,
   // batch blocks 2 and 4 cover the batch. Every listed candidate is kept or counted once.

@@ -659,6 +659,11 @@ TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
     EXPECT_EQ(db.candidate_id(w, padded), n4);
     padded.brick.nb = 1;
     EXPECT_EQ(db.candidate_id(w, padded), 1);
+    // So does a thread block cluster (schema version 4).
+    padded.brick.cl = 8;
+    EXPECT_EQ(db.candidate_id(w, padded), 9);
+    padded.brick.cl = 1;
+    EXPECT_EQ(db.candidate_id(w, padded), 1);
   }
   EXPECT_EQ(columns_of(old_path), columns_of(fresh_path));
   RawDb raw(old_path);
@@ -670,7 +675,10 @@ TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
             "1:complete::-");
   EXPECT_EQ(candidate_rows(raw), "1:padded:1,8,8:0:1:256 2:layerwise:0,0,0:0:1:0 "
                                  "5:memoized:1,8,8:0:1:256 7:memoized:1,4,4:16:1:128 "
-                                 "8:padded:1,8,8:0:4:256");
+                                 "8:padded:1,8,8:0:4:256 9:padded:1,8,8:0:1:256");
+  EXPECT_EQ(raw.scalar("SELECT group_concat(cl, ',') FROM (SELECT cl FROM candidates ORDER BY "
+                       "id)"),
+            "1,1,1,1,1,8");
   // Every row that refers to a candidate still finds it.
   EXPECT_EQ(raw.count("predictions"), 1);
   EXPECT_EQ(raw.count("plan_groups"), 1);
@@ -686,7 +694,7 @@ TEST(TuningDbMigration, Version1GainsTheBatchBlockKeepingIdsAndRows) {
                        "'candidates_by_workload'"),
             "1");
   EXPECT_EQ(raw.scalar("SELECT sql LIKE '%UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, "
-                       "threads)%' FROM sqlite_master WHERE name = 'candidates'"),
+                       "cl, threads)%' FROM sqlite_master WHERE name = 'candidates'"),
             "1");
   EXPECT_NE(sqlite3_exec(raw.connection(),
                          "INSERT INTO candidates (workload_id, strategy, bd, bh, bw, cb, bn, "

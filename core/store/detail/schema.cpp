@@ -93,6 +93,26 @@ CREATE TABLE IF NOT EXISTS claims (
   PRIMARY KEY (candidate_id, target_id)
 );
 )sql"},
+    // Version 4 keys candidates by the thread block cluster cl too (CTAs per unit), rebuilt
+    // as for bn above (ids kept); every old candidate ran one CTA per unit (cl = 1).
+    {3, "rebuilding candidates with the thread block cluster cl in its unique key", R"sql(
+CREATE TABLE candidates_v4 (
+  id          INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  strategy    TEXT NOT NULL CHECK (strategy IN ('layerwise', 'padded', 'memoized')),
+  bd INTEGER NOT NULL, bh INTEGER NOT NULL, bw INTEGER NOT NULL,
+  cb INTEGER NOT NULL,
+  bn INTEGER NOT NULL DEFAULT 1 CHECK (bn >= 1),
+  cl INTEGER NOT NULL DEFAULT 1 CHECK (cl >= 1),
+  threads     INTEGER NOT NULL,
+  UNIQUE (workload_id, strategy, bd, bh, bw, cb, bn, cl, threads)
+);
+INSERT INTO candidates_v4 (id, workload_id, strategy, bd, bh, bw, cb, bn, cl, threads)
+  SELECT id, workload_id, strategy, bd, bh, bw, cb, bn, 1, threads FROM candidates ORDER BY id;
+DROP TABLE candidates;
+ALTER TABLE candidates_v4 RENAME TO candidates;
+CREATE INDEX IF NOT EXISTS candidates_by_workload ON candidates(workload_id);
+)sql"},
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,
               "one migration step per schema version above 0");
