@@ -158,16 +158,19 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
             const int off =
                 tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi, &ci);
             const float* src = in_g;
+            int shift = 0; // what `off` counts of the channel that src already points at
 #if BRICKDL_CLUSTER
-            if (in.cslice > 0) // channel ci0 + ci in the rank that holds it (off counts ci)
-              src = channel_plane(in, ci0 + ci, in_chan) - ci * in_chan;
+            if (in.cslice > 0) { // channel ci0 + ci in the rank that holds it
+              src = channel_plane(in, ci0 + ci, in_chan);
+              shift = ci * in_chan;
+            }
 #endif
             BRICKDL_UNROLL
             for (int mt = 0; mt < kMaxMmaM; ++mt) {
               if (mt >= MT)
                 break;
               const int p = pix(lane)[2 * mt + r % 2];
-              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? src[p + off] : 0.f;
+              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? src[p + off - shift] : 0.f;
             }
           }
           BRICKDL_UNROLL
