@@ -206,14 +206,8 @@ TEST(ClusterModel, SharedMemoryAndBlocksMatchTheCodeGenerator) {
     const int64_t image = pick(5, dims == 3 ? 12 : 30);
     GraphBuilder b("random", TensorShape{pick(1, 4), channels(), dims == 3 ? image : 1, image,
                                          image + pick(0, 3), dims});
-    int x = b.input();
-    for (int l = 0, depth = pick(1, 4); l < depth; ++l) {
-      const int k = pick(0, 1) * 2 + 1, dil = pick(0, 3) == 0 ? 2 : 1;
-      x = dims == 3 ? b.conv3d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil)
-                    : b.conv2d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil);
-      if (pick(0, 3) == 0)
-        x = b.max_pool(x, 3, 1, 1);
-    }
+    const int depth = pick(1, 4);
+    test_support::add_conv_pool_layers(b, b.input(), dims, depth, pick, channels);
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 9);
     const Candidate c{{1, g.size() - 1},

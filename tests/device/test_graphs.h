@@ -48,4 +48,21 @@ inline int add_conv(GraphBuilder& b, int x, int dims, const RandomConv& c, int64
                    : b.conv2d(x, ch, c.k, c.stride, c.pad, c.dil, c.groups, true, name);
 }
 
+// Appends `depth` random layers to x, drawing with pick(lo, hi): a conv (kernel 1 or 3,
+// dilation 2 one time in four, "same" padding, channels() outputs, stride 1 or 2), then one
+// time in four a 3x3 max pool of stride 1. Returns the last layer.
+template <class Pick, class Channels>
+int add_conv_pool_layers(GraphBuilder& b, int x, int dims, int depth, Pick& pick,
+                         Channels& channels) {
+  for (int l = 0; l < depth; ++l) {
+    const int k = pick(0, 1) * 2 + 1;
+    const int dil = pick(0, 3) == 0 ? 2 : 1;
+    x = dims == 3 ? b.conv3d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil)
+                  : b.conv2d(x, channels(), k, pick(1, 2), dil * (k - 1) / 2, dil);
+    if (pick(0, 3) == 0)
+      x = b.max_pool(x, 3, 1, 1);
+  }
+  return x;
+}
+
 } // namespace brickdl::cuda::test_support
