@@ -79,7 +79,7 @@ void compile_one(const Graph& g, const Candidate& c, const Options& o, const Gpu
   cuda::CodegenOptions codegen;
   codegen.max_smem_bytes =
       static_cast<int>(std::min<double>(codegen.max_smem_bytes, spec.smem_per_block_bytes));
-  codegen.max_cluster = o.arch >= 90 ? std::min(codegen.max_cluster, spec.max_cluster) : 1;
+  codegen.max_cluster = std::min(cuda::max_cluster_for(o.arch), spec.max_cluster);
   try {
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c, codegen);
     const int64_t hits = nvrtc.hits();

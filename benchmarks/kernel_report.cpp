@@ -81,7 +81,7 @@ void report_one(const Graph& g, const Candidate& c, int arch, const std::string&
       fmt::format("{:<5} {:<26} sm_{}", dtype_name(g.dtype()), c.config_str(), arch);
   try {
     cuda::CodegenOptions co;
-    co.max_cluster = arch >= 90 ? kMaxCluster : 1; // clusters need sm_90
+    co.max_cluster = cuda::max_cluster_for(arch);
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c, co);
     if (!source_dir.empty())
       write_source(source_dir, g, c, arch, plan.source);

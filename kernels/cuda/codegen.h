@@ -38,6 +38,12 @@ struct CodegenOptions {
   int layerwise_threads = 256;
 };
 
+// The largest thread block cluster a device of compute capability `cc` (major·10 + minor)
+// runs: kMaxCluster from sm_90, 1 (none) before.
+inline int max_cluster_for(int cc) {
+  return cc >= 90 ? kMaxCluster : 1;
+}
+
 // A tensor a launch reads: external input slot `index` of the group, or the output of the
 // group's layer `index` (layer-by-layer launches).
 struct TensorSlot {

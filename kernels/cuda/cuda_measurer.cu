@@ -67,8 +67,7 @@ public:
         session_(o.device, device_.l2_bytes, o.use_cupti) {
     opt_.codegen.max_smem_bytes =
         static_cast<int>(std::min<int64_t>(opt_.codegen.max_smem_bytes, device_.smem_optin_bytes));
-    if (device_.cc < 90) // thread block clusters need sm_90
-      opt_.codegen.max_cluster = 1;
+    opt_.codegen.max_cluster = std::min(opt_.codegen.max_cluster, max_cluster_for(device_.cc));
   }
 
   std::string target() const override { return device_.fingerprint(); }

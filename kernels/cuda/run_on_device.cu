@@ -18,7 +18,7 @@ void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
                    const detail::GroupBuffers& buf, const kernels::ModelWeights& weights) {
   CodegenOptions co;
   co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
-  co.max_cluster = dev.cc >= 90 ? co.max_cluster : 1; // clusters need sm_90
+  co.max_cluster = max_cluster_for(dev.cc);
   const KernelPlan plan = plan_kernels(g, c, co);
   NvrtcCompiler compiler(default_cache_dir());
   detail::GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf, weights,
