@@ -93,7 +93,7 @@ GroupInfo inspect_group(const Graph& g, const Group& group) {
   return info;
 }
 
-// How the graph's precision multiplies (storage stays fp32: see group_desc.h).
+// How the graph's precision multiplies (and what global memory holds: storage_of).
 int math_of(DType t) {
   switch (t) {
   case DType::kF32: return dev::kMathFp32;
@@ -103,6 +103,16 @@ int math_of(DType t) {
   }
   return dev::kMathFp32;
 }
+
+} // namespace
+
+int storage_of(DType t) {
+  return t == DType::kBF16  ? dev::kStorageBf16
+         : t == DType::kF16 ? dev::kStorageF16
+                            : dev::kStorageF32;
+}
+
+namespace {
 
 // Fills the fields of a layer that do not depend on the strategy.
 LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>& group_ids,
@@ -503,7 +513,7 @@ int64_t staging_floats(LayerDesc& d) {
 
 void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
                    const BrickShape& brick, int cb, int threads, const CodegenOptions& o,
-                   const std::string& what, int64_t* memo_floats, int64_t* flag_count) {
+                   const std::string& what, int64_t* memo_elements, int64_t* flag_count) {
   int64_t memo = 0, flags = 0, stage = 0;
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
@@ -525,7 +535,7 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
   gd.smem_image = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
   gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
-  *memo_floats = memo;
+  *memo_elements = memo;
   *flag_count = flags;
 }
 
@@ -599,6 +609,7 @@ PlanPaths plan_paths(const KernelPlan& plan) {
       const LayerDesc& d = k.desc.layers[l];
       p.streamed = p.streamed || d.stream_c > 0;
       p.cluster = p.cluster || k.desc.cluster > 1;
+      p.storage = k.desc.storage;
       if (d.op != dev::kOpConv)
         continue;
       if (d.mma_m > 0) {
@@ -729,8 +740,8 @@ KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan
   if (c.strategy == Strategy::kPadded)
     mark_streamed(gd, g, c.group, info.inputs);
   if (c.strategy == Strategy::kMemoized) {
-    plan_memoized(gd, g, info.ids, want, c.brick.cb, k.threads, ctx.o, ctx.what, &plan.memo_floats,
-                  &plan.flag_count);
+    plan_memoized(gd, g, info.ids, want, c.brick.cb, k.threads, ctx.o, ctx.what,
+                  &plan.memo_elements, &plan.flag_count);
   } else {
     plan_padded(gd, brick, k.threads, ctx.o, ctx.what);
   }
@@ -749,6 +760,7 @@ std::string plan_source(const KernelPlan& plan, const std::string& what) {
       << "#define BRICKDL_CONV_MMA " << paths.mma_math << "\n"
       << "#define BRICKDL_STREAMED " << (paths.streamed ? 1 : 0) << "\n"
       << "#define BRICKDL_CLUSTER " << (paths.cluster ? 1 : 0) << "\n"
+      << "#define BRICKDL_STORAGE " << paths.storage << "\n"
       << "#include \"kernels.cuh\"\n";
   for (size_t i = 0; i < plan.launches.size(); ++i)
     src << kernel_text(plan.launches[i], static_cast<int>(i));
@@ -778,6 +790,8 @@ KernelPlan plan_kernels(const Graph& g, const Candidate& c, const CodegenOptions
   } else {
     plan.launches.push_back(group_launch(ctx, c, plan));
   }
+  for (auto& k : plan.launches)
+    k.desc.storage = storage_of(g.dtype());
   for (const auto& k : plan.launches)
     if (k.blocks > std::numeric_limits<int>::max())
       throw Unsupported(ctx.what + ": " + std::to_string(k.blocks) + " thread blocks is too many");

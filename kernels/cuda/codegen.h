@@ -70,9 +70,9 @@ struct KernelPlan {
   std::vector<int> layer_ids; // graph ids of the group's layers, in order
   std::vector<int> input_ids; // graph ids of its external inputs, in order of first read
   std::vector<KernelLaunch> launches;
-  int64_t memo_floats = 0; // KernelArgs::memo
-  int64_t flag_count = 0;  // KernelArgs::flags
-  std::string source;      // the whole translation unit for NVRTC
+  int64_t memo_elements = 0; // KernelArgs::memo, in elements of the plan's storage
+  int64_t flag_count = 0;    // KernelArgs::flags
+  std::string source;        // the whole translation unit for NVRTC
 };
 
 // Plans and generates the kernels of `candidate` on the fused `graph`. Throws Unsupported
@@ -91,8 +91,13 @@ struct PlanPaths {
   int mma_math = 0;
   bool streamed = false;
   bool cluster = false;
+  int storage = 0; // dev::Storage of the global tensors (every launch of a plan alike)
 };
 PlanPaths plan_paths(const KernelPlan& plan);
+
+// What global memory holds for a graph of precision t (dev::Storage): the 16-bit type of bf16
+// and fp16, fp32 otherwise (tf32 multiplies rounded fp32 values).
+int storage_of(DType t);
 
 // The weights of a conv layer as its kernel reads them: from PyTorch's [cout][cin / groups]
 // [kd][kh][kw] to [cout / tco][cin / groups][kd][kh][kw][tco] with tco = L.tile_co (the

@@ -187,6 +187,7 @@ private:
     session_.wait(j.o.timeout_s);
     if (j.gen->error() != 0)
       throw TimedOut("a memoized wait for another block's brick exceeded its limit");
+    j.gen->publish_output(j.buf);
     const kernels::Comparison cmp = validate(j);
     if (j.c.strategy == Strategy::kMemoized)
       j.gen->add_memo_counters(j.r.counters);

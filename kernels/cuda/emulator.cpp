@@ -14,7 +14,60 @@
 
 namespace brickdl::cuda {
 
+std::vector<uint16_t> to_storage(const float* v, size_t n, int storage) {
+  BRICKDL_CHECK(storage != dev::kStorageF32, "a 16-bit storage type");
+  const int saved = dev::emu::storage;
+  dev::emu::storage = storage;
+  std::vector<uint16_t> out(n);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = dev::to_storage(v[i]);
+  dev::emu::storage = saved;
+  return out;
+}
+
+std::vector<float> from_storage(const std::vector<uint16_t>& v, int storage) {
+  BRICKDL_CHECK(storage != dev::kStorageF32, "a 16-bit storage type");
+  const int saved = dev::emu::storage;
+  dev::emu::storage = storage;
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = dev::from_storage(v[i]);
+  dev::emu::storage = saved;
+  return out;
+}
+
 namespace {
+
+// A global tensor as the kernels hold it: fp32, or 16-bit values of the plan's storage
+// (GroupDesc::storage), NaN until written.
+class GlobalTensor {
+public:
+  GlobalTensor() = default;
+  GlobalTensor(size_t n, int storage) : storage_(storage) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    if (storage == dev::kStorageF32)
+      f_.assign(n, nan);
+    else
+      h_.assign(n, to_storage(&nan, 1, storage)[0]);
+  }
+  GlobalTensor(const float* v, size_t n, int storage) : storage_(storage) {
+    if (storage == dev::kStorageF32)
+      f_.assign(v, v + n);
+    else
+      h_ = to_storage(v, n, storage);
+  }
+  float* data() {
+    return storage_ == dev::kStorageF32 ? f_.data() : reinterpret_cast<float*>(h_.data());
+  }
+  std::vector<float> floats() const {
+    return storage_ == dev::kStorageF32 ? f_ : from_storage(h_, storage_);
+  }
+
+private:
+  int storage_ = dev::kStorageF32;
+  std::vector<float> f_;
+  std::vector<uint16_t> h_;
+};
 
 // A cluster launch (padded, desc.cluster > 1): the ranks of a cluster run at once, one host
 // thread each with its own shared memory (NaN until written, so that a read of a slice no rank
@@ -32,6 +85,7 @@ void run_cluster_launch(const KernelLaunch& k, const dev::KernelArgs& args,
   std::barrier<> barrier(ranks);
   auto rank_thread = [&](int r) {
     dev::emu::block_threads = k.threads;
+    dev::emu::storage = k.desc.storage;
     dev::emu::block_smem = bases[static_cast<size_t>(r)];
     dev::emu::cluster_smem = bases.data();
     dev::emu::cluster_barrier = &barrier;
@@ -65,6 +119,7 @@ void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const Emulat
   auto worker = [&]() {
     std::vector<float> smem(static_cast<size_t>(std::max(k.desc.smem_floats, 1)));
     dev::emu::block_threads = k.threads;
+    dev::emu::storage = k.desc.storage;
     dev::emu::block_smem = smem.data();
     for (;;) {
       const int64_t i = next.fetch_add(1);
@@ -96,14 +151,17 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
   const size_t L = plan.layer_ids.size();
   BRICKDL_CHECK(inputs.size() == plan.input_ids.size(), "one input per external tensor");
   BRICKDL_CHECK(weights.size() == L && biases.size() == L, "parameters per layer");
-  // Every layer's NCDHW output (layer-by-layer launches write them all; others the last).
-  std::vector<std::vector<float>> outputs(L);
+  const int storage = plan.launches.at(0).desc.storage;
+  const auto numel = [&](int id) { return static_cast<size_t>(graph.layer(id).out.numel()); };
+  // The global tensors as the kernels hold them: inputs, every layer's NCDHW output
+  // (layer-by-layer launches write them all; others the last), packed weights, memo bricks.
+  std::vector<GlobalTensor> in(inputs.size()), outputs(L);
+  for (size_t s = 0; s < inputs.size(); ++s)
+    in[s] = GlobalTensor(inputs[s], numel(plan.input_ids[s]), storage);
   for (const auto& k : plan.launches)
-    outputs[static_cast<size_t>(k.output)].assign(
-        static_cast<size_t>(graph.layer(plan.layer_ids[static_cast<size_t>(k.output)]).out.numel()),
-        std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> memo(static_cast<size_t>(plan.memo_floats),
-                          std::numeric_limits<float>::quiet_NaN());
+    outputs[static_cast<size_t>(k.output)] =
+        GlobalTensor(numel(plan.layer_ids[static_cast<size_t>(k.output)]), storage);
+  GlobalTensor memo(static_cast<size_t>(plan.memo_elements), storage);
   std::vector<int> flags(static_cast<size_t>(plan.flag_count), 0);
   std::array<unsigned long long, dev::kNumStats> stats{};
   int error = 0;
@@ -115,15 +173,16 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
       dev::KernelArgs a{};
       for (size_t s = 0; s < k.inputs.size(); ++s) {
         const TensorSlot& slot = k.inputs[s];
-        a.ext[s] = slot.external ? inputs.at(static_cast<size_t>(slot.index))
-                                 : outputs.at(static_cast<size_t>(slot.index)).data();
+        a.ext[s] = (slot.external ? in : outputs).at(static_cast<size_t>(slot.index)).data();
       }
-      std::vector<std::vector<float>> packed(k.layers.size());
+      std::vector<GlobalTensor> packed(k.layers.size());
       for (size_t l = 0; l < k.layers.size(); ++l) {
         const size_t gl = static_cast<size_t>(k.layers[l]);
-        if (k.desc.layers[l].op == dev::kOpConv)
-          packed[l] = pack_conv_weights(k.desc.layers[l], weights[gl]);
-        a.weight[l] = packed[l].empty() ? nullptr : packed[l].data();
+        if (k.desc.layers[l].op == dev::kOpConv) {
+          const std::vector<float> w = pack_conv_weights(k.desc.layers[l], weights[gl]);
+          packed[l] = GlobalTensor(w.data(), w.size(), storage);
+          a.weight[l] = packed[l].data();
+        }
         a.bias[l] = biases[gl].empty() ? nullptr : biases[gl].data();
       }
       a.out = outputs[static_cast<size_t>(k.output)].data();
@@ -136,7 +195,7 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
       run_launch(k, a, o);
     }
   }
-  result.output = std::move(outputs[L - 1]);
+  result.output = outputs[L - 1].floats();
   for (size_t i = 0; i < stats.size(); ++i)
     result.stats[i] = stats[i];
   result.timed_out = error != 0;

@@ -33,8 +33,15 @@ struct EmulatorResult {
   bool timed_out = false;
 };
 
-// `plan` was made from `graph`. inputs[k]: the NCDHW tensor of plan.input_ids[k];
-// weights[i] / biases[i]: parameters of the group's layer i (empty when it has none).
+// The values of a plan's 16-bit global storage (dev::Storage, not kStorageF32) as the kernels
+// store them (nearest even; NaN stays NaN), and back (exact).
+std::vector<uint16_t> to_storage(const float* v, size_t n, int storage);
+std::vector<float> from_storage(const std::vector<uint16_t>& v, int storage);
+
+// `plan` was made from `graph`. The kernels hold inputs, outputs and weights in the plan's
+// storage (GroupDesc::storage): 16-bit copies are made here, and the output converted back.
+// inputs[k]: the NCDHW tensor of plan.input_ids[k]; weights[i] / biases[i]: parameters of the
+// group's layer i (empty when it has none).
 EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
                             const std::vector<const float*>& inputs,
                             const std::vector<std::vector<float>>& weights,

@@ -27,6 +27,7 @@ void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
   BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
   if (run.error() != 0)
     throw CudaError("a memoized wait exceeded its limit");
+  run.publish_output(buf);
 }
 
 void run_cudnn(const Graph& g, const Candidate& c, DeviceRunner runner,

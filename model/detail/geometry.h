@@ -151,6 +151,10 @@ struct InputRead {
   std::vector<int> edges; // into GroupGeometry::edges
 };
 
+// Bytes of one shared-memory element of the generated kernels: fp32 whatever the precision
+// (bf16 / fp16 plans store 16-bit tensors in global memory only; templates/group_desc.h).
+constexpr double kSharedElementBytes = 4;
+
 struct GroupGeometry {
   const Graph* graph = nullptr;
   Group group;
@@ -160,7 +164,7 @@ struct GroupGeometry {
   int64_t batch_block = 1; // images per unit of work (BrickShape::nb clamped to the batch)
   int64_t batch_units = 1; // ceil(batch / batch_block): units along the batch
   int cluster = 1;         // CTAs per unit (BrickShape::cl; padded, sm_90)
-  double dtype_bytes = 4;
+  double dtype_bytes = 4;  // of every tensor in global memory (the generated kernels' storage)
 
   std::vector<const Layer*> layers;    // L
   std::vector<int> tensor_ids;         // L + E graph ids

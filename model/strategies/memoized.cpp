@@ -631,7 +631,7 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
       stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
                                static_cast<double>(x[0].need_max));
   }
-  w.smem_bytes = std::max(w.smem_bytes, stage * g.dtype_bytes);
+  w.smem_bytes = std::max(w.smem_bytes, stage * kSharedElementBytes);
 }
 
 // Counts layer i over its computed bricks (the union of its live boxes) and adds the boxes of

@@ -422,7 +422,7 @@ double cluster_dsmem_bytes(const GroupGeometry& g, const Scratch& s) {
       elements += s.chan[static_cast<size_t>(t)].sum * sp[1].sum * sp[2].sum * sp[3].sum;
     }
   }
-  return static_cast<double>(g.batch) * elements * g.dtype_bytes * (g.cluster - 1);
+  return static_cast<double>(g.batch) * elements * kSharedElementBytes * (g.cluster - 1);
 }
 
 // DRAM: first touches of the inputs and weights, re-reads that fall out of L2, the output.
@@ -463,7 +463,7 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   p.l2_bytes = p.l1_bytes;
   p.dsmem_bytes = cl > 1 ? cluster_dsmem_bytes(g, s) : 0;
   const Occupancy occ = set_block_footprint(
-      g, ctx, padded_smem_elements(g, s) * static_cast<double>(g.batch_block) * dt,
+      g, ctx, padded_smem_elements(g, s) * static_cast<double>(g.batch_block) * kSharedElementBytes,
       "padded regions need", p);
   // The L2 window and the barriers count units: a cluster's CTAs run at once, in step.
   Occupancy occ_units = occ;

@@ -204,8 +204,11 @@ TEST(ClusterModel, SharedMemoryAndBlocksMatchTheCodeGenerator) {
   for (int trial = 0; trial < 60; ++trial) {
     const int dims = pick(0, 3) == 0 ? 3 : 2;
     const int64_t image = pick(5, dims == 3 ? 12 : 30);
-    GraphBuilder b("random", TensorShape{pick(1, 4), channels(), dims == 3 ? image : 1, image,
-                                         image + pick(0, 3), dims});
+    const DType types[] = {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16};
+    GraphBuilder b(
+        "random",
+        TensorShape{pick(1, 4), channels(), dims == 3 ? image : 1, image, image + pick(0, 3), dims},
+        types[trial % 4]);
     const int depth = pick(1, 4);
     test_support::add_conv_pool_layers(b, b.input(), dims, depth, pick, channels);
     const Graph g = fuse_for_inference(b.build());

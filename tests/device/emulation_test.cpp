@@ -277,7 +277,8 @@ TEST(Emulation, BatchBlocks) {
 // buffers placed on the same first-fit arena (core/smem_arena.h, holes included), regions
 // sized for any brick (unclipped at the tensor's borders), streamed chunks and accumulators;
 // memoized, the staging of one brick, up to 16-byte rounding; both per image of a batch
-// block. Random chains of convs and pools in 2-D and 3-D, bricks, channel and batch blocks.
+// block; fp32 elements in every precision (bf16 / fp16 store 16 bits in global memory only).
+// Random chains of convs and pools in 2-D and 3-D, bricks, channel and batch blocks.
 TEST(Codegen, SharedMemoryMatchesTheModel) {
   std::mt19937 rng(77);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -292,7 +293,8 @@ TEST(Codegen, SharedMemoryMatchesTheModel) {
     const int64_t image = pick(5, dims == 3 ? 12 : 30);
     const TensorShape in{pick(1, 4), channels(),         dims == 3 ? image : 1,
                          image,      image + pick(0, 3), dims};
-    GraphBuilder b("random", in);
+    const DType types[] = {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16};
+    GraphBuilder b("random", in, types[trial % 4]);
     const int depth = pick(1, 4);
     test_support::add_conv_pool_layers(b, b.input(), dims, depth, pick, channels);
     const Graph g = fuse_for_inference(b.build());

@@ -148,6 +148,37 @@ TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
   }
 }
 
+// 16-bit global storage (bf16 / fp16: cvt.rn to store, exact widening to load, 16-bit
+// __ldcg / __stcg for memoized bricks) on the FMA path too: a depthwise and a 3-channel conv
+// cannot fill an n8 tile, so their packed 16-bit weights go through load_weights' vector loads.
+TEST(Nvrtc, CompilesSixteenBitStorageOnBothConvPaths) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    GraphBuilder b("narrow", TensorShape{2, 16, 1, 12, 12, 2}, t);
+    int x = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 16, true, "dw"));
+    x = b.relu(b.conv2d(x, 16, 1, 1, 0, 1, 1, true, "pw"));
+    b.conv2d(x, 3, 3, 1, 1, 1, 1, true, "narrow");
+    graphs.push_back(fuse_for_inference(b.build()));
+  }
+  std::vector<std::pair<const Graph*, Candidate>> cases;
+  for (const Graph& g : graphs) {
+    cases.push_back({&g, make({1, g.size() - 1}, Strategy::kPadded, {1, 8, 8, 0})});
+    cases.push_back({&g, make({1, g.size() - 1}, Strategy::kMemoized, {1, 4, 4, 0}, 128)});
+  }
+  for (const auto& [g, c] : cases) {
+    const KernelPlan plan = plan_kernels(*g, c);
+    const PlanPaths paths = plan_paths(plan);
+    EXPECT_EQ(paths.storage, storage_of(g->dtype()));
+    EXPECT_EQ(paths.convs_fma, 2) << c.config_str();
+    EXPECT_EQ(paths.convs_mma, 1) << c.config_str();
+  }
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases))
+    expect_compiled(j);
+}
+
 // Thread block cluster kernels (sm_90 only: __cluster_dims__, barrier.cluster, mapa) compile
 // on the FMA and the tensor-core path; ResNet-50's layer3-like block, whole 14x14 images.
 TEST(Nvrtc, CompilesClusterKernelsForSm90) {

@@ -3,8 +3,28 @@
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/detail/driver_api.cuh"
 #include "kernels/cuda/detail/shared_memory.h"
+#include "kernels/cuda/emulator.h"
 
 namespace brickdl::cuda::detail {
+
+namespace {
+
+// n floats on the host as a device buffer of the plan's storage.
+DeviceBuffer upload_stored(const float* v, size_t n, int storage) {
+  if (storage == dev::kStorageF32)
+    return upload_floats(std::vector<float>(v, v + n));
+  const std::vector<uint16_t> h = to_storage(v, n, storage);
+  DeviceBuffer b(h.size() * sizeof(uint16_t));
+  if (!h.empty())
+    b.upload(h.data(), h.size() * sizeof(uint16_t));
+  return b;
+}
+
+size_t element_bytes(int storage) {
+  return storage == dev::kStorageF32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+} // namespace
 
 Module::Module(const std::string& cubin, const KernelPlan& plan) {
   const auto& d = driver();
@@ -46,9 +66,15 @@ int Module::registers(size_t i) const {
 GeneratedRun::GeneratedRun(const Graph& g, const KernelPlan& plan, const std::string& cubin,
                            const GroupBuffers& buf, const kernels::ModelWeights& weights,
                            long long spin_limit)
-    : plan_(plan), module_(cubin, plan) {
+    : plan_(plan), module_(cubin, plan), storage_(plan.launches.at(0).desc.storage) {
+  if (storage_ != dev::kStorageF32) // the inputs as the kernels read them
+    for (size_t s = 0; s < buf.input_ptrs.size(); ++s) {
+      const int64_t n = g.layer(plan.input_ids.at(s)).out.numel();
+      const std::vector<float> v = download(buf.input_ptrs[s], n);
+      stored_inputs_.push_back(upload_stored(v.data(), v.size(), storage_));
+    }
   const std::vector<float*> out_ptr = allocate_outputs(g, buf);
-  memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_floats) * sizeof(float));
+  memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_elements) * element_bytes(storage_));
   flags_ = DeviceBuffer(static_cast<size_t>(plan.flag_count) * sizeof(int));
   if (plan.flag_count > 0)
     BRICKDL_CUDA_CALL(cudaMemset(flags_.as<int>(), 0, flags_.bytes()));
@@ -80,9 +106,10 @@ std::vector<float*> GeneratedRun::allocate_outputs(const Graph& g, const GroupBu
   out_ptr[L - 1] = buf.output.as<float>();
   for (const KernelLaunch& k : plan_.launches) {
     const size_t o = static_cast<size_t>(k.output);
-    if (o + 1 < L) {
+    if (o + 1 < L || storage_ != dev::kStorageF32) { // 16 bits: the output converted later
       layer_out_[o] = DeviceBuffer(static_cast<size_t>(g.layer(plan_.layer_ids[o]).out.numel()) *
-                                   sizeof(float));
+                                   element_bytes(storage_));
+      BRICKDL_CUDA_CALL(cudaMemset(layer_out_[o].as<void>(), 0xff, layer_out_[o].bytes())); // NaN
       out_ptr[o] = layer_out_[o].as<float>();
     }
   }
@@ -94,14 +121,18 @@ dev::KernelArgs GeneratedRun::launch_args(const KernelLaunch& k, const GroupBuff
                                           const kernels::ModelWeights& weights,
                                           long long spin_limit) {
   dev::KernelArgs a{};
-  for (size_t s = 0; s < k.inputs.size(); ++s)
-    a.ext[s] = k.inputs[s].external ? buf.input_ptrs.at(static_cast<size_t>(k.inputs[s].index))
-                                    : out_ptr.at(static_cast<size_t>(k.inputs[s].index));
+  for (size_t s = 0; s < k.inputs.size(); ++s) {
+    const size_t i = static_cast<size_t>(k.inputs[s].index);
+    a.ext[s] = !k.inputs[s].external          ? out_ptr.at(i)
+               : storage_ == dev::kStorageF32 ? buf.input_ptrs.at(i)
+                                              : stored_inputs_.at(i).as<float>();
+  }
   for (size_t l = 0; l < k.layers.size(); ++l) {
     const size_t gl = static_cast<size_t>(k.layers[l]);
     if (k.desc.layers[l].op == dev::kOpConv) {
       const int id = plan_.layer_ids[gl];
-      packed_.push_back(upload_floats(pack_conv_weights(k.desc.layers[l], weights.at(id).weight)));
+      const std::vector<float> w = pack_conv_weights(k.desc.layers[l], weights.at(id).weight);
+      packed_.push_back(upload_stored(w.data(), w.size(), storage_));
       a.weight[l] = packed_.back().as<float>();
     }
     a.bias[l] = buf.bias_ptrs.at(gl);
@@ -126,6 +157,17 @@ void GeneratedRun::enqueue(cudaStream_t stream) {
                                     1, 1, static_cast<unsigned>(k.smem_bytes),
                                     reinterpret_cast<CUstream>(stream), params, nullptr));
   }
+}
+
+void GeneratedRun::publish_output(const GroupBuffers& buf) const {
+  if (storage_ == dev::kStorageF32)
+    return;
+  const DeviceBuffer& out = layer_out_.back();
+  std::vector<uint16_t> h(out.bytes() / sizeof(uint16_t));
+  BRICKDL_CUDA_CALL(cudaMemcpy(h.data(), out.as<void>(), out.bytes(), cudaMemcpyDeviceToHost));
+  const std::vector<float> v = from_storage(h, storage_);
+  BRICKDL_CUDA_CALL(cudaMemcpy(buf.output.as<void>(), v.data(), v.size() * sizeof(float),
+                               cudaMemcpyHostToDevice));
 }
 
 void GeneratedRun::reset_stats() {

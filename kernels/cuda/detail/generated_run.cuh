@@ -48,6 +48,10 @@ public:
 
   // One run of all launches; every run has its own epoch (memoized flags need no clearing).
   void enqueue(cudaStream_t stream);
+  // After a run (synchronised): a plan with 16-bit storage (bf16 / fp16) writes its own output
+  // buffer, converted here into buf.output (fp32, as every other runner leaves it); a no-op for
+  // fp32 storage, whose kernels write buf.output themselves. Never part of a timed run.
+  void publish_output(const GroupBuffers& buf) const;
   void reset_stats();
   std::vector<unsigned long long> stats() const;
   int error() const;
@@ -65,6 +69,10 @@ private:
 
   const KernelPlan& plan_;
   Module module_;
+  int storage_; // dev::Storage of the plan's global tensors
+  // 16-bit storage: the inputs as the kernels read them (converted once); every launch's
+  // output, the last layer's included, is in layer_out_.
+  std::vector<DeviceBuffer> stored_inputs_;
   std::vector<DeviceBuffer> layer_out_, packed_;
   DeviceBuffer memo_, flags_, stats_, error_;
   std::vector<dev::KernelArgs> args_;

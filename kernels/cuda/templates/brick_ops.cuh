@@ -13,7 +13,8 @@ namespace brickdl {
 namespace dev {
 
 // A box of one tensor's channels [c0, ...) held as [c][d][h][w] with extents e (shared
-// memory, or one memoized brick in global memory when `coherent`). With batch blocks, the
+// memory, or one memoized brick in global memory when `coherent`: then p and istride are in
+// elements of the global storage type, gload_coherent / gstore_coherent). With batch blocks, the
 // same box of the unit's image j is at p + j · istride. In a cluster kernel a box in shared
 // memory is split by channels over the ranks (cslice > 0): rank r holds channels
 // [cbase + r · cslice, cbase + (r + 1) · cslice) at the same offset p in its own shared
@@ -31,7 +32,8 @@ struct RegionBuf {
 
 // The same box of the unit's image j.
 BRICKDL_DEVICE RegionBuf image_buf(RegionBuf b, int j) {
-  b.p += (long long)j * b.istride;
+  const long long off = (long long)j * b.istride;
+  b.p = b.coherent ? goffset(b.p, off) : b.p + off;
   return b;
 }
 
@@ -100,9 +102,9 @@ BRICKDL_DEVICE OutTarget image_out(OutTarget o, int j) {
 
 BRICKDL_DEVICE void store_out(const OutTarget& o, int c, int z, int y, int x, float v) {
   if (o.to_tensor) {
-    o.t[tensor_index(o.dims, o.n, c, z, y, x)] = v;
+    gstore(o.t, tensor_index(o.dims, o.n, c, z, y, x), v);
   } else if (o.buf.coherent) {
-    store_coherent(o.buf.p + region_index(o.buf, c, z, y, x), v);
+    gstore_coherent(o.buf.p, region_index(o.buf, c, z, y, x), v);
   } else {
     o.buf.p[region_index(o.buf, c, z, y, x)] = v;
   }
@@ -117,9 +119,9 @@ struct InSource {
 
 BRICKDL_DEVICE float fetch(const InSource& s, int c, int z, int y, int x) {
   if (s.from_tensor)
-    return load_cached(s.t.p + tensor_index(s.t.dims, s.t.n, c, z, y, x));
-  const float* q = s.buf.p + region_index(s.buf, c, z, y, x);
-  return s.buf.coherent ? load_coherent(q) : *q;
+    return gload(s.t.p, tensor_index(s.t.dims, s.t.n, c, z, y, x));
+  const int i = region_index(s.buf, c, z, y, x);
+  return s.buf.coherent ? gload_coherent(s.buf.p, i) : s.buf.p[i];
 }
 
 // ---- memoized brick addressing ------------------------------------------------------------
@@ -134,7 +136,7 @@ BRICKDL_DEVICE int brick_linear(const LayerDesc& L, int n, int cb, int bz, int b
 BRICKDL_DEVICE RegionBuf memo_brick(const LayerDesc& P, float* memo, int lin, int cb, int bz,
                                     int by, int bx) {
   RegionBuf b;
-  b.p = memo + P.memo_offset + (long long)lin * P.brick_stride;
+  b.p = goffset(memo, P.memo_offset + (long long)lin * P.brick_stride);
   b.istride = P.nblk[0] * P.nblk[1] * P.nblk[2] * P.nblk[3] * P.brick_stride;
   b.o[0] = bz * P.bext[0];
   b.o[1] = by * P.bext[1];
@@ -181,16 +183,20 @@ BRICKDL_DEVICE void stage_region(const RegionBuf& dst, int c0, int c1, const Loa
 // dst (shared memory) <- channels [c0, c1) of an NCDHW tensor over dst's box; 0 outside.
 BRICKDL_DEVICE void stage_from_tensor(const RegionBuf& dst, const TensorRef& src, int c0, int c1) {
   stage_region(dst, c0, c1, [&](int c, int z, int y, int x) {
-    return inside(src.dims, z, y, x)
-               ? load_cached(src.p + tensor_index(src.dims, src.n, c, z, y, x))
-               : 0.f;
+    return inside(src.dims, z, y, x) ? gload(src.p, tensor_index(src.dims, src.n, c, z, y, x))
+                                     : 0.f;
   });
 }
 
 // As stage_from_tensor with asynchronous copies (cp_async_f32): the caller commits, and the
-// values land at its cp_async_wait_all() and the barrier after it.
+// values land at its cp_async_wait_all() and the barrier after it. A 16-bit tensor is
+// converted on the way, so it is loaded and stored at once.
 BRICKDL_DEVICE void stage_from_tensor_async(const RegionBuf& dst, const TensorRef& src, int c0,
                                             int c1) {
+  if (storage() != kStorageF32) {
+    stage_from_tensor(dst, src, c0, c1);
+    return;
+  }
   for_each_staged(dst, c0, c1, [&](float* d, int c, int z, int y, int x) {
     const bool in = inside(src.dims, z, y, x);
     cp_async_f32(d, in ? src.p + tensor_index(src.dims, src.n, c, z, y, x) : src.p, in);
@@ -207,7 +213,7 @@ BRICKDL_DEVICE void stage_from_bricks(const RegionBuf& dst, const LayerDesc& P, 
     const int off =
         (((c % P.cb) * P.bext[0] + z % P.bext[0]) * P.bext[1] + y % P.bext[1]) * P.bext[2] +
         x % P.bext[2];
-    return load_coherent(memo + P.memo_offset + (long long)lin * P.brick_stride + off);
+    return gload_coherent(memo, P.memo_offset + (long long)lin * P.brick_stride + off);
   });
 }
 
@@ -307,17 +313,17 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
         const int zb = z * L.s[0] - L.p[0] - src.o[0];
         const int yb = y * L.s[1] - L.p[1] - src.o[1];
         const int xb = x0 * L.s[2] - L.p[2] - src.o[2];
-        const float* wco = w + (long long)(co0 / tco) * cin_g * kvol * tco;
+        const long long wco = (long long)(co0 / tco) * cin_g * kvol * tco; // weight elements
         for (int ci = pass.ci_lo; ci < pass.ci_hi; ++ci) {
           const float* ip = channel_plane(src, ci0 + ci, in_chan);
-          const float* wp = wco + ci * kvol * tco;
+          const long long wp = wco + ci * kvol * tco;
           for (int kz = 0; kz < L.k[0]; ++kz) {
             for (int ky = 0; ky < L.k[1]; ++ky) {
               const float* irow =
                   ip + ((zb + kz * L.dl[0]) * in.e[1] + (yb + ky * L.dl[1])) * in_row + xb;
-              const float* wk = wp + (kz * L.k[1] + ky) * L.k[2] * tco;
+              const long long wk = wp + (kz * L.k[1] + ky) * L.k[2] * tco;
               for (int kx = 0; kx < L.k[2]; ++kx) {
-                float iv[kMaxTilePx];
+                float iv[kMaxTilePx] = {}; // (set below up to tpx; {} for the host compiler)
                 BRICKDL_UNROLL
                 for (int i = 0; i < kMaxTilePx; ++i) {
                   if (i >= tpx)
@@ -325,7 +331,7 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
                   iv[i] = irow[imin(i, nx - 1) * L.s[2] + kx * L.dl[2]];
                 }
                 float wv[kMaxTileCo];
-                load_tile(wk + kx * tco, tco, wv);
+                load_weights(w, wk + kx * tco, tco, wv);
                 BRICKDL_UNROLL
                 for (int j = 0; j < kMaxTileCo; ++j) {
                   if (j >= tco)

@@ -182,8 +182,7 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
                 break;
               const int co = co_base + 8 * nt + g;
               fb(lane)[nt * S::b + j] =
-                  k < k_hi && co < c1 ? load_cached(w + ((long long)(co >> 3) * K + k) * 8 + g)
-                                      : 0.f;
+                  k < k_hi && co < c1 ? gload(w, ((long long)(co >> 3) * K + k) * 8 + g) : 0.f;
             }
           }
         }

@@ -34,8 +34,12 @@ enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
 enum SrcKind : int { kSrcExternal = 0, kSrcLayer = 1 };
 enum Mode : int { kModePadded = 0, kModeMemoized = 1 };
 // How a conv multiplies: FP32 FMA, or tensor-core MMA with inputs rounded to TF32 (m16n8k8),
-// BF16 or FP16 (m16n8k16); tensor-core products accumulate in fp32. Storage is fp32 always.
+// BF16 or FP16 (m16n8k16); tensor-core products accumulate in fp32.
 enum Math : int { kMathFp32 = 0, kMathTf32 = 1, kMathBf16 = 2, kMathFp16 = 3 };
+// What the tensors in global memory hold (inputs, conv weights, outputs, memoized bricks):
+// fp32, or the 16-bit type of a bf16 / fp16 plan. Shared memory, biases and all arithmetic stay
+// fp32; values are rounded (nearest even) when they are stored (prelude.cuh gload / gstore).
+enum Storage : int { kStorageF32 = 0, kStorageBf16 = 1, kStorageF16 = 2 };
 
 // Per-sample shape of a tensor.
 struct Dims {
@@ -84,8 +88,9 @@ struct LayerDesc {
   int acc_smem;
   // Memoized: this layer's output is bricked: extents `bext` (the candidate's brick clamped
   // to this tensor), `cb` channels per brick, `nblk` bricks per axis c, d, h, w per sample.
-  // Intermediate bricks live in KernelArgs::memo from `memo_offset` (floats), `brick_stride`
-  // floats each, and their state flags in KernelArgs::flags from `flag_offset`.
+  // Intermediate bricks live in KernelArgs::memo from `memo_offset` (elements), `brick_stride`
+  // elements each (of GroupDesc::storage), and their state flags in KernelArgs::flags from
+  // `flag_offset`.
   int bext[3];
   int cb;
   int nblk[4];
@@ -122,6 +127,7 @@ struct GroupDesc {
   int smem_image;   // padded: shared memory of one image of the unit (floats); image j of the
                     // unit has its regions at j * smem_image
   int smem_floats;  // dynamic shared memory per block
+  int storage;      // Storage of every global tensor the kernel reads or writes
   // Padded: CTAs of a thread block cluster that compute one unit together (sm_90), each the
   // channel slice `cslice` of every layer and staged input, reading the other slices from the
   // other CTAs' shared memory (padded.cuh); 1 = no cluster.
@@ -131,11 +137,13 @@ struct GroupDesc {
   LayerDesc layers[kMaxLayers];
 };
 
-// What a launch needs at run time (device pointers; host pointers under emulation).
+// What a launch needs at run time (device pointers; host pointers under emulation). ext,
+// weight, out and memo hold GroupDesc::storage elements (typed float* for fp32; 16-bit values
+// otherwise, reached only through gload / gstore / goffset), bias is fp32.
 struct KernelArgs {
   const float* ext[kMaxExternal];  // NCDHW
-  const float* weight[kMaxLayers]; // conv: [cout][cin/groups][kd][kh][kw]
-  const float* bias[kMaxLayers];   // conv with bias: [cout]
+  const float* weight[kMaxLayers]; // conv: packed (codegen.h pack_conv_weights)
+  const float* bias[kMaxLayers];   // conv with bias: [cout], fp32
   float* out;                      // NCDHW output of the last layer
   float* memo;                     // memoized: intermediate bricks
   int* flags;                      // memoized: one state flag per intermediate brick
@@ -179,5 +187,5 @@ constexpr int kErrorTimeout = 1;
 #define BRICKDL_GROUP_DESC_FIELDS(X)                                                             \
   X(mode) X(num_layers) X(batch) X(nb) X(brick[0]) X(brick[1]) X(brick[2]) X(cb_last)         \
   X(nblk_last[0]) X(nblk_last[1]) X(nblk_last[2]) X(nblk_last[3]) X(smem_image) X(smem_floats) \
-  X(cluster) X(num_external)
+  X(storage) X(cluster) X(num_external)
 // clang-format on

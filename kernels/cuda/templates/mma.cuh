@@ -55,42 +55,13 @@ template <int MATH> struct MmaShape {
 
 #if defined(BRICKDL_EMULATE)
 
-inline unsigned float_bits(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-inline float bits_float(unsigned u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+// float_bits, bits_float, round_bf16 and round_fp16: prelude.cuh.
 
 // TF32 as cvt.rna.tf32.f32: 10 mantissa bits, nearest, ties away from zero.
 inline float round_tf32(float x) {
   if (!std::isfinite(x))
     return x;
   return bits_float((float_bits(x) + 0x1000u) & 0xffffe000u);
-}
-// BF16: 7 mantissa bits, nearest, ties to even.
-inline float round_bf16(float x) {
-  if (std::isnan(x))
-    return x;
-  const unsigned u = float_bits(x);
-  return bits_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-}
-// FP16: 10 mantissa bits, exponent >= -14 (subnormals below, in steps of 2^-24), nearest, ties
-// to even, |x| >= 65520 to infinity.
-inline float round_fp16(float x) {
-  if (!std::isfinite(x))
-    return x;
-  const float ax = std::fabs(x);
-  if (ax >= 65520.f)
-    return std::copysign(std::numeric_limits<float>::infinity(), x);
-  if (ax < 6.103515625e-05f) // 2^-14: subnormal half, a multiple of 2^-24
-    return std::nearbyint(x * 16777216.f) / 16777216.f;
-  const unsigned u = float_bits(x);
-  return bits_float((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
 }
 
 template <int MATH> inline float round_input(float x) {

@@ -46,6 +46,8 @@ inline thread_local float* block_smem = nullptr;
 // The emulated cluster of this block: every rank's shared memory, and the barrier of its ranks.
 inline thread_local float* const* cluster_smem = nullptr;
 inline thread_local std::barrier<>* cluster_barrier = nullptr;
+// GroupDesc::storage of the launch this block belongs to.
+inline thread_local int storage = 0;
 } // namespace emu
 } // namespace dev
 } // namespace brickdl
@@ -72,18 +74,6 @@ inline float neg_inf() {
 }
 inline float load_cached(const float* p) {
   return *p;
-}
-// n (<= kMaxTileCo) consecutive read-only floats.
-inline void load_tile(const float* p, int n, float* out) {
-  for (int j = 0; j < n; ++j)
-    out[j] = p[j];
-}
-// Reads memoized data written by other blocks: through L2 on the device.
-inline float load_coherent(const float* p) {
-  return std::atomic_ref<float>(*const_cast<float*>(p)).load(std::memory_order_relaxed);
-}
-inline void store_coherent(float* p, float v) {
-  std::atomic_ref<float>(*p).store(v, std::memory_order_relaxed);
 }
 inline int atomic_cas(int* p, int expected, int desired) {
   std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
@@ -125,6 +115,107 @@ inline void cluster_sync() {
 // p (in this block's shared memory) at the same offset in rank `rank`'s shared memory.
 inline const float* cluster_peer(const float* p, int rank) {
   return emu::cluster_smem[rank] + (p - emu::block_smem);
+}
+// ---- global storage (GroupDesc::storage): the device's conversions, bit for bit -----------
+inline int storage() {
+  return emu::storage;
+}
+
+inline unsigned float_bits(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float bits_float(unsigned u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// BF16: 7 mantissa bits, nearest, ties to even.
+inline float round_bf16(float x) {
+  if (std::isnan(x))
+    return x;
+  const unsigned u = float_bits(x);
+  return bits_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+// FP16: 10 mantissa bits, exponent >= -14 (subnormals below, in steps of 2^-24), nearest, ties
+// to even, |x| >= 65520 to infinity.
+inline float round_fp16(float x) {
+  if (!std::isfinite(x))
+    return x;
+  const float ax = std::fabs(x);
+  if (ax >= 65520.f)
+    return std::copysign(std::numeric_limits<float>::infinity(), x);
+  if (ax < 6.103515625e-05f) // 2^-14: subnormal half, a multiple of 2^-24
+    return std::nearbyint(x * 16777216.f) / 16777216.f;
+  const unsigned u = float_bits(x);
+  return bits_float((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
+}
+
+// The bits of a value fp16 represents exactly (round_fp16's results), and back.
+inline unsigned short half_bits(float x) {
+  const unsigned u = float_bits(x);
+  const auto sign = static_cast<unsigned short>((u >> 16) & 0x8000u);
+  if (std::isnan(x))
+    return static_cast<unsigned short>(sign | 0x7e00u);
+  if (std::isinf(x))
+    return static_cast<unsigned short>(sign | 0x7c00u);
+  if (std::fabs(x) < 6.103515625e-05f) // subnormal: a multiple of 2^-24
+    return static_cast<unsigned short>(sign | static_cast<unsigned>(std::fabs(x) * 16777216.f));
+  const unsigned e = ((u >> 23) & 0xffu) - 127u + 15u;
+  return static_cast<unsigned short>(sign | (e << 10) | ((u >> 13) & 0x3ffu));
+}
+inline float half_value(unsigned short h) {
+  const unsigned sign = (h & 0x8000u) << 16;
+  const unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0)
+    return bits_float(sign | float_bits(static_cast<float>(m) / 16777216.f));
+  if (e == 31)
+    return bits_float(sign | 0x7f800000u | (m << 13));
+  return bits_float(sign | ((e - 15u + 127u) << 23) | (m << 13));
+}
+// A float as the 16-bit storage type (nearest even; NaN stays NaN), and back (exact).
+inline unsigned short to_storage(float v) {
+  if (storage() == kStorageBf16)
+    return static_cast<unsigned short>(std::isnan(v) ? (float_bits(v) >> 16) | 0x40u
+                                                     : float_bits(round_bf16(v)) >> 16);
+  return half_bits(round_fp16(v));
+}
+inline float from_storage(unsigned short u) {
+  return storage() == kStorageBf16 ? bits_float(static_cast<unsigned>(u) << 16) : half_value(u);
+}
+// Element i of a global tensor, and a store to it (rounded to the storage type).
+inline float gload(const float* base, long long i) {
+  if (storage() == kStorageF32)
+    return base[i];
+  return from_storage(reinterpret_cast<const unsigned short*>(base)[i]);
+}
+inline void gstore(float* base, long long i, float v) {
+  if (storage() == kStorageF32)
+    base[i] = v;
+  else
+    reinterpret_cast<unsigned short*>(base)[i] = to_storage(v);
+}
+// The same for memoized bricks, which other blocks write and read while this one runs.
+inline float gload_coherent(const float* base, long long i) {
+  if (storage() == kStorageF32)
+    return std::atomic_ref<float>(const_cast<float*>(base)[i]).load(std::memory_order_relaxed);
+  auto* q = const_cast<unsigned short*>(reinterpret_cast<const unsigned short*>(base)) + i;
+  return from_storage(std::atomic_ref<unsigned short>(*q).load(std::memory_order_relaxed));
+}
+inline void gstore_coherent(float* base, long long i, float v) {
+  if (storage() == kStorageF32) {
+    std::atomic_ref<float>(base[i]).store(v, std::memory_order_relaxed);
+    return;
+  }
+  auto* q = reinterpret_cast<unsigned short*>(base) + i;
+  std::atomic_ref<unsigned short>(*q).store(to_storage(v), std::memory_order_relaxed);
+}
+// n (<= kMaxTileCo) consecutive packed conv weights from element i.
+inline void load_weights(const float* w, long long i, int n, float* out) {
+  for (int j = 0; j < n; ++j)
+    out[j] = gload(w, i + j);
 }
 } // namespace dev
 } // namespace brickdl
@@ -184,11 +275,82 @@ BRICKDL_DEVICE void load_tile(const float* p, int n, float* out) {
     }
   }
 }
-BRICKDL_DEVICE float load_coherent(const float* p) {
-  return __ldcg(p);
+// ---- global storage (GroupDesc::storage; codegen defines BRICKDL_STORAGE) ------------------
+#if !defined(BRICKDL_STORAGE)
+#define BRICKDL_STORAGE 0
+#endif
+BRICKDL_DEVICE int storage() {
+  return BRICKDL_STORAGE;
 }
-BRICKDL_DEVICE void store_coherent(float* p, float v) {
-  __stcg(p, v);
+// A float as the 16-bit storage type (nearest even), and back.
+BRICKDL_DEVICE unsigned short to_storage(float v) {
+  if (storage() == kStorageBf16) {
+    unsigned u;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(0.f), "f"(v));
+    return static_cast<unsigned short>(u & 0xffffu);
+  }
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  return h;
+}
+BRICKDL_DEVICE float from_storage(unsigned short u) {
+  if (storage() == kStorageBf16)
+    return __uint_as_float(static_cast<unsigned>(u) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));
+  return f;
+}
+// Element i of a global tensor (read-only in this launch), and a store to it.
+BRICKDL_DEVICE float gload(const float* base, long long i) {
+  if (storage() == kStorageF32)
+    return __ldg(base + i);
+  return from_storage(__ldg(reinterpret_cast<const unsigned short*>(base) + i));
+}
+BRICKDL_DEVICE void gstore(float* base, long long i, float v) {
+  if (storage() == kStorageF32)
+    base[i] = v;
+  else
+    reinterpret_cast<unsigned short*>(base)[i] = to_storage(v);
+}
+// Memoized bricks, written and read by other blocks of the launch: through L2, never L1.
+BRICKDL_DEVICE float gload_coherent(const float* base, long long i) {
+  if (storage() == kStorageF32)
+    return __ldcg(base + i);
+  return from_storage(__ldcg(reinterpret_cast<const unsigned short*>(base) + i));
+}
+BRICKDL_DEVICE void gstore_coherent(float* base, long long i, float v) {
+  if (storage() == kStorageF32)
+    __stcg(base + i, v);
+  else
+    __stcg(reinterpret_cast<unsigned short*>(base) + i, to_storage(v));
+}
+// n (<= kMaxTileCo) consecutive packed conv weights from element i; vector loads when n is a
+// multiple of 4 (the packed tiles are then 16-byte aligned in fp32, 8-byte in 16 bits).
+BRICKDL_DEVICE void load_weights(const float* w, long long i, int n, float* out) {
+  if (storage() == kStorageF32) {
+    load_tile(w + i, n, out);
+    return;
+  }
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(w) + i;
+  if ((n & 3) == 0) {
+    BRICKDL_UNROLL
+    for (int q = 0; q < kMaxTileCo / 4; ++q) {
+      if (4 * q >= n)
+        break;
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(h) + q);
+      out[4 * q] = from_storage(static_cast<unsigned short>(v.x & 0xffffu));
+      out[4 * q + 1] = from_storage(static_cast<unsigned short>(v.x >> 16));
+      out[4 * q + 2] = from_storage(static_cast<unsigned short>(v.y & 0xffffu));
+      out[4 * q + 3] = from_storage(static_cast<unsigned short>(v.y >> 16));
+    }
+  } else {
+    BRICKDL_UNROLL
+    for (int j = 0; j < kMaxTileCo; ++j) {
+      if (j >= n)
+        break;
+      out[j] = from_storage(__ldg(h + j));
+    }
+  }
 }
 BRICKDL_DEVICE int atomic_cas(int* p, int expected, int desired) {
   return atomicCAS(p, expected, desired);
@@ -256,6 +418,17 @@ BRICKDL_DEVICE const float* cluster_peer(const float* p, int rank) {
 
 namespace brickdl {
 namespace dev {
+// base + i elements of the global storage type (for pointers into global tensors only).
+BRICKDL_DEVICE const float* goffset(const float* base, long long i) {
+  return storage() == kStorageF32
+             ? base + i
+             : reinterpret_cast<const float*>(reinterpret_cast<const unsigned short*>(base) + i);
+}
+BRICKDL_DEVICE float* goffset(float* base, long long i) {
+  return storage() == kStorageF32
+             ? base + i
+             : reinterpret_cast<float*>(reinterpret_cast<unsigned short*>(base) + i);
+}
 BRICKDL_DEVICE int imin(int a, int b) {
   return a < b ? a : b;
 }
