@@ -47,8 +47,12 @@ struct BrickShape {
 // The largest batch block a configuration may ask for (experiments, plan files): larger
 // values act as the batch anyway, so the cap only catches typos.
 inline constexpr int kMaxBatchBlock = 1024;
-// The largest thread block cluster: 8 CTAs is the portable maximum of sm_90.
-inline constexpr int kMaxCluster = 8;
+// The largest thread block cluster: 16 CTAs, what sm_90 runs by opt-in (8 is the portable
+// maximum; kernels/cuda/detail/generated_run.cu sets
+// CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED above it).
+inline constexpr int kMaxCluster = 16;
+// The largest cluster every sm_90 device runs without the opt-in.
+inline constexpr int kMaxPortableCluster = 8;
 
 // Empty when `brick` is one a group of spatial rank `rank` (2 or 3) can use: every extent in
 // [1, kMaxBrickExtent] (core/limits.h), d == 1 for 2-D, cb in [0, 65536], nb in [1,

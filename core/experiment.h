@@ -29,7 +29,7 @@
 //   search          brick_sizes: powers of two from 1 to 64; channel_blocks 0 to 65536;
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
 //                   above the batch act as the batch); clusters: CTAs per padded unit, 1 to
-//                   8 (default [1]); max_group_len 1 to 64; strategies;
+//                   16 (default [1]); max_group_len 1 to 64; strategies;
 //                   threads: multiples of 32 in [32, 1024]; searcher; random_samples 1 to
 //                   131072; each list at most 64 values, and at most 2^21 candidate layers in
 //                   all (fused layers x (1 + ... + max_group_len) x configurations);

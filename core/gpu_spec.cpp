@@ -54,13 +54,17 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   // the synchronous warp-level mma.sync at about half of it. An estimate until the H200
   // measures ours.
   s.mma_sync_fraction = 0.5;
-  s.max_cluster = 8;
+  // Clusters: 8 CTAs portable, more by opt-in (cuda.h CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_
+  // ALLOWED); 16 on the H100 by public reports, checked per kernel on the device
+  // (cuOccupancyMaxActiveClusters in the loader).
+  s.max_cluster = 16;
   s.launch_overhead_us = 2.5;
   s.atomic_ns = 0.8;
   s.source = "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
              "494.7, BF16 989.4, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per "
              "SM, 227 KB "
-             "per block); L2 bandwidth, launch overhead, atomic cost and the mma.sync share of "
+             "per block); clusters of 16 CTAs (non-portable, by opt-in) by public reports; L2 "
+             "bandwidth, launch overhead, atomic cost and the mma.sync share of "
              "the tensor peak (0.5) are estimates to be calibrated";
   return s;
 }

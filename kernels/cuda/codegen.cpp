@@ -575,8 +575,9 @@ std::string kernel_text(const KernelLaunch& k, int index) {
      << "}  // namespace brickdl_gen\n\n"
      << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ", "
      << launch_min_blocks(k.threads) << ") ";
-  if (k.desc.cluster > 1) // compile-time cluster dims: a plain launch runs the clusters
-    os << "__cluster_dims__(" << k.desc.cluster << ", 1, 1) ";
+  // A cluster kernel (desc.cluster > 1) gets its cluster dims at launch, not here
+  // (__cluster_dims__ fixes them at compile time and cannot exceed the portable 8):
+  // detail/generated_run.cu launches it with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION.
   os << k.symbol << "(const brickdl::dev::KernelArgs a) {\n"
      << "  brickdl::dev::run_block(brickdl_gen::k_" << fn
      << ", a, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));\n"

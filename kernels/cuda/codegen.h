@@ -31,7 +31,7 @@ struct CodegenOptions {
   // 163 KiB on sm_80).
   int max_smem_bytes = 227 * 1024;
   // The largest thread block cluster the target runs (padded candidates with brick.cl > 1):
-  // kMaxCluster on sm_90, 1 on sm_80 (no clusters).
+  // kMaxCluster on sm_90 (above kMaxPortableCluster by opt-in), 1 on sm_80 (no clusters).
   int max_cluster = kMaxCluster;
   // The layer-by-layer kernels of our own: output tile per block (bd is used for 3-D only).
   BrickShape layerwise_tile{4, 8, 8, 64};

@@ -328,10 +328,10 @@ TEST(ExperimentErrors, OutOfRange) {
                "4 is listed twice in search.batch_blocks");
   expect_error(kBase + "search: {batch_blocks: []}\n", 9, 24, "search.batch_blocks",
                "expected at least one value");
-  // Thread block clusters: 1 (none) to 8 CTAs per unit.
+  // Thread block clusters: 1 (none) to 16 CTAs per unit.
   expect_error(kBase + "search: {clusters: [0]}\n", 9, 21, "search.clusters[0]",
-               "a thread block cluster (CTAs per unit) must be an integer from 1 to 8, got 0");
-  expect_error(kBase + "search: {clusters: [1, 16]}\n", 9, 24, "search.clusters[1]", "got 16");
+               "a thread block cluster (CTAs per unit) must be an integer from 1 to 16, got 0");
+  expect_error(kBase + "search: {clusters: [1, 17]}\n", 9, 24, "search.clusters[1]", "got 17");
   expect_error(kBase + "measurement: {repetitions: 0}\n", 9, 28, "measurement.repetitions",
                "expected an integer >= 1, got 0");
   expect_error(kBase + "measurement: {budget_s: -1}\n", 9, 25, "measurement.budget_s",

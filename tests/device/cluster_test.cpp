@@ -60,6 +60,8 @@ TEST(ClusterKernels, BottleneckInEveryPrecision) {
     expect_matches_reference(g, padded(grp, {1, 9, 10, 0, 2, 4}, 96)); // whole images, nb 2
     // 32 channels over 8 ranks: slices of 8 (16 intermediate channels: ranks 2-7 hold none).
     expect_matches_reference(g, padded(grp, {1, 5, 3, 0, 1, 8}, 32));
+    // 16 ranks (non-portable): ranks 4-15 hold no channel of the input, 2-15 none of conv1's.
+    expect_matches_reference(g, padded(grp, {1, 4, 5, 0, 1, 16}, 32));
   }
 }
 
@@ -72,6 +74,16 @@ TEST(ClusterKernels, EveryOutputChannelSeesEveryRanksSlice) {
   const Graph g = fuse_for_inference(b.build());
   for (int cl : {2, 3, 4})
     expect_matches_reference(g, padded({1, 2}, {1, 4, 4, 0, 1, cl}));
+  // 16 ranks, each holding 8 of 128 channels: every output reads all 16 slices.
+  GraphBuilder w("wide16", TensorShape{1, 128, 1, 5, 6, 2});
+  int y = w.relu(w.conv2d(w.input(), 128, 3, 1, 1, 1, 1, true, "c1"));
+  w.conv2d(y, 5, 1, 1, 0, 1, 1, true, "c2");
+  const Graph g16 = fuse_for_inference(w.build());
+  const Candidate c16 = padded({1, 2}, {1, 5, 6, 0, 1, 16}, 32);
+  const dev::GroupDesc& d = plan_kernels(g16, c16).launches[0].desc;
+  EXPECT_EQ(d.cluster, 16);
+  EXPECT_EQ(d.layers[0].cslice, 8);
+  expect_matches_reference(g16, c16);
 }
 
 // Random chains of convs (groups, strides, dilations), pools and residual adds, 2-D and 3-D,
@@ -104,7 +116,8 @@ TEST(ClusterKernels, RandomChains) {
     }
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 6);
-    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 7), 0, pick(1, 3), pick(2, 8)};
+    const BrickShape brick{
+        dims == 3 ? bs : 1, bs, pick(1, 7), 0, pick(1, 3), pick(0, 4) == 0 ? 16 : pick(2, 8)};
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
     expect_matches_reference(g, padded(Group{1, g.size() - 1}, brick, 32 * pick(1, 4)));
   }
@@ -112,7 +125,7 @@ TEST(ClusterKernels, RandomChains) {
 
 // The plan: one block per rank of every unit, each holding its slices of the intermediates
 // (core/group.h cluster_slice) and its part of every chunk of the streamed input
-// (cluster_stream_slice), compile-time cluster dims in the source.
+// (cluster_stream_slice); the cluster dims are set at launch (none in the source).
 TEST(ClusterKernels, PlanSplitsSharedMemoryAndBlocks) {
   const Graph g =
       test_support::bottleneck_block(TensorShape{2, 256, 1, 14, 14, 2}, 64, DType::kTF32);
@@ -138,8 +151,7 @@ TEST(ClusterKernels, PlanSplitsSharedMemoryAndBlocks) {
     const int mid = 64 / cl, area = 16 * 16, box = 14 * 14;
     EXPECT_LE(k.smem_bytes, 4 * (2 * s * area + mid * area + mid * box + 256 / cl * box) + 64);
     EXPECT_LT(k.smem_bytes * cl, one.launches[0].smem_bytes * 3 / 2);
-    EXPECT_NE(p.source.find("__cluster_dims__(" + std::to_string(cl) + ", 1, 1)"),
-              std::string::npos);
+    EXPECT_EQ(p.source.find("__cluster_dims__"), std::string::npos);
     EXPECT_NE(p.source.find("#define BRICKDL_CLUSTER 1"), std::string::npos);
   }
   EXPECT_NE(one.source.find("#define BRICKDL_CLUSTER 0"), std::string::npos);
@@ -155,7 +167,7 @@ TEST(ClusterKernels, StreamedInputsSplitOverTheRanks) {
     int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
     b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
     const Graph g = fuse_for_inference(b.build());
-    for (int cl : {2, 8}) {
+    for (int cl : {2, 8, 16}) {
       const Candidate c = padded({1, 2}, {1, 4, 4, 0, 2, cl});
       ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c,
                 cluster_stream_slice(cl) * cl);
@@ -186,6 +198,10 @@ TEST(ClusterKernels, UnsupportedClustersSayWhy) {
   CodegenOptions sm80;
   sm80.max_cluster = 1;
   EXPECT_NE(why(padded(grp, {1, 4, 4, 0, 1, 2}), sm80).find("sm_90"), std::string::npos);
+  CodegenOptions portable; // a target that runs only the portable cluster sizes
+  portable.max_cluster = kMaxPortableCluster;
+  EXPECT_NE(why(padded(grp, {1, 4, 4, 0, 1, 16}), portable).find("allows 8"), std::string::npos);
+  EXPECT_EQ(why(padded(grp, {1, 4, 4, 0, 1, 16})), ""); // sm_90's default: up to 16
   EXPECT_EQ(why(padded(grp, {1, 4, 4, 0, 1, 2})), "");
 }
 
@@ -213,10 +229,11 @@ TEST(ClusterModel, SharedMemoryAndBlocksMatchTheCodeGenerator) {
     test_support::add_conv_pool_layers(b, b.input(), dims, depth, pick, channels);
     const Graph g = fuse_for_inference(b.build());
     const int bs = pick(1, 9);
-    const Candidate c{{1, g.size() - 1},
-                      {dims == 3 ? bs : 1, bs, pick(1, 9), 0, pick(1, 3), pick(2, 8)},
-                      Strategy::kPadded,
-                      128};
+    const Candidate c{
+        {1, g.size() - 1},
+        {dims == 3 ? bs : 1, bs, pick(1, 9), 0, pick(1, 3), pick(0, 4) == 0 ? 16 : pick(2, 8)},
+        Strategy::kPadded,
+        128};
     SCOPED_TRACE("trial " + std::to_string(trial) + " " + c.config_str());
     const model::Prediction p = m.predict(g, c);
     const KernelPlan plan = plan_kernels(g, c, o);

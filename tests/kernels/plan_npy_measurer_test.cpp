@@ -227,9 +227,9 @@ TEST(PlanJson, BatchBlockIsReadWrittenAndDefaultsToOne) {
   EXPECT_EQ(parse_plan_json(plan_to_json(x).dump(), "c.json", g), x);
   EXPECT_EQ(a[0].brick.cl, 1);
   const std::string ex =
-      error_of(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "cl": 9}])");
+      error_of(R"([{"first": 1, "last": 2, "strategy": "padded", "brick": [4, 4], "cl": 17}])");
   EXPECT_NE(ex.find("p.json"), std::string::npos) << ex;
-  EXPECT_NE(ex.find("cluster 9: must be from 1 (no cluster) to 8 CTAs"), std::string::npos) << ex;
+  EXPECT_NE(ex.find("cluster 17: must be from 1 (no cluster) to 16 CTAs"), std::string::npos) << ex;
 }
 
 class TempDir {

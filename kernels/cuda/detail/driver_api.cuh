@@ -20,6 +20,8 @@ struct DriverApi {
   PFN_cuFuncSetAttribute_v9000 func_set_attribute = nullptr;
   PFN_cuFuncGetAttribute_v2020 func_get_attribute = nullptr;
   PFN_cuLaunchKernel_v4000 launch_kernel = nullptr;
+  PFN_cuLaunchKernelEx_v11060 launch_kernel_ex = nullptr; // thread block clusters
+  PFN_cuOccupancyMaxActiveClusters_v11070 occupancy_max_active_clusters = nullptr;
   PFN_cuCtxGetCurrent_v4000 ctx_get_current = nullptr;
   PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 occupancy_blocks_per_sm = nullptr;
 };
@@ -45,6 +47,8 @@ inline const DriverApi& driver() {
     load_entry("cuFuncSetAttribute", 9000, &a.func_set_attribute);
     load_entry("cuFuncGetAttribute", 2020, &a.func_get_attribute);
     load_entry("cuLaunchKernel", 4000, &a.launch_kernel);
+    load_entry("cuLaunchKernelEx", 11060, &a.launch_kernel_ex);
+    load_entry("cuOccupancyMaxActiveClusters", 11070, &a.occupancy_max_active_clusters);
     load_entry("cuCtxGetCurrent", 4000, &a.ctx_get_current);
     load_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050, &a.occupancy_blocks_per_sm);
     return a;

@@ -24,6 +24,46 @@ size_t element_bytes(int storage) {
   return storage == dev::kStorageF32 ? sizeof(float) : sizeof(uint16_t);
 }
 
+// The launch of a cluster kernel (k.desc.cluster > 1) over `grid` blocks: its cluster dims
+// travel as a launch attribute (codegen sets none at compile time); `attr` must outlive it.
+CUlaunchConfig cluster_config(const KernelLaunch& k, unsigned grid, CUstream stream,
+                              CUlaunchAttribute& attr) {
+  attr = CUlaunchAttribute{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(k.desc.cluster);
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig c{};
+  c.gridDimX = grid;
+  c.gridDimY = c.gridDimZ = 1;
+  c.blockDimX = static_cast<unsigned>(k.threads);
+  c.blockDimY = c.blockDimZ = 1;
+  c.sharedMemBytes = static_cast<unsigned>(k.smem_bytes);
+  c.hStream = stream;
+  c.attrs = &attr;
+  c.numAttrs = 1;
+  return c;
+}
+
+// A cluster kernel: opts in above the portable size, and throws Unsupported when not even one
+// of its clusters can be resident (too many CTAs per cluster for a GPC with this much shared
+// memory each), which would otherwise fail at launch.
+void check_cluster(CUfunction f, const KernelLaunch& k) {
+  const auto& d = driver();
+  if (k.desc.cluster > kMaxPortableCluster)
+    BRICKDL_CU_CALL(
+        d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+  CUlaunchAttribute attr;
+  const CUlaunchConfig c = cluster_config(k, static_cast<unsigned>(k.blocks), nullptr, attr);
+  int clusters = 0;
+  BRICKDL_CU_CALL(d.occupancy_max_active_clusters(&clusters, f, &c));
+  if (clusters < 1)
+    throw Unsupported(k.symbol + ": no cluster of " + std::to_string(k.desc.cluster) +
+                      " CTAs with " + std::to_string(k.smem_bytes) +
+                      " bytes of shared memory each fits this device at once "
+                      "(cuOccupancyMaxActiveClusters: 0)");
+}
+
 } // namespace
 
 Module::Module(const std::string& cubin, const KernelPlan& plan) {
@@ -44,6 +84,8 @@ Module::Module(const std::string& cubin, const KernelPlan& plan) {
       if (needs_shared_opt_in(k.symbol, static_bytes, k.smem_bytes, optin))
         BRICKDL_CU_CALL(
             d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem_bytes));
+      if (k.desc.cluster > 1)
+        check_cluster(f, k);
       fns_.push_back(f);
     }
   } catch (...) { // the destructor does not run for a constructor that throws
@@ -153,6 +195,13 @@ void GeneratedRun::enqueue(cudaStream_t stream) {
     const KernelLaunch& k = plan_.launches[i];
     args_[i].epoch = epoch_;
     void* params[] = {&args_[i]};
+    if (k.desc.cluster > 1) {
+      CUlaunchAttribute attr;
+      const CUlaunchConfig c =
+          cluster_config(k, grid_[i], reinterpret_cast<CUstream>(stream), attr);
+      BRICKDL_CU_CALL(d.launch_kernel_ex(&c, module_.fn(i), params, nullptr));
+      continue;
+    }
     BRICKDL_CU_CALL(d.launch_kernel(module_.fn(i), grid_[i], 1, 1, static_cast<unsigned>(k.threads),
                                     1, 1, static_cast<unsigned>(k.smem_bytes),
                                     reinterpret_cast<CUstream>(stream), params, nullptr));
