@@ -187,9 +187,9 @@ TEST(Device, ClusterKernelsMatchTheirHostEmulation) {
   if (query_device(0).cc < 90)
     GTEST_SKIP() << "thread block clusters need sm_90";
   for (DType t : {DType::kF32, DType::kTF32}) {
-    const Graph g = test_support::bottleneck_block(TensorShape{2, 128, 1, 14, 14, 2}, 128, t);
-    for (int cl : {2, 8, 16}) {
-      const Candidate c = make({1, 4}, Strategy::kPadded, {1, 14, 14, 0, 1, cl}, 128);
+    const Graph g = test_support::bottleneck_block(TensorShape{2, 128, 1, 10, 10, 2}, 128, t);
+    for (int cl : {2, 8, 16}) { // 16 ranks: 8 of the 128 channels each
+      const Candidate c = make({1, 4}, Strategy::kPadded, {1, 10, 10, 0, 1, cl}, 128);
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
       const Data d = make_data(g, c.group);
       const KernelPlan plan = plan_kernels(g, c);
