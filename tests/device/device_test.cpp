@@ -64,6 +64,26 @@ double worst(const std::vector<float>& a, const std::vector<float>& b, double rt
   return w;
 }
 
+// The output of `plan` (made from g) under the host emulator, for the same data.
+std::vector<float> emulated(const Graph& g, const KernelPlan& plan, const Data& d) {
+  std::vector<const float*> raw;
+  for (const auto& in : d.inputs)
+    raw.push_back(in.data());
+  std::vector<std::vector<float>> w, bias;
+  for (int id : plan.layer_ids) {
+    w.push_back(d.weights.at(id).weight);
+    bias.push_back(d.weights.at(id).bias);
+  }
+  return emulate_plan(g, plan, raw, w, bias, {}).output;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v)
+    m = std::max(m, double{std::fabs(x)});
+  return m;
+}
+
 Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
   Candidate c;
   c.group = g;
@@ -151,19 +171,9 @@ TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
       const Data d = make_data(g, c.group);
       const KernelPlan plan = plan_kernels(g, c);
       ASSERT_EQ(plan_paths(plan).convs_fma, 0); // every conv on tensor cores
-      std::vector<const float*> raw;
-      for (const auto& in : d.inputs)
-        raw.push_back(in.data());
-      std::vector<std::vector<float>> w, bias;
-      for (int id : plan.layer_ids) {
-        w.push_back(d.weights.at(id).weight);
-        bias.push_back(d.weights.at(id).bias);
-      }
-      const auto host = emulate_plan(g, plan, raw, w, bias, {}).output;
+      const auto host = emulated(g, plan, d);
       const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-      double scale = 0;
-      for (float v : host)
-        scale = std::max(scale, double{std::fabs(v)});
+      const double scale = max_abs(host);
       // 16-bit storage rounds every stored value: a device order of fp32 additions that differs
       // from the host's can move one across a rounding boundary (a unit of the format), also
       // in an intermediate later layers read; fp32 storage differs only in that order.
@@ -194,19 +204,9 @@ TEST(Device, ClusterKernelsMatchTheirHostEmulation) {
       const Data d = make_data(g, c.group);
       const KernelPlan plan = plan_kernels(g, c);
       ASSERT_EQ(plan.launches[0].desc.cluster, cl);
-      std::vector<const float*> raw;
-      for (const auto& in : d.inputs)
-        raw.push_back(in.data());
-      std::vector<std::vector<float>> w, bias;
-      for (int id : plan.layer_ids) {
-        w.push_back(d.weights.at(id).weight);
-        bias.push_back(d.weights.at(id).bias);
-      }
-      const auto host = emulate_plan(g, plan, raw, w, bias, {}).output;
+      const auto host = emulated(g, plan, d);
       const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-      double scale = 0;
-      for (float v : host)
-        scale = std::max(scale, double{std::fabs(v)});
+      const double scale = max_abs(host);
       EXPECT_LE(worst(out, host, 0, 1e-5 * scale), 1.0) << "device vs host emulation";
     }
   }
