@@ -13,6 +13,9 @@
 #
 # BRICKDL_JOBS sets the build's and ctest's parallelism (default 2). Leak reports are on; the
 # only suppressions are scripts/lsan.supp's, each naming the third-party library that leaks.
+# Exit status: 0 when every step passed, else 1 (`all` runs tsan after a failed asan too). The
+# functions return their status explicitly: bash ignores `set -e` inside a function called
+# from a `&&` / `||` list, so a failing ctest there would otherwise go unnoticed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-all}
@@ -36,33 +39,40 @@ configure() { # build-dir sanitizers
 asan() {
   local build=${BRICKDL_ASAN_BUILD_DIR:-$root/build-asan}
   echo "sanitize.sh: AddressSanitizer + UndefinedBehaviorSanitizer build in $build"
-  configure "$build" "address,undefined"
-  cmake --build "$build" -j"$jobs"
+  configure "$build" "address,undefined" || return 1
+  cmake --build "$build" -j"$jobs" || return 1
+  local rc=0
   # Left out: the MPI tests (run next), the source checks and figure scripts (nothing
   # instrumented runs), and the ONNX round trips of the six larger zoo models: the same code as
   # ResNet-50's round trip, which runs, on graphs that take 12 min more under the sanitizers.
   local skip='^TuneMpi[.]|^(clang_format|function_size|layering|figures_scripts)$'
   skip+='|OnnxRoundTrip.*/(deepcam|vgg16_bn|resnet3d_34|drn_c_26|darknet53|inception_v4) '
-  (cd "$build" && ctest --output-on-failure -j"$jobs" -LE 'no_asan' -E "$skip" "$@")
+  (cd "$build" && ctest --output-on-failure -j"$jobs" -LE 'no_asan' -E "$skip" "$@") || rc=1
   # The MPI tests with full stacks at each allocation, which scripts/lsan.supp needs to name
   # Open MPI's leaks (its libraries have no frame pointers); too slow for the whole suite.
   (cd "$build" &&
     ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0 LSAN_OPTIONS=$LSAN_OPTIONS:fast_unwind_on_malloc=0 \
-      ctest --output-on-failure -j"$jobs" -LE 'no_asan' -R '^TuneMpi[.]' "$@")
+      ctest --output-on-failure -j"$jobs" -LE 'no_asan' -R '^TuneMpi[.]' "$@") || rc=1
+  return $rc
 }
 
 tsan() {
   local build=${BRICKDL_TSAN_BUILD_DIR:-$root/build-tsan}
   echo "sanitize.sh: ThreadSanitizer build of the CPU merged executor's tests in $build"
-  configure "$build" "thread"
-  cmake --build "$build" -j"$jobs" --target kernels_tests
-  "$build/tests/kernels/kernels_tests" --gtest_brief=1
+  configure "$build" "thread" || return 1
+  cmake --build "$build" -j"$jobs" --target kernels_tests || return 1
+  "$build/tests/kernels/kernels_tests" --gtest_brief=1 || return 1
 }
 
 case $what in
 asan) asan "$@" ;;
 tsan) tsan "$@" ;;
-all) asan "$@" && tsan "$@" ;;
+all)
+  rc=0
+  asan "$@" || rc=1
+  tsan "$@" || rc=1
+  exit $rc
+  ;;
 *)
   echo "usage: scripts/sanitize.sh [asan|tsan|all] [ctest arguments]" >&2
   exit 2

@@ -80,7 +80,8 @@ TEST(ClusterKernels, EveryOutputChannelSeesEveryRanksSlice) {
   w.conv2d(y, 5, 1, 1, 0, 1, 1, true, "c2");
   const Graph g16 = fuse_for_inference(w.build());
   const Candidate c16 = padded({1, 2}, {1, 5, 6, 0, 1, 16}, 32);
-  const dev::GroupDesc& d = plan_kernels(g16, c16).launches[0].desc;
+  const KernelPlan plan16 = plan_kernels(g16, c16);
+  const dev::GroupDesc& d = plan16.launches[0].desc;
   EXPECT_EQ(d.cluster, 16);
   EXPECT_EQ(d.layers[0].cslice, 8);
   expect_matches_reference(g16, c16);
