@@ -9,11 +9,11 @@ namespace brickdl::cuda::detail {
 
 namespace {
 
-// n floats on the host as a device buffer of the plan's storage.
-DeviceBuffer upload_stored(const float* v, size_t n, int storage) {
+// Host floats as a device buffer of the plan's storage.
+DeviceBuffer upload_stored(const std::vector<float>& v, int storage) {
   if (storage == dev::kStorageF32)
-    return upload_floats(std::vector<float>(v, v + n));
-  const std::vector<uint16_t> h = to_storage(v, n, storage);
+    return upload_floats(v);
+  const std::vector<uint16_t> h = to_storage(v.data(), v.size(), storage);
   DeviceBuffer b(h.size() * sizeof(uint16_t));
   if (!h.empty())
     b.upload(h.data(), h.size() * sizeof(uint16_t));
@@ -112,8 +112,7 @@ GeneratedRun::GeneratedRun(const Graph& g, const KernelPlan& plan, const std::st
   if (storage_ != dev::kStorageF32) // the inputs as the kernels read them
     for (size_t s = 0; s < buf.input_ptrs.size(); ++s) {
       const int64_t n = g.layer(plan.input_ids.at(s)).out.numel();
-      const std::vector<float> v = download(buf.input_ptrs[s], n);
-      stored_inputs_.push_back(upload_stored(v.data(), v.size(), storage_));
+      stored_inputs_.push_back(upload_stored(download(buf.input_ptrs[s], n), storage_));
     }
   const std::vector<float*> out_ptr = allocate_outputs(g, buf);
   memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_elements) * element_bytes(storage_));
@@ -173,8 +172,8 @@ dev::KernelArgs GeneratedRun::launch_args(const KernelLaunch& k, const GroupBuff
     const size_t gl = static_cast<size_t>(k.layers[l]);
     if (k.desc.layers[l].op == dev::kOpConv) {
       const int id = plan_.layer_ids[gl];
-      const std::vector<float> w = pack_conv_weights(k.desc.layers[l], weights.at(id).weight);
-      packed_.push_back(upload_stored(w.data(), w.size(), storage_));
+      packed_.push_back(
+          upload_stored(pack_conv_weights(k.desc.layers[l], weights.at(id).weight), storage_));
       a.weight[l] = packed_.back().as<float>();
     }
     a.bias[l] = buf.bias_ptrs.at(gl);

@@ -72,8 +72,16 @@ inline float* block_smem() {
 inline float neg_inf() {
   return -std::numeric_limits<float>::infinity();
 }
-inline float load_cached(const float* p) {
+// A read-only global value (float, or a 16-bit storage value).
+template <class T> inline T load_cached(const T* p) {
   return *p;
+}
+// Memoized data written by other blocks: through L2 on the device.
+template <class T> inline T load_coherent(const T* p) {
+  return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_relaxed);
+}
+template <class T> inline void store_coherent(T* p, T v) {
+  std::atomic_ref<T>(*p).store(v, std::memory_order_relaxed);
 }
 inline int atomic_cas(int* p, int expected, int desired) {
   std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
@@ -185,37 +193,15 @@ inline unsigned short to_storage(float v) {
 inline float from_storage(unsigned short u) {
   return storage() == kStorageBf16 ? bits_float(static_cast<unsigned>(u) << 16) : half_value(u);
 }
-// Element i of a global tensor, and a store to it (rounded to the storage type).
-inline float gload(const float* base, long long i) {
-  if (storage() == kStorageF32)
-    return base[i];
-  return from_storage(reinterpret_cast<const unsigned short*>(base)[i]);
-}
-inline void gstore(float* base, long long i, float v) {
-  if (storage() == kStorageF32)
-    base[i] = v;
-  else
-    reinterpret_cast<unsigned short*>(base)[i] = to_storage(v);
-}
-// The same for memoized bricks, which other blocks write and read while this one runs.
-inline float gload_coherent(const float* base, long long i) {
-  if (storage() == kStorageF32)
-    return std::atomic_ref<float>(const_cast<float*>(base)[i]).load(std::memory_order_relaxed);
-  auto* q = const_cast<unsigned short*>(reinterpret_cast<const unsigned short*>(base)) + i;
-  return from_storage(std::atomic_ref<unsigned short>(*q).load(std::memory_order_relaxed));
-}
-inline void gstore_coherent(float* base, long long i, float v) {
-  if (storage() == kStorageF32) {
-    std::atomic_ref<float>(base[i]).store(v, std::memory_order_relaxed);
-    return;
-  }
-  auto* q = reinterpret_cast<unsigned short*>(base) + i;
-  std::atomic_ref<unsigned short>(*q).store(to_storage(v), std::memory_order_relaxed);
-}
-// n (<= kMaxTileCo) consecutive packed conv weights from element i.
-inline void load_weights(const float* w, long long i, int n, float* out) {
+// n (<= kMaxTileCo) consecutive read-only floats.
+inline void load_tile(const float* p, int n, float* out) {
   for (int j = 0; j < n; ++j)
-    out[j] = gload(w, i + j);
+    out[j] = p[j];
+}
+// The same for n 16-bit storage values.
+inline void load_tile(const unsigned short* p, int n, float* out) {
+  for (int j = 0; j < n; ++j)
+    out[j] = from_storage(p[j]);
 }
 } // namespace dev
 } // namespace brickdl
@@ -249,8 +235,16 @@ BRICKDL_DEVICE float* block_smem() {
 BRICKDL_DEVICE float neg_inf() {
   return __int_as_float(0xff800000);
 }
-BRICKDL_DEVICE float load_cached(const float* p) {
+// A read-only global value (float, or a 16-bit storage value).
+template <class T> BRICKDL_DEVICE T load_cached(const T* p) {
   return __ldg(p);
+}
+// Memoized data written by other blocks of the launch: through L2, never L1.
+template <class T> BRICKDL_DEVICE T load_coherent(const T* p) {
+  return __ldcg(p);
+}
+template <class T> BRICKDL_DEVICE void store_coherent(T* p, T v) {
+  __stcg(p, v);
 }
 // n (<= kMaxTileCo) consecutive read-only floats; 128-bit loads when n is a multiple of 4 (the
 // packed weight tiles are then 16-byte aligned).
@@ -300,38 +294,9 @@ BRICKDL_DEVICE float from_storage(unsigned short u) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));
   return f;
 }
-// Element i of a global tensor (read-only in this launch), and a store to it.
-BRICKDL_DEVICE float gload(const float* base, long long i) {
-  if (storage() == kStorageF32)
-    return __ldg(base + i);
-  return from_storage(__ldg(reinterpret_cast<const unsigned short*>(base) + i));
-}
-BRICKDL_DEVICE void gstore(float* base, long long i, float v) {
-  if (storage() == kStorageF32)
-    base[i] = v;
-  else
-    reinterpret_cast<unsigned short*>(base)[i] = to_storage(v);
-}
-// Memoized bricks, written and read by other blocks of the launch: through L2, never L1.
-BRICKDL_DEVICE float gload_coherent(const float* base, long long i) {
-  if (storage() == kStorageF32)
-    return __ldcg(base + i);
-  return from_storage(__ldcg(reinterpret_cast<const unsigned short*>(base) + i));
-}
-BRICKDL_DEVICE void gstore_coherent(float* base, long long i, float v) {
-  if (storage() == kStorageF32)
-    __stcg(base + i, v);
-  else
-    __stcg(reinterpret_cast<unsigned short*>(base) + i, to_storage(v));
-}
-// n (<= kMaxTileCo) consecutive packed conv weights from element i; vector loads when n is a
-// multiple of 4 (the packed tiles are then 16-byte aligned in fp32, 8-byte in 16 bits).
-BRICKDL_DEVICE void load_weights(const float* w, long long i, int n, float* out) {
-  if (storage() == kStorageF32) {
-    load_tile(w + i, n, out);
-    return;
-  }
-  const unsigned short* h = reinterpret_cast<const unsigned short*>(w) + i;
+// n (<= kMaxTileCo) consecutive 16-bit storage values; 64-bit loads when n is a multiple of 4
+// (the packed weight tiles are then 8-byte aligned).
+BRICKDL_DEVICE void load_tile(const unsigned short* h, int n, float* out) {
   if ((n & 3) == 0) {
     BRICKDL_UNROLL
     for (int q = 0; q < kMaxTileCo / 4; ++q) {
@@ -418,16 +383,49 @@ BRICKDL_DEVICE const float* cluster_peer(const float* p, int rank) {
 
 namespace brickdl {
 namespace dev {
+// A global tensor's pointer as what it holds with 16-bit storage (KernelArgs types them float*).
+BRICKDL_DEVICE const unsigned short* as_storage(const float* p) {
+  return reinterpret_cast<const unsigned short*>(p);
+}
+BRICKDL_DEVICE unsigned short* as_storage(float* p) {
+  return reinterpret_cast<unsigned short*>(p);
+}
 // base + i elements of the global storage type (for pointers into global tensors only).
 BRICKDL_DEVICE const float* goffset(const float* base, long long i) {
-  return storage() == kStorageF32
-             ? base + i
-             : reinterpret_cast<const float*>(reinterpret_cast<const unsigned short*>(base) + i);
+  return storage() == kStorageF32 ? base + i : reinterpret_cast<const float*>(as_storage(base) + i);
 }
 BRICKDL_DEVICE float* goffset(float* base, long long i) {
-  return storage() == kStorageF32
-             ? base + i
-             : reinterpret_cast<float*>(reinterpret_cast<unsigned short*>(base) + i);
+  return storage() == kStorageF32 ? base + i : reinterpret_cast<float*>(as_storage(base) + i);
+}
+// Element i of a global tensor (read-only in this launch), and a store to it, rounded to the
+// storage type.
+BRICKDL_DEVICE float gload(const float* base, long long i) {
+  return storage() == kStorageF32 ? load_cached(base + i)
+                                  : from_storage(load_cached(as_storage(base) + i));
+}
+BRICKDL_DEVICE void gstore(float* base, long long i, float v) {
+  if (storage() == kStorageF32)
+    base[i] = v;
+  else
+    as_storage(base)[i] = to_storage(v);
+}
+// The same for memoized bricks, which other blocks write and read while this one runs.
+BRICKDL_DEVICE float gload_coherent(const float* base, long long i) {
+  return storage() == kStorageF32 ? load_coherent(base + i)
+                                  : from_storage(load_coherent(as_storage(base) + i));
+}
+BRICKDL_DEVICE void gstore_coherent(float* base, long long i, float v) {
+  if (storage() == kStorageF32)
+    store_coherent(base + i, v);
+  else
+    store_coherent(as_storage(base) + i, to_storage(v));
+}
+// n (<= kMaxTileCo) consecutive packed conv weights from element i (load_tile's vector loads).
+BRICKDL_DEVICE void load_weights(const float* w, long long i, int n, float* out) {
+  if (storage() == kStorageF32)
+    load_tile(w + i, n, out);
+  else
+    load_tile(as_storage(w) + i, n, out);
 }
 BRICKDL_DEVICE int imin(int a, int b) {
   return a < b ? a : b;
