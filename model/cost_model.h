@@ -46,7 +46,9 @@
 //    channels; memo_lookups counts channel blocks too; atomics_compulsory = claims =
 //    intermediate bricks computed.
 //  - layerwise: each layer reads each distinct input tensor whole once, its parameters once,
-//    writes its output once; bricks_per_layer is all zeros (library kernels have no bricks).
+//    writes its output once (the bytes by kind); bricks_per_layer is all zeros (library
+//    kernels have no bricks). Its l1 / l2 bytes add what the library's GEMM tiles re-read, an
+//    estimate (model/detail/memory.h, Layerwise L1 / L2 bytes).
 //  - useful_flops = 2 · MACs of the group's layers; redundant_flops = flops − useful_flops,
 //    which is negative when the group's output does not depend on all of an intermediate
 //    (stride > brick: whole bricks skipped).
@@ -89,7 +91,7 @@ struct Prediction {
   // Thread block clusters (padded, BrickShape::cl > 1): what the CTAs read from each other's
   // shared memory (distributed shared memory), not part of l1 / l2 / dram bytes.
   double dsmem_bytes = 0;
-  double l1_bytes = 0;   // sum of the above but dsmem_bytes
+  double l1_bytes = 0;   // sum of the above but dsmem_bytes (layerwise: with tile re-reads)
   double l2_bytes = 0;   // reaching L2 (after L1 hits)
   double dram_bytes = 0; // reaching DRAM (after L2 hits)
   double dram_read_bytes = 0, dram_write_bytes = 0;

@@ -44,6 +44,22 @@
 //   from L2 unless L1 still holds it. Neither the per-tile L1 requests nor those rounds are
 //   counted yet: the GPU's L1 / L2 counters are to say how much they add.
 //
+// Layerwise L1 / L2 bytes. A library kernel runs a conv, conv_transpose or linear layer as an
+//   implicit GEMM in CTA tiles of output positions × output channels: each tile loads the
+//   input rows of its positions and the weights of its channels, so the input is read once
+//   per channel tile and the weights once per position tile. The estimate is the least of
+//   these over tiles 64-256 on a side, at most 256 × 128 accumulators (strategies/
+//   layerwise.cpp library_tiles), with no halo and no split-K: it never exceeds what cuDNN
+//   issues. The tensors once (the bytes by kind) are a floor no kernel that fills the GPU
+//   reaches: a CTA doing w MACs of a GEMM touches at least 3·w^(2/3) distinct operands
+//   (Loomis-Whitney: w ≤ sqrt(|A|·|B|·|C|)), so work W spread evenly over P SMs, which share
+//   nothing but L2, moves at least 3·P^(1/3)·W^(2/3) elements. ResNet-50 layer3.1 conv1 at
+//   batch 8 (1568 × 256 × 1024 MACs) on the A100's 108 SMs: at least 31.6 MB, against 9.1 MB
+//   for its tensors once; the tiles' estimate is 21.7 MB (128 × 256: 13 tiles, 13 SMs).
+//   Merged kernels' bytes count their weight re-reads per unit, so both sides count re-reads.
+//   The layerwise time keeps the tensors once (the library at its roofline bound, never
+//   charged for tiles we guessed).
+//
 // Clusters (padded, brick.cl > 1). A unit's CTAs run at once on one GPC and meet at cluster
 //   barriers, one per layer per unit (barrier_ns, as a block's: to calibrate). The L2 window
 //   counts units (concurrent CTAs / cl); the roofline counts CTAs (units × cl). Their reads of
@@ -84,6 +100,9 @@ inline constexpr double kConflictOverlap = 0.5;
 // Library kernels (layerwise): outputs per thread block, for the grid size they report (their
 // time assumes they fill every SM: model/strategies/layerwise.cpp).
 inline constexpr double kLibraryOutputsPerBlock = 2048;
+// Library kernels (layerwise): the largest CTA tile of an implicit GEMM, in accumulators
+// (256 × 128: the largest tiles of the tensor-core kernels on sm_80 / sm_90).
+inline constexpr double kLibraryTileAccumulators = 256.0 * 128.0;
 // Shared memory the runtime reserves per block.
 inline constexpr double kReservedSmemPerBlock = 1024;
 

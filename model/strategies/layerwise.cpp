@@ -1,6 +1,8 @@
 // Layerwise: one library kernel per layer (as cuDNN runs a model), each reading its inputs
 // and weights whole and writing its output whole. Whether a tensor comes from L2 or DRAM is
-// decided by an LRU of whole tensors over the group's kernels (model/detail/memory.h).
+// decided by an LRU of whole tensors over the group's kernels (model/detail/memory.h). What a
+// GEMM-shaped kernel issues to L2 is more than its tensors once: its tiles re-read them
+// (library_tiles below).
 #include <algorithm>
 #include <cmath>
 
@@ -87,6 +89,41 @@ void simulate_l2(const GroupGeometry& g, double share, Scratch& s) {
       s.written_back[static_cast<size_t>(t)] = true;
 }
 
+// The tiles of a library kernel computing layer l as an implicit GEMM (conv, conv_transpose,
+// linear: output positions × output channels of a group, K = input channels × taps). A CTA
+// computes an mt × nt tile of it, loading the input rows of its positions (once per channel
+// tile: the input is read ceil(channels per group / nt) times) and the weights of its
+// channels (once per position tile: ceil(positions / mt) times). No real kernel moves less
+// than the least of these over the tile shapes of the libraries' tensor-core and FMA
+// kernels (64 to 256 on a side, at most 256 × 128 accumulators): that least is the estimate,
+// with no halo, no split-K and no tile count kept up for occupancy, so it never exceeds what
+// cuDNN issues. The operands' bytes once each are a floor no kernel spread over many SMs
+// reaches (model/detail/memory.h, Layerwise L1 / L2 bytes). Other ops stream: 1 × 1.
+struct LibraryTiles {
+  double input = 1, weight = 1; // reads of the input and of the weights
+};
+
+LibraryTiles library_tiles(const Layer& l, double input_bytes, double weight_bytes) {
+  if (l.op != OpKind::kConv && l.op != OpKind::kConvTranspose && l.op != OpKind::kLinear)
+    return {};
+  const double positions = static_cast<double>(l.out.n * l.out.spatial());
+  const double channels = static_cast<double>(l.out.c / std::max(1, l.groups));
+  LibraryTiles best{INFINITY, INFINITY};
+  double least = INFINITY;
+  for (double mt : {64.0, 128.0, 256.0})
+    for (double nt : {64.0, 128.0, 256.0}) {
+      if (mt * nt > kLibraryTileAccumulators)
+        continue;
+      const LibraryTiles t{std::ceil(channels / nt), std::ceil(positions / mt)};
+      const double bytes = t.input * input_bytes + t.weight * weight_bytes;
+      if (bytes < least) {
+        least = bytes;
+        best = t;
+      }
+    }
+  return best;
+}
+
 // Pass 2, layer i's kernel: adds its bytes, FLOPs, blocks and roofline to p, and its cost to
 // `kernels` when given.
 void add_layer_kernel(const GroupGeometry& g, const StrategyContext& ctx, const Scratch& s, int i,
@@ -111,13 +148,17 @@ void add_layer_kernel(const GroupGeometry& g, const StrategyContext& ctx, const 
   const double write = (i == L - 1 || s.written_back[is]) ? out : 0.0;
   const double read = s.read_miss[is];
   const double l1 = loads + wbytes + out;
+  const LibraryTiles tiles = library_tiles(l, loads, wbytes);
+  p.l1_bytes += tiles.input * loads + tiles.weight * wbytes + out;
   const double blocks = std::max(1.0, std::ceil(g.numel(i) / kLibraryOutputsPerBlock));
   p.dram_read_bytes += read;
   p.dram_write_bytes += write;
   p.thread_blocks += static_cast<int64_t>(blocks);
   // The library at its roofline bound: cuDNN chooses tiles and split-K so that even a layer
   // with few outputs fills every SM, so the baseline is never charged for a grid we guessed
-  // (`blocks` above is only the count reported). One block per SM is full utilisation.
+  // (`blocks` above is only the count reported). One block per SM is full utilisation. Its
+  // L2 time takes the operands once (l1), not the tiles' re-reads: the baseline is never
+  // charged for tiles we guessed either.
   const double top = add_kernel_roofline(ctx.gpu, ctx.coef, g.graph->dtype(), read + write, l1,
                                          flops, std::max(1, ctx.gpu.sm_count), 1.0, p);
   if (kernels)
@@ -134,9 +175,7 @@ void predict_layerwise(const GroupGeometry& g, const StrategyContext& ctx, Predi
   if (kernels)
     kernels->clear();
   for (int i = 0; i < L; ++i)
-    add_layer_kernel(g, ctx, s, i, p, kernels);
-  p.l1_bytes = p.bytes_input + p.bytes_weight + p.bytes_intermediate_load +
-               p.bytes_intermediate_store + p.bytes_output;
+    add_layer_kernel(g, ctx, s, i, p, kernels); // the bytes by kind once, l1_bytes tiled
   p.l2_bytes = p.l1_bytes;
   p.dram_bytes = p.dram_read_bytes + p.dram_write_bytes;
   p.launches = L;

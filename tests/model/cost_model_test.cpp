@@ -77,6 +77,51 @@ TEST(CostModelHand, SingleConvLayerwiseAndLowerBound) {
   EXPECT_DOUBLE_EQ(lb.flops, 3600);
 }
 
+// Layerwise L1 / L2 bytes are what a library GEMM's tiles issue (model/strategies/
+// layerwise.cpp library_tiles): the input once per channel tile, the weights once per
+// position tile, the least over tiles of 64-256 a side and at most 256 × 128 accumulators.
+// The bytes by kind stay the tensors once (the CPU executor's counts), and so does the time.
+TEST(CostModelHand, LayerwiseL2CountsTheLibraryTiles) {
+  const GpuSpec& gpu = *find_gpu_spec("A100-40GB");
+  const double mib = 1 << 20;
+  {
+    // The 10 × 10 conv above: 100 positions, 2 channels, one tile of any shape.
+    const Prediction p = a100().predict(one_conv(), candidate(1, 1, Strategy::kLayerwise, {}));
+    EXPECT_DOUBLE_EQ(p.l1_bytes, 400 + 72 + 800);
+    EXPECT_DOUBLE_EQ(p.l2_bytes, p.l1_bytes);
+  }
+  // 1x1 conv 256 → 512 over 32 × 32: input 1 MiB, weights 0.5 MiB, output 2 MiB. 1024
+  // positions, 512 channels. Tiles (m × n): 128 × 256 reads the input twice and the weights 8
+  // times (2 + 4 MiB); 256 × 128 four times each (4 + 2 MiB); every other shape more (64 × 256:
+  // 2 + 8; 128 × 128: 4 + 4). L1 = 6 MiB + the output 2 MiB.
+  GraphBuilder b("pointwise", TensorShape{1, 256, 1, 32, 32, 2});
+  b.conv2d(0, 512, 1);
+  const Graph pw = fuse_for_inference(b.build());
+  const Prediction p = a100().predict(pw, candidate(1, 1, Strategy::kLayerwise, {}));
+  ASSERT_TRUE(p.feasible);
+  EXPECT_DOUBLE_EQ(p.bytes_input, 1 * mib);
+  EXPECT_DOUBLE_EQ(p.bytes_weight, 0.5 * mib);
+  EXPECT_DOUBLE_EQ(p.bytes_output, 2 * mib);
+  EXPECT_DOUBLE_EQ(p.l1_bytes, 8 * mib);
+  EXPECT_DOUBLE_EQ(p.l2_bytes, 8 * mib);
+  // The L2 time is the operands once, 3.5 MiB, at the spec's L2 bandwidth (efficiency 0.7).
+  EXPECT_NEAR(p.t_l2_ms, 3.5 * mib / (gpu.l2_bandwidth_gbs * 1e9 * 0.7) * 1e3, 1e-12);
+  // Depthwise 3x3 over 256 channels: one channel per group, so the input is read once; the
+  // weights (256 · 9 · 4 B = 9216 B) once per 256 positions: 4 times.
+  GraphBuilder d("depthwise", TensorShape{1, 256, 1, 32, 32, 2});
+  d.conv2d(0, 256, 3, 1, 1, 1, 256);
+  const Prediction q =
+      a100().predict(fuse_for_inference(d.build()), candidate(1, 1, Strategy::kLayerwise, {}));
+  EXPECT_DOUBLE_EQ(q.l1_bytes, 1 * mib + 4 * 9216 + 1 * mib);
+  // Ops other than conv, conv_transpose and linear stream their tensors once: a relu after
+  // the pointwise conv adds 2 MiB in and 2 MiB out.
+  GraphBuilder r("pointwise_relu", TensorShape{1, 256, 1, 32, 32, 2});
+  r.relu(r.conv2d(0, 512, 1));
+  const Graph pr = r.build(); // unfused: the relu is a layer of its own
+  EXPECT_DOUBLE_EQ(a100().predict(pr, candidate(1, 2, Strategy::kLayerwise, {})).l1_bytes,
+                   12 * mib);
+}
+
 // The compute time follows the precision's peak, for merged and library (layerwise) kernels
 // alike: fp32 the FP32 FMA peak, tf32 the TF32 tensor peak, bf16 / fp16 their tensor peaks.
 TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
