@@ -66,7 +66,7 @@ struct Backend {
 const Backend kBackends[] = {
     {"none", make_none, {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16}},
     {"cpu", make_cpu, {DType::kF32}},
-    {"cuda", make_cuda, {DType::kF32, DType::kTF32}},
+    {"cuda", make_cuda, {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16}},
     {"auto", make_auto, {}},
 };
 

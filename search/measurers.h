@@ -7,8 +7,8 @@
 //
 // Precisions each computes (the rest it refuses, check_backend_precision):
 //   none: all (the model predicts every precision)     cpu: fp32 (the host executor is strict
-//   fp32)     cuda: fp32 and tf32 (the generated kernels and the cuDNN baseline keep fp32
-//   storage; bf16 / fp16 storage is future work)      auto: those of what it resolves to here
+//   fp32)     cuda: fp32, tf32, bf16 and fp16 (bf16 / fp16: the generated kernels and the
+//   cuDNN baseline store 16-bit tensors)      auto: those of what it resolves to here
 #include <memory>
 #include <string>
 #include <vector>

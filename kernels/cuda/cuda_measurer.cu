@@ -30,7 +30,12 @@ using Math = CudnnLayerwise::Math;
 
 // The counter name of a cuDNN math mode: "variant.cudnn_<key>_ms".
 const char* math_key(Math m) {
-  return m == Math::kTf32 ? "tf32" : "fp32";
+  switch (m) {
+  case Math::kTf32: return "tf32";
+  case Math::kBf16: return "bf16";
+  case Math::kFp16: return "fp16";
+  default: return "fp32";
+  }
 }
 
 double median(std::vector<double> v) {
@@ -161,7 +166,8 @@ private:
     try {
       CudnnLayerwise exact(j.g, j.c.group, CudnnLayerwise::Math::kStrictFp32,
                            CudnnLayerwise::Algorithms::kExact);
-      enqueue(exact, j);
+      bind(exact, j);
+      exact.enqueue(session_.stream());
       session_.wait(j.o.timeout_s);
       return j.buf.download_output();
     } catch (const Unsupported&) {
@@ -232,7 +238,8 @@ private:
   }
 
   // Times the other math mode as a variant and returns the baseline (math_for the graph's
-  // precision); null without cuDNN or when it lacks an op of the group.
+  // precision), bound to the job's buffers; null without cuDNN or when it lacks an op of the
+  // group (or refuses it in 16 bits).
   std::unique_ptr<CudnnLayerwise> cudnn_variants(Job& j) {
     if (!use_cudnn())
       return nullptr;
@@ -240,9 +247,13 @@ private:
       const Math math = CudnnLayerwise::math_for(j.g.dtype());
       const Math other = math == Math::kTf32 ? Math::kStrictFp32 : Math::kTf32;
       auto baseline = std::make_unique<CudnnLayerwise>(j.g, j.c.group, math);
+      bind(*baseline, j);
       CudnnLayerwise variant(j.g, j.c.group, other);
-      const auto run_variant = [&] { enqueue(variant, j); };
+      bind(variant, j);
+      const auto run_variant = [&] { variant.enqueue(session_.stream()); };
+      j.buf.poison_output(session_.stream());
       run_variant();
+      variant.publish(session_.stream());
       session_.wait(j.o.timeout_s);
       const std::string key = std::string("variant.cudnn_") + math_key(other);
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
@@ -258,10 +269,11 @@ private:
   }
 
   void measure_cudnn_baseline(Job& j, CudnnLayerwise& baseline) {
-    const auto run = [&] { enqueue(baseline, j); };
+    const auto run = [&] { baseline.enqueue(session_.stream()); };
     const char* math = math_key(CudnnLayerwise::math_for(j.g.dtype()));
     j.buf.poison_output(session_.stream());
     run();
+    baseline.publish(session_.stream());
     session_.wait(j.o.timeout_s);
     const kernels::Comparison cmp = validate(j);
     j.r.max_rel_error = cmp.max_rel_error;
@@ -291,9 +303,10 @@ private:
 
   // ---- helpers --------------------------------------------------------------------------
 
-  void enqueue(CudnnLayerwise& cudnn, Job& j) {
-    cudnn.enqueue(j.buf.input_ptrs, j.buf.weight_ptrs, j.buf.bias_ptrs, j.buf.output.as<float>(),
-                  session_.stream());
+  // Binds `cudnn` to the job's buffers (16-bit math: converts them, untimed).
+  void bind(CudnnLayerwise& cudnn, Job& j) {
+    cudnn.bind(j.buf.input_ptrs, j.buf.weight_ptrs, j.buf.bias_ptrs, j.buf.output.as<float>(),
+               session_.stream());
   }
 
   // The device's output (after a wait) against the reference (kernels/validation.h), with the

@@ -25,17 +25,20 @@
 //   run_on_device.cu        run_on_device (tests, benchmarks)
 //
 // Strategy `layerwise` is the baseline: its timed samples are cuDNN (one call per layer) in the
-// math of the graph's precision (CudnnLayerwise::math_for: fp32 strict FP32, tf32 TF32), and
-// the counters add "variant.cudnn_tf32_ms" (TF32 tensor cores allowed), "variant.cudnn_fp32_ms"
-// (strict FP32: FMA math only; one of the two is the baseline itself) and
-// "variant.own_layerwise_ms" (our single-layer kernels, validated), medians over the same
-// repetitions, each cold. Beside each, "..._warm_ms" times the same layer sequence without the
-// flush (inputs, intermediates and weights L2-warm from the previous run, as a framework runs
-// layers back to back); the samples stay the cold ones (the tuner compares cold to cold).
-// What cuDNN ran per conv: "cudnn_<fp32|tf32>.algo.<layer>" and ".math.<layer>" (cuDNN enum
-// values, layer in the group) and "cudnn_<fp32|tf32>.tensor_op_convs" (0 for fp32). Without
-// cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict FP32 whatever
-// the precision; the tolerance follows the precision (kernels/validation.h, tolerance_for).
+// math of the graph's precision (CudnnLayerwise::math_for: fp32 strict FP32, tf32 TF32, bf16 /
+// fp16 on 16-bit tensors with FP32 accumulation), and the counters add
+// "variant.cudnn_<math>_ms" for it and for one other math mode (fp32 ↔ tf32; bf16 and fp16:
+// tf32, what a framework runs on fp32 data), and "variant.own_layerwise_ms" (our single-layer
+// kernels, validated), medians over the same repetitions, each cold. Beside each,
+// "..._warm_ms" times the same layer sequence without the flush (inputs, intermediates and
+// weights L2-warm from the previous run, as a framework runs layers back to back); the samples
+// stay the cold ones (the tuner compares cold to cold). What cuDNN ran per conv:
+// "cudnn_<math>.algo.<layer>" and ".math.<layer>" (cuDNN enum values, layer in the group) and
+// "cudnn_<math>.tensor_op_convs" (0 for fp32). 16-bit cuDNN reads 16-bit copies of the inputs
+// and weights made before the timing (CudnnLayerwise::bind), as the generated kernels do.
+// Without cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict
+// FP32 whatever the precision; the tolerance follows the precision (kernels/validation.h,
+// tolerance_for).
 //
 // Failures are statuses (statuses.h): unsupported (no template / too much shared memory /
 // cuDNN lacks an op for the baseline), compile_error (with the NVRTC log), launch_error (the
@@ -100,7 +103,9 @@ struct CudaMeasurerOptions {
 std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions& options = {});
 
 // What run_on_device() runs.
-enum class DeviceRunner { kGenerated, kCudnnStrictFp32, kCudnnTf32 };
+// kCudnnOfPrecision: cuDNN in the math of the graph's precision (CudnnLayerwise::math_for; bf16 /
+// fp16 on 16-bit tensors).
+enum class DeviceRunner { kGenerated, kCudnnStrictFp32, kCudnnTf32, kCudnnOfPrecision };
 
 // Self-check of the cold-run flush (DESIGN.md section 6) on `device`, with CUPTI: DRAM bytes
 // written while a kernel that writes nothing reads one L2's worth of fresh data, right after

@@ -1,5 +1,7 @@
 #include "kernels/cuda/cudnn_layerwise.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -15,13 +17,46 @@ namespace brickdl::cuda {
 
 namespace {
 
+// Element access of the tensors of each math: fp32, bf16, fp16 (FP32 arithmetic).
+__device__ float to_float(float v) {
+  return v;
+}
+__device__ float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ float to_float(__half v) {
+  return __half2float(v);
+}
+template <class T> __device__ T from_float(float v);
+template <> __device__ float from_float<float>(float v) {
+  return v;
+}
+template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <> __device__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+
 // y = x > 0 ? x : x·slope, in place: cuDNN has no leaky relu.
-__global__ void leaky_relu_kernel(float* y, long long n, float slope) {
+template <class T> __global__ void leaky_relu_kernel(T* y, long long n, float slope) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const float v = y[i];
-    y[i] = v > 0.f ? v : v * slope;
+    const float v = to_float(y[i]);
+    y[i] = from_float<T>(v > 0.f ? v : v * slope);
   }
+}
+
+// y[i] = x[i] converted (round to nearest even when narrowing).
+template <class To, class From> __global__ void convert_kernel(To* y, const From* x, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    y[i] = from_float<To>(to_float(x[i]));
+}
+
+unsigned grid_for(long long n, int threads) {
+  return static_cast<unsigned>(
+      std::max<long long>(1, std::min<long long>((n + threads - 1) / threads, 65535)));
 }
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
@@ -86,7 +121,7 @@ struct Step {
   cudnnOpTensorDescriptor_t op = nullptr;
 };
 
-cudnnTensorDescriptor_t tensor_desc(const TensorShape& s) {
+cudnnTensorDescriptor_t tensor_desc(const TensorShape& s, cudnnDataType_t type) {
   cudnnTensorDescriptor_t d = nullptr;
   BRICKDL_CUDNN_CALL(cudnnCreateTensorDescriptor(&d));
   const bool is3d = s.spatial_rank == 3;
@@ -99,8 +134,8 @@ cudnnTensorDescriptor_t tensor_desc(const TensorShape& s) {
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
     strides[static_cast<size_t>(i)] =
         strides[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1];
-  BRICKDL_CUDNN_CALL(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()),
-                                                dims.data(), strides.data()));
+  BRICKDL_CUDNN_CALL(cudnnSetTensorNdDescriptor(d, type, static_cast<int>(dims.size()), dims.data(),
+                                                strides.data()));
   return d;
 }
 
@@ -114,6 +149,28 @@ std::vector<int> spatial(const std::array<int, 3>& v, int rank) {
 using Math = CudnnLayerwise::Math;
 using Algorithms = CudnnLayerwise::Algorithms;
 
+// The tensors' data type under `math`; every computation accumulates in FP32.
+cudnnDataType_t data_type(Math math) {
+  switch (math) {
+  case Math::kBf16: return CUDNN_DATA_BFLOAT16;
+  case Math::kFp16: return CUDNN_DATA_HALF;
+  default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+size_t element_bytes(Math math) {
+  return CudnnLayerwise::sixteen_bit(math) ? 2 : 4;
+}
+
+// The math a conv descriptor asks for: FMA (strict), TF32 conversion, or 16-bit tensor ops.
+cudnnMathType_t wanted_math(Math math) {
+  switch (math) {
+  case Math::kStrictFp32: return CUDNN_FMA_MATH;
+  case Math::kTf32: return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  default: return CUDNN_TENSOR_OP_MATH;
+  }
+}
+
 // Whether a perf entry's math is on tensor cores.
 bool tensor_math(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
@@ -123,9 +180,10 @@ bool tensor_math(cudnnMathType_t m) {
 // the entry's own math does not decide how it runs: CUDNN_DEFAULT_MATH permits TF32 tensor
 // cores on Ampere and later, so a strict step always runs with the descriptor forced to
 // CUDNN_FMA_MATH (strict_fma below). TF32 takes what the library finds fastest for fp32 data
-// under CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, in the entry's own math.
+// under CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, in the entry's own math; bf16 / fp16 what it
+// finds fastest for their data under CUDNN_TENSOR_OP_MATH.
 bool accepts(Math math, cudnnMathType_t m) {
-  return math == Math::kTf32 || !tensor_math(m);
+  return math != Math::kStrictFp32 || !tensor_math(m);
 }
 
 // Puts strict step `s` on CUDNN_FMA_MATH with `algo`, if cuDNN runs `algo` under it (its
@@ -224,12 +282,13 @@ bool choose_exact_data(cudnnHandle_t handle, Step& s) {
 // The filter and convolution descriptors of conv layer `l` reading `in0`. Transposed: the
 // conv whose data gradient `l` is (its input is l's output), whose filter [K][C / groups][k]
 // is l's weight [Cin][Cout / groups][k] as stored.
-void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathType_t want_math,
+void describe_conv(Step& s, const Layer& l, const TensorShape& in0, Math math,
                    bool transposed = false) {
   const int rank = l.out.spatial_rank;
-  s.x = tensor_desc(in0);
-  s.y = tensor_desc(l.out);
-  s.b = tensor_desc(TensorShape{1, l.out.c, 1, 1, 1, rank});
+  const cudnnDataType_t type = data_type(math);
+  s.x = tensor_desc(in0, type);
+  s.y = tensor_desc(l.out, type);
+  s.b = tensor_desc(TensorShape{1, l.out.c, 1, 1, 1, rank}, type);
   BRICKDL_CUDNN_CALL(cudnnCreateFilterDescriptor(&s.w));
   std::vector<int> fdims =
       transposed
@@ -237,7 +296,7 @@ void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathTyp
           : std::vector<int>{static_cast<int>(l.out_channels), static_cast<int>(in0.c / l.groups)};
   for (int k : spatial(l.window.kernel, rank))
     fdims.push_back(k);
-  BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+  BRICKDL_CUDNN_CALL(cudnnSetFilterNdDescriptor(s.w, type, CUDNN_TENSOR_NCHW,
                                                 static_cast<int>(fdims.size()), fdims.data()));
   BRICKDL_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&s.conv));
   const auto pad = spatial(l.window.pad, rank), str = spatial(l.window.stride, rank),
@@ -245,7 +304,7 @@ void describe_conv(Step& s, const Layer& l, const TensorShape& in0, cudnnMathTyp
   BRICKDL_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(
       s.conv, rank, pad.data(), str.data(), dil.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   BRICKDL_CUDNN_CALL(cudnnSetConvolutionGroupCount(s.conv, l.groups));
-  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, want_math));
+  BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, wanted_math(math)));
 }
 
 // A conv step: descriptors and algorithm. Returns its library calls per run.
@@ -253,8 +312,7 @@ int plan_conv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& 
               Algorithms algorithms) {
   s.bias = l.bias;
   s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
-  describe_conv(s, l, in0,
-                math == Math::kStrictFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+  describe_conv(s, l, in0, math);
   const bool chosen = (algorithms == Algorithms::kFastest && find_fastest(handle, s, math)) ||
                       choose_exact(handle, s);
   if (!chosen)
@@ -275,9 +333,7 @@ int plan_deconv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape
                         "the data gradient of a conv cannot produce that output extent");
   s.bias = l.bias;
   s.kind = Step::kDeconv;
-  describe_conv(s, l, in0,
-                math == Math::kStrictFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
-                true);
+  describe_conv(s, l, in0, math, true);
   const bool chosen = (algorithms == Algorithms::kFastest && find_fastest_data(handle, s, math)) ||
                       choose_exact_data(handle, s);
   if (!chosen)
@@ -287,13 +343,13 @@ int plan_deconv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape
 }
 
 // A max / avg pool step (floor-mode output sizes only). Returns its calls per run.
-int plan_pool(Step& s, const Layer& l, const TensorShape& in0) {
+int plan_pool(Step& s, const Layer& l, const TensorShape& in0, Math math) {
   const int rank = l.out.spatial_rank;
   s.kind = Step::kPool;
   if (l.window.dilation != std::array<int, 3>{1, 1, 1})
     throw Unsupported("cuDNN baseline: dilated pooling (" + l.name + ")");
-  s.x = tensor_desc(in0);
-  s.y = tensor_desc(l.out);
+  s.x = tensor_desc(in0, data_type(math));
+  s.y = tensor_desc(l.out, data_type(math));
   BRICKDL_CUDNN_CALL(cudnnCreatePoolingDescriptor(&s.pool));
   const cudnnPoolingMode_t mode = l.op == OpKind::kMaxPool ? CUDNN_POOLING_MAX_DETERMINISTIC
                                   : l.count_include_pad
@@ -330,13 +386,13 @@ void describe_activation(Step& s, const Layer& l) {
 
 // An add or mul (+ activation), relu, leaky relu, sigmoid or clip step. Returns its calls per
 // run.
-int plan_eltwise(Step& s, const Layer& l) {
+int plan_eltwise(Step& s, const Layer& l, Math math) {
   s.kind = Step::kEltwise;
   if (l.op == OpKind::kRelu)
     s.act = Activation::kRelu;
   if (l.op == OpKind::kLeakyRelu)
     s.act = Activation::kLeakyRelu;
-  s.x = tensor_desc(l.out);
+  s.x = tensor_desc(l.out, data_type(math));
   int calls = 0;
   if (l.op == OpKind::kAdd || l.op == OpKind::kMul) {
     BRICKDL_CUDNN_CALL(cudnnCreateOpTensorDescriptor(&s.op));
@@ -380,13 +436,13 @@ void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape&
     choices.push_back(choice_of(s, s.data_algo));
     break;
   case OpKind::kMaxPool:
-  case OpKind::kAvgPool: calls += plan_pool(s, l, in0); break;
+  case OpKind::kAvgPool: calls += plan_pool(s, l, in0, math); break;
   case OpKind::kAdd:
   case OpKind::kMul:
   case OpKind::kRelu:
   case OpKind::kLeakyRelu:
   case OpKind::kSigmoid:
-  case OpKind::kClip: calls += plan_eltwise(s, l); break;
+  case OpKind::kClip: calls += plan_eltwise(s, l, math); break;
   default:
     throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
                       " (" + l.name + ")");
@@ -396,35 +452,107 @@ void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape&
   workspace = std::max(workspace, s.workspace);
 }
 
+// y = leaky_relu(y) in place, for the tensors of `math`.
+void leaky_relu(Math math, void* y, long long n, float slope, cudaStream_t stream) {
+  const int threads = 256;
+  const unsigned grid = grid_for(n, threads);
+  switch (math) {
+  case Math::kBf16:
+    leaky_relu_kernel<<<grid, threads, 0, stream>>>(static_cast<__nv_bfloat16*>(y), n, slope);
+    break;
+  case Math::kFp16:
+    leaky_relu_kernel<<<grid, threads, 0, stream>>>(static_cast<__half*>(y), n, slope);
+    break;
+  default: leaky_relu_kernel<<<grid, threads, 0, stream>>>(static_cast<float*>(y), n, slope);
+  }
+  BRICKDL_CUDA_CALL(cudaGetLastError());
+}
+
+// n fp32 values into the 16-bit tensor of `math` (round to nearest even), or back.
+void narrow(Math math, void* to, const float* from, long long n, cudaStream_t stream) {
+  const int threads = 256;
+  if (math == Math::kBf16)
+    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(static_cast<__nv_bfloat16*>(to),
+                                                                 from, n);
+  else
+    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(static_cast<__half*>(to), from, n);
+  BRICKDL_CUDA_CALL(cudaGetLastError());
+}
+void widen(Math math, float* to, const void* from, long long n, cudaStream_t stream) {
+  const int threads = 256;
+  if (math == Math::kBf16)
+    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(
+        to, static_cast<const __nv_bfloat16*>(from), n);
+  else
+    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(
+        to, static_cast<const __half*>(from), n);
+  BRICKDL_CUDA_CALL(cudaGetLastError());
+}
+
 // The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu with
 // cudnnActivationForward, leaky relu with our kernel.
 void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, const Step& s,
-                      float* y, cudaStream_t stream) {
+                      void* y, Math math, cudaStream_t stream) {
   const float one = 1.f, zero = 0.f;
   const cudnnTensorDescriptor_t out = s.kind == Step::kEltwise ? s.x : s.y;
-  if (s.act == Activation::kRelu) {
+  if (s.act == Activation::kRelu)
     BRICKDL_CUDNN_CALL(cudnnActivationForward(handle, relu, &one, out, y, &zero, out, y));
-  } else if (s.act == Activation::kLeakyRelu) {
-    const int threads = 256;
-    const long long blocks = std::min<long long>((s.out_numel + threads - 1) / threads, 65535);
-    leaky_relu_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(y, s.out_numel,
-                                                                             s.slope);
-    BRICKDL_CUDA_CALL(cudaGetLastError());
-  }
+  else if (s.act == Activation::kLeakyRelu)
+    leaky_relu(math, y, s.out_numel, s.slope, stream);
+}
+
+// Elements of the weight and the bias of conv or conv_transpose layer `l` reading `in0` (0
+// for other ops).
+int64_t weight_numel(const Layer& l, const TensorShape& in0) {
+  if (l.op != OpKind::kConv && l.op != OpKind::kConvTranspose)
+    return 0;
+  int64_t n = in0.c * (l.out_channels / l.groups);
+  for (int k : spatial(l.window.kernel, l.out.spatial_rank))
+    n *= k;
+  return n;
 }
 
 } // namespace
 
 struct CudnnLayerwise::Impl {
   cudnnHandle_t handle = nullptr;
+  Math math = Math::kStrictFp32;
   std::vector<Step> steps;
-  std::vector<float*> intermediate; // per group layer; nullptr for the last
+  std::vector<void*> intermediate; // per group layer; nullptr for the last
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudnnActivationDescriptor_t relu = nullptr;
   int calls = 0;
   std::string description;
   std::vector<CudnnLayerwise::ConvChoice> choices;
+  // Sizes (elements) of what bind() converts under 16-bit math.
+  std::vector<int64_t> input_numel, weight_numel, bias_numel; // per input / group layer
+  int64_t output_numel = 0;
+  // What the runs read and write (bind): the bound fp32 buffers, or the 16-bit copies in
+  // `owned`; `published` is the bound fp32 output.
+  std::vector<const void*> inputs, weights, biases;
+  void* output = nullptr;
+  float* published = nullptr;
+  std::vector<void*> owned;
+
+  void free_owned() {
+    for (void* p : owned)
+      cudaFree(p);
+    owned.clear();
+  }
+  // A 16-bit copy of n fp32 values at `from` (nullptr for none).
+  const void* narrowed(const float* from, int64_t n, cudaStream_t stream) {
+    if (!from || n == 0)
+      return nullptr;
+    void* p = nullptr;
+    BRICKDL_CUDA_CALL(cudaMalloc(&p, static_cast<size_t>(n) * element_bytes(math)));
+    owned.push_back(p);
+    narrow(math, p, from, n, stream);
+    return p;
+  }
+  void run(cudaStream_t stream, bool trial);
+  void run_conv_bias_relu(Step& s, size_t i, const void* x, void* y, cudaStream_t stream,
+                          bool trial);
 
   ~Impl() {
     for (Step& s : steps) {
@@ -444,9 +572,10 @@ struct CudnnLayerwise::Impl {
     }
     if (relu)
       cudnnDestroyActivationDescriptor(relu);
-    for (float* p : intermediate)
+    for (void* p : intermediate)
       if (p)
         cudaFree(p);
+    free_owned();
     if (workspace)
       cudaFree(workspace);
     if (handle)
@@ -464,12 +593,16 @@ std::string CudnnLayerwise::version() {
          std::to_string(v % 100);
 }
 
+// Long on purpose: one pass over the group's layers, each planned as its step.
 CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math,
                                Algorithms algorithms)
     : impl_(std::make_unique<Impl>()) {
-  math_for(graph.dtype()); // refuses 16-bit storage: every tensor here is CUDNN_DATA_FLOAT
   Impl& m = *impl_;
+  m.math = math;
   const std::vector<int> inputs = group_external_inputs(graph, group);
+  for (int id : inputs)
+    m.input_numel.push_back(graph.layer(id).out.numel());
+  m.output_numel = graph.layer(group.last).out.numel();
   auto operand = [&](int id) {
     if (group.contains(id))
       return Operand{false, id - group.first};
@@ -493,14 +626,16 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
     const TensorShape& in0 = graph.layer(l.inputs.at(0)).out;
     if (l.out.spatial_rank != 2 && l.out.spatial_rank != 3)
       throw Unsupported("cuDNN baseline: " + l.name + " is not 2-D/3-D");
+    m.weight_numel.push_back(weight_numel(l, in0));
+    m.bias_numel.push_back(l.bias ? l.out.c : 0);
     // The step joins the list first, so that ~Impl frees its descriptors when planning throws.
     m.steps.push_back(s);
     plan_step(m.handle, m.steps.back(), l, in0, math, algorithms, m.calls, m.workspace_bytes, desc,
               m.choices);
     m.intermediate.push_back(nullptr);
     if (id != group.last)
-      BRICKDL_CUDA_CALL(
-          cudaMalloc(&m.intermediate.back(), static_cast<size_t>(l.out.numel()) * sizeof(float)));
+      BRICKDL_CUDA_CALL(cudaMalloc(&m.intermediate.back(),
+                                   static_cast<size_t>(l.out.numel()) * element_bytes(math)));
   }
   if (m.workspace_bytes > 0)
     BRICKDL_CUDA_CALL(cudaMalloc(&m.workspace, m.workspace_bytes));
@@ -519,62 +654,118 @@ const std::vector<CudnnLayerwise::ConvChoice>& CudnnLayerwise::choices() const {
   return impl_->choices;
 }
 
-void CudnnLayerwise::enqueue(const std::vector<const float*>& inputs,
-                             const std::vector<const float*>& weights,
-                             const std::vector<const float*>& biases, float* output, void* stream) {
+void CudnnLayerwise::bind(const std::vector<const float*>& inputs,
+                          const std::vector<const float*>& weights,
+                          const std::vector<const float*>& biases, float* output, void* stream) {
   Impl& m = *impl_;
-  BRICKDL_CUDNN_CALL(cudnnSetStream(m.handle, static_cast<cudaStream_t>(stream)));
-  const float one = 1.f, zero = 0.f;
-  auto ptr = [&](const Operand& o) -> const float* {
-    return o.external ? inputs.at(static_cast<size_t>(o.index))
-                      : m.intermediate.at(static_cast<size_t>(o.index));
-  };
+  const auto st = static_cast<cudaStream_t>(stream);
+  m.published = output;
+  m.inputs.assign(inputs.begin(), inputs.end());
+  m.weights.assign(weights.begin(), weights.end());
+  m.biases.assign(biases.begin(), biases.end());
+  m.output = output;
+  if (!sixteen_bit(m.math))
+    return;
+  m.free_owned();
+  for (size_t k = 0; k < m.inputs.size(); ++k)
+    m.inputs[k] = m.narrowed(inputs[k], m.input_numel.at(k), st);
   for (size_t i = 0; i < m.steps.size(); ++i) {
-    const Step& s = m.steps[i];
-    float* y = i + 1 == m.steps.size() ? output : m.intermediate[i];
-    const float* x = ptr(s.src[0]);
+    m.weights[i] = m.narrowed(weights.at(i), m.weight_numel[i], st);
+    m.biases[i] = m.narrowed(biases.at(i), m.bias_numel[i], st);
+  }
+  const size_t out_bytes = static_cast<size_t>(m.output_numel) * element_bytes(m.math);
+  BRICKDL_CUDA_CALL(cudaMalloc(&m.output, out_bytes));
+  m.owned.push_back(m.output);
+  try {
+    m.run(st, true);
+    BRICKDL_CUDA_CALL(cudaStreamSynchronize(st));
+  } catch (const CudaError& e) {
+    throw Unsupported(std::string("cuDNN baseline in 16 bits: ") + e.what());
+  }
+  BRICKDL_CUDA_CALL(cudaMemsetAsync(m.output, 0xFF, out_bytes, st)); // NaN until a run writes
+}
+
+void CudnnLayerwise::enqueue(void* stream) {
+  impl_->run(static_cast<cudaStream_t>(stream), false);
+}
+
+void CudnnLayerwise::publish(void* stream) {
+  const Impl& m = *impl_;
+  if (sixteen_bit(m.math))
+    widen(m.math, m.published, m.output, m.output_numel, static_cast<cudaStream_t>(stream));
+}
+
+// A conv + bias + relu step as one cudnnConvolutionBiasActivationForward call. In a trial run
+// (bind, 16-bit math) a refusal of that call (not supported, bad parameter) splits the step
+// into conv, bias add and relu for good; any other failure throws.
+void CudnnLayerwise::Impl::run_conv_bias_relu(Step& s, size_t i, const void* x, void* y,
+                                              cudaStream_t stream, bool trial) {
+  const float one = 1.f, zero = 0.f;
+  const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+      handle, &one, s.x, x, s.w, weights[i], s.conv, s.algo, workspace, workspace_bytes, &zero, s.y,
+      y, s.b, biases[i], relu, s.y, y);
+  if (st == CUDNN_STATUS_SUCCESS)
+    return;
+  if (!trial || (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM))
+    BRICKDL_CUDNN_CALL(st);
+  s.kind = Step::kConv;
+  calls += 2; // conv, add, relu instead of one call
+  description += "(layer " + std::to_string(s.layer) + ": conv, bias and relu unfused) ";
+  BRICKDL_CUDNN_CALL(cudnnConvolutionForward(handle, &one, s.x, x, s.w, weights[i], s.conv, s.algo,
+                                             workspace, workspace_bytes, &zero, s.y, y));
+  BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
+  unfused_epilogue(handle, relu, s, y, math, stream);
+}
+
+// Long on purpose: one switch over the step kinds, each a cuDNN call or two.
+void CudnnLayerwise::Impl::run(cudaStream_t stream, bool trial) {
+  BRICKDL_CUDNN_CALL(cudnnSetStream(handle, stream));
+  const float one = 1.f, zero = 0.f;
+  auto ptr = [&](const Operand& o) -> const void* {
+    return o.external ? inputs.at(static_cast<size_t>(o.index))
+                      : intermediate.at(static_cast<size_t>(o.index));
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step& s = steps[i];
+    void* y = i + 1 == steps.size() ? output : intermediate[i];
+    const void* x = ptr(s.src[0]);
     switch (s.kind) {
-    case Step::kConvBiasRelu:
-      BRICKDL_CUDNN_CALL(cudnnConvolutionBiasActivationForward(
-          m.handle, &one, s.x, x, s.w, weights[i], s.conv, s.algo, m.workspace, m.workspace_bytes,
-          &zero, s.y, y, s.b, biases[i], m.relu, s.y, y));
-      break;
+    case Step::kConvBiasRelu: run_conv_bias_relu(s, i, x, y, stream, trial); continue;
     case Step::kConv:
-      BRICKDL_CUDNN_CALL(cudnnConvolutionForward(m.handle, &one, s.x, x, s.w, weights[i], s.conv,
-                                                 s.algo, m.workspace, m.workspace_bytes, &zero, s.y,
+      BRICKDL_CUDNN_CALL(cudnnConvolutionForward(handle, &one, s.x, x, s.w, weights[i], s.conv,
+                                                 s.algo, workspace, workspace_bytes, &zero, s.y,
                                                  y));
       if (s.bias)
-        BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
+        BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
       break;
     case Step::kDeconv:
-      BRICKDL_CUDNN_CALL(cudnnConvolutionBackwardData(m.handle, &one, s.w, weights[i], s.x, x,
-                                                      s.conv, s.data_algo, m.workspace,
-                                                      m.workspace_bytes, &zero, s.y, y));
+      BRICKDL_CUDNN_CALL(cudnnConvolutionBackwardData(handle, &one, s.w, weights[i], s.x, x, s.conv,
+                                                      s.data_algo, workspace, workspace_bytes,
+                                                      &zero, s.y, y));
       if (s.bias)
-        BRICKDL_CUDNN_CALL(cudnnAddTensor(m.handle, &one, s.b, biases[i], &one, s.y, y));
+        BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
       break;
     case Step::kPool:
-      BRICKDL_CUDNN_CALL(cudnnPoolingForward(m.handle, s.pool, &one, s.x, x, &zero, s.y, y));
-      break;
+      BRICKDL_CUDNN_CALL(cudnnPoolingForward(handle, s.pool, &one, s.x, x, &zero, s.y, y));
+      continue;
     case Step::kEltwise:
       if (s.op) {
         BRICKDL_CUDNN_CALL(
-            cudnnOpTensor(m.handle, s.op, &one, s.x, x, &one, s.x, ptr(s.src[1]), &zero, s.x, y));
+            cudnnOpTensor(handle, s.op, &one, s.x, x, &one, s.x, ptr(s.src[1]), &zero, s.x, y));
       } else if (s.act == Activation::kRelu) {
-        BRICKDL_CUDNN_CALL(cudnnActivationForward(m.handle, m.relu, &one, s.x, x, &zero, s.x, y));
+        BRICKDL_CUDNN_CALL(cudnnActivationForward(handle, relu, &one, s.x, x, &zero, s.x, y));
         continue;
       } else if (s.activation) {
         BRICKDL_CUDNN_CALL(
-            cudnnActivationForward(m.handle, s.activation, &one, s.x, x, &zero, s.x, y));
+            cudnnActivationForward(handle, s.activation, &one, s.x, x, &zero, s.x, y));
       } else if (x != y) {
-        BRICKDL_CUDA_CALL(cudaMemcpyAsync(y, x, static_cast<size_t>(s.out_numel) * sizeof(float),
-                                          cudaMemcpyDeviceToDevice,
-                                          static_cast<cudaStream_t>(stream)));
+        BRICKDL_CUDA_CALL(cudaMemcpyAsync(y, x,
+                                          static_cast<size_t>(s.out_numel) * element_bytes(math),
+                                          cudaMemcpyDeviceToDevice, stream));
       }
       break;
     }
-    if (s.kind != Step::kConvBiasRelu && s.kind != Step::kPool)
-      unfused_epilogue(m.handle, m.relu, s, y, static_cast<cudaStream_t>(stream));
+    unfused_epilogue(handle, relu, s, y, math, stream);
   }
 }
 

@@ -19,13 +19,21 @@
 // CUDNN_DEFAULT_MATH, which permits TF32 on Ampere and later, runs under FMA math or not at
 // all). kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, then
 // the math of the entry cudnnFind reports fastest), what frameworks run by default on Ampere
-// and later. The baseline of a graph runs the math of its
-// precision (math_for): fp32 strict FP32, tf32 TF32. Its tensors are fp32 (CUDNN_DATA_FLOAT),
-// so bf16 / fp16 graphs are refused rather than silently run in fp32. Algorithms: kFastest asks
-// cudnnFind (it runs the candidates once) under that math mode; kExact takes implicit GEMM (no
-// Winograd / FFT rounding; for conv_transpose the GEMM-form backward-data algorithms 1, then 0),
-// used as the validation reference. Ops or attributes cuDNN lacks
-// (ceil-mode or dilated pools, ...) make the constructor throw Unsupported.
+// and later. Both keep fp32 tensors (CUDNN_DATA_FLOAT). kBf16 / kFp16 run on 16-bit tensors
+// (CUDNN_DATA_BFLOAT16 / CUDNN_DATA_HALF: inputs, weights, biases, intermediates, output) with
+// FP32 accumulation (the convolution's compute type CUDNN_DATA_FLOAT) under
+// CUDNN_TENSOR_OP_MATH, as a framework runs a bf16 / fp16 model. The baseline of a graph runs
+// the math of its precision (math_for). Algorithms: kFastest asks cudnnFind (it runs the
+// candidates once) under that math mode; kExact takes implicit GEMM with FMA math (no
+// Winograd / FFT rounding; for conv_transpose the GEMM-form backward-data algorithms 1, then
+// 0), used as the validation reference. Ops or attributes cuDNN lacks (ceil-mode or dilated
+// pools, ...) make the constructor throw Unsupported.
+//
+// Buffers: bind() takes the fp32 device tensors of a group (kernels/cuda/detail/
+// device_buffers.cuh). 16-bit math converts them there, once and untimed, into 16-bit copies
+// of its own (round to nearest even, as the generated kernels' storage) and writes a 16-bit
+// output of its own, which publish() converts into the bound fp32 output; fp32 math reads and
+// writes the bound buffers themselves.
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,42 +46,49 @@ namespace brickdl::cuda {
 
 class CudnnLayerwise {
 public:
-  enum class Math { kStrictFp32, kTf32 };
+  enum class Math { kStrictFp32, kTf32, kBf16, kFp16 };
   enum class Algorithms { kFastest, kExact };
 
   static bool is_supported();   // false when built without cuDNN
   static std::string version(); // "9.19.0", or "none"
 
-  // The math mode of `precision`: fp32 → kStrictFp32, tf32 → kTf32. Throws UserError for
-  // bf16 / fp16 (the baseline's tensors and buffers are fp32).
+  // The math mode of `precision`: fp32 → kStrictFp32, tf32 → kTf32, bf16 → kBf16,
+  // fp16 → kFp16.
   static Math math_for(DType precision) {
     switch (precision) {
     case DType::kF32: return Math::kStrictFp32;
     case DType::kTF32: return Math::kTf32;
-    case DType::kBF16:
-    case DType::kF16: break;
+    case DType::kBF16: return Math::kBf16;
+    case DType::kF16: return Math::kFp16;
     }
-    throw UserError(std::string("the cuDNN baseline runs fp32 and tf32; precision '") +
-                    dtype_name(precision) +
-                    "' needs a baseline with 16-bit tensors (CUDNN_DATA_HALF / "
-                    "CUDNN_DATA_BFLOAT16), which brickdl does not have yet");
+    return Math::kStrictFp32;
   }
+  static bool sixteen_bit(Math m) { return m == Math::kBf16 || m == Math::kFp16; }
 
   // Plans `group` of the fused `graph` on the current device, in `math` (which may differ from
-  // math_for(graph.dtype()): the reference and the variants choose theirs). Throws UserError
-  // when the graph's precision is bf16 / fp16 (math_for), Unsupported or CudaError.
+  // math_for(graph.dtype()): the reference and the variants choose theirs). Throws
+  // Unsupported or CudaError.
   CudnnLayerwise(const Graph& graph, const Group& group, Math math,
                  Algorithms algorithms = Algorithms::kFastest);
   ~CudnnLayerwise();
   CudnnLayerwise(const CudnnLayerwise&) = delete;
   CudnnLayerwise& operator=(const CudnnLayerwise&) = delete;
 
-  // Enqueues the group on `stream` (a cudaStream_t; nullptr = the default stream). Device
-  // pointers: inputs[k] is the NCDHW tensor of the group's k-th external input (order of first
-  // read, as KernelPlan::input_ids); weights / biases per group layer (nullptr when none);
-  // output: the last layer's NCDHW output.
-  void enqueue(const std::vector<const float*>& inputs, const std::vector<const float*>& weights,
-               const std::vector<const float*>& biases, float* output, void* stream);
+  // The device buffers the runs use, fp32 NCDHW: inputs[k] the tensor of the group's k-th
+  // external input (order of first read, as KernelPlan::input_ids); weights / biases per group
+  // layer (nullptr when none); output the last layer's output. 16-bit math converts the inputs
+  // and parameters into its own buffers here (on `stream`, a cudaStream_t; nullptr = the
+  // default stream) and makes one trial run: a fused conv + bias + relu that cuDNN refuses in
+  // 16 bits runs unfused from then on (conv, add, relu), any other refusal throws Unsupported;
+  // its own output is poisoned again afterwards (all-ones: NaN). Call again when the buffers
+  // or their contents change.
+  void bind(const std::vector<const float*>& inputs, const std::vector<const float*>& weights,
+            const std::vector<const float*>& biases, float* output, void* stream);
+  // Enqueues one run of the group on `stream` (after bind): what is timed.
+  void enqueue(void* stream);
+  // 16-bit math: converts its output into the bound fp32 output (after a run, never inside a
+  // timed one); fp32 math: nothing to do.
+  void publish(void* stream);
 
   // The algorithm and math mode chosen for one convolution (forward or backward data).
   struct ConvChoice {

@@ -14,13 +14,14 @@ bool CudnnLayerwise::is_supported() {
 std::string CudnnLayerwise::version() {
   return "none";
 }
-CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group&, Math, Algorithms) {
-  math_for(graph.dtype()); // the same refusal of bf16 / fp16 as with cuDNN
+CudnnLayerwise::CudnnLayerwise(const Graph&, const Group&, Math, Algorithms) {
   throw Unsupported("brickdl was built without cuDNN (BRICKDL_ENABLE_CUDNN)");
 }
 CudnnLayerwise::~CudnnLayerwise() = default;
-void CudnnLayerwise::enqueue(const std::vector<const float*>&, const std::vector<const float*>&,
-                             const std::vector<const float*>&, float*, void*) {}
+void CudnnLayerwise::bind(const std::vector<const float*>&, const std::vector<const float*>&,
+                          const std::vector<const float*>&, float*, void*) {}
+void CudnnLayerwise::enqueue(void*) {}
+void CudnnLayerwise::publish(void*) {}
 int CudnnLayerwise::calls_per_run() const {
   return 0;
 }

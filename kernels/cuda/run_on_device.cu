@@ -32,10 +32,15 @@ void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
 
 void run_cudnn(const Graph& g, const Candidate& c, DeviceRunner runner,
                const detail::GroupBuffers& buf) {
-  CudnnLayerwise cudnn(g, c.group,
-                       runner == DeviceRunner::kCudnnTf32 ? CudnnLayerwise::Math::kTf32
-                                                          : CudnnLayerwise::Math::kStrictFp32);
-  cudnn.enqueue(buf.input_ptrs, buf.weight_ptrs, buf.bias_ptrs, buf.output.as<float>(), nullptr);
+  using Math = CudnnLayerwise::Math;
+  const Math math = runner == DeviceRunner::kCudnnTf32 ? Math::kTf32
+                    : runner == DeviceRunner::kCudnnStrictFp32
+                        ? Math::kStrictFp32
+                        : CudnnLayerwise::math_for(g.dtype());
+  CudnnLayerwise cudnn(g, c.group, math);
+  cudnn.bind(buf.input_ptrs, buf.weight_ptrs, buf.bias_ptrs, buf.output.as<float>(), nullptr);
+  cudnn.enqueue(nullptr);
+  cudnn.publish(nullptr);
   BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/cuda/cupti_profiler.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
+#include "kernels/validation.h"
 #include "kernels/weights.h"
 #include "tests/device/test_graphs.h"
 
@@ -258,6 +259,56 @@ TEST(Device, CudnnBaselineMatchesTheCpuReference) {
   }
 }
 
+// The layerwise baseline of a bottleneck's four layers (group 1-4), measured by the tuner's
+// CUDA measurer: 5 cold repetitions, no counters.
+MeasureResult measure_layerwise(const Graph& g) {
+  MeasureOptions o;
+  o.repetitions = 5;
+  o.collect_counters = false;
+  return make_cuda_measurer()->measure(g, make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0}), o);
+}
+
+// bf16 / fp16 cuDNN (16-bit tensors, FP32 accumulation) against the strict-FP32 CPU reference
+// with the precision's tolerance; its output is widened from 16 bits, so every value is one of
+// the format (a baseline that ran in fp32 would not be).
+TEST(Device, SixteenBitCudnnBaselineMatchesTheCpuReference) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    const Graph g = test_support::bottleneck_block(TensorShape{2, 64, 1, 14, 14, 2}, 32, t);
+    SCOPED_TRACE(dtype_name(t));
+    const Group grp{1, g.size() - 1};
+    const Data d = make_data(g, grp);
+    const auto ref = cpu_reference(g, grp, d);
+    const Candidate c = make(grp, Strategy::kLayerwise, {1, 8, 8, 0});
+    const auto out = run_on_device(g, c, DeviceRunner::kCudnnOfPrecision, d.ptrs, d.weights);
+    const kernels::Tolerance tol = kernels::group_tolerance(g, grp, 1e-5, 1e-4);
+    const kernels::Comparison cmp = kernels::compare(out, ref, tol);
+    EXPECT_TRUE(cmp.ok()) << cmp.message;
+    const int storage = storage_of(t);
+    EXPECT_EQ(from_storage(to_storage(out.data(), out.size(), storage), storage), out);
+    const CudnnLayerwise cudnn(g, grp, CudnnLayerwise::math_for(t));
+    for (const auto& choice : cudnn.choices())
+      EXPECT_NE(choice.math, "fma") << cudnn.describe();
+  }
+}
+
+// The tuner's layerwise baseline of a bf16 group: cuDNN in bf16, validated and timed, with
+// tf32 cuDNN as its variant.
+TEST(Device, LayerwiseBaselineRunsSixteenBitCudnn) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
+  const MeasureResult r = measure_layerwise(
+      test_support::bottleneck_block(TensorShape{2, 64, 1, 28, 28, 2}, 32, DType::kBF16));
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_GT(r.counters.at("variant.cudnn_bf16_ms"), 0);
+  EXPECT_GT(r.counters.at("variant.cudnn_tf32_ms"), 0);
+  EXPECT_GT(r.counters.at("cudnn_bf16.tensor_op_convs"), 0);
+  EXPECT_NEAR(r.median_ms, r.counters.at("variant.cudnn_bf16_ms"), 1e-9);
+}
+
 // Strict FP32 never runs on tensor cores: every conv (forward and backward data, found
 // fastest or exact) is on CUDNN_FMA_MATH, whatever math cudnnFind reported its entry under.
 TEST(Device, StrictFp32CudnnRunsFmaMathOnly) {
@@ -285,12 +336,7 @@ TEST(Device, StrictFp32CudnnRunsFmaMathOnly) {
 // ones, and what each cuDNN conv ran; its samples stay the cold baseline.
 TEST(Device, LayerwiseBaselineReportsWarmTimesAndCudnnChoices) {
   BRICKDL_REQUIRE_GPU();
-  const Graph g = bottleneck(2, 28);
-  MeasureOptions o;
-  o.repetitions = 5;
-  o.collect_counters = false;
-  const MeasureResult r =
-      make_cuda_measurer()->measure(g, make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0}), o);
+  const MeasureResult r = measure_layerwise(bottleneck(2, 28));
   ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
   EXPECT_GT(r.counters.at("variant.own_layerwise_warm_ms"), 0);
   if (!CudnnLayerwise::is_supported())
