@@ -128,13 +128,17 @@ int cluster_stream_slice(int cluster) {
 }
 
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
-                          int64_t acc_elements) {
+                          int64_t acc_elements, int64_t budget_elements) {
   const int64_t whole = staged_channels * staged_points;
   const int64_t chunks = kStreamBuffers * kStreamChunkChannels;
-  return layer.op == OpKind::kConv && layer.groups == 1 && staged_channels > chunks &&
-                 whole > kStageWholeElements && chunks * staged_points + acc_elements < whole
-             ? kStreamChunkChannels
-             : 0;
+  if (layer.op != OpKind::kConv || layer.groups != 1 || staged_channels <= chunks ||
+      whole <= kStageWholeElements || chunks * staged_points + acc_elements >= whole)
+    return 0;
+  int chunk = kStreamChunkChannels;
+  while (chunk > kMinStreamChunkChannels &&
+         kStreamBuffers * chunk * staged_points + acc_elements > budget_elements)
+    chunk /= 2;
+  return chunk;
 }
 
 bool has_tensor_math(DType precision) {

@@ -58,10 +58,15 @@ int stream_chunk_channels(const Graph& graph, const Group& group, int input_id);
 // kStageWholeElements and spans more than the kStreamBuffers chunks in flight streams it in
 // chunks instead, with its partial sums in an accumulator of `acc_elements` (cb x brick), when
 // those chunks plus the accumulator are smaller than the whole input (smaller inputs stay
-// whole: the streamed passes cost registers). Returns the channels per chunk, or 0.
+// whole: the streamed passes cost registers). Returns the channels per chunk, or 0: normally
+// kStreamChunkChannels; when its chunks plus the accumulator exceed `budget_elements` (the
+// target's shared memory per block, in 4-byte elements), the chunk halves until they fit or it
+// reaches kMinStreamChunkChannels (one tensor-core k-step), trading more passes over the
+// accumulator for the space. The model and the code generator pass the same budget.
 constexpr int64_t kStageWholeElements = 12288; // 48 KiB of fp32
+constexpr int kMinStreamChunkChannels = 8;
 int memoized_stream_chunk(const Layer& layer, int64_t staged_channels, int64_t staged_points,
-                          int64_t acc_elements);
+                          int64_t acc_elements, int64_t budget_elements);
 
 // Generated kernels multiply a conv on tensor cores (mma.sync: kernels/cuda/templates/
 // conv_mma.cuh) when the precision has tensor-core math (tf32, bf16, fp16: has_tensor_math)

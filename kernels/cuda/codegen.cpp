@@ -521,7 +521,8 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
     if (d.op != dev::kOpEltwise) {
       // As the model decides it: for the unit's images together (core/group.h).
       d.stream_c = memoized_stream_chunk(g.layer(ids[static_cast<size_t>(l)]), staged_channels(d),
-                                         staged_points(d) * gd.nb, brick_floats(d) * gd.nb);
+                                         staged_points(d) * gd.nb, brick_floats(d) * gd.nb,
+                                         o.max_smem_bytes / 4);
       stage = std::max(stage, staging_floats(d));
     }
     for (int s = 0; s < d.num_src; ++s)

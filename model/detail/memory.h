@@ -81,8 +81,11 @@
 //   brick second half of the time (the first one claims it): the lookup conflicts with
 //   probability 0.5 · units / bricks_total. Each conflict costs conflict_ns (re-polls of the
 //   flag; the SM's other resident blocks keep it busy meanwhile). Barriers: one per layer per
-//   unit (padded) or two per brick (memoized), barrier_ns each, overlapped across the
-//   concurrent blocks. Launches: one per kernel, launch_us each.
+//   unit (padded) or two per brick (memoized; a streamed conv one more per
+//   chunk pass beyond the first: core/group.h memoized_stream_chunk), barrier_ns each,
+//   overlapped across the concurrent blocks. The streamed passes' reloads of the accumulator
+//   from shared memory (more of them when the chunk halves to fit) are not charged: the model
+//   has no shared-memory bandwidth term yet. Launches: one per kernel, launch_us each.
 #include <array>
 #include <string>
 

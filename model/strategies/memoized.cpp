@@ -181,6 +181,8 @@ struct Walk {
   BoxOps ops;
   std::array<int, kAxes> alias; // spatial axes equal to an earlier one may reuse its sums
   double smem_bytes = 0;        // the most one brick of some layer stages
+  double smem_budget = 0;       // the target's shared memory per block, in 4-byte elements
+  double pass_barriers = 0;     // barriers of streamed passes beyond a brick's own two
   double weights_unique = 0;    // bytes of the weights the computed bricks use
   double claims = 0;            // intermediate bricks computed
   double bricks_total = 0;      // bricks computed
@@ -592,18 +594,21 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
 
 // What a window layer's brick holds in shared memory for the unit's batch block of images:
 // its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
-// memoized_stream_chunk), the kStreamBuffers chunk buffers plus the layer's cb x brick
-// accumulator.
-double staged_streamed(const GroupGeometry& g, int i, double staged, double channels) {
+// memoized_stream_chunk, within `budget` elements), the kStreamBuffers chunk buffers plus the
+// layer's cb x brick accumulator; `passes`: the streamed passes over the accumulator (ceil of
+// channels / chunk), 1 when staged whole.
+double staged_streamed(const GroupGeometry& g, int i, double staged, double channels, double budget,
+                       double& passes) {
   const size_t is = static_cast<size_t>(i);
   const TensorGrid& tg = g.tensors[is];
   staged *= static_cast<double>(g.batch_block);
   double acc = static_cast<double>(tg.brick[0] * g.batch_block);
   for (size_t a = 1; a < static_cast<size_t>(kAxes); ++a)
     acc *= static_cast<double>(std::min(tg.brick[a], tg.extent[a]));
-  const int chunk =
-      memoized_stream_chunk(*g.layers[is], static_cast<int64_t>(channels),
-                            static_cast<int64_t>(staged / channels), static_cast<int64_t>(acc));
+  const int chunk = memoized_stream_chunk(*g.layers[is], static_cast<int64_t>(channels),
+                                          static_cast<int64_t>(staged / channels),
+                                          static_cast<int64_t>(acc), static_cast<int64_t>(budget));
+  passes = chunk == 0 ? 1.0 : std::ceil(channels / chunk);
   if (chunk == 0)
     return staged;
   return staged / channels * chunk * kStreamBuffers + acc;
@@ -627,9 +632,13 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
     const size_t ks = static_cast<size_t>(k);
     w.s.streams.push_back(
         edge_stream(w, edge, x, w.s.loads[ks], w.s.touches[ks], distance, one_box, p));
-    if (window)
+    if (window) {
+      double passes = 1;
       stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
-                               static_cast<double>(x[0].need_max));
+                               static_cast<double>(x[0].need_max), w.smem_budget, passes);
+      // A streamed brick meets one barrier per pass (conv_mma.cuh streamed_conv_passes).
+      w.pass_barriers += (passes - 1) * static_cast<double>(p.bricks_per_layer[is]);
+    }
   }
   w.smem_bytes = std::max(w.smem_bytes, stage * kSharedElementBytes);
 }
@@ -724,6 +733,7 @@ void check_live_memo(const GroupGeometry& g, const StrategyContext& ctx, const O
 void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Prediction& p) {
   Scratch& s = scratch();
   Walk w{g, s, BoxOps(g, s), axis_aliases(g)};
+  w.smem_budget = ctx.gpu.smem_per_block_bytes / kSharedElementBytes;
   start_walk(w);
   for (int i = g.layer_count - 1; i >= 0; --i)
     count_layer(w, i, p);
@@ -734,8 +744,8 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   check_live_memo(g, ctx, occ, units, p);
   const L2Window win = set_dram_bytes(ctx, w, occ, units, p);
 
-  // Time: two barriers per brick, claims and conflicting lookups.
-  p.barriers = 2 * w.bricks_total;
+  // Time: two barriers per brick and one per extra streamed pass, claims, conflicting lookups.
+  p.barriers = 2 * w.bricks_total + w.pass_barriers;
   add_merged_kernel_time(g, ctx, occ, win, units, p);
   p.t_atomic_compulsory_ms = w.claims * ctx.coef.atomic_ns * 1e-6;
   p.t_atomic_conflict_ms = p.atomics_conflict * ctx.coef.conflict_ns * 1e-6;

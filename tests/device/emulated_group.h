@@ -27,9 +27,9 @@ struct EmulatedGroup {
 };
 
 inline EmulatedGroup emulate_group(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
-                                   uint64_t seed) {
+                                   uint64_t seed, const CodegenOptions& co = {}) {
   EmulatedGroup r;
-  r.plan = plan_kernels(g, c);
+  r.plan = plan_kernels(g, c, co);
   std::vector<const float*> raw;
   for (int id : r.plan.input_ids)
     r.inputs.push_back(kernels::random_tensor(g.layer(id).out, seed, static_cast<uint64_t>(id)));

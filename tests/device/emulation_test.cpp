@@ -46,8 +46,9 @@ struct Outcome {
   double worst = 0;               // max |emu - ref| / (atol + rtol·|ref|)
 };
 
-Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {}) {
-  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
+Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {},
+            const CodegenOptions& co = {}) {
+  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed, co);
   Outcome o;
   o.emu = r.emu;
   o.reference = r.reference;
@@ -282,9 +283,11 @@ TEST(Emulation, BatchBlocks) {
 TEST(Codegen, SharedMemoryMatchesTheModel) {
   std::mt19937 rng(77);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const model::CostModel m(*find_gpu_spec("H200"));
+  GpuSpec big = *find_gpu_spec("H200");
+  big.smem_per_block_bytes = 1 << 30; // compare sizes, not feasibility: the same budget on
+  const model::CostModel m(big);      // both sides (core/group.h memoized_stream_chunk)
   CodegenOptions o;
-  o.max_smem_bytes = 1 << 30; // compare sizes, not feasibility
+  o.max_smem_bytes = 1 << 30;
   int compared = 0, streamed = 0;
   // Channels: narrow, or wider than the two chunk buffers, so that inputs stream.
   auto channels = [&] { return pick(0, 2) == 0 ? pick(65, 160) : pick(1, 40); };
@@ -535,6 +538,38 @@ TEST(Emulation, MemoizedStreamsWideStaging) {
   EXPECT_EQ(two.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
   EXPECT_EQ(two.launches[0].desc.smem_floats, 2 * plan.launches[0].desc.smem_floats);
   check_all(g, grp, {1, 8, 8, 0, 2});
+}
+
+// Memoized: when two 32-channel chunk buffers and the accumulator exceed the target's shared
+// memory, the chunk halves (16, then 8) until they fit (core/group.h memoized_stream_chunk):
+// more passes over the accumulator, the same outputs. 128 channels over a 10 x 10 region
+// (8x8 brick, 3x3 conv) and a 16 x 64 accumulator, batch block 2: chunks of 32 take
+// 2 · 2 · 32 · 100 + 2 · 1024 = 14,848 floats (58 KiB), of 16 6,400 + 2,048 = 8,448
+// (33 KiB), of 8 5,248 (20.5 KiB). The model, given the same budget, sizes the same staging.
+TEST(Emulation, MemoizedChunkHalvesToFitTheTarget) {
+  GraphBuilder b("wide_memo", TensorShape{3, 128, 1, 12, 11, 2});
+  int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
+  b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp = named_group(g, "wide", "next");
+  const Candidate c = candidate(grp, Strategy::kMemoized, {1, 8, 8, 0, 2});
+  for (const auto& [kib, chunk] : std::vector<std::pair<int, int>>{{64, 32}, {40, 16}, {24, 8}}) {
+    SCOPED_TRACE(std::to_string(kib) + " KiB");
+    CodegenOptions co;
+    co.max_smem_bytes = kib * 1024;
+    const KernelPlan plan = plan_kernels(g, c, co);
+    EXPECT_EQ(plan.launches[0].desc.layers[0].stream_c, chunk);
+    GpuSpec spec = *find_gpu_spec("A100-40GB");
+    spec.smem_per_block_bytes = co.max_smem_bytes;
+    const model::Prediction p = model::CostModel(spec).predict(g, c);
+    EXPECT_TRUE(p.feasible) << p.reason;
+    EXPECT_GE(plan.launches[0].smem_bytes, p.smem_bytes_per_block);
+    EXPECT_LT(plan.launches[0].smem_bytes, p.smem_bytes_per_block + 48.0 * 2);
+    EXPECT_LE(run(g, c, {}, co).worst, 1.0);
+    EmulatorOptions four;
+    four.workers = 4;
+    EXPECT_LE(run(g, c, four, co).worst, 1.0);
+  }
 }
 
 TEST(Emulation, MemoizedCountsMatchTheory) {
