@@ -520,14 +520,19 @@ TEST(Emulation, BatchBlocksWithStreamedInputs) {
   }
 }
 
+// 128 channels, 12 x 11: "wide" (3x3 conv to 16 channels, relu), then "next" (3x3 to 8).
+Graph wide_memo(int batch) {
+  GraphBuilder b("wide_memo", TensorShape{batch, 128, 1, 12, 11, 2});
+  const int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
+  b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
+  return fuse_for_inference(b.build());
+}
+
 // Memoized: a conv whose brick stages more than core/group.h kStageWholeElements (here 128
 // channels x 10 x 10) streams its input in chunks into a cb x brick accumulator; with a batch
 // block of 2, each image streams through its own chunk buffer and accumulator.
 TEST(Emulation, MemoizedStreamsWideStaging) {
-  GraphBuilder b("wide_memo", TensorShape{2, 128, 1, 12, 11, 2});
-  int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
-  b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
-  const Graph g = fuse_for_inference(b.build());
+  const Graph g = wide_memo(2);
   const Group grp = named_group(g, "wide", "next");
   const KernelPlan plan = plan_kernels(g, candidate(grp, Strategy::kMemoized, {1, 8, 8, 0}));
   EXPECT_EQ(plan.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
@@ -547,10 +552,7 @@ TEST(Emulation, MemoizedStreamsWideStaging) {
 // 2 · 2 · 32 · 100 + 2 · 1024 = 14,848 floats (58 KiB), of 16 6,400 + 2,048 = 8,448
 // (33 KiB), of 8 5,248 (20.5 KiB). The model, given the same budget, sizes the same staging.
 TEST(Emulation, MemoizedChunkHalvesToFitTheTarget) {
-  GraphBuilder b("wide_memo", TensorShape{3, 128, 1, 12, 11, 2});
-  int y = b.relu(b.conv2d(b.input(), 16, 3, 1, 1, 1, 1, true, "wide"));
-  b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "next");
-  const Graph g = fuse_for_inference(b.build());
+  const Graph g = wide_memo(3);
   const Group grp = named_group(g, "wide", "next");
   const Candidate c = candidate(grp, Strategy::kMemoized, {1, 8, 8, 0, 2});
   for (const auto& [kib, chunk] : std::vector<std::pair<int, int>>{{64, 32}, {40, 16}, {24, 8}}) {
