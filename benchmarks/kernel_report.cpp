@@ -10,7 +10,8 @@
 // disassembler.
 //
 // Defaults: ResNet-50, batch 8, subgraph 1 of the paper's Fig 8 (layer1.0.conv1 ..
-// layer1.0.conv3), 8x8 bricks, 256 threads, sm_80 and sm_90, fp32 / tf32 / bf16.
+// layer1.0.conv3), 8x8 bricks, 256 threads, sm_80 and sm_90, fp32 / tf32 / bf16. Shared memory
+// per block is the A100's for sm_80 and the H200's for sm_90.
 // Compile times depend on the machine's load: run it alone.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <regex>
 
+#include "core/gpu_spec.h"
 #include "core/zoo.h"
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/nvrtc_compiler.h"
@@ -80,7 +82,12 @@ void report_one(const Graph& g, const Candidate& c, int arch, const std::string&
   const std::string what =
       fmt::format("{:<5} {:<26} sm_{}", dtype_name(g.dtype()), c.config_str(), arch);
   try {
+    // The shared memory of the arch's GPU: what sizes memoized chunks (core/group.h
+    // memoized_stream_chunk) and decides what fits, as when tuning for it.
+    const GpuSpec& gpu = *find_gpu_spec(arch >= 90 ? "H200" : "A100-40GB");
     cuda::CodegenOptions co;
+    co.max_smem_bytes =
+        static_cast<int>(std::min<double>(co.max_smem_bytes, gpu.smem_per_block_bytes));
     co.max_cluster = cuda::max_cluster_for(arch);
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c, co);
     if (!source_dir.empty())
