@@ -1,11 +1,13 @@
 // Golden output of the graph report, and the experiment header.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <sstream>
 #include <string>
 
 #include "core/describe.h"
 #include "core/experiment.h"
+#include "core/git_revision.h"
 #include "core/graph_builder.h"
 #include "core/yaml_graph.h"
 
@@ -132,6 +134,13 @@ model:
             std::string::npos)
       << out;
   EXPECT_NE(out.find("weights 0.000 MB (fp16)"), std::string::npos) << out; // 436 B
+}
+
+// The revision a tuning run records: a short hash, marked when the build held uncommitted
+// changes, or "unknown" outside a checkout (core/git_revision.h).
+TEST(GitRevision, IsAShortHashOrUnknown) {
+  const std::string r = git_revision();
+  EXPECT_TRUE(r == "unknown" || std::regex_match(r, std::regex("[0-9a-f]{12}(\\+dirty)?"))) << r;
 }
 
 } // namespace
