@@ -107,6 +107,7 @@ const std::vector<GpuField>& gpu_fields() {
       {"l2_bandwidth_gbs", &GpuSpec::l2_bandwidth_gbs},
       {"smem_per_sm_bytes", &GpuSpec::smem_per_sm_bytes},
       {"smem_per_block_bytes", &GpuSpec::smem_per_block_bytes},
+      {"smem_bandwidth_gbs", &GpuSpec::smem_bandwidth_gbs, nullptr, false, true},
       {"registers_per_sm", nullptr, &GpuSpec::registers_per_sm},
       {"registers_per_thread_max", nullptr, &GpuSpec::registers_per_thread_max, false},
       {"sm_count", nullptr, &GpuSpec::sm_count},

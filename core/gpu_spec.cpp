@@ -17,6 +17,7 @@ GpuSpec a100(const std::string& name, double bw, double mem) {
   s.l2_bandwidth_gbs = 4800;
   s.smem_per_sm_bytes = 164 * 1024;
   s.smem_per_block_bytes = 163 * 1024;
+  s.smem_bandwidth_gbs = 108 * 128 * 1.41; // 128 B/clk/SM at the 1410 MHz boost clock
   s.registers_per_sm = 65536;
   s.sm_count = 108;
   s.max_threads_per_sm = 2048;
@@ -30,7 +31,8 @@ GpuSpec a100(const std::string& name, double bw, double mem) {
       "NVIDIA A100 Tensor Core GPU datasheet and Architecture whitepaper (GA100: 108 SMs, 40 MB "
       "L2, 164 KB shared memory per SM; dense FP32 19.5 TFLOPS, TF32 156, BF16 312, FP16 312); "
       "CUDA C Programming Guide, compute capability 8.0 "
-      "limits; L2 bandwidth, launch overhead and atomic cost are estimates to be calibrated";
+      "limits (shared memory: 32 banks of 4 bytes per clock per SM, at the 1410 MHz boost clock); "
+      "L2 bandwidth, launch overhead and atomic cost are estimates to be calibrated";
   return s;
 }
 
@@ -43,6 +45,7 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   s.l2_bandwidth_gbs = 10000; // estimate; calibrate per device
   s.smem_per_sm_bytes = 228 * 1024;
   s.smem_per_block_bytes = 227 * 1024;
+  s.smem_bandwidth_gbs = 132 * 128 * 1.98; // 128 B/clk/SM at the 1980 MHz boost clock (SXM5)
   s.registers_per_sm = 65536;
   s.sm_count = 132;
   s.max_threads_per_sm = 2048;
@@ -63,7 +66,8 @@ GpuSpec hopper(const std::string& name, double bw, double mem) {
   s.source = "NVIDIA H100 / H200 datasheets (SXM5: 132 SMs, 50 MB L2, dense FP32 67 TFLOPS, TF32 "
              "494.7, BF16 989.4, FP16 989.4) and the Hopper Tuning Guide (228 KB shared memory per "
              "SM, 227 KB "
-             "per block); clusters of 16 CTAs (non-portable, by opt-in) by public reports; L2 "
+             "per block; 32 banks of 4 bytes per clock per SM, at the 1980 MHz boost clock); "
+             "clusters of 16 CTAs (non-portable, by opt-in) by public reports; L2 "
              "bandwidth, launch overhead, atomic cost and the mma.sync share of "
              "the tensor peak (0.5) are estimates to be calibrated";
   return s;

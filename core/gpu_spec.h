@@ -14,7 +14,10 @@ struct GpuSpec {
   double l2_bandwidth_gbs = 0;     // GB/s, sustained L2 read bandwidth (estimate, see source)
   double smem_per_sm_bytes = 0;    // shared memory per SM (max carve-out)
   double smem_per_block_bytes = 0; // max dynamic shared memory per block (opt-in)
-  int registers_per_sm = 0;        // 32-bit registers
+  // Aggregate shared-memory bandwidth, GB/s: 32 banks × 4 B per clock per SM × SMs × boost
+  // clock. 0: shared-memory traffic is not charged (a custom spec that leaves it out).
+  double smem_bandwidth_gbs = 0;
+  int registers_per_sm = 0; // 32-bit registers
   int registers_per_thread_max = 255;
   int sm_count = 0;
   int max_threads_per_sm = 0;

@@ -91,6 +91,9 @@ struct Prediction {
   // Thread block clusters (padded, BrickShape::cl > 1): what the CTAs read from each other's
   // shared memory (distributed shared memory), not part of l1 / l2 / dram bytes.
   double dsmem_bytes = 0;
+  // Shared-memory traffic the FLOPs do not imply: a streamed conv's passes reload and store its
+  // accumulator, 2 · (passes − 1) · accumulator bytes per brick (core/group.h kStreamBuffers).
+  double smem_acc_bytes = 0;
   double l1_bytes = 0;   // sum of the above but dsmem_bytes (layerwise: with tile re-reads)
   double l2_bytes = 0;   // reaching L2 (after L1 hits)
   double dram_bytes = 0; // reaching DRAM (after L2 hits)
@@ -109,6 +112,7 @@ struct Prediction {
   // Time, milliseconds, and its components (the paper's split).
   double time_ms = 0;
   double t_dram_ms = 0, t_l2_ms = 0, t_compute_ms = 0;
+  double t_smem_ms = 0; // smem_acc_bytes at the shared-memory bandwidth; part of t_compute_ms
   double t_atomic_compulsory_ms = 0, t_atomic_conflict_ms = 0;
   double t_launch_ms = 0, t_sync_ms = 0;
   // The part of time_ms bounded by each roofline term: per kernel, the largest of its DRAM,

@@ -103,7 +103,7 @@ double peak_flops(const GpuSpec& gpu, DType dtype) {
 
 double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DType dtype,
                            double dram_bytes, double l2_bytes, double flops, double blocks,
-                           double occupancy_factor, Prediction& p) {
+                           double occupancy_factor, Prediction& p, double smem_bytes) {
   const double sms = std::max(1, gpu.sm_count);
   const double per_sm = std::max(blocks, 1.0) / sms;
   const double u_mem = std::min(1.0, per_sm) * occupancy_factor;
@@ -111,8 +111,12 @@ double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DT
   const double dram_ms =
       dram_bytes / (gpu.dram_bandwidth_gbs * 1e9 * c.dram_efficiency * u_mem) * 1e3;
   const double l2_ms = l2_bytes / (gpu.l2_bandwidth_gbs * 1e9 * c.l2_efficiency * u_mem) * 1e3;
+  const double smem_ms = smem_bytes > 0 && gpu.smem_bandwidth_gbs > 0
+                             ? smem_bytes / (gpu.smem_bandwidth_gbs * 1e9 * u_compute) * 1e3
+                             : 0.0;
   const double compute_ms =
-      flops / (peak_flops(gpu, dtype) * c.compute_efficiency * u_compute) * 1e3;
+      flops / (peak_flops(gpu, dtype) * c.compute_efficiency * u_compute) * 1e3 + smem_ms;
+  p.t_smem_ms += smem_ms;
   p.t_dram_ms += dram_ms;
   p.t_l2_ms += l2_ms;
   p.t_compute_ms += compute_ms;

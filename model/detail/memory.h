@@ -81,11 +81,14 @@
 //   brick second half of the time (the first one claims it): the lookup conflicts with
 //   probability 0.5 · units / bricks_total. Each conflict costs conflict_ns (re-polls of the
 //   flag; the SM's other resident blocks keep it busy meanwhile). Barriers: one per layer per
-//   unit (padded) or two per brick (memoized; a streamed conv one more per
-//   chunk pass beyond the first: core/group.h memoized_stream_chunk), barrier_ns each,
-//   overlapped across the concurrent blocks. The streamed passes' reloads of the accumulator
-//   from shared memory (more of them when the chunk halves to fit) are not charged: the model
-//   has no shared-memory bandwidth term yet. Launches: one per kernel, launch_us each.
+//   unit (padded) or two per brick (memoized), and in both a streamed conv one more per chunk
+//   pass beyond the first (core/group.h stream_chunk_channels, memoized_stream_chunk), barrier_ns
+//   each, overlapped across the concurrent blocks. The streamed passes' accumulator traffic
+//   (Prediction::smem_acc_bytes: every pass but the first reloads the accumulator, every one
+//   but the last stores it) is charged at the spec's shared-memory bandwidth (32 banks x 4 B
+//   per clock per SM) and added to t_compute (t_smem): the SM's pipes, in series with the
+//   math; the operand loads of the math itself are in its efficiency. Launches: one per kernel,
+//   launch_us each.
 #include <array>
 #include <string>
 
@@ -168,9 +171,11 @@ ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c);
 double peak_flops(const GpuSpec& gpu, DType dtype);
 
 // Adds one kernel's roofline terms to p (t_* and bound_*). Returns max of the three (ms).
+// `smem_bytes` (shared-memory traffic beyond what the FLOPs imply) adds its time at the
+// spec's shared-memory bandwidth to the compute term: the SM's own pipes, in series.
 double add_kernel_roofline(const GpuSpec& gpu, const ResolvedCoefficients& c, DType dtype,
                            double dram_bytes, double l2_bytes, double flops, double blocks,
-                           double occupancy_factor, Prediction& p);
+                           double occupancy_factor, Prediction& p, double smem_bytes = 0);
 
 // time_ms = bound terms + atomics + launch + sync (all already in p).
 void finish_time(Prediction& p);

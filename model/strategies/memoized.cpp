@@ -183,6 +183,7 @@ struct Walk {
   double smem_bytes = 0;        // the most one brick of some layer stages
   double smem_budget = 0;       // the target's shared memory per block, in 4-byte elements
   double pass_barriers = 0;     // barriers of streamed passes beyond a brick's own two
+  double acc_bytes = 0;         // streamed passes' accumulator reloads and stores (smem)
   double weights_unique = 0;    // bytes of the weights the computed bricks use
   double claims = 0;            // intermediate bricks computed
   double bricks_total = 0;      // bricks computed
@@ -595,10 +596,10 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
 // What a window layer's brick holds in shared memory for the unit's batch block of images:
 // its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
 // memoized_stream_chunk, within `budget` elements), the kStreamBuffers chunk buffers plus the
-// layer's cb x brick accumulator; `passes`: the streamed passes over the accumulator (ceil of
-// channels / chunk), 1 when staged whole.
+// layer's cb x brick accumulator (`acc_elements`, the unit's); `passes`: the streamed passes
+// over the accumulator (ceil of channels / chunk), 1 when staged whole.
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels, double budget,
-                       double& passes) {
+                       double& passes, double& acc_elements) {
   const size_t is = static_cast<size_t>(i);
   const TensorGrid& tg = g.tensors[is];
   staged *= static_cast<double>(g.batch_block);
@@ -609,6 +610,7 @@ double staged_streamed(const GroupGeometry& g, int i, double staged, double chan
                                           static_cast<int64_t>(staged / channels),
                                           static_cast<int64_t>(acc), static_cast<int64_t>(budget));
   passes = chunk == 0 ? 1.0 : std::ceil(channels / chunk);
+  acc_elements = acc;
   if (chunk == 0)
     return staged;
   return staged / channels * chunk * kStreamBuffers + acc;
@@ -633,11 +635,14 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
     w.s.streams.push_back(
         edge_stream(w, edge, x, w.s.loads[ks], w.s.touches[ks], distance, one_box, p));
     if (window) {
-      double passes = 1;
+      double passes = 1, acc = 0;
       stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
-                               static_cast<double>(x[0].need_max), w.smem_budget, passes);
-      // A streamed brick meets one barrier per pass (conv_mma.cuh streamed_conv_passes).
-      w.pass_barriers += (passes - 1) * static_cast<double>(p.bricks_per_layer[is]);
+                               static_cast<double>(x[0].need_max), w.smem_budget, passes, acc);
+      // A streamed brick meets one barrier per pass (conv_mma.cuh streamed_conv_passes), and
+      // every pass but the first reloads its accumulator, every one but the last stores it.
+      const double bricks = static_cast<double>(p.bricks_per_layer[is]);
+      w.pass_barriers += (passes - 1) * bricks;
+      w.acc_bytes += 2 * (passes - 1) * acc * kSharedElementBytes * bricks;
     }
   }
   w.smem_bytes = std::max(w.smem_bytes, stage * kSharedElementBytes);
@@ -746,6 +751,7 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
 
   // Time: two barriers per brick and one per extra streamed pass, claims, conflicting lookups.
   p.barriers = 2 * w.bricks_total + w.pass_barriers;
+  p.smem_acc_bytes = w.acc_bytes;
   add_merged_kernel_time(g, ctx, occ, win, units, p);
   p.t_atomic_compulsory_ms = w.claims * ctx.coef.atomic_ns * 1e-6;
   p.t_atomic_conflict_ms = p.atomics_conflict * ctx.coef.conflict_ns * 1e-6;

@@ -406,6 +406,32 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
   return static_cast<double>(arena.peak());
 }
 
+// The passes of each streamed input (kernels/cuda/templates/conv_mma.cuh streamed_conv_passes),
+// per unit that computes its reader: a barrier per pass beyond the first (p.barriers), and the
+// reader's accumulator (the last layer's cb x brick, else the reader's region in shared memory)
+// reloaded by every pass but the first and stored by every one but the last
+// (p.smem_acc_bytes), for the unit's images.
+void add_streamed_passes(const GroupGeometry& g, const Scratch& s, Prediction& p) {
+  const int L = g.layer_count;
+  for (int t = L; t < g.tensor_count(); ++t) {
+    const size_t ts = static_cast<size_t>(t);
+    const int chunk = g.stream_chunk[ts];
+    if (chunk == 0)
+      continue;
+    const int i = g.first_use[ts];
+    const size_t is = static_cast<size_t>(i);
+    const double per_pass = g.cluster > 1 ? cluster_stream_slice(g.cluster) * g.cluster : chunk;
+    const double passes =
+        std::ceil(static_cast<double>(g.tensors[ts].extent[0]) / std::max(per_pass, 1.0));
+    const double channels = i == L - 1 ? static_cast<double>(g.last().brick[0])
+                                       : static_cast<double>(g.tensors[is].extent[0]);
+    const double acc = channels * s.alloc_spatial[is] * static_cast<double>(g.batch_block);
+    const double units = static_cast<double>(p.bricks_per_layer[is]);
+    p.barriers += (passes - 1) * units;
+    p.smem_acc_bytes += 2 * (passes - 1) * acc * kSharedElementBytes * units;
+  }
+}
+
 // A cluster unit's reads of other CTAs' shared memory: every CTA reads the channels of a
 // groups-1 conv's input it does not hold, (cl − 1) × the region × its channels per unit
 // (count_units left the one mask group's sums in Scratch: cluster units hold every channel).
@@ -470,9 +496,11 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   occ_units.concurrent_blocks = occ.concurrent_blocks / cl;
   const L2Window win = set_dram_bytes(ctx, s.input_splits, weights_unique, occ_units, units, p);
 
-  // Time: one barrier per layer per unit (a cluster's barrier for a cluster unit).
+  // Time: one barrier per layer per unit (a cluster's barrier for a cluster unit), one more
+  // per extra pass of a streamed input.
   for (int i = 0; i < L; ++i)
     p.barriers += static_cast<double>(p.bricks_per_layer[static_cast<size_t>(i)]);
+  add_streamed_passes(g, s, p);
   add_merged_kernel_time(g, ctx, occ, win, units * cl, p);
   finish_time(p);
 }

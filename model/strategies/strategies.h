@@ -122,7 +122,7 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
   // L2 bandwidth until a GPU measures it (memory.h).
   add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes + p.dsmem_bytes,
                       (p.flops - p.fma_flops) * mma_cost + p.fma_flops * fma_cost, units,
-                      occ.factor > 0 ? occ.factor : 1.0, p);
+                      occ.factor > 0 ? occ.factor : 1.0, p, p.smem_acc_bytes);
   p.t_launch_ms = ctx.coef.launch_us * 1e-3;
   p.t_sync_ms = p.barriers * ctx.coef.barrier_ns * 1e-6 / win.concurrent;
 }

@@ -122,6 +122,45 @@ TEST(CostModelHand, LayerwiseL2CountsTheLibraryTiles) {
                    12 * mib);
 }
 
+// A streamed conv (core/group.h memoized_stream_chunk) pays per pass: a barrier beyond the
+// first, and its accumulator reloaded by every pass but the first and stored by every one but
+// the last, at the spec's shared-memory bandwidth, in the compute term. 3x3 conv 128 -> 16
+// over 12 x 11, two images, memoized 8x8 bricks: a brick stages 128 channels x 10 x 10 =
+// 12,800 elements (over kStageWholeElements), so it streams 32-channel chunks: 4 passes into
+// a 16 x 8 x 8 = 1,024-element accumulator. 2 x 2 bricks per image, 8 in all: barriers
+// 2 x 8 + 3 x 8 = 40; accumulator bytes 2 x 3 x 1,024 x 4 B x 8 = 196,608.
+TEST(CostModelHand, StreamedPassesPayBarriersAndAccumulatorTraffic) {
+  GraphBuilder b("wide", TensorShape{2, 128, 1, 12, 11, 2});
+  b.conv2d(0, 16, 3, 1, 1);
+  const Graph g = fuse_for_inference(b.build());
+  const Candidate c = candidate(1, 1, Strategy::kMemoized, brick2d(8));
+  const GpuSpec& gpu = *find_gpu_spec("A100-40GB");
+  const Prediction p = CostModel(gpu).predict(g, c);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_EQ(p.thread_blocks, 8);
+  EXPECT_DOUBLE_EQ(p.barriers, 40);
+  EXPECT_DOUBLE_EQ(p.smem_acc_bytes, 196608);
+  // 8 blocks on 108 SMs: the traffic at 8 / 108 of the aggregate bandwidth.
+  EXPECT_NEAR(p.t_smem_ms, 196608 / (gpu.smem_bandwidth_gbs * 1e9 * 8 / 108) * 1e3, 1e-15);
+  GpuSpec free_smem = gpu;
+  free_smem.smem_bandwidth_gbs = 0; // not charged
+  const Prediction q = CostModel(free_smem).predict(g, c);
+  EXPECT_EQ(q.t_smem_ms, 0);
+  EXPECT_NEAR(p.t_compute_ms - q.t_compute_ms, p.t_smem_ms, 1e-15);
+  // The same conv staged whole (64 channels: 6,400 elements) pays nothing of the kind.
+  GraphBuilder n("narrow", TensorShape{2, 64, 1, 12, 11, 2});
+  n.conv2d(0, 16, 3, 1, 1);
+  const Prediction r = CostModel(gpu).predict(fuse_for_inference(n.build()), c);
+  EXPECT_EQ(r.smem_acc_bytes, 0);
+  EXPECT_DOUBLE_EQ(r.barriers, 16);
+  // Padded streams the same input in the same chunks into the same accumulator (the last
+  // layer's cb x brick): one barrier per layer per unit (8) plus 3 x 8, the same bytes.
+  const Prediction pd = CostModel(gpu).predict(g, candidate(1, 1, Strategy::kPadded, brick2d(8)));
+  ASSERT_TRUE(pd.feasible) << pd.reason;
+  EXPECT_DOUBLE_EQ(pd.barriers, 32);
+  EXPECT_DOUBLE_EQ(pd.smem_acc_bytes, 196608);
+}
+
 // The compute time follows the precision's peak, for merged and library (layerwise) kernels
 // alike: fp32 the FP32 FMA peak, tf32 the TF32 tensor peak, bf16 / fp16 their tensor peaks.
 TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
