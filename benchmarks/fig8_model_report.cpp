@@ -89,26 +89,26 @@ std::string strategy_cell(const model::CostModel& m, const Graph& g, const Group
                      least_l2 / tensors_once(lw), feasible);
 }
 
-// One candidate's predicted time and its terms (--detail BLOCK).
+// One candidate's predicted time and its terms (--detail BLOCK): compute includes smem (the
+// streamed passes' accumulator traffic, acc MB, at the shared-memory bandwidth).
 void print_terms(const model::CostModel& m, const Graph& g, const Candidate& c) {
   const model::Prediction p = m.predict(g, c);
-  fmt::print("{:<9} {:<10} {:8.1f} {:8.1f} {:8.1f} {:8.1f} {:7.1f} {:7.1f} {:5} {:5} {:7.0f} "
-             "{:6.1f} {:6.1f} {:7.1f}  {}\n",
+  fmt::print("{:<9} {:<10} {:8.1f} {:8.1f} {:8.1f} {:8.1f} {:6.1f} {:7.1f} {:7.1f} {:5} {:5} "
+             "{:7.0f} {:6.1f} {:6.1f} {:7.1f} {:6.1f}  {}\n",
              strategy_name(c.strategy), c.strategy == Strategy::kLayerwise ? "-" : c.brick.str(),
              p.time_ms * 1e3, p.t_dram_ms * 1e3, p.t_l2_ms * 1e3, p.t_compute_ms * 1e3,
-             p.t_sync_ms * 1e3, (p.t_atomic_compulsory_ms + p.t_atomic_conflict_ms) * 1e3,
-             p.registers_per_thread, p.blocks_per_sm, p.smem_bytes_per_block / 1024,
-             p.l2_bytes / 1e6, p.bytes_weight / 1e6, p.dsmem_bytes / 1e6,
-             p.feasible ? "" : p.reason);
+             p.t_smem_ms * 1e3, p.t_sync_ms * 1e3,
+             (p.t_atomic_compulsory_ms + p.t_atomic_conflict_ms) * 1e3, p.registers_per_thread,
+             p.blocks_per_sm, p.smem_bytes_per_block / 1024, p.l2_bytes / 1e6, p.bytes_weight / 1e6,
+             p.dsmem_bytes / 1e6, p.smem_acc_bytes / 1e6, p.feasible ? "" : p.reason);
 }
 
 // Every candidate of one subgraph, with the terms of its predicted time.
 void print_detail(const model::CostModel& m, const Graph& g, const Group& grp, const Space& sp) {
-  fmt::print(
-      "{:<9} {:<10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>5} {:>5} {:>7} {:>6} {:>6} {:>7}  "
-      "{}\n",
-      "strategy", "brick", "us", "dram", "l2", "compute", "sync", "atomic", "regs", "bps",
-      "smemKiB", "L2 MB", "wts MB", "DSMEM MB", "reason");
+  fmt::print("{:<9} {:<10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>5} {:>5} {:>7} {:>6} "
+             "{:>6} {:>7} {:>6}  {}\n",
+             "strategy", "brick", "us", "dram", "l2", "compute", "smem", "sync", "atomic", "regs",
+             "bps", "smemKiB", "L2 MB", "wts MB", "DSMEM MB", "acc MB", "reason");
   print_terms(m, g, Candidate{grp, {}, Strategy::kLayerwise, sp.threads});
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
     for (int e : sp.bricks)
