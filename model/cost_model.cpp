@@ -8,8 +8,13 @@ namespace brickdl::model {
 
 CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(c) {}
 
+// A change that changes predictions bumps the number: a database compares the predictions of
+// one version only (core/store/queries.cpp), and keeps the older ones apart.
+//   1: cold-group L2.
+//   2: layerwise L1 / L2 with the library's tile re-reads; streamed passes' barriers and
+//      accumulator traffic; memoized chunks sized to the target's shared memory.
 const char* CostModel::version() {
-  return "brickdl-model/1 (cold-group L2)";
+  return "brickdl-model/2 (library tiles, streamed passes)";
 }
 
 Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) const {
