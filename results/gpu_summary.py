@@ -5,7 +5,8 @@ backend measured in a tuning database, per merged group and per kernel kind.
     gpu_summary.py DB [--device-json F] [--stages F] [--csv OUT] [--title TEXT]
 
 For every merged group of each experiment's latest run, one row per kernel:
-  - the cuDNN layer-by-layer baseline: strict FP32 (CUDNN_FMA_MATH) and TF32, cold (L2
+  - the cuDNN layer-by-layer baseline: strict FP32 (CUDNN_FMA_MATH) and TF32, and for a bf16 /
+    fp16 run cuDNN on 16-bit tensors (the run's own baseline, "16-bit" columns), cold (L2
     flushed once before the group's layers, run back to back) and warm (no flush: what a
     framework sees), from the group's own layerwise measurement, else the sum of its layers'
     single-layer measurements (each then cold);
@@ -33,7 +34,8 @@ import brickdl_store  # noqa: E402
 
 KINDS = ("padded", "memoized", "own layerwise")
 CSV_FIELDS = ("experiment", "group", "kernel", "kind", "status", "max_rel_error", "time_ms",
-              "cudnn_fp32_ms", "cudnn_tf32_ms", "vs_cudnn_fp32", "vs_cudnn_tf32", "dram_mb",
+              "cudnn_fp32_ms", "cudnn_tf32_ms", "vs_cudnn_fp32", "vs_cudnn_tf32",
+              "cudnn_16bit_ms", "vs_cudnn_16bit", "dram_mb",
               "model_dram_mb", "dram_over_model", "model_ms", "time_over_model", "error")
 
 
@@ -85,6 +87,7 @@ class Baseline:
     def __init__(self):
         self.source = "missing"
         self.fp32 = self.tf32 = self.fp32_warm = self.tf32_warm = None
+        self.b16 = self.b16_warm = self.f16 = self.f16_warm = None
         self.own = self.own_warm = None
         self.dram = self.model_dram = self.model_ms = None
         self.own_error = None
@@ -94,6 +97,8 @@ class Baseline:
 LAYERWISE_COUNTERS = (("fp32", "variant.cudnn_fp32_ms"), ("tf32", "variant.cudnn_tf32_ms"),
                       ("fp32_warm", "variant.cudnn_fp32_warm_ms"),
                       ("tf32_warm", "variant.cudnn_tf32_warm_ms"),
+                      ("b16", "variant.cudnn_bf16_ms"), ("b16_warm", "variant.cudnn_bf16_warm_ms"),
+                      ("f16", "variant.cudnn_fp16_ms"), ("f16_warm", "variant.cudnn_fp16_warm_ms"),
                       ("own", "variant.own_layerwise_ms"),
                       ("own_warm", "variant.own_layerwise_warm_ms"))
 
@@ -153,6 +158,15 @@ def group_baseline(db, run_id, target_id, spec, workload_id, first, last):
     return b
 
 
+def half(b):
+    """The 16-bit cuDNN baseline of a bf16 / fp16 run: (label, cold ms, warm ms), or Nones."""
+    if b.b16 is not None:
+        return "bf16", b.b16, b.b16_warm
+    if b.f16 is not None:
+        return "fp16", b.f16, b.f16_warm
+    return None, None, None
+
+
 def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
     """The padded / memoized candidates' rows (dicts with CSV_FIELDS)."""
     rows = []
@@ -168,12 +182,14 @@ def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
         ok = m[1] == "ok"
         d = db.dram(m[0]) if ok else None
         t = m[2] if ok else None
+        _, h, h_warm = half(base)
         rows.append(dict(
             experiment=exp, group=name, kernel=f"{c[1]} {brick_label(*c[2:9])}", kind=c[1],
             status=m[1], max_rel_error=m[4], time_ms=t, cudnn_fp32_ms=base.fp32,
             cudnn_tf32_ms=base.tf32, vs_cudnn_fp32=ratio(t, base.fp32),
             vs_cudnn_tf32=ratio(t, base.tf32), vs_cudnn_fp32_warm=ratio(t, base.fp32_warm),
-            vs_cudnn_tf32_warm=ratio(t, base.tf32_warm), dram_mb=d and d / 1e6,
+            vs_cudnn_tf32_warm=ratio(t, base.tf32_warm), cudnn_16bit_ms=h,
+            vs_cudnn_16bit=ratio(t, h), vs_cudnn_16bit_warm=ratio(t, h_warm), dram_mb=d and d / 1e6,
             model_dram_mb=c[10] and c[10] / 1e6, dram_over_model=ratio(d, c[10]), model_ms=c[9],
             time_over_model=ratio(t, c[9]), error=(m[3] or "").splitlines()[0][:160]
             if m[3] else ""))
@@ -185,13 +201,16 @@ def baseline_rows(exp, name, b):
     if b.source == "missing":
         return [dict(experiment=exp, group=name, kernel="cuDNN layerwise", kind="cudnn",
                      status="missing", error="no ok layerwise measurement of every layer")]
+    h_label, h, h_warm = half(b)
     pairs = ((("layerwise (no cuDNN)", b.fp32, None),) if b.plain else
-             (("cuDNN fp32 (strict)", b.fp32, b.fp32_warm), ("cuDNN tf32", b.tf32, b.tf32_warm)))
+             (("cuDNN fp32 (strict)", b.fp32, b.fp32_warm), ("cuDNN tf32", b.tf32, b.tf32_warm)) +
+             ((("cuDNN " + h_label, h, h_warm),) if h_label else ()))
     for label, t, warm in pairs:
         rows.append(dict(experiment=exp, group=name, kernel=label, kind="cudnn", status="ok"
                          if t is not None else "missing", time_ms=t, cudnn_fp32_ms=b.fp32,
                          cudnn_tf32_ms=b.tf32, vs_cudnn_fp32=ratio(t, b.fp32),
-                         vs_cudnn_tf32=ratio(t, b.tf32), dram_mb=b.dram and b.dram / 1e6,
+                         vs_cudnn_tf32=ratio(t, b.tf32), cudnn_16bit_ms=h,
+                         vs_cudnn_16bit=ratio(t, h), dram_mb=b.dram and b.dram / 1e6,
                          model_dram_mb=b.model_dram and b.model_dram / 1e6,
                          dram_over_model=ratio(b.dram, b.model_dram), model_ms=b.model_ms,
                          time_over_model=ratio(t, b.model_ms),
@@ -202,7 +221,8 @@ def baseline_rows(exp, name, b):
                      status="ok" if b.own is not None else "wrong_result or missing",
                      max_rel_error=b.own_error, time_ms=b.own, cudnn_fp32_ms=b.fp32,
                      cudnn_tf32_ms=b.tf32, vs_cudnn_fp32=ratio(b.own, b.fp32),
-                     vs_cudnn_tf32=ratio(b.own, b.tf32), error=f"warm {fmt(b.own_warm)} ms"))
+                     vs_cudnn_tf32=ratio(b.own, b.tf32), cudnn_16bit_ms=h,
+                     vs_cudnn_16bit=ratio(b.own, h), error=f"warm {fmt(b.own_warm)} ms"))
     return rows
 
 
@@ -228,10 +248,11 @@ def collect(db):
 
 def print_table(rows):
     header = ("experiment: group", "kernel", "status", "max err", "ms", "/cuDNN fp32",
-              "/cuDNN tf32", "DRAM MB", "model MB", "DRAM/model", "ms/model")
+              "/cuDNN tf32", "/cuDNN 16-bit", "DRAM MB", "model MB", "DRAM/model", "ms/model")
     table = [(f"{r['experiment']}: {r['group']}", r["kernel"], r["status"],
               fmt(r.get("max_rel_error"), "{:.1e}"), fmt(r.get("time_ms")),
               fmt(r.get("vs_cudnn_fp32"), "{:.2f}"), fmt(r.get("vs_cudnn_tf32"), "{:.2f}"),
+              fmt(r.get("vs_cudnn_16bit"), "{:.2f}"),
               fmt(r.get("dram_mb"), "{:.1f}"), fmt(r.get("model_dram_mb"), "{:.1f}"),
               fmt(r.get("dram_over_model"), "{:.2f}"), fmt(r.get("time_over_model"), "{:.2f}"))
              for r in rows]
@@ -257,9 +278,11 @@ def kind_lines(rows):
         ok = [r for r in rs if r["status"] == "ok"]
         best32 = min((r["vs_cudnn_fp32"] for r in ok if r.get("vs_cudnn_fp32")), default=None)
         best_tf = min((r["vs_cudnn_tf32"] for r in ok if r.get("vs_cudnn_tf32")), default=None)
+        best16 = min((r["vs_cudnn_16bit"] for r in ok if r.get("vs_cudnn_16bit")), default=None)
         dm = [r["dram_over_model"] for r in ok if r.get("dram_over_model")]
+        b16 = f", / cuDNN 16-bit {best16:.2f}" if best16 is not None else ""
         out.append(f"{kind}: {len(ok)}/{len(rs)} validated and timed; best time / cuDNN fp32 "
-                   f"{fmt(best32, '{:.2f}')}, / cuDNN tf32 {fmt(best_tf, '{:.2f}')}; DRAM / "
+                   f"{fmt(best32, '{:.2f}')}, / cuDNN tf32 {fmt(best_tf, '{:.2f}')}{b16}; DRAM / "
                    f"model median {fmt(statistics.median(dm) if dm else None, '{:.2f}')} "
                    f"(n={len(dm)})")
     return out
@@ -272,7 +295,9 @@ def verdicts(rows):
         groups.setdefault((r["experiment"], r["group"]), []).append(r)
     for (exp, group), rs in groups.items():
         merged = [r for r in rs if r["kind"] in ("padded", "memoized") and r["status"] == "ok"]
-        base = next((r for r in rs if r["kind"] == "cudnn"), None)
+        # The first cuDNN row with a time (a bf16 / fp16 run has no strict-FP32 one).
+        base = next((r for r in rs if r["kind"] == "cudnn" and r.get("time_ms") is not None),
+                    None)
         if not merged or not base or base.get("time_ms") is None:
             out.append(f"{exp}: {group}: no verdict (no validated merged kernel or no cuDNN "
                        "baseline)")
@@ -282,7 +307,11 @@ def verdicts(rows):
                  best["dram_mb"] < base["dram_mb"])
         out.append(f"{exp}: {group}: best {best['kernel']} {best['time_ms']:.3f} ms = "
                    f"{fmt(best.get('vs_cudnn_fp32'), '{:.2f}')}x cuDNN fp32, "
-                   f"{fmt(best.get('vs_cudnn_tf32'), '{:.2f}')}x cuDNN tf32 (cold; warm: "
+                   f"{fmt(best.get('vs_cudnn_tf32'), '{:.2f}')}x cuDNN tf32"
+                   + (f", {best['vs_cudnn_16bit']:.2f}x cuDNN 16-bit (warm "
+                      f"{fmt(best.get('vs_cudnn_16bit_warm'), '{:.2f}')}x)"
+                      if best.get("vs_cudnn_16bit") is not None else "") +
+                   f" (cold; warm: "
                    f"{fmt(best.get('vs_cudnn_fp32_warm'), '{:.2f}')}x, "
                    f"{fmt(best.get('vs_cudnn_tf32_warm'), '{:.2f}')}x); fewer DRAM bytes "
                    f"than cuDNN: {'yes' if fewer else 'no' if best.get('dram_mb') else 'unknown'}"

@@ -46,6 +46,7 @@ programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/
   tests/device/cuda_toolkit_tests benchmarks/gpu_bench)
 # The experiments run.sh tunes, whose kernels are compiled ahead.
 tuned=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.yaml
+  experiments/gpu_check_resnet50_bf16.yaml
   experiments/micro_bricksize.yaml)
 # The base system every Linux machine with a GPU driver has; everything else is bundled.
 system_libs=(linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 librt.so.1
@@ -59,6 +60,7 @@ gpu_optional=(libnvrtc-builtins.so.13.0 libcudnn_graph.so.9 libcudnn_ops.so.9 li
 # Experiments and scripts the run uses, relative to the checkout (kept at the same paths, so
 # the Python scripts find each other as they do in the source tree).
 files=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.yaml
+  experiments/gpu_check_resnet50_bf16.yaml
   experiments/micro_bricksize.yaml experiments/baselines/common.py
   experiments/baselines/netdefs.py experiments/baselines/torch_net.py
   experiments/baselines/jax_net.py experiments/baselines/pytorch_eager.py

@@ -19,22 +19,26 @@ import synthetic_db  # noqa: E402
 MB = 1e6
 
 
-def layerwise_counters(fp32, tf32, own, dram_mb):
-    return {"variant.cudnn_fp32_ms": fp32, "variant.cudnn_tf32_ms": tf32,
-            "variant.cudnn_fp32_warm_ms": fp32 * 0.8, "variant.own_layerwise_ms": own,
-            "variant.own_layerwise_max_rel_error": 1e-6,
-            "dram__bytes_read.sum": dram_mb * MB * 2 / 3,
-            "dram__bytes_write.sum": dram_mb * MB / 3}
+def layerwise_counters(fp32, tf32, own, dram_mb, bf16=False):
+    """A layerwise measurement's counters; with bf16, of a bf16 run: its baseline is cuDNN in
+    bf16 (a quarter of `fp32`, warm a fifth) and its variant tf32, no strict FP32."""
+    base = ({"variant.cudnn_bf16_ms": fp32 / 4, "variant.cudnn_bf16_warm_ms": fp32 / 5} if bf16
+            else {"variant.cudnn_fp32_ms": fp32, "variant.cudnn_fp32_warm_ms": fp32 * 0.8})
+    return base | {"variant.cudnn_tf32_ms": tf32, "variant.own_layerwise_ms": own,
+                   "variant.own_layerwise_max_rel_error": 1e-6,
+                   "dram__bytes_read.sum": dram_mb * MB * 2 / 3,
+                   "dram__bytes_write.sum": dram_mb * MB / 3}
 
 
-def build(path, group_layerwise=False, cudnn=True):
+def build(path, group_layerwise=False, cudnn=True, bf16=False):
     """One GPU run of 'gpu_check_resnet50': a 3-layer group labelled 'block 1' (layers 1-3)
     and its three single layers. cuDNN strict FP32 1 + 2 + 3 = 6 ms, TF32 0.5 + 1 + 1.5 = 3 ms,
     our own layerwise 2 + 4 + 6 = 12 ms, DRAM 15 MB a layer (45 MB). Padded 8x8: 4 ms, 30 MB
     (model: 3 ms, 25 MB). Memoized 8x8: wrong result; memoized 16x16: timed out.
     With group_layerwise, the group's own layerwise measurement (5 ms fp32, 2.5 ms tf32,
     36 MB) is there and is the baseline instead of the sum. Without cudnn, the layerwise
-    measurements carry no counters (a cpu run): their medians are the baseline."""
+    measurements carry no counters (a cpu run): their medians are the baseline. With bf16, the
+    layers' baseline is cuDNN bf16, 0.25 + 0.5 + 0.75 = 1.5 ms (warm 1.2 ms)."""
     b = synthetic_db.Builder(path)
     t = b.target(synthetic_db.GPU_TARGET, "cuda")
     run = b.run("gpu_check_resnet50", "resnet50", t)
@@ -46,7 +50,7 @@ def build(path, group_layerwise=False, cudnn=True):
         c = b.candidate(w, "layerwise", edge=0, threads=0)
         b.prediction(c, time=fp32, dram_bytes=14 * MB)
         b.measurement(c, t, run, fp32,
-                      counters=layerwise_counters(fp32, tf32, own, 15) if cudnn else None)
+                      counters=layerwise_counters(fp32, tf32, own, 15, bf16) if cudnn else None)
     if group_layerwise:
         c = b.candidate(wg, "layerwise", edge=0, threads=0)
         b.prediction(c, time=5, dram_bytes=35 * MB)
@@ -133,6 +137,24 @@ class GpuSummaryTest(unittest.TestCase):
         padded = next(r for r in rows if r["kind"] == "padded")
         self.assertAlmostEqual(padded["vs_cudnn_fp32"], 4 / 6)
         self.assertIsNone(padded["vs_cudnn_tf32"])
+
+    def test_a_sixteen_bit_run_against_its_own_cudnn(self):
+        rows = self.rows(bf16=True)
+        base = {r["kernel"]: r for r in rows if r["kind"] == "cudnn"}
+        self.assertEqual(sorted(base), ["cuDNN bf16", "cuDNN fp32 (strict)", "cuDNN tf32"])
+        self.assertAlmostEqual(base["cuDNN bf16"]["time_ms"], 1.5)
+        self.assertIn("warm 1.200", base["cuDNN bf16"]["error"])
+        self.assertEqual(base["cuDNN fp32 (strict)"]["status"], "missing")
+        padded = next(r for r in rows if r["kind"] == "padded")
+        self.assertAlmostEqual(padded["cudnn_16bit_ms"], 1.5)
+        self.assertAlmostEqual(padded["vs_cudnn_16bit"], 4 / 1.5)
+        self.assertAlmostEqual(padded["vs_cudnn_tf32"], 4 / 3)
+        self.assertIsNone(padded["vs_cudnn_fp32"])
+        rc, text = summarize(self.db)
+        self.assertEqual(rc, 0)
+        self.assertIn("padded: 1/1 validated and timed; best time / cuDNN fp32 -, / cuDNN tf32 "
+                      "1.33, / cuDNN 16-bit 2.67; DRAM", text)
+        self.assertIn("1.33x cuDNN tf32, 2.67x cuDNN 16-bit (warm 3.33x)", text)
 
     def test_printed_summary_and_csv(self):
         build(self.db)

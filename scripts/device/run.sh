@@ -18,6 +18,7 @@
 #   dev_correct the device correctness tests (cuda_device_tests *Match*)
 #   micro       the Fig 11 microbenchmark (micro_bricksize.yaml)
 #   dev_cupti   the CUPTI, flush and failure-status device tests; NVRTC / CUPTI toolkit tests
+#   tune_bf16   the two blocks in bf16 against cuDNN on bf16 tensors (gpu_check_resnet50_bf16.yaml)
 #   frameworks  PyTorch eager, JAX/XLA, torch.compile on ResNet-50 at the same batch, fp32
 #               and TF32 (experiments/baselines/), while time is left
 #   summary     again, printed last
@@ -290,6 +291,7 @@ device_stage dev_correct 75 '*Match*'
 tune micro micro_bricksize.yaml 30
 device_stage dev_cupti 75 '-*Match*'
 stage toolkit_tests 30 env LD_LIBRARY_PATH="$libpath" "$bundle/bin/cuda_toolkit_tests"
+tune tune_bf16 gpu_check_resnet50_bf16.yaml 45
 frameworks
 
 reserve=0
