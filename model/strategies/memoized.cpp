@@ -182,8 +182,6 @@ struct Walk {
   std::array<int, kAxes> alias; // spatial axes equal to an earlier one may reuse its sums
   double smem_bytes = 0;        // the most one brick of some layer stages
   double smem_budget = 0;       // the target's shared memory per block, in 4-byte elements
-  double pass_barriers = 0;     // barriers of streamed passes beyond a brick's own two
-  double acc_bytes = 0;         // streamed passes' accumulator reloads and stores (smem)
   double weights_unique = 0;    // bytes of the weights the computed bricks use
   double claims = 0;            // intermediate bricks computed
   double bricks_total = 0;      // bricks computed
@@ -638,11 +636,7 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
       double passes = 1, acc = 0;
       stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
                                static_cast<double>(x[0].need_max), w.smem_budget, passes, acc);
-      // A streamed brick meets one barrier per pass (conv_mma.cuh streamed_conv_passes), and
-      // every pass but the first reloads its accumulator, every one but the last stores it.
-      const double bricks = static_cast<double>(p.bricks_per_layer[is]);
-      w.pass_barriers += (passes - 1) * bricks;
-      w.acc_bytes += 2 * (passes - 1) * acc * kSharedElementBytes * bricks;
+      add_streamed_pass_costs(passes, acc, static_cast<double>(p.bricks_per_layer[is]), p);
     }
   }
   w.smem_bytes = std::max(w.smem_bytes, stage * kSharedElementBytes);
@@ -750,8 +744,7 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   const L2Window win = set_dram_bytes(ctx, w, occ, units, p);
 
   // Time: two barriers per brick and one per extra streamed pass, claims, conflicting lookups.
-  p.barriers = 2 * w.bricks_total + w.pass_barriers;
-  p.smem_acc_bytes = w.acc_bytes;
+  p.barriers += 2 * w.bricks_total; // the streamed passes' are in already
   add_merged_kernel_time(g, ctx, occ, win, units, p);
   p.t_atomic_compulsory_ms = w.claims * ctx.coef.atomic_ns * 1e-6;
   p.t_atomic_conflict_ms = p.atomics_conflict * ctx.coef.conflict_ns * 1e-6;

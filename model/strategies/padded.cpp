@@ -406,11 +406,9 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
   return static_cast<double>(arena.peak());
 }
 
-// The passes of each streamed input (kernels/cuda/templates/conv_mma.cuh streamed_conv_passes),
-// per unit that computes its reader: a barrier per pass beyond the first (p.barriers), and the
-// reader's accumulator (the last layer's cb x brick, else the reader's region in shared memory)
-// reloaded by every pass but the first and stored by every one but the last
-// (p.smem_acc_bytes), for the unit's images.
+// The passes of each streamed input, per unit that computes its reader (add_streamed_pass_costs),
+// into the reader's accumulator: the last layer's cb x brick, else the reader's region in
+// shared memory, for the unit's images.
 void add_streamed_passes(const GroupGeometry& g, const Scratch& s, Prediction& p) {
   const int L = g.layer_count;
   for (int t = L; t < g.tensor_count(); ++t) {
@@ -426,9 +424,7 @@ void add_streamed_passes(const GroupGeometry& g, const Scratch& s, Prediction& p
     const double channels = i == L - 1 ? static_cast<double>(g.last().brick[0])
                                        : static_cast<double>(g.tensors[is].extent[0]);
     const double acc = channels * s.alloc_spatial[is] * static_cast<double>(g.batch_block);
-    const double units = static_cast<double>(p.bricks_per_layer[is]);
-    p.barriers += (passes - 1) * units;
-    p.smem_acc_bytes += 2 * (passes - 1) * acc * kSharedElementBytes * units;
+    add_streamed_pass_costs(passes, acc, static_cast<double>(p.bricks_per_layer[is]), p);
   }
 }
 

@@ -106,6 +106,15 @@ inline bool merged_conv_on_tensor_cores(const GroupGeometry& g, int i, int64_t c
                               channels_per_block);
 }
 
+// What `units` computations of a streamed conv cost beyond one pass (kernels/cuda/templates/
+// conv_mma.cuh streamed_conv_passes): a barrier per pass beyond the first, and its accumulator
+// of `acc_elements` reloaded by every pass but the first and stored by every one but the last.
+inline void add_streamed_pass_costs(double passes, double acc_elements, double units,
+                                    Prediction& p) {
+  p.barriers += (passes - 1) * units;
+  p.smem_acc_bytes += 2 * (passes - 1) * acc_elements * kSharedElementBytes * units;
+}
+
 // One merged kernel's roofline, launch and barrier terms (p.barriers, the bytes and the FLOPs
 // already set); the caller adds its own terms and calls finish_time.
 inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext& ctx,
