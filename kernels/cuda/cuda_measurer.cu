@@ -253,8 +253,8 @@ private:
       const auto run_variant = [&] { variant.enqueue(session_.stream()); };
       j.buf.poison_output(session_.stream());
       run_variant();
-      variant.publish(session_.stream());
       session_.wait(j.o.timeout_s);
+      variant.publish();
       const std::string key = std::string("variant.cudnn_") + math_key(other);
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
       j.r.counters[key + "_ms"] = median(measure_cold(session_, run_variant, j.o, nullptr));
@@ -273,8 +273,8 @@ private:
     const char* math = math_key(CudnnLayerwise::math_for(j.g.dtype()));
     j.buf.poison_output(session_.stream());
     run();
-    baseline.publish(session_.stream());
     session_.wait(j.o.timeout_s);
+    baseline.publish();
     const kernels::Comparison cmp = validate(j);
     j.r.max_rel_error = cmp.max_rel_error;
     if (!cmp.ok())

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/detail/device_buffers.cuh"
 #include "kernels/cuda/statuses.h"
 #include "kernels/merged_executor.h"
 
@@ -45,13 +46,6 @@ template <class T> __global__ void leaky_relu_kernel(T* y, long long n, float sl
     const float v = to_float(y[i]);
     y[i] = from_float<T>(v > 0.f ? v : v * slope);
   }
-}
-
-// y[i] = x[i] converted (round to nearest even when narrowing).
-template <class To, class From> __global__ void convert_kernel(To* y, const From* x, long long n) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    y[i] = from_float<To>(to_float(x[i]));
 }
 
 unsigned grid_for(long long n, int threads) {
@@ -158,8 +152,17 @@ cudnnDataType_t data_type(Math math) {
   }
 }
 
+// The tensors' storage under `math` (dev::Storage, as the generated kernels' global memory).
+int storage_of(Math math) {
+  switch (math) {
+  case Math::kBf16: return dev::kStorageBf16;
+  case Math::kFp16: return dev::kStorageF16;
+  default: return dev::kStorageF32;
+  }
+}
+
 size_t element_bytes(Math math) {
-  return CudnnLayerwise::sixteen_bit(math) ? 2 : 4;
+  return detail::stored_element_bytes(storage_of(math));
 }
 
 // The math a conv descriptor asks for: FMA (strict), TF32 conversion, or 16-bit tensor ops.
@@ -468,27 +471,6 @@ void leaky_relu(Math math, void* y, long long n, float slope, cudaStream_t strea
   BRICKDL_CUDA_CALL(cudaGetLastError());
 }
 
-// n fp32 values into the 16-bit tensor of `math` (round to nearest even), or back.
-void narrow(Math math, void* to, const float* from, long long n, cudaStream_t stream) {
-  const int threads = 256;
-  if (math == Math::kBf16)
-    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(static_cast<__nv_bfloat16*>(to),
-                                                                 from, n);
-  else
-    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(static_cast<__half*>(to), from, n);
-  BRICKDL_CUDA_CALL(cudaGetLastError());
-}
-void widen(Math math, float* to, const void* from, long long n, cudaStream_t stream) {
-  const int threads = 256;
-  if (math == Math::kBf16)
-    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(
-        to, static_cast<const __nv_bfloat16*>(from), n);
-  else
-    convert_kernel<<<grid_for(n, threads), threads, 0, stream>>>(
-        to, static_cast<const __half*>(from), n);
-  BRICKDL_CUDA_CALL(cudaGetLastError());
-}
-
 // The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu with
 // cudnnActivationForward, leaky relu with our kernel.
 void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, const Step& s,
@@ -529,26 +511,18 @@ struct CudnnLayerwise::Impl {
   std::vector<int64_t> input_numel, weight_numel, bias_numel; // per input / group layer
   int64_t output_numel = 0;
   // What the runs read and write (bind): the bound fp32 buffers, or the 16-bit copies in
-  // `owned`; `published` is the bound fp32 output.
+  // `owned` (the output last); `published` is the bound fp32 output.
   std::vector<const void*> inputs, weights, biases;
   void* output = nullptr;
   float* published = nullptr;
-  std::vector<void*> owned;
+  std::vector<detail::DeviceBuffer> owned;
 
-  void free_owned() {
-    for (void* p : owned)
-      cudaFree(p);
-    owned.clear();
-  }
   // A 16-bit copy of n fp32 values at `from` (nullptr for none).
-  const void* narrowed(const float* from, int64_t n, cudaStream_t stream) {
+  const void* stored(const float* from, int64_t n) {
     if (!from || n == 0)
       return nullptr;
-    void* p = nullptr;
-    BRICKDL_CUDA_CALL(cudaMalloc(&p, static_cast<size_t>(n) * element_bytes(math)));
-    owned.push_back(p);
-    narrow(math, p, from, n, stream);
-    return p;
+    owned.push_back(detail::upload_stored(detail::download(from, n), storage_of(math)));
+    return owned.back().as<void>();
   }
   void run(cudaStream_t stream, bool trial);
   void run_conv_bias_relu(Step& s, size_t i, const void* x, void* y, cudaStream_t stream,
@@ -575,7 +549,6 @@ struct CudnnLayerwise::Impl {
     for (void* p : intermediate)
       if (p)
         cudaFree(p);
-    free_owned();
     if (workspace)
       cudaFree(workspace);
     if (handle)
@@ -666,16 +639,16 @@ void CudnnLayerwise::bind(const std::vector<const float*>& inputs,
   m.output = output;
   if (!sixteen_bit(m.math))
     return;
-  m.free_owned();
+  m.owned.clear();
   for (size_t k = 0; k < m.inputs.size(); ++k)
-    m.inputs[k] = m.narrowed(inputs[k], m.input_numel.at(k), st);
+    m.inputs[k] = m.stored(inputs[k], m.input_numel.at(k));
   for (size_t i = 0; i < m.steps.size(); ++i) {
-    m.weights[i] = m.narrowed(weights.at(i), m.weight_numel[i], st);
-    m.biases[i] = m.narrowed(biases.at(i), m.bias_numel[i], st);
+    m.weights[i] = m.stored(weights.at(i), m.weight_numel[i]);
+    m.biases[i] = m.stored(biases.at(i), m.bias_numel[i]);
   }
   const size_t out_bytes = static_cast<size_t>(m.output_numel) * element_bytes(m.math);
-  BRICKDL_CUDA_CALL(cudaMalloc(&m.output, out_bytes));
-  m.owned.push_back(m.output);
+  m.owned.emplace_back(out_bytes);
+  m.output = m.owned.back().as<void>();
   try {
     m.run(st, true);
     BRICKDL_CUDA_CALL(cudaStreamSynchronize(st));
@@ -689,10 +662,10 @@ void CudnnLayerwise::enqueue(void* stream) {
   impl_->run(static_cast<cudaStream_t>(stream), false);
 }
 
-void CudnnLayerwise::publish(void* stream) {
+void CudnnLayerwise::publish() {
   const Impl& m = *impl_;
   if (sixteen_bit(m.math))
-    widen(m.math, m.published, m.output, m.output_numel, static_cast<cudaStream_t>(stream));
+    detail::publish_stored(m.owned.back(), m.published, storage_of(m.math));
 }
 
 // A conv + bias + relu step as one cudnnConvolutionBiasActivationForward call. In a trial run

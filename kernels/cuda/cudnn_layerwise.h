@@ -31,7 +31,8 @@
 //
 // Buffers: bind() takes the fp32 device tensors of a group (kernels/cuda/detail/
 // device_buffers.cuh). 16-bit math converts them there, once and untimed, into 16-bit copies
-// of its own (round to nearest even, as the generated kernels' storage) and writes a 16-bit
+// of its own (detail::upload_stored: the generated kernels' storage, rounded to nearest even
+// by the same host conversion) and writes a 16-bit
 // output of its own, which publish() converts into the bound fp32 output; fp32 math reads and
 // writes the bound buffers themselves.
 #include <memory>
@@ -77,18 +78,18 @@ public:
   // The device buffers the runs use, fp32 NCDHW: inputs[k] the tensor of the group's k-th
   // external input (order of first read, as KernelPlan::input_ids); weights / biases per group
   // layer (nullptr when none); output the last layer's output. 16-bit math converts the inputs
-  // and parameters into its own buffers here (on `stream`, a cudaStream_t; nullptr = the
-  // default stream) and makes one trial run: a fused conv + bias + relu that cuDNN refuses in
-  // 16 bits runs unfused from then on (conv, add, relu), any other refusal throws Unsupported;
-  // its own output is poisoned again afterwards (all-ones: NaN). Call again when the buffers
-  // or their contents change.
+  // and parameters into its own buffers here (synchronous copies) and makes one trial run on
+  // `stream` (a cudaStream_t; nullptr = the default stream): a fused conv + bias + relu that cuDNN
+  // refuses in 16 bits runs unfused from then on (conv, add, relu), any other refusal throws
+  // Unsupported; its own output is poisoned again afterwards (all-ones: NaN). Call again when the
+  // buffers or their contents change.
   void bind(const std::vector<const float*>& inputs, const std::vector<const float*>& weights,
             const std::vector<const float*>& biases, float* output, void* stream);
   // Enqueues one run of the group on `stream` (after bind): what is timed.
   void enqueue(void* stream);
-  // 16-bit math: converts its output into the bound fp32 output (after a run, never inside a
-  // timed one); fp32 math: nothing to do.
-  void publish(void* stream);
+  // 16-bit math: converts its output into the bound fp32 output, synchronously, after a run
+  // has finished (never inside a timed one); fp32 math: nothing to do.
+  void publish();
 
   // The algorithm and math mode chosen for one convolution (forward or backward data).
   struct ConvChoice {

@@ -21,7 +21,7 @@ CudnnLayerwise::~CudnnLayerwise() = default;
 void CudnnLayerwise::bind(const std::vector<const float*>&, const std::vector<const float*>&,
                           const std::vector<const float*>&, float*, void*) {}
 void CudnnLayerwise::enqueue(void*) {}
-void CudnnLayerwise::publish(void*) {}
+void CudnnLayerwise::publish() {}
 int CudnnLayerwise::calls_per_run() const {
   return 0;
 }

@@ -40,8 +40,8 @@ void run_cudnn(const Graph& g, const Candidate& c, DeviceRunner runner,
   CudnnLayerwise cudnn(g, c.group, math);
   cudnn.bind(buf.input_ptrs, buf.weight_ptrs, buf.bias_ptrs, buf.output.as<float>(), nullptr);
   cudnn.enqueue(nullptr);
-  cudnn.publish(nullptr);
   BRICKDL_CUDA_CALL(cudaDeviceSynchronize());
+  cudnn.publish();
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "kernels/cuda/detail/device_buffers.cuh"
 
 #include "kernels/cuda/detail/cuda_call.cuh"
+#include "kernels/cuda/emulator.h"
 
 namespace brickdl::cuda::detail {
 
@@ -23,6 +24,28 @@ DeviceBuffer upload_floats(const std::vector<float>& v) {
   if (!v.empty())
     b.upload(v.data(), v.size() * sizeof(float));
   return b;
+}
+
+size_t stored_element_bytes(int storage) {
+  return storage == dev::kStorageF32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+DeviceBuffer upload_stored(const std::vector<float>& v, int storage) {
+  if (storage == dev::kStorageF32)
+    return upload_floats(v);
+  const std::vector<uint16_t> h = to_storage(v.data(), v.size(), storage);
+  DeviceBuffer b(h.size() * sizeof(uint16_t));
+  if (!h.empty())
+    b.upload(h.data(), h.size() * sizeof(uint16_t));
+  return b;
+}
+
+void publish_stored(const DeviceBuffer& stored, float* out, int storage) {
+  std::vector<uint16_t> h(stored.bytes() / sizeof(uint16_t));
+  BRICKDL_CUDA_CALL(
+      cudaMemcpy(h.data(), stored.as<void>(), stored.bytes(), cudaMemcpyDeviceToHost));
+  const std::vector<float> v = from_storage(h, storage);
+  BRICKDL_CUDA_CALL(cudaMemcpy(out, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
 }
 
 std::vector<float> download(const float* p, int64_t n) {

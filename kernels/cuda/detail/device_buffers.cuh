@@ -39,6 +39,14 @@ private:
 DeviceBuffer upload_floats(const std::vector<float>& v);
 std::vector<float> download(const float* p, int64_t n);
 
+// Global storage of the generated kernels and the 16-bit cuDNN baseline (dev::Storage):
+// bytes per element; host floats uploaded in it (rounded to nearest even as the kernels store,
+// emulator.h to_storage; fp32 as they are); a stored buffer widened into the fp32 buffer `out`
+// (exact; synchronous: after the run that wrote it has finished).
+size_t stored_element_bytes(int storage);
+DeviceBuffer upload_stored(const std::vector<float>& v, int storage);
+void publish_stored(const DeviceBuffer& stored, float* out, int storage);
+
 // What one candidate runs on: inputs, parameters and outputs on the device.
 struct GroupBuffers {
   std::vector<DeviceBuffer> inputs, weights, biases;

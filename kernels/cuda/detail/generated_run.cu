@@ -9,21 +9,6 @@ namespace brickdl::cuda::detail {
 
 namespace {
 
-// Host floats as a device buffer of the plan's storage.
-DeviceBuffer upload_stored(const std::vector<float>& v, int storage) {
-  if (storage == dev::kStorageF32)
-    return upload_floats(v);
-  const std::vector<uint16_t> h = to_storage(v.data(), v.size(), storage);
-  DeviceBuffer b(h.size() * sizeof(uint16_t));
-  if (!h.empty())
-    b.upload(h.data(), h.size() * sizeof(uint16_t));
-  return b;
-}
-
-size_t element_bytes(int storage) {
-  return storage == dev::kStorageF32 ? sizeof(float) : sizeof(uint16_t);
-}
-
 // The launch of a cluster kernel (k.desc.cluster > 1) over `grid` blocks: its cluster dims
 // travel as a launch attribute (codegen sets none at compile time); `attr` must outlive it.
 CUlaunchConfig cluster_config(const KernelLaunch& k, unsigned grid, CUstream stream,
@@ -115,7 +100,7 @@ GeneratedRun::GeneratedRun(const Graph& g, const KernelPlan& plan, const std::st
       stored_inputs_.push_back(upload_stored(download(buf.input_ptrs[s], n), storage_));
     }
   const std::vector<float*> out_ptr = allocate_outputs(g, buf);
-  memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_elements) * element_bytes(storage_));
+  memo_ = DeviceBuffer(static_cast<size_t>(plan.memo_elements) * stored_element_bytes(storage_));
   flags_ = DeviceBuffer(static_cast<size_t>(plan.flag_count) * sizeof(int));
   if (plan.flag_count > 0)
     BRICKDL_CUDA_CALL(cudaMemset(flags_.as<int>(), 0, flags_.bytes()));
@@ -149,7 +134,7 @@ std::vector<float*> GeneratedRun::allocate_outputs(const Graph& g, const GroupBu
     const size_t o = static_cast<size_t>(k.output);
     if (o + 1 < L || storage_ != dev::kStorageF32) { // 16 bits: the output converted later
       layer_out_[o] = DeviceBuffer(static_cast<size_t>(g.layer(plan_.layer_ids[o]).out.numel()) *
-                                   element_bytes(storage_));
+                                   stored_element_bytes(storage_));
       BRICKDL_CUDA_CALL(cudaMemset(layer_out_[o].as<void>(), 0xff, layer_out_[o].bytes())); // NaN
       out_ptr[o] = layer_out_[o].as<float>();
     }
@@ -210,12 +195,7 @@ void GeneratedRun::enqueue(cudaStream_t stream) {
 void GeneratedRun::publish_output(const GroupBuffers& buf) const {
   if (storage_ == dev::kStorageF32)
     return;
-  const DeviceBuffer& out = layer_out_.back();
-  std::vector<uint16_t> h(out.bytes() / sizeof(uint16_t));
-  BRICKDL_CUDA_CALL(cudaMemcpy(h.data(), out.as<void>(), out.bytes(), cudaMemcpyDeviceToHost));
-  const std::vector<float> v = from_storage(h, storage_);
-  BRICKDL_CUDA_CALL(cudaMemcpy(buf.output.as<void>(), v.data(), v.size() * sizeof(float),
-                               cudaMemcpyHostToDevice));
+  publish_stored(layer_out_.back(), buf.output.as<float>(), storage_);
 }
 
 void GeneratedRun::reset_stats() {
