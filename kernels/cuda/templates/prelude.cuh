@@ -246,29 +246,6 @@ template <class T> BRICKDL_DEVICE T load_coherent(const T* p) {
 template <class T> BRICKDL_DEVICE void store_coherent(T* p, T v) {
   __stcg(p, v);
 }
-// n (<= kMaxTileCo) consecutive read-only floats; 128-bit loads when n is a multiple of 4 (the
-// packed weight tiles are then 16-byte aligned).
-BRICKDL_DEVICE void load_tile(const float* p, int n, float* out) {
-  if ((n & 3) == 0) {
-    BRICKDL_UNROLL
-    for (int q = 0; q < kMaxTileCo / 4; ++q) {
-      if (4 * q >= n)
-        break;
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + q);
-      out[4 * q] = v.x;
-      out[4 * q + 1] = v.y;
-      out[4 * q + 2] = v.z;
-      out[4 * q + 3] = v.w;
-    }
-  } else {
-    BRICKDL_UNROLL
-    for (int j = 0; j < kMaxTileCo; ++j) {
-      if (j >= n)
-        break;
-      out[j] = __ldg(p + j);
-    }
-  }
-}
 // ---- global storage (GroupDesc::storage; codegen defines BRICKDL_STORAGE) ------------------
 #if !defined(BRICKDL_STORAGE)
 #define BRICKDL_STORAGE 0
@@ -294,26 +271,44 @@ BRICKDL_DEVICE float from_storage(unsigned short u) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));
   return f;
 }
-// n (<= kMaxTileCo) consecutive 16-bit storage values; 64-bit loads when n is a multiple of 4
-// (the packed weight tiles are then 8-byte aligned).
-BRICKDL_DEVICE void load_tile(const unsigned short* h, int n, float* out) {
+// A stored element as a float: fp32 as it is, 16-bit storage widened (exact).
+BRICKDL_DEVICE float widen(float v) {
+  return v;
+}
+BRICKDL_DEVICE float widen(unsigned short u) {
+  return from_storage(u);
+}
+// Elements 4q .. 4q + 3 of p in one vector load: 16 bytes of fp32, 8 of 16-bit storage.
+BRICKDL_DEVICE void load4(const float* p, int q, float* out) {
+  const float4 v = __ldg(reinterpret_cast<const float4*>(p) + q);
+  out[0] = v.x;
+  out[1] = v.y;
+  out[2] = v.z;
+  out[3] = v.w;
+}
+BRICKDL_DEVICE void load4(const unsigned short* p, int q, float* out) {
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + q);
+  out[0] = from_storage(static_cast<unsigned short>(v.x & 0xffffu));
+  out[1] = from_storage(static_cast<unsigned short>(v.x >> 16));
+  out[2] = from_storage(static_cast<unsigned short>(v.y & 0xffffu));
+  out[3] = from_storage(static_cast<unsigned short>(v.y >> 16));
+}
+// n (<= kMaxTileCo) consecutive read-only stored values (fp32 or 16-bit storage); vector loads
+// when n is a multiple of 4 (the packed weight tiles are then 16 / 8-byte aligned).
+template <class T> BRICKDL_DEVICE void load_tile(const T* p, int n, float* out) {
   if ((n & 3) == 0) {
     BRICKDL_UNROLL
     for (int q = 0; q < kMaxTileCo / 4; ++q) {
       if (4 * q >= n)
         break;
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(h) + q);
-      out[4 * q] = from_storage(static_cast<unsigned short>(v.x & 0xffffu));
-      out[4 * q + 1] = from_storage(static_cast<unsigned short>(v.x >> 16));
-      out[4 * q + 2] = from_storage(static_cast<unsigned short>(v.y & 0xffffu));
-      out[4 * q + 3] = from_storage(static_cast<unsigned short>(v.y >> 16));
+      load4(p, q, out + 4 * q);
     }
   } else {
     BRICKDL_UNROLL
     for (int j = 0; j < kMaxTileCo; ++j) {
       if (j >= n)
         break;
-      out[j] = from_storage(__ldg(h + j));
+      out[j] = widen(__ldg(p + j));
     }
   }
 }
