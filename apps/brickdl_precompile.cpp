@@ -80,6 +80,7 @@ void compile_one(const Graph& g, const Candidate& c, const Options& o, const Gpu
   codegen.max_smem_bytes =
       static_cast<int>(std::min<double>(codegen.max_smem_bytes, spec.smem_per_block_bytes));
   codegen.max_cluster = std::min(cuda::max_cluster_for(o.arch), spec.max_cluster);
+  codegen.wgmma = cuda::wgmma_for(o.arch); // as the measurer on that device
   try {
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c, codegen);
     const int64_t hits = nvrtc.hits();

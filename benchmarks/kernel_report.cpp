@@ -3,7 +3,7 @@
 // strategy and precision.
 //
 //   kernel_report [model first last] [--batch N] [--brick B] [--cb C] [--nb N] [--cluster K]
-//                 [--threads T] [--arch A]... [--precision P]... [--source DIR]
+//                 [--threads T] [--arch A]... [--precision P]... [--source DIR] [--mma-sync]
 //
 // --source DIR writes each plan's CUDA source to DIR/<strategy>-<precision>-sm<arch>.cu, to
 // read what was compiled or to feed it to nvcc -cubin -I kernels/cuda/templates and a
@@ -63,6 +63,7 @@ struct Options {
   std::vector<int> archs = {80, 90};
   std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
   std::string source_dir; // --source: where the plans' sources go (empty: nowhere)
+  bool mma_sync = false;  // --mma-sync: no wgmma on sm_90 (the warp-level path, to compare)
 };
 
 // Writes `source` to DIR/<strategy>-<precision>-sm<arch>.cu.
@@ -77,8 +78,9 @@ void write_source(const std::string& dir, const Graph& g, const Candidate& c, in
     throw std::runtime_error("cannot write " + path.string());
 }
 
-void report_one(const Graph& g, const Candidate& c, int arch, const std::string& source_dir,
+void report_one(const Graph& g, const Candidate& c, int arch, const Options& o,
                 cuda::NvrtcCompiler& nvrtc) {
+  const std::string& source_dir = o.source_dir;
   const std::string what =
       fmt::format("{:<5} {:<26} sm_{}", dtype_name(g.dtype()), c.config_str(), arch);
   try {
@@ -89,6 +91,7 @@ void report_one(const Graph& g, const Candidate& c, int arch, const std::string&
     co.max_smem_bytes =
         static_cast<int>(std::min<double>(co.max_smem_bytes, gpu.smem_per_block_bytes));
     co.max_cluster = cuda::max_cluster_for(arch);
+    co.wgmma = cuda::wgmma_for(arch) && !o.mma_sync;
     const cuda::KernelPlan plan = cuda::plan_kernels(g, c, co);
     if (!source_dir.empty())
       write_source(source_dir, g, c, arch, plan.source);
@@ -118,6 +121,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch)->check(CLI::Range(1, 1024));
   app.add_option("--brick", o.brick, "square brick edge")->check(CLI::Range(1, 4096));
   app.add_option("--threads", o.threads)->check(CLI::Range(32, 1024));
+  app.add_flag("--mma-sync", o.mma_sync,
+               "sm_90 kernels on mma.sync instead of wgmma (what the tuner ran before sm_90a)");
   app.add_option("--cb", o.cb, "channel block (0: all channels)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--nb", o.nb, "batch block (images per unit)")->check(CLI::Range(1, 1024));
   app.add_option("--cluster", o.cluster, "thread block cluster: CTAs per unit (sm_90, padded)")
@@ -155,7 +160,7 @@ int main(int argc, char** argv) {
         c.brick = {1, o.brick, o.brick, o.cb, o.nb, o.cluster};
         c.threads = o.threads;
         for (int arch : o.archs)
-          report_one(g, c, arch, o.source_dir, nvrtc);
+          report_one(g, c, arch, o, nvrtc);
       }
     }
   } catch (const std::exception& e) {

@@ -60,13 +60,14 @@ std::string gpu_str(const GpuSpec& g) {
   return fmt::format(
       "{}: {} SMs, DRAM {:g} GB/s {:g} GB, L2 {:g} MiB {:g} GB/s, smem {:g} KiB/SM "
       "{:g} KiB/block {:g} GB/s, {} threads/SM, {} registers/SM, FP32 {:g} TFLOPS (TF32 {:g}, "
-      "BF16 {:g}, FP16 {:g}; mma.sync reaches {:g} of them), clusters of up to {} CTAs, "
+      "BF16 {:g}, FP16 {:g}; mma.sync reaches {:g} of them, wgmma {:g}), clusters of up to {} "
+      "CTAs, "
       "launch {:g} us, atomic {:g} ns",
       g.name, g.sm_count, g.dram_bandwidth_gbs, g.dram_gb, g.l2_bytes / (1024.0 * 1024.0),
       g.l2_bandwidth_gbs, g.smem_per_sm_bytes / 1024.0, g.smem_per_block_bytes / 1024.0,
       g.smem_bandwidth_gbs, g.max_threads_per_sm, g.registers_per_sm, g.fp32_tflops, g.tf32_tflops,
-      g.bf16_tflops, g.fp16_tflops, g.mma_sync_fraction, g.max_cluster, g.launch_overhead_us,
-      g.atomic_ns);
+      g.bf16_tflops, g.fp16_tflops, g.mma_sync_fraction, g.wgmma_fraction, g.max_cluster,
+      g.launch_overhead_us, g.atomic_ns);
 }
 
 std::string search_str(const SearchSpaceConfig& s) {

@@ -118,6 +118,7 @@ const std::vector<GpuField>& gpu_fields() {
       {"bf16_tflops", &GpuSpec::bf16_tflops},
       {"fp16_tflops", &GpuSpec::fp16_tflops},
       {"mma_sync_fraction", &GpuSpec::mma_sync_fraction, nullptr, false},
+      {"wgmma_fraction", &GpuSpec::wgmma_fraction, nullptr, false, true},
       {"max_cluster", nullptr, &GpuSpec::max_cluster, false},
       {"launch_overhead_us", &GpuSpec::launch_overhead_us, nullptr, true, true},
       {"atomic_ns", &GpuSpec::atomic_ns, nullptr, true, true},

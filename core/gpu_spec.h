@@ -29,6 +29,10 @@ struct GpuSpec {
   // Of the tensor peaks above, the fraction that warp-level mma.sync (the generated kernels)
   // reaches; the library's kernels reach the whole peak (on Hopper through wgmma).
   double mma_sync_fraction = 1.0;
+  // Of the tensor peaks, the fraction the generated kernels reach with Hopper's warpgroup MMA
+  // (wgmma, sm_90a; core/group.h uses_wgmma: blocks of whole warpgroups); 0: the target has
+  // no wgmma, the kernels run mma.sync.
+  double wgmma_fraction = 0;
   // The largest thread block cluster (CTAs) a kernel may use: 16 on sm_90 (non-portable above
   // 8: the kernels opt in), 1 (no clusters) before.
   int max_cluster = 1;

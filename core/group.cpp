@@ -151,6 +151,14 @@ bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups
          channels_per_block % 8 == 0;
 }
 
+bool uses_wgmma(bool target_has_wgmma, int threads) {
+  return target_has_wgmma && threads > 0 && threads % 128 == 0;
+}
+
+int64_t wgmma_tile_floats(int threads) {
+  return int64_t{kStreamBuffers} * (kWgmmaTileBytes / 4) * (threads / 128);
+}
+
 std::string brick_blocker(const Graph& graph, const Group& group) {
   check_range(graph, group);
   for (int id = group.first; id <= group.last; ++id) {

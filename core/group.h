@@ -77,6 +77,15 @@ bool has_tensor_math(DType precision);
 bool conv_on_tensor_cores(bool tensor_math, int64_t out_channels, int64_t groups,
                           int64_t channels_per_block);
 
+// Hopper's warpgroup MMA (wgmma, sm_90a): a target that has it runs the tensor-core convs of a
+// merged kernel with `threads` threads on it when the block is whole warpgroups of 128
+// threads (else mma.sync). Each warpgroup stages its weights in two tiles of kWgmmaTileBytes
+// (kernels/cuda/templates/mma.cuh): wgmma_tile_floats more shared memory per block, in 4-byte
+// elements, when any conv of the kernel runs on wgmma.
+constexpr int kWgmmaTileBytes = 1024;
+bool uses_wgmma(bool target_has_wgmma, int threads);
+int64_t wgmma_tile_floats(int threads);
+
 // Thread block clusters (sm_90, padded only): the `cluster` CTAs of a unit split the channels
 // of every tensor the unit holds in shared memory, and of its output: rank q holds and
 // computes channels [q·s, (q+1)·s) of a tensor with `channels` channels, s =

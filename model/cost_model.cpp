@@ -13,8 +13,10 @@ CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(
 //   1: cold-group L2.
 //   2: layerwise L1 / L2 with the library's tile re-reads; streamed passes' barriers and
 //      accumulator traffic; memoized chunks sized to the target's shared memory.
+//   3: Hopper's merged tensor-core convs on wgmma (GpuSpec::wgmma_fraction) in blocks of whole
+//      warpgroups, with its weight tiles in shared memory.
 const char* CostModel::version() {
-  return "brickdl-model/2 (library tiles, streamed passes)";
+  return "brickdl-model/3 (wgmma on Hopper)";
 }
 
 Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) const {

@@ -159,6 +159,8 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   d.math = math_of(g.dtype());
   d.mma_m = 0;
   d.mma_n = 0;
+  d.wgmma = 0;
+  d.wgmma_smem = -1;
   d.smem_out = -1;
   d.stream_c = 0;
   d.stream_smem = -1;
@@ -202,8 +204,9 @@ int64_t map_volume(const RegionMap& m) {
 
 // Tensor cores when core/group.h conv_on_tensor_cores says so (else false: the FMA path). The warp
 // tile is as large as possible (mma_m x 16 positions by mma_n x 8 channels) while every warp still
-// has a tile.
-bool choose_mma_tile(LayerDesc& d, int64_t box_points, int channels_per_unit, int threads) {
+// has a tile; with wgmma (uses_wgmma) the same for warpgroups and mma_m x 64 positions.
+bool choose_mma_tile(LayerDesc& d, int64_t box_points, int channels_per_unit, int threads,
+                     bool wgmma) {
   if (!conv_on_tensor_cores(d.math != dev::kMathFp32, d.out.c, d.groups, channels_per_unit))
     return false;
   const int cout_g = d.out.c / d.groups;
@@ -211,10 +214,12 @@ bool choose_mma_tile(LayerDesc& d, int64_t box_points, int channels_per_unit, in
   while (nt > 1 && ((cout_g / 8) % nt != 0 || (channels_per_unit / 8) % nt != 0))
     nt /= 2;
   int mt = dev::kMaxMmaM;
+  d.wgmma = uses_wgmma(wgmma, threads) ? 1 : 0;
+  const int rows = d.wgmma ? 64 : 16, teams = threads / (d.wgmma ? 128 : 32);
   auto tiles = [&](int m, int n) {
-    return (box_points + 16 * m - 1) / (16 * m) * (channels_per_unit / (8 * n));
+    return (box_points + rows * m - 1) / (rows * m) * (channels_per_unit / (8 * n));
   };
-  while (tiles(mt, nt) < threads / 32 && (mt > 1 || nt > 1)) {
+  while (tiles(mt, nt) < teams && (mt > 1 || nt > 1)) {
     if (mt >= nt && mt > 1) {
       mt /= 2;
     } else {
@@ -231,9 +236,9 @@ bool choose_mma_tile(LayerDesc& d, int64_t box_points, int channels_per_unit, in
 // Chooses the conv register tile: as large as possible (reuse) while every thread of the
 // block still has work; tiles never straddle conv groups or channel blocks.
 void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_per_unit,
-                 int threads) {
+                 int threads, bool wgmma) {
   if (d.op != dev::kOpConv ||
-      choose_mma_tile(d, box_points_d_h * box_w, channels_per_unit, threads))
+      choose_mma_tile(d, box_points_d_h * box_w, channels_per_unit, threads, wgmma))
     return;
   const int cout_g = d.out.c / d.groups;
   int tco = dev::kMaxTileCo;
@@ -252,6 +257,27 @@ void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_p
   }
   d.tile_co = tco;
   d.tile_px = tpx;
+}
+
+static_assert(dev::kWgmmaTileFloats * 4 == kWgmmaTileBytes, "core/group.h sizes the wgmma tiles");
+
+// When layers run on wgmma: one n tile for all of them, the narrowest any chose (each wgmma N is
+// a copy of the inner loop; two in one kernel cost ptxas 56 more registers and a 288-byte stack
+// frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma), and the
+// weight tiles after the unit's images (core/group.h wgmma_tile_floats).
+void reserve_wgmma_tiles(GroupDesc& gd, int threads) {
+  int nt = 0;
+  for (int l = 0; l < gd.num_layers; ++l)
+    if (gd.layers[l].wgmma)
+      nt = nt == 0 ? gd.layers[l].mma_n : std::min(nt, gd.layers[l].mma_n);
+  if (nt == 0)
+    return;
+  for (int l = 0; l < gd.num_layers; ++l) {
+    if (gd.layers[l].wgmma)
+      gd.layers[l].mma_n = nt; // nt divides theirs (powers of two): the tiles still tile
+    gd.layers[l].wgmma_smem = gd.layers[l].wgmma ? gd.smem_floats : -1;
+  }
+  gd.smem_floats = to_int(gd.smem_floats + wgmma_tile_floats(threads), "shared memory");
 }
 
 void check_smem(int64_t floats, int extra_bytes, const CodegenOptions& o, const std::string& what) {
@@ -429,12 +455,13 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
     const int chans = gd.cluster > 1 ? d.cslice : l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
     // The conv's box holds every image of the unit (the templates' `images`).
     choose_tile(d, int64_t{gd.nb} * d.region.ext[0] * d.region.ext[1], d.region.ext[2], chans,
-                threads);
+                threads, o.wgmma);
   }
   // The unit's images side by side: every image's regions live at once (a layer runs for all
   // of them between two barriers).
   gd.smem_image = to_int(round_up(peak, kSmemAlignFloats), "shared memory");
   gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
+  reserve_wgmma_tiles(gd, threads);
   check_smem(gd.smem_floats, 0, o, what);
 }
 
@@ -530,11 +557,12 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
           gd.layers[d.src_index[s]].cb != d.cb)
         throw Unsupported(what + ": elementwise operands bricked differently");
     d.stage_smem = 0;
-    choose_tile(d, int64_t{gd.nb} * d.bext[0] * d.bext[1], d.bext[2], d.cb, threads);
+    choose_tile(d, int64_t{gd.nb} * d.bext[0] * d.bext[1], d.bext[2], d.cb, threads, o.wgmma);
   }
   // Each image of the unit stages at its own place (memoized.cuh).
   gd.smem_image = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
   gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
+  reserve_wgmma_tiles(gd, threads);
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
   *memo_elements = memo;
   *flag_count = flags;
@@ -616,6 +644,8 @@ PlanPaths plan_paths(const KernelPlan& plan) {
         continue;
       if (d.mma_m > 0) {
         ++p.convs_mma;
+        p.convs_wgmma += d.wgmma ? 1 : 0;
+        p.wgmma_nts |= d.wgmma ? d.mma_n : 0;
         p.mma_math = d.math;
       } else {
         ++p.convs_fma;
@@ -760,6 +790,12 @@ std::string plan_source(const KernelPlan& plan, const std::string& what) {
   src << "// Generated by brickdl for " << what << "\n"
       << "#define BRICKDL_CONV_FMA " << (paths.convs_fma > 0 ? 1 : 0) << "\n"
       << "#define BRICKDL_CONV_MMA " << paths.mma_math << "\n"
+      << "#define BRICKDL_WGMMA "
+      << (paths.convs_wgmma == 0                 ? 0
+          : paths.convs_wgmma == paths.convs_mma ? 1
+                                                 : -1)
+      << "\n"
+      << "#define BRICKDL_WGMMA_NTS " << paths.wgmma_nts << "\n"
       << "#define BRICKDL_STREAMED " << (paths.streamed ? 1 : 0) << "\n"
       << "#define BRICKDL_CLUSTER " << (paths.cluster ? 1 : 0) << "\n"
       << "#define BRICKDL_STORAGE " << paths.storage << "\n"

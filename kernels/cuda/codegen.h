@@ -33,6 +33,9 @@ struct CodegenOptions {
   // The largest thread block cluster the target runs (padded candidates with brick.cl > 1):
   // kMaxCluster on sm_90 (above kMaxPortableCluster by opt-in), 1 on sm_80 (no clusters).
   int max_cluster = kMaxCluster;
+  // Tensor-core convs with wgmma (sm_90a: compute capability 9.0 only; wgmma_for) in blocks of
+  // whole warpgroups; mma.sync otherwise.
+  bool wgmma = false;
   // The layer-by-layer kernels of our own: output tile per block (bd is used for 3-D only).
   BrickShape layerwise_tile{4, 8, 8, 64};
   int layerwise_threads = 256;
@@ -42,6 +45,12 @@ struct CodegenOptions {
 // runs: kMaxCluster from sm_90, 1 (none) before.
 inline int max_cluster_for(int cc) {
   return cc >= 90 ? kMaxCluster : 1;
+}
+
+// Whether the generated kernels use wgmma on a device of compute capability `cc`: sm_90a code,
+// which runs on 9.0 only (H100, H200).
+inline bool wgmma_for(int cc) {
+  return cc == 90;
 }
 
 // A tensor a launch reads: external input slot `index` of the group, or the output of the
@@ -88,6 +97,8 @@ KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
 struct PlanPaths {
   int convs_fma = 0;
   int convs_mma = 0;
+  int convs_wgmma = 0; // of convs_mma, on wgmma (sm_90a)
+  int wgmma_nts = 0;   // the mma_n of those (1, 2, 4), OR-ed: a mask
   int mma_math = 0;
   bool streamed = false;
   bool cluster = false;

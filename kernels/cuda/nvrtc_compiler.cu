@@ -139,9 +139,11 @@ std::vector<int> NvrtcCompiler::supported_archs() {
 std::shared_ptr<const CompiledModule>
 NvrtcCompiler::compile(const std::string& source, int arch,
                        const std::vector<std::string>& extra_options) {
-  std::vector<std::string> options = {"--gpu-architecture=sm_" + std::to_string(arch),
-                                      "-default-device", "-std=c++17", "-lineinfo",
-                                      "--ptxas-options=-v"};
+  // sm_90 compiles as sm_90a, whose wgmma the tensor-core kernels use there (codegen.h
+  // wgmma_for): such a cubin runs on compute capability 9.0 only, the only 9.x there is.
+  std::vector<std::string> options = {
+      "--gpu-architecture=sm_" + std::to_string(arch) + (arch == 90 ? "a" : ""), "-default-device",
+      "-std=c++17", "-lineinfo", "--ptxas-options=-v"};
   options.insert(options.end(), extra_options.begin(), extra_options.end());
   const std::string key = cache_key(source, arch, options, version());
   if (auto m = cached(key, arch))

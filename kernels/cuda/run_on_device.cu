@@ -19,6 +19,7 @@ void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
   CodegenOptions co;
   co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
   co.max_cluster = max_cluster_for(dev.cc);
+  co.wgmma = wgmma_for(dev.cc);
   const KernelPlan plan = plan_kernels(g, c, co);
   NvrtcCompiler compiler(default_cache_dir());
   detail::GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf, weights,

@@ -6,7 +6,10 @@
 namespace brickdl::model::detail {
 
 Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
-                              const char* what, Prediction& p) {
+                              const char* what, bool padded, Prediction& p) {
+  const int threads = ctx.candidate.threads;
+  if (uses_wgmma(ctx.gpu.wgmma_fraction > 0, threads) && any_merged_tensor_conv(g, padded))
+    smem_bytes += static_cast<double>(wgmma_tile_floats(threads)) * kSharedElementBytes;
   p.smem_bytes_per_block = smem_bytes;
   p.registers_per_thread =
       estimate_registers(ctx.gpu, has_tensor_math(g.graph->dtype()), ctx.candidate.threads);

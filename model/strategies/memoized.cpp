@@ -514,7 +514,7 @@ void add_layer_counts(Walk& w, const BoxSums& bs, const LayerTotals& t, Predicti
   p.bricks_per_layer[is] = to_count(t.bricks);
   w.bricks_total += t.bricks;
   p.flops += t.volume * g.flops_per_point[is];
-  if (!merged_conv_on_tensor_cores(g, i, g.tensors[is].brick[0]))
+  if (!merged_conv_on_tensor_cores(g, i, merged_block_channels(g, i, false)))
     p.fma_flops += t.volume * g.flops_per_point[is];
   const double channels = static_cast<double>(g.tensors[is].extent[0]);
   p.bytes_weight += g.params[is] * t.block_channels / channels * dt;
@@ -739,7 +739,8 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
 
   const double units = merged_units(g);
   set_issued_bytes(w, units, p);
-  const Occupancy occ = set_block_footprint(g, ctx, w.smem_bytes, "one memoized brick needs", p);
+  const Occupancy occ =
+      set_block_footprint(g, ctx, w.smem_bytes, "one memoized brick needs", false, p);
   check_live_memo(g, ctx, occ, units, p);
   const L2Window win = set_dram_bytes(ctx, w, occ, units, p);
 

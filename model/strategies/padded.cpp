@@ -219,10 +219,7 @@ void add_layer_work(const GroupGeometry& g, int t, const AxisAccum& ch, double v
   const double flops = n * ch.sum * volume * g.flops_per_point[i];
   p.flops += flops;
   // The channels one block computes: the unit's, or a cluster CTA's slice.
-  const int64_t per_block = g.cluster > 1 ? cluster_slice(g.tensors[i].extent[0], g.cluster)
-                            : t == g.layer_count - 1 ? g.tensors[i].brick[0]
-                                                     : g.tensors[i].extent[0];
-  if (!merged_conv_on_tensor_cores(g, t, per_block))
+  if (!merged_conv_on_tensor_cores(g, t, merged_block_channels(g, t, true)))
     p.fma_flops += flops;
   const double nu = static_cast<double>(g.batch_units);
   const double unit_count = nu * static_cast<double>(blocks) * units;
@@ -486,7 +483,7 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   p.dsmem_bytes = cl > 1 ? cluster_dsmem_bytes(g, s) : 0;
   const Occupancy occ = set_block_footprint(
       g, ctx, padded_smem_elements(g, s) * static_cast<double>(g.batch_block) * kSharedElementBytes,
-      "padded regions need", p);
+      "padded regions need", true, p);
   // The L2 window and the barriers count units: a cluster's CTAs run at once, in step.
   Occupancy occ_units = occ;
   occ_units.concurrent_blocks = occ.concurrent_blocks / cl;

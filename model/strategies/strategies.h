@@ -70,13 +70,15 @@ inline double merged_units(const GroupGeometry& g) {
          static_cast<double>(last.spatial_bricks());
 }
 
-// Sets smem_bytes_per_block (already in bytes, for all the unit's images), registers_per_thread
+// Sets smem_bytes_per_block (already in bytes, for all the unit's images, plus the wgmma weight
+// tiles when the kernel's tensor-core convs run on wgmma: core/group.h wgmma_tile_floats),
+// registers_per_thread
 // (what ptxas gives the generated kernels: memory.h estimate_registers),
 // blocks_per_sm, and marks the candidate infeasible when one block's shared memory or occupancy
 // does not fit; returns the occupancy for the L2 wave model. `what` names the shared-memory user in
 // the reason ("padded regions need").
 Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
-                              const char* what, Prediction& p);
+                              const char* what, bool padded, Prediction& p);
 
 // The L2 window of a merged kernel of `units` blocks whose unique traffic is `footprint_bytes`.
 inline L2Window merged_l2_window(const StrategyContext& ctx, const Occupancy& occ, double units,
@@ -106,6 +108,35 @@ inline bool merged_conv_on_tensor_cores(const GroupGeometry& g, int i, int64_t c
                               channels_per_block);
 }
 
+// The channels of layer i one merged block computes, as codegen tiles them: padded, a cluster
+// CTA's slice, else the unit's channel block of the last layer and all of an intermediate one;
+// memoized, the layer's brick channels.
+inline int64_t merged_block_channels(const GroupGeometry& g, int i, bool padded) {
+  const auto& t = g.tensors[static_cast<size_t>(i)];
+  if (!padded)
+    return t.brick[0];
+  return g.cluster > 1            ? cluster_slice(t.extent[0], g.cluster)
+         : i == g.layer_count - 1 ? t.brick[0]
+                                  : t.extent[0];
+}
+
+// Whether some conv of the merged kernel runs on tensor cores.
+inline bool any_merged_tensor_conv(const GroupGeometry& g, bool padded) {
+  for (int i = 0; i < g.layer_count; ++i)
+    if (g.layers[static_cast<size_t>(i)]->op == OpKind::kConv &&
+        has_tensor_math(g.graph->dtype()) &&
+        merged_conv_on_tensor_cores(g, i, merged_block_channels(g, i, padded)))
+      return true;
+  return false;
+}
+
+// The share of the tensor peak our merged kernels' tensor-core convs reach on `gpu` with
+// `threads` threads per block: wgmma where the target has it and the block is whole warpgroups,
+// else mma.sync (core/gpu_spec.h).
+inline double merged_mma_fraction(const GpuSpec& gpu, int threads) {
+  return uses_wgmma(gpu.wgmma_fraction > 0, threads) ? gpu.wgmma_fraction : gpu.mma_sync_fraction;
+}
+
 // What `units` computations of a streamed conv cost beyond one pass (kernels/cuda/templates/
 // conv_mma.cuh streamed_conv_passes): a barrier per pass beyond the first, and its accumulator
 // of `acc_elements` reloaded by every pass but the first and stored by every one but the last.
@@ -122,11 +153,13 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
                                    Prediction& p) {
   p.launches = 1;
   // In peak(precision) FLOPs: a FLOP on FP32 FMA units costs peak(precision) / peak(fp32), a
-  // tensor-core FLOP of our mma.sync 1 / mma_sync_fraction (core/gpu_spec.h).
+  // tensor-core FLOP of our mma.sync or wgmma 1 / its fraction (merged_mma_fraction).
   const DType dtype = g.graph->dtype();
   const double fma_cost = peak_flops(ctx.gpu, dtype) / peak_flops(ctx.gpu, DType::kF32);
   const double mma_cost =
-      has_tensor_math(dtype) ? 1.0 / std::max(1e-3, ctx.gpu.mma_sync_fraction) : 1.0;
+      has_tensor_math(dtype)
+          ? 1.0 / std::max(1e-3, merged_mma_fraction(ctx.gpu, ctx.candidate.threads))
+          : 1.0;
   // Distributed shared memory (cluster kernels) crosses the SM-to-SM network: charged at the
   // L2 bandwidth until a GPU measures it (memory.h).
   add_kernel_roofline(ctx.gpu, ctx.coef, dtype, p.dram_bytes, p.l2_bytes + p.dsmem_bytes,

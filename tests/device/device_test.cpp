@@ -85,6 +85,16 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
+// The code generator's options as run_on_device sets them for device 0.
+CodegenOptions device_codegen() {
+  const DeviceInfo dev = query_device(0);
+  CodegenOptions co;
+  co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
+  co.max_cluster = max_cluster_for(dev.cc);
+  co.wgmma = wgmma_for(dev.cc);
+  return co;
+}
+
 Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
   Candidate c;
   c.group = g;
@@ -161,8 +171,10 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
 // emulator (same rounding, exact products) agrees to fp32 summation-order noise, so a wrong
 // fragment mapping on either side fails here; both stay within the precision's tolerance
 // of the fp32 reference, and so does cuDNN in TF32.
+// (On a 9.0 device the blocks of whole warpgroups run wgmma, and so does their emulation.)
 TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
   BRICKDL_REQUIRE_GPU();
+  const CodegenOptions co = device_codegen();
   for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
     const Graph g = test_support::bottleneck_block(TensorShape{2, 32, 1, 20, 20, 2}, 32, t);
     for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
@@ -170,7 +182,7 @@ TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
                                make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
       const Data d = make_data(g, c.group);
-      const KernelPlan plan = plan_kernels(g, c);
+      const KernelPlan plan = plan_kernels(g, c, co);
       ASSERT_EQ(plan_paths(plan).convs_fma, 0); // every conv on tensor cores
       const auto host = emulated(g, plan, d);
       const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
@@ -185,6 +197,41 @@ TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
       if (t == DType::kTF32 && c.strategy == Strategy::kLayerwise) {
         const auto cudnn = run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights);
         EXPECT_LE(worst(cudnn, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "cuDNN";
+      }
+    }
+  }
+}
+
+// The real wgmma (sm_90a) against its host twin: warpgroup tiles of 64 positions by 8, 16 and 32
+// channels (mma_n 1, 2, 4), one and two of them per warpgroup (mma_m), weight tiles staged
+// through the descriptor, streamed passes; the same plan on the GPU and under the emulator
+// agrees to fp32 summation-order noise, so a wrong descriptor, core-matrix layout or fragment
+// mapping fails here.
+TEST(Device, WgmmaKernelsMatchTheirHostEmulation) {
+  BRICKDL_REQUIRE_GPU();
+  if (!wgmma_for(query_device(0).cc))
+    GTEST_SKIP() << "wgmma needs compute capability 9.0";
+  const CodegenOptions co = device_codegen();
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
+    for (int64_t ch : {8, 16, 96}) { // n tiles of 8, 16, 32 channels
+      const Graph g = test_support::bottleneck_block(TensorShape{2, ch, 1, 20, 20, 2},
+                                                     std::max<int64_t>(ch / 2, 8), t);
+      for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}, 128),
+                                 make({1, 4}, Strategy::kPadded, {1, 16, 16, 0}, 256),
+                                 make({1, 4}, Strategy::kMemoized, {1, 8, 8, 0}, 256)}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(ch) + " channels " +
+                     c.config_str());
+        const Data d = make_data(g, c.group);
+        const KernelPlan plan = plan_kernels(g, c, co);
+        const PlanPaths paths = plan_paths(plan);
+        ASSERT_GT(paths.convs_wgmma, 0);
+        ASSERT_EQ(paths.convs_wgmma, paths.convs_mma);
+        const auto host = emulated(g, plan, d);
+        const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+        const double scale = max_abs(host);
+        const double unit = t == DType::kBF16 ? 0x1p-8 : t == DType::kF16 ? 0x1p-11 : 0.0;
+        EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0)
+            << "device vs host emulation";
       }
     }
   }

@@ -295,6 +295,7 @@ SmemAgreement compare_smem(uint32_t seed, int budget_bytes) {
   const model::CostModel m(spec);
   CodegenOptions o;
   o.max_smem_bytes = budget_bytes;
+  o.wgmma = true; // as on the H200: the weight tiles of the wgmma convs count on both sides
   SmemAgreement n;
   // Channels: narrow, or wider than the two chunk buffers, so that inputs stream.
   auto channels = [&] { return pick(0, 2) == 0 ? pick(65, 160) : pick(1, 40); };

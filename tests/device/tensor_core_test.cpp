@@ -133,6 +133,91 @@ TEST(TensorCoreStep, InputsAreRoundedToThePrecision) {
       EXPECT_EQ(acc(lane)[r], 8.f);
 }
 
+// ---- warpgroup MMA (wgmma) ------------------------------------------------------------------
+
+TEST(WgmmaLayout, DescriptorAndTileOffsetsAreThePtxLayout) {
+  // Hand-derived from the PTX ISA's matrix descriptor (start >> 4 in bits 0-13, LBO >> 4 in
+  // 16-29, SBO >> 4 in 32-45, swizzle 0 in 62-63) and the no-swizzle K-major core matrices.
+  EXPECT_EQ(dev::wgmma_desc(0x1230u), 0x123ull | (8ull << 16) | (16ull << 32));
+  EXPECT_EQ(dev::wgmma_desc(0x41230u), 0x123ull | (8ull << 16) | (16ull << 32)); // 18-bit window
+  EXPECT_EQ(dev::wgmma_b_offset(0, 0, 4), 0);
+  EXPECT_EQ(dev::wgmma_b_offset(3, 2, 4), 3 * 16 + 2 * 4);     // row 3 of core matrix (0, 0)
+  EXPECT_EQ(dev::wgmma_b_offset(9, 5, 4), 16 + 256 + 128 + 4); // core matrix (n 1, k 1)
+  EXPECT_EQ(dev::wgmma_b_offset(31, 15, 2), 7 * 16 + 3 * 256 + 128 + 14);
+  EXPECT_EQ(dev::wgmma_b_offset(31, 7, 4) + 4, dev::kWgmmaTileFloats * 4); // the tile's last byte
+  EXPECT_EQ(dev::wgmma_b_offset(31, 15, 2) + 2, dev::kWgmmaTileFloats * 4);
+}
+
+// The host wgmma against D = C + round(A)·round(B) in double: A scattered over the warpgroup's
+// 128 lanes by the layout in mma.cuh, B staged in an emulated shared memory at an offset and
+// read back through the descriptor.
+template <int MATH, int NT> void check_wgmma_step(uint32_t seed) {
+  using S = dev::MmaShape<MATH>;
+  constexpr int N = 8 * NT, esize = MATH == dev::kMathTf32 ? 4 : 2;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::vector<float> A(64 * S::k), B(S::k * N), C(64 * N);
+  for (auto* v : {&A, &B, &C})
+    for (float& x : *v)
+      x = u(rng);
+  std::vector<float> smem(4 * dev::kWgmmaTileFloats, -1.f);
+  float* const saved = dev::emu::block_smem;
+  dev::emu::block_smem = smem.data();
+  float* tile = smem.data() + 2 * dev::kWgmmaTileFloats;
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < S::k; ++k)
+      dev::wgmma_store_b<MATH>(tile, dev::wgmma_b_offset(n, k, esize), B[k * N + n]);
+  dev::Lanes<float, 4 * NT, 128> acc;
+  dev::Lanes<float, S::a, 128> fa;
+  for (int l = 0; l < 128; ++l) {
+    const int w = l / 32, g = (l % 32) / 4, t = l % 4;
+    for (int j = 0; j < S::a; ++j) {
+      const int r = j / S::w;
+      fa(l)[j] = A[(16 * w + g + 8 * (r % 2)) * S::k + (t + 4 * (r / 2)) * S::w + j % S::w];
+    }
+    for (int i = 0; i < 4 * NT; ++i)
+      acc(l)[i] = C[(16 * w + g + 8 * ((i / 2) % 2)) * N + 8 * (i / 4) + 2 * t + i % 2];
+  }
+  dev::wgmma_step<MATH, NT>(acc, 0, fa, 0, dev::wgmma_desc(dev::smem_address(tile)));
+  dev::emu::block_smem = saved;
+  for (int l = 0; l < 128; ++l) {
+    const int w = l / 32, g = (l % 32) / 4, t = l % 4;
+    for (int i = 0; i < 4 * NT; ++i) {
+      const int row = 16 * w + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+      double want = C[row * N + col], mag = std::fabs(want);
+      for (int k = 0; k < S::k; ++k) {
+        const double p = double{dev::round_input<MATH>(A[row * S::k + k])} *
+                         double{dev::round_input<MATH>(B[k * N + col])};
+        want += p;
+        mag += std::fabs(p);
+      }
+      ASSERT_NEAR(acc(l)[i], want, mag * S::k * std::ldexp(1.0, -24))
+          << "NT " << NT << " lane " << l << " value " << i;
+    }
+  }
+}
+
+TEST(WgmmaStep, HostStepIsTheRoundedProductThroughTheDescriptor) {
+  for (uint32_t seed = 1; seed <= 2; ++seed) {
+    check_wgmma_step<dev::kMathTf32, 1>(seed);
+    check_wgmma_step<dev::kMathTf32, 2>(seed);
+    check_wgmma_step<dev::kMathTf32, 4>(seed);
+    check_wgmma_step<dev::kMathBf16, 4>(seed);
+    check_wgmma_step<dev::kMathFp16, 2>(seed);
+  }
+}
+
+TEST(WgmmaStep, StagedTf32IsRoundedNotTruncated) {
+  // The hardware drops the low 13 bits of a TF32 operand in shared memory; the stager rounds
+  // first (cvt.rna), so 1 + 3·2^-12 is read as 1 + 2^-10, not 1.
+  std::vector<float> smem(dev::kWgmmaTileFloats);
+  float* const saved = dev::emu::block_smem;
+  dev::emu::block_smem = smem.data();
+  dev::wgmma_store_b<dev::kMathTf32>(smem.data(), 0, 1.f + 3 * std::ldexp(1.f, -12));
+  EXPECT_EQ(dev::wgmma_load_b<dev::kMathTf32>(0), 1.f + std::ldexp(1.f, -10));
+  dev::emu::block_smem = saved;
+}
+
 // ---- whole kernels ---------------------------------------------------------------------------
 // Validated as the measurers validate: kernels/validation.h group_tolerance, per precision.
 
@@ -142,10 +227,12 @@ struct Checked {
   int mma_layers = 0;           // conv layers of the generated kernels on the tensor-core path
 };
 
-Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
-  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
+Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
+              const CodegenOptions& co = {}) {
+  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed, co);
   Checked out;
-  out.mma_layers = plan_paths(r.plan).convs_mma;
+  const PlanPaths paths = plan_paths(r.plan);
+  out.mma_layers = co.wgmma ? paths.convs_wgmma : paths.convs_mma;
   const EmulatorResult& emu = r.emu;
   const std::vector<float>& ref = r.reference.output.values();
   EXPECT_EQ(ref.size(), emu.output.size());
@@ -165,14 +252,16 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
 
 // Every strategy of one group in `dtype`: within the precision's tolerance of the fp32
 // reference, and (fp32 excepted) on the tensor-core path for at least `min_mma` conv layers.
-void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma) {
+// With co.wgmma, the conv layers counted are those on wgmma.
+void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma,
+               const CodegenOptions& co = {}) {
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
     const Candidate c{grp, b, s, threads};
     SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
     EmulatorOptions eo;
     if (s == Strategy::kMemoized)
       eo.workers = 3;
-    const Checked r = check(g, c, eo);
+    const Checked r = check(g, c, eo, co);
     EXPECT_TRUE(r.validity.ok()) << r.validity.message;
     EXPECT_GE(r.mma_layers, min_mma);
   }
@@ -252,7 +341,7 @@ TEST(TensorCoreKernels, RandomChains) {
     const int bs = pick(1, 5);
     // Batch blocks: a conv's box spans the unit's images (m tiles across two images, a ragged
     // last block when nb does not divide the batch).
-    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 3)};
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
     check_all(g, Group{1, g.size() - 1}, brick, 32 * pick(1, 4), depth);
   }
@@ -278,6 +367,91 @@ TEST(TensorCoreKernels, StreamedInputsInChannelChunks) {
   const Candidate c{{1, 2}, {1, 8, 8, 0}, Strategy::kMemoized, 64};
   ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
   check_all(g, Group{1, 2}, {1, 8, 8, 0}, 64, 2);
+}
+
+// The sm_90a path: the same kernels with wgmma (warpgroup tiles of 64 positions, staged weight
+// tiles) against the fp32 reference in every precision, padded, memoized and layer by layer;
+// ragged boxes, channel blocks, streamed inputs, batch blocks and random conv chains. Blocks
+// that are not whole warpgroups keep mma.sync.
+TEST(WgmmaKernels, BottleneckInEveryPrecision) {
+  CodegenOptions co;
+  co.wgmma = true;
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
+    const Graph g = bottleneck(t);
+    const Group grp{g.find("conv1"), g.find("add")};
+    check_all(g, grp, {1, 4, 4, 0}, 128, 3, co);
+    check_all(g, grp, {1, 3, 5, 8}, 256, 3, co); // ragged bricks, channel blocks of 8
+  }
+  const Graph g = bottleneck(DType::kTF32);
+  const KernelPlan mma_sync = plan_kernels(
+      g, Candidate{{g.find("conv1"), g.find("add")}, {1, 4, 4, 0}, Strategy::kPadded, 96}, co);
+  EXPECT_EQ(plan_paths(mma_sync).convs_wgmma, 0);
+  EXPECT_EQ(plan_paths(mma_sync).convs_mma, 3);
+}
+
+TEST(WgmmaKernels, StreamedInputsAndBatchBlocks) {
+  CodegenOptions co;
+  co.wgmma = true;
+  for (DType t : {DType::kTF32, DType::kBF16}) {
+    GraphBuilder b("wide3", TensorShape{3, 80, 1, 9, 10, 2}, t);
+    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+    b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
+    const Graph g = fuse_for_inference(b.build());
+    for (const Candidate& c : {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, 128},
+                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 256},
+                               Candidate{{1, 2}, {1, 4, 4, 16, 2}, Strategy::kMemoized, 128}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
+      const KernelPlan plan = plan_kernels(g, c, co);
+      if (c.strategy == Strategy::kPadded)
+        ASSERT_EQ(plan.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+      EmulatorOptions eo;
+      eo.workers = c.strategy == Strategy::kMemoized ? 3 : 1;
+      const Checked r = check(g, c, eo, co);
+      EXPECT_TRUE(r.validity.ok()) << r.validity.message;
+      EXPECT_GE(r.mma_layers, c.group.size());
+    }
+  }
+}
+
+TEST(WgmmaKernels, RandomChains) {
+  CodegenOptions co;
+  co.wgmma = true;
+  std::mt19937 rng(123);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
+  int too_large = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const DType t = types[trial % 3];
+    const int dims = pick(0, 2) == 0 ? 3 : 2;
+    const int64_t image = pick(5, dims == 3 ? 6 : 10);
+    TensorShape in{pick(1, 3), 8 * pick(1, 2),     dims == 3 ? image : 1,
+                   image,      image + pick(0, 3), dims};
+    GraphBuilder b("random", in, t);
+    int x = b.input();
+    const int depth = pick(2, 3);
+    for (int l = 0; l < depth; ++l) {
+      const test_support::RandomConv conv = test_support::random_conv(pick, dims, true, 3);
+      // 16 or 32 channels: n tiles of 16 and 32 (and of 8 in channel blocks of 8)
+      x = test_support::add_conv(b, x, dims, conv, 16 * pick(1, 2), "l" + std::to_string(l));
+      if (pick(0, 1))
+        x = b.relu(x);
+    }
+    const Graph g = fuse_for_inference(b.build());
+    const int bs = pick(1, 5);
+    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
+    const int threads = 128 * pick(1, 2);
+    // Only shapes whose padded regions fit the H200's 227 KiB: the descriptor's addresses wrap
+    // at 256 KiB, on the device and in its emulation.
+    try {
+      plan_kernels(g, Candidate{Group{1, g.size() - 1}, brick, Strategy::kPadded, threads}, co);
+    } catch (const Unsupported&) {
+      ++too_large;
+      continue;
+    }
+    check_all(g, Group{1, g.size() - 1}, brick, threads, depth, co);
+  }
+  EXPECT_LE(too_large, 2);
 }
 
 TEST(TensorCoreKernels, NarrowAndDepthwiseConvsFallBackToFma) {

@@ -192,28 +192,57 @@ TEST(CostModelHand, ComputeTimeScalesWithThePrecisionsPeak) {
                    2 * CostModel(custom).predict(conv(DType::kF16), c).t_compute_ms);
 }
 
-// The merged kernels' tensor-core FLOPs are charged at mma_sync_fraction of the peak (Hopper:
-// mma.sync reaches about half of wgmma's); the library's layerwise kernels and fp32 (FMA)
-// are not.
-TEST(CostModelHand, MergedTensorFlopsAtTheMmaSyncFraction) {
+// The merged kernels' tensor-core FLOPs are charged at the fraction of the peak their
+// instruction reaches: on Hopper wgmma (wgmma_fraction) in blocks of whole warpgroups, else
+// mma.sync (mma_sync_fraction, about half of wgmma's); the A100 has no wgmma. The library's
+// layerwise kernels and fp32 (FMA) are not charged.
+TEST(CostModelHand, MergedTensorFlopsAtTheirInstructionsFraction) {
   const GpuSpec& h200 = *find_gpu_spec("H200");
   EXPECT_DOUBLE_EQ(h200.mma_sync_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(h200.wgmma_fraction, 0.75);
   EXPECT_DOUBLE_EQ(find_gpu_spec("A100-40GB")->mma_sync_fraction, 1.0);
+  EXPECT_DOUBLE_EQ(find_gpu_spec("A100-40GB")->wgmma_fraction, 0.0);
   GpuSpec whole = h200;
   whole.mma_sync_fraction = 1.0;
+  whole.wgmma_fraction = 1.0;
   for (DType t : {DType::kTF32, DType::kF32}) {
     GraphBuilder bt("conv", TensorShape{1, 16, 1, 32, 32, 2}, t);
     bt.conv2d(0, 16, 3, 1, 1);
     const Graph g = fuse_for_inference(bt.build());
-    for (Strategy s : {Strategy::kPadded, Strategy::kLayerwise}) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + " " + strategy_name(s));
-      const Candidate c = candidate(1, 1, s, brick2d(8));
-      const Prediction half = CostModel(h200).predict(g, c);
-      const Prediction full = CostModel(whole).predict(g, c);
-      ASSERT_TRUE(half.feasible && full.feasible);
-      const bool charged = t == DType::kTF32 && s == Strategy::kPadded;
-      EXPECT_DOUBLE_EQ(half.t_compute_ms, (charged ? 2.0 : 1.0) * full.t_compute_ms);
-      EXPECT_DOUBLE_EQ(half.flops, full.flops);
+    for (Strategy s : {Strategy::kPadded, Strategy::kLayerwise})
+      for (int threads : {96, 128, 256}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + strategy_name(s) + " t" +
+                     std::to_string(threads));
+        Candidate c = candidate(1, 1, s, brick2d(8));
+        c.threads = threads;
+        const Prediction part = CostModel(h200).predict(g, c);
+        const Prediction full = CostModel(whole).predict(g, c);
+        ASSERT_TRUE(part.feasible && full.feasible);
+        const bool charged = t == DType::kTF32 && s == Strategy::kPadded;
+        const double cost = !charged ? 1.0 : threads % 128 == 0 ? 1 / 0.75 : 2.0;
+        EXPECT_DOUBLE_EQ(part.t_compute_ms, cost * full.t_compute_ms);
+        EXPECT_DOUBLE_EQ(part.flops, full.flops);
+      }
+  }
+}
+
+// A merged kernel whose convs run on wgmma holds two 1 KiB weight tiles per warpgroup in shared
+// memory (core/group.h wgmma_tile_floats); mma.sync blocks, fp32 (FMA) and targets without wgmma
+// do not.
+TEST(CostModelHand, WgmmaWeightTilesCountInSharedMemory) {
+  GpuSpec none = *find_gpu_spec("H200");
+  none.wgmma_fraction = 0;
+  for (DType t : {DType::kTF32, DType::kF32}) {
+    GraphBuilder bt("conv", TensorShape{1, 16, 1, 32, 32, 2}, t);
+    bt.conv2d(0, 16, 3, 1, 1);
+    const Graph g = fuse_for_inference(bt.build());
+    for (int threads : {96, 128, 512}) {
+      Candidate c = candidate(1, 1, Strategy::kPadded, brick2d(8));
+      c.threads = threads;
+      const double with = CostModel(*find_gpu_spec("H200")).predict(g, c).smem_bytes_per_block;
+      const double without = CostModel(none).predict(g, c).smem_bytes_per_block;
+      const double tiles = t == DType::kTF32 && threads % 128 == 0 ? 2048.0 * threads / 128 : 0;
+      EXPECT_DOUBLE_EQ(with - without, tiles) << dtype_name(t) << " t" << threads;
     }
   }
 }

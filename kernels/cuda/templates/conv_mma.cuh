@@ -21,6 +21,16 @@
 #include "brick_ops.cuh"
 #include "mma.cuh"
 
+// The tensor-core step the kernel source contains (codegen defines it from its plan): 0 mma.sync
+// only, 1 wgmma only (sm_90a), -1 both, chosen per layer by LayerDesc::wgmma (emulation).
+#if !defined(BRICKDL_WGMMA)
+#if defined(BRICKDL_EMULATE)
+#define BRICKDL_WGMMA -1
+#else
+#define BRICKDL_WGMMA 0
+#endif
+#endif
+
 namespace brickdl {
 namespace dev {
 
@@ -56,14 +66,16 @@ BRICKDL_DEVICE int box_position(const int* ro, const int* re, int P, int images,
 // The partial sums of a lane's accumulator fragment (layout of mma.cuh's C, per m16 x n8
 // tile) from / to `acc` (a ConvPass buffer), for the positions (of `images` images of P
 // each) and channels inside the box.
+// Row block mt of a lane starts at m_base + mstride · mt (mma.sync: 16, the warp's own blocks;
+// wgmma: 64, m_base including the warp's 16 · w).
 template <bool kStore>
 BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro, const int* re,
-                                int P, int images, int m_base, int co_base, int c1, int MT, int NT,
-                                int g, int t) {
+                                int P, int images, int m_base, int mstride, int co_base, int c1,
+                                int MT, int NT, int g, int t) {
   BRICKDL_UNROLL
   for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
     const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
-    const int m = m_base + 16 * mt + g + 8 * (r / 2);
+    const int m = m_base + mstride * mt + g + 8 * (r / 2);
     const int co = co_base + 8 * nt + 2 * t + r % 2;
     if (mt >= MT || nt >= NT || m >= images * P || co >= c1)
       continue;
@@ -79,14 +91,89 @@ BRICKDL_DEVICE void mma_partial(float* frag, const RegionBuf& acc, const int* ro
   }
 }
 BRICKDL_DEVICE void mma_load_partial(float* frag, const RegionBuf& acc, const int* ro,
-                                     const int* re, int P, int images, int m_base, int co_base,
-                                     int c1, int MT, int NT, int g, int t) {
-  mma_partial<false>(frag, acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g, t);
+                                     const int* re, int P, int images, int m_base, int mstride,
+                                     int co_base, int c1, int MT, int NT, int g, int t) {
+  mma_partial<false>(frag, acc, ro, re, P, images, m_base, mstride, co_base, c1, MT, NT, g, t);
 }
 BRICKDL_DEVICE void mma_store_partial(float* frag, const RegionBuf& acc, const int* ro,
-                                      const int* re, int P, int images, int m_base, int co_base,
-                                      int c1, int MT, int NT, int g, int t) {
-  mma_partial<true>(frag, acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g, t);
+                                      const int* re, int P, int images, int m_base, int mstride,
+                                      int co_base, int c1, int MT, int NT, int g, int t) {
+  mma_partial<true>(frag, acc, ro, re, P, images, m_base, mstride, co_base, c1, MT, NT, g, t);
+}
+
+// The window origin in `in` of output position m of the box (image included); -1 past it.
+BRICKDL_DEVICE int mma_row_origin(const LayerDesc& L, const RegionBuf& in, const int* ro,
+                                  const int* re, int P, int images, int M, int m) {
+  if (m >= M)
+    return -1;
+  int z, y, x;
+  const int img = box_position(ro, re, P, images, m, &z, &y, &x);
+  return img * in.istride +
+         ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] + (y * L.s[1] - L.p[1] - in.o[1])) * in.e[2] +
+         (x * L.s[2] - L.p[2] - in.o[2]);
+}
+
+// A lane's A fragments of one k step (k0) for its MT row blocks, whose window origins are
+// pix[2 · mt] (rows g) and pix[2 · mt + 1] (rows g + 8): im2col from `in` (layout of mma.cuh's
+// A; zeros past the box and past k_hi). `in_g` is the conv group's channel 0 (channel ci0).
+template <int MATH>
+BRICKDL_DEVICE void mma_gather_a(float* fa, const int* pix, const LayerDesc& L, const RegionBuf& in,
+                                 const float* in_g, int ci0, int in_chan, int k0, int k_hi,
+                                 int kvol, int MT, int t) {
+  using S = MmaShape<MATH>;
+  BRICKDL_UNROLL
+  for (int j = 0; j < S::a; ++j) { // A word j / w, value j % w
+    const int r = j / S::w;
+    int ci;
+    const int off = tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi, &ci);
+    const float* src = in_g;
+    int shift = 0; // what `off` counts of the channel that src already points at
+#if BRICKDL_CLUSTER
+    if (in.cslice > 0) { // channel ci0 + ci in the rank that holds it
+      src = channel_plane(in, ci0 + ci, in_chan);
+      shift = ci * in_chan;
+    }
+#endif
+    BRICKDL_UNROLL
+    for (int mt = 0; mt < kMaxMmaM; ++mt) {
+      if (mt >= MT)
+        break;
+      const int p = pix[2 * mt + r % 2];
+      fa[mt * S::a + j] = p >= 0 && off >= 0 ? src[p + off - shift] : 0.f;
+    }
+  }
+}
+
+// A lane's accumulator fragments as the conv's results: activated, stored to `out`, positions
+// outside the output tensor as 0 (row blocks as in mma_partial).
+BRICKDL_DEVICE void mma_store_out(const float* frag, const LayerDesc& L, const OutTarget& out,
+                                  const int* ro, const int* re, int P, int images, int M,
+                                  int m_base, int mstride, int co_base, int c1, int MT, int NT,
+                                  int g, int t) {
+  BRICKDL_UNROLL
+  for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+    const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
+    if (mt >= MT || nt >= NT)
+      continue;
+    const int m = m_base + mstride * mt + g + 8 * (r / 2);
+    const int co = co_base + 8 * nt + 2 * t + r % 2;
+    if (m >= M || co >= c1)
+      continue;
+    int z, y, x;
+    const int img = box_position(ro, re, P, images, m, &z, &y, &x);
+    const float v = inside(L.out, z, y, x) ? activate(frag[i], L.act, L.slope) : 0.f;
+    store_out(image_out(out, img), co, z, y, x, v);
+  }
+}
+
+// A lane's accumulators at the start of a tile: the bias of their channels (or 0).
+BRICKDL_DEVICE void mma_init_acc(float* frag, const LayerDesc& L, const float* bias, int co_base,
+                                 int c1, int t) {
+  BRICKDL_UNROLL
+  for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
+    const int co = co_base + 8 * ((i / 4) % kMaxMmaN) + 2 * t + i % 2;
+    frag[i] = L.has_bias && co < c1 ? load_cached(bias + co) : 0.f;
+  }
 }
 
 // Long on purpose: the tensor-core inner loop; splitting its lane loops into functions would
@@ -123,27 +210,16 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         for (int i = 0; i < 2 * kMaxMmaM; ++i) {
           if (i >= 2 * MT)
             break;
-          const int m = m_base + 16 * (i / 2) + g + 8 * (i % 2);
-          int z, y, x;
-          const int img = box_position(ro, re, P, images, m, &z, &y, &x);
-          pix(lane)[i] = m >= M ? -1
-                                : img * in.istride +
-                                      ((z * L.s[0] - L.p[0] - in.o[0]) * in.e[1] +
-                                       (y * L.s[1] - L.p[1] - in.o[1])) *
-                                          in.e[2] +
-                                      (x * L.s[2] - L.p[2] - in.o[2]);
+          pix(lane)[i] =
+              mma_row_origin(L, in, ro, re, P, images, M, m_base + 16 * (i / 2) + g + 8 * (i % 2));
         }
-        BRICKDL_UNROLL
-        for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
-          const int co = co_base + 8 * ((i / 4) % kMaxMmaN) + 2 * t + i % 2;
-          acc(lane)[i] = L.has_bias && co < c1 ? load_cached(bias + co) : 0.f;
-        }
+        mma_init_acc(acc(lane), L, bias, co_base, c1, t);
         // A later pass of a streamed input resumes from the partial sums (separate loop: for
         // one-pass convs it folds away whole).
 #if BRICKDL_STREAMED
         if (!pass.first)
-          mma_load_partial(acc(lane), pass.acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g,
-                           t);
+          mma_load_partial(acc(lane), pass.acc, ro, re, P, images, m_base, 16, co_base, c1, MT, NT,
+                           g, t);
 #endif
       }
       for (int k0 = k_lo; k0 < k_hi; k0 += S::k) {
@@ -151,28 +227,7 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         Lanes<float, S::b * kMaxMmaN> fb;
         BRICKDL_FOR_EACH_LANE(lane) {
           const int g = lane >> 2, t = lane & 3;
-          BRICKDL_UNROLL
-          for (int j = 0; j < S::a; ++j) { // A word j / w, value j % w
-            const int r = j / S::w;
-            int ci;
-            const int off =
-                tap_offset(L, in, k0 + (t + 4 * (r / 2)) * S::w + j % S::w, kvol, k_hi, &ci);
-            const float* src = in_g;
-            int shift = 0; // what `off` counts of the channel that src already points at
-#if BRICKDL_CLUSTER
-            if (in.cslice > 0) { // channel ci0 + ci in the rank that holds it
-              src = channel_plane(in, ci0 + ci, in_chan);
-              shift = ci * in_chan;
-            }
-#endif
-            BRICKDL_UNROLL
-            for (int mt = 0; mt < kMaxMmaM; ++mt) {
-              if (mt >= MT)
-                break;
-              const int p = pix(lane)[2 * mt + r % 2];
-              fa(lane)[mt * S::a + j] = p >= 0 && off >= 0 ? src[p + off - shift] : 0.f;
-            }
-          }
+          mma_gather_a<MATH>(fa(lane), pix(lane), L, in, in_g, ci0, in_chan, k0, k_hi, kvol, MT, t);
           BRICKDL_UNROLL
           for (int j = 0; j < S::b; ++j) { // B word j / w, value j % w
             const int k = k0 + (t + 4 * (j / S::w)) * S::w + j % S::w;
@@ -202,28 +257,169 @@ BRICKDL_DEVICE void conv_box_mma(const LayerDesc& L, const float* BRICKDL_RESTRI
         const int g = lane >> 2, t = lane & 3;
 #if BRICKDL_STREAMED
         if (!pass.last) {
-          mma_store_partial(acc(lane), pass.acc, ro, re, P, images, m_base, co_base, c1, MT, NT, g,
-                            t);
+          mma_store_partial(acc(lane), pass.acc, ro, re, P, images, m_base, 16, co_base, c1, MT, NT,
+                            g, t);
           continue;
         }
 #endif
-        BRICKDL_UNROLL
-        for (int i = 0; i < 4 * kMaxMmaM * kMaxMmaN; ++i) {
-          const int mt = i / (4 * kMaxMmaN), nt = (i / 4) % kMaxMmaN, r = i % 4;
-          if (mt >= MT || nt >= NT)
-            continue;
-          const int m = m_base + 16 * mt + g + 8 * (r / 2);
-          const int co = co_base + 8 * nt + 2 * t + r % 2;
-          if (m >= M || co >= c1)
-            continue;
-          int z, y, x;
-          const int img = box_position(ro, re, P, images, m, &z, &y, &x);
-          const float v = inside(L.out, z, y, x) ? activate(acc(lane)[i], L.act, L.slope) : 0.f;
-          store_out(image_out(out, img), co, z, y, x, v);
-        }
+        mma_store_out(acc(lane), L, out, ro, re, P, images, M, m_base, 16, co_base, c1, MT, NT, g,
+                      t);
       }
     }
   }
+}
+
+// B of one wgmma step (k0 .. k0 + k of the packed weights, channels co_base .. co_base + 8 · NT)
+// into a tile of mma.cuh's layout, rounded to the precision; thread l of the warpgroup's 128
+// stores every 128th value (consecutive threads: consecutive channels of the packed weights).
+template <int MATH, int NT>
+BRICKDL_DEVICE void wgmma_stage_b(float* tile, const float* BRICKDL_RESTRICT w, int K, int k0,
+                                  int k_hi, int co_base, int c1, int l) {
+  using S = MmaShape<MATH>;
+  constexpr int esize = MATH == kMathTf32 ? 4 : 2;
+  BRICKDL_UNROLL
+  for (int e = l; e < 8 * NT * S::k; e += 128) {
+    const int c8 = e & 7, k = (e >> 3) % S::k, nb = (e >> 3) / S::k;
+    const int co = co_base + 8 * nb + c8, kk = k0 + k;
+    const float v = kk < k_hi && co < c1 ? gload(w, ((long long)(co >> 3) * K + kk) * 8 + c8) : 0.f;
+    wgmma_store_b<MATH>(tile, wgmma_b_offset(8 * nb + c8, k, esize), v);
+  }
+}
+
+// conv_box_mma one level up, on sm_90a: a warpgroup's tile is MT x 64 positions by NT x 8
+// channels, one wgmma per 64 positions and k step; A gathered by each warp as for mma.sync, B
+// staged per k step into the warpgroup's two tile buffers (the next step's while this one
+// multiplies), one warpgroup barrier per step:
+//
+//   stage B(0) | sync | gather A(0), stage B(1), wgmma(0), wait | sync | gather A(1), ...
+//
+// Long on purpose: as conv_box_mma.
+template <int MATH, int NT>
+BRICKDL_DEVICE void conv_box_wgmma(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                   const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                   const OutTarget& out, const int* ro, const int* re, int c0,
+                                   int c1, const ConvPass& pass, int images) {
+  using S = MmaShape<MATH>;
+  const int MT = L.mma_m;
+  const int cout_g = L.out.c / L.groups, cin_g = L.in.c / L.groups;
+  const int kvol = L.k[0] * L.k[1] * L.k[2];
+  const int K = cin_g * kvol;
+  const int k_lo = pass.ci_lo * kvol, k_hi = pass.ci_hi * kvol;
+  const int P = re[0] * re[1] * re[2];
+  const int M = images * P;
+  const int m_tiles = (M + 64 * MT - 1) / (64 * MT);
+  const int n_tiles = (c1 - c0 + 8 * NT - 1) / (8 * NT);
+  const int in_chan = in.e[0] * in.e[1] * in.e[2];
+  BRICKDL_FOR_EACH_WARPGROUP(wg) {
+    float* const tiles = block_smem() + L.wgmma_smem + 2 * kWgmmaTileFloats * wg;
+    for (int tile = wg; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPGROUPS()) {
+      const int m_base = (tile % m_tiles) * 64 * MT;
+      const int co_base = c0 + (tile / m_tiles) * 8 * NT;
+      const int ci0 = (co_base / cout_g) * cin_g;
+      const float* in_g = in.p + (ci0 - in.c0) * in_chan;
+      Lanes<int, 2 * kMaxMmaM, 128> pix;
+      Lanes<float, 4 * kMaxMmaM * kMaxMmaN, 128> acc;
+      BRICKDL_FOR_EACH_WG_LANE(l) {
+        const int g = (l & 31) >> 2, t = l & 3, mw = m_base + 16 * (l >> 5);
+        BRICKDL_UNROLL
+        for (int i = 0; i < 2 * kMaxMmaM; ++i) {
+          if (i >= 2 * MT)
+            break;
+          pix(l)[i] =
+              mma_row_origin(L, in, ro, re, P, images, M, mw + 64 * (i / 2) + g + 8 * (i % 2));
+        }
+        mma_init_acc(acc(l), L, bias, co_base, c1, t);
+#if BRICKDL_STREAMED
+        if (!pass.first)
+          mma_load_partial(acc(l), pass.acc, ro, re, P, images, mw, 64, co_base, c1, MT, NT, g, t);
+#endif
+        wgmma_stage_b<MATH, NT>(tiles, w, K, k_lo, k_hi, co_base, c1, l);
+        fence_proxy_async();
+      }
+      warpgroup_sync(wg);
+      for (int k0 = k_lo, b = 0; k0 < k_hi; k0 += S::k, b ^= 1) {
+        Lanes<float, S::a * kMaxMmaM, 128> fa;
+        BRICKDL_FOR_EACH_WG_LANE(l) {
+          mma_gather_a<MATH>(fa(l), pix(l), L, in, in_g, ci0, in_chan, k0, k_hi, kvol, MT, l & 3);
+          if (k0 + S::k < k_hi) { // the other buffer: its last wgmma finished before the sync
+            wgmma_stage_b<MATH, NT>(tiles + (b ^ 1) * kWgmmaTileFloats, w, K, k0 + S::k, k_hi,
+                                    co_base, c1, l);
+            fence_proxy_async();
+          }
+        }
+        wgmma_fence();
+        const unsigned long long desc = wgmma_desc(smem_address(tiles + b * kWgmmaTileFloats));
+        BRICKDL_UNROLL
+        for (int mt = 0; mt < kMaxMmaM; ++mt) {
+          if (mt >= MT)
+            break;
+          wgmma_step<MATH, NT>(acc, 4 * mt * kMaxMmaN, fa, mt * S::a, desc);
+        }
+        wgmma_commit_and_wait();
+        wgmma_fence_operands(acc, 4 * kMaxMmaM * kMaxMmaN);
+        warpgroup_sync(wg);
+      }
+      BRICKDL_FOR_EACH_WG_LANE(l) {
+        const int g = (l & 31) >> 2, t = l & 3, mw = m_base + 16 * (l >> 5);
+#if BRICKDL_STREAMED
+        if (!pass.last) {
+          mma_store_partial(acc(l), pass.acc, ro, re, P, images, mw, 64, co_base, c1, MT, NT, g, t);
+          continue;
+        }
+#endif
+        mma_store_out(acc(l), L, out, ro, re, P, images, M, mw, 64, co_base, c1, MT, NT, g, t);
+      }
+    }
+  }
+}
+
+// The NT of the plan's wgmma layers, as a mask (the OR of their NT: 1, 2, 4): codegen defines it,
+// so that only those are compiled (each is a copy of the inner loop: the 4-conv bottleneck with all
+// three went to a 192-byte stack frame on sm_90a); all three under emulation.
+#if !defined(BRICKDL_WGMMA_NTS)
+#define BRICKDL_WGMMA_NTS 7
+#endif
+
+// conv_box_wgmma for the layer's NT (codegen: 1, 2 or 4).
+template <int MATH>
+BRICKDL_DEVICE void conv_box_wgmma_nt(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                      const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                      const OutTarget& out, const int* ro, const int* re, int c0,
+                                      int c1, const ConvPass& pass, int images) {
+#if BRICKDL_WGMMA_NTS & 4
+  if (L.mma_n == 4) {
+    conv_box_wgmma<MATH, 4>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 2
+  if (L.mma_n == 2) {
+    conv_box_wgmma<MATH, 2>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 1
+  conv_box_wgmma<MATH, 1>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+#else
+  unplanned_path(); // an NT codegen did not plan: never compute nothing silently
+#endif
+}
+
+// A tensor-core conv layer: wgmma where codegen chose it, else mma.sync.
+template <int MATH>
+BRICKDL_DEVICE void conv_box_tensor(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                    const OutTarget& out, const int* ro, const int* re, int c0,
+                                    int c1, const ConvPass& pass, int images) {
+#if BRICKDL_WGMMA != 0
+  if (L.wgmma) {
+    conv_box_wgmma_nt<MATH>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA <= 0
+  conv_box_mma<MATH>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+#endif
 }
 
 // The conv paths a kernel source contains. Codegen defines BRICKDL_CONV_FMA (0 / 1) and
@@ -247,17 +443,17 @@ BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_REST
                                    int c1, const ConvPass& pass, int images) {
 #if BRICKDL_CONV_MMA > 0
   if (L.mma_m > 0) {
-    conv_box_mma<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    conv_box_tensor<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     return;
   }
 #elif BRICKDL_CONV_MMA < 0
   if (L.mma_m > 0) {
     if (L.math == kMathTf32) {
-      conv_box_mma<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+      conv_box_tensor<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     } else if (L.math == kMathBf16) {
-      conv_box_mma<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+      conv_box_tensor<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     } else {
-      conv_box_mma<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+      conv_box_tensor<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
     }
     return;
   }

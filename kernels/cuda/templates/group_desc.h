@@ -28,6 +28,7 @@ constexpr int kMaxTileCo = 8;   // output channels per thread (conv register til
 constexpr int kMaxTilePx = 4;   // consecutive w positions per thread (conv register tile)
 constexpr int kMaxMmaM = 2;     // m16 tiles (output positions) per warp (tensor-core conv)
 constexpr int kMaxMmaN = 4;     // n8 tiles (output channels) per warp (tensor-core conv)
+constexpr int kWgmmaTileFloats = 64 * kMaxMmaN; // a wgmma weight tile: 8·kMaxMmaN x 32 bytes
 
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
 enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
@@ -73,6 +74,12 @@ struct LayerDesc {
   // the FP32 FMA path (register tile tile_co x tile_px).
   int math; // Math
   int mma_m, mma_n;
+  // Tensor-core conv on sm_90a (wgmma != 0): each warpgroup computes mma_m x 64 positions
+  // (warp w of it rows 16·w .. 16·w + 15 of each 64) by mma_n x 8 channels with wgmma, its
+  // weight tiles staged in two buffers of kWgmmaTileFloats at wgmma_smem + 2 ·
+  // kWgmmaTileFloats · warpgroup (floats from the block's shared memory; mma.cuh).
+  int wgmma;
+  int wgmma_smem;
   // Padded: the region this layer computes per unit of work, and where it lives in shared
   // memory (floats; -1 for the last layer, which writes the output tensor).
   RegionMap region;
@@ -179,6 +186,7 @@ constexpr int kErrorTimeout = 1;
   X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
   X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
   X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \
+  X(wgmma) X(wgmma_smem)                                                                         \
   BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(stream_c) X(stream_smem) X(stream_next) X(acc_smem) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
   X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
   X(stage_smem) X(cslice)

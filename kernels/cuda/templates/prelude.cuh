@@ -20,6 +20,11 @@
 //    work inside BRICKDL_FOR_EACH_LANE(l), per-lane values in Lanes<T, N> (one set per lane
 //    under emulation, the thread's own registers on the device), and the warp-collective
 //    mma_step between lane loops (all 32 lanes of the warp take part). Blocks are whole warps.
+//  - warpgroup-level code (wgmma on sm_90a, mma.cuh) is the same one level up: inside
+//    BRICKDL_FOR_EACH_WARPGROUP(g), per-thread work inside BRICKDL_FOR_EACH_WG_LANE(l) (l: the
+//    thread's rank 0..127 in its warpgroup, warp l / 32), per-thread values in
+//    Lanes<T, N, 128>, the warpgroup-collective wgmma_step and warpgroup_sync between lane
+//    loops. Only blocks of whole warpgroups take that path.
 #include "group_desc.h"
 
 #if defined(BRICKDL_EMULATE)
@@ -33,6 +38,8 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -60,6 +67,10 @@ inline thread_local int storage = 0;
   for (int w = 0; w < (::brickdl::dev::emu::block_threads + 31) / 32; ++w)
 #define BRICKDL_NUM_WARPS() ((::brickdl::dev::emu::block_threads + 31) / 32)
 #define BRICKDL_FOR_EACH_LANE(l) for (int l = 0; l < 32; ++l)
+#define BRICKDL_FOR_EACH_WARPGROUP(w)                                                              \
+  for (int w = 0; w < ::brickdl::dev::emu::block_threads / 128; ++w)
+#define BRICKDL_NUM_WARPGROUPS() (::brickdl::dev::emu::block_threads / 128)
+#define BRICKDL_FOR_EACH_WG_LANE(l) for (int l = 0; l < 128; ++l)
 #define BRICKDL_SYNC() ((void)0)
 #define BRICKDL_RESTRICT
 #define BRICKDL_UNROLL
@@ -222,6 +233,11 @@ inline void load_tile(const unsigned short* p, int n, float* out) {
 #define BRICKDL_NUM_WARPS() (static_cast<int>(blockDim.x >> 5))
 #define BRICKDL_FOR_EACH_LANE(l)                                                                   \
   for (int l = static_cast<int>(threadIdx.x & 31), l##_once_ = 1; l##_once_; l##_once_ = 0)
+#define BRICKDL_FOR_EACH_WARPGROUP(w)                                                              \
+  for (int w = static_cast<int>(threadIdx.x >> 7), w##_once_ = 1; w##_once_; w##_once_ = 0)
+#define BRICKDL_NUM_WARPGROUPS() (static_cast<int>(blockDim.x >> 7))
+#define BRICKDL_FOR_EACH_WG_LANE(l)                                                                \
+  for (int l = static_cast<int>(threadIdx.x & 127), l##_once_ = 1; l##_once_; l##_once_ = 0)
 #define BRICKDL_SYNC() __syncthreads()
 #define BRICKDL_RESTRICT __restrict__
 #define BRICKDL_UNROLL _Pragma("unroll")
