@@ -105,6 +105,25 @@ void expect_compiled(const Job& j) {
   EXPECT_EQ(j.module->log.find("C7515"), std::string::npos) << j.module->log;
 }
 
+// bottleneck() in tf32, bf16 and fp16.
+std::vector<Graph> tensor_core_bottlenecks() {
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16})
+    graphs.push_back(bottleneck(t));
+  return graphs;
+}
+
+// Every case compiles for every arch within the compile-time budget.
+void expect_compiled_in_budget(const std::vector<std::pair<const Graph*, Candidate>>& cases,
+                               const std::vector<int>& archs) {
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases, archs)) {
+    expect_compiled(j);
+    if (j.module)
+      EXPECT_LT(j.module->compile_ms, 30000) << j.what; // generous: a shared 2-core machine
+  }
+}
+
 TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
   if (!NvrtcCompiler::is_supported())
     GTEST_SKIP() << "built without CUDA";
@@ -133,9 +152,7 @@ TEST(Nvrtc, CompilesEveryKindOfKernelForSm80AndSm90) {
 TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
   if (!NvrtcCompiler::is_supported())
     GTEST_SKIP() << "built without CUDA";
-  std::vector<Graph> graphs;
-  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16})
-    graphs.push_back(bottleneck(t));
+  const std::vector<Graph> graphs = tensor_core_bottlenecks();
   std::vector<std::pair<const Graph*, Candidate>> cases;
   for (const Graph& g : graphs) {
     cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})});
@@ -144,12 +161,7 @@ TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
   cases.push_back({&graphs[0], make({1, 5}, Strategy::kLayerwise, {1, 8, 8, 0})});
   for (const auto& [g, c] : cases)
     EXPECT_EQ(plan_paths(plan_kernels(*g, c)).convs_fma, 0) << c.config_str(); // all MMA
-  NvrtcCompiler compiler;
-  for (const Job& j : compile_all(compiler, cases)) {
-    expect_compiled(j);
-    if (j.module)
-      EXPECT_LT(j.module->compile_ms, 30000) << j.what; // generous: a shared 2-core machine
-  }
+  expect_compiled_in_budget(cases, {80, 90});
 }
 
 // The sm_90a path (wgmma.mma_async m64nNk8 TF32, m64nNk16 BF16 / FP16, A from registers, B
@@ -159,14 +171,12 @@ TEST(Nvrtc, CompilesTensorCoreKernelsInEveryPrecision) {
 TEST(Nvrtc, CompilesWgmmaKernelsForSm90a) {
   if (!NvrtcCompiler::is_supported())
     GTEST_SKIP() << "built without CUDA";
-  std::vector<Graph> graphs;
-  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16})
-    graphs.push_back(bottleneck(t));
+  const std::vector<Graph> graphs = tensor_core_bottlenecks();
   std::vector<std::pair<const Graph*, Candidate>> cases;
   for (const Graph& g : graphs) {
     cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 8, 8, 0})});         // n32 tiles
     cases.push_back({&g, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 16}, 128)}); // n16
-    cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 4, 4, 8}, 512)});    // n8 last
+    cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 4, 4, 8}, 512)});    // n8 (cb 8)
   }
   CodegenOptions co;
   co.wgmma = true;
@@ -177,12 +187,7 @@ TEST(Nvrtc, CompilesWgmmaKernelsForSm90a) {
     EXPECT_EQ(paths.convs_fma, 0) << c.config_str();
     EXPECT_EQ(plan_paths(plan_kernels(*g, c)).convs_wgmma, 0) << c.config_str();
   }
-  NvrtcCompiler compiler;
-  for (const Job& j : compile_all(compiler, cases, {90})) {
-    expect_compiled(j);
-    if (j.module)
-      EXPECT_LT(j.module->compile_ms, 30000) << j.what;
-  }
+  expect_compiled_in_budget(cases, {90});
 }
 
 // 16-bit global storage (bf16 / fp16: cvt.rn to store, exact widening to load, 16-bit

@@ -232,7 +232,8 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
   const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed, co);
   Checked out;
   const PlanPaths paths = plan_paths(r.plan);
-  out.mma_layers = co.wgmma ? paths.convs_wgmma : paths.convs_mma;
+  // On wgmma where the block is whole warpgroups (core/group.h uses_wgmma), else mma.sync.
+  out.mma_layers = uses_wgmma(co.wgmma, c.threads) ? paths.convs_wgmma : paths.convs_mma;
   const EmulatorResult& emu = r.emu;
   const std::vector<float>& ref = r.reference.output.values();
   EXPECT_EQ(ref.size(), emu.output.size());
@@ -252,7 +253,7 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
 
 // Every strategy of one group in `dtype`: within the precision's tolerance of the fp32
 // reference, and (fp32 excepted) on the tensor-core path for at least `min_mma` conv layers.
-// With co.wgmma, the conv layers counted are those on wgmma.
+// With co.wgmma, the conv layers counted are those on wgmma (blocks of whole warpgroups).
 void check_all(const Graph& g, Group grp, BrickShape b, int threads, int min_mma,
                const CodegenOptions& co = {}) {
   for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
@@ -281,26 +282,32 @@ TEST(TensorCoreKernels, BottleneckInEveryPrecision) {
 }
 
 // Batch blocks on tensor cores: two images per unit, with an input streamed in channel chunks
-// (partial sums and the last layer's accumulator per image), padded and memoized.
-TEST(TensorCoreKernels, BatchBlocks) {
+// (partial sums and the last layer's accumulator per image), padded and memoized; blocks of
+// `threads` x 1, 1.5 and 1 (co.wgmma: the layers counted are those on wgmma).
+void check_batch_blocks(const CodegenOptions& co, int threads) {
   for (DType t : {DType::kTF32, DType::kBF16}) {
     GraphBuilder b("wide3", TensorShape{3, 80, 1, 9, 10, 2}, t);
     int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
     b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
     const Graph g = fuse_for_inference(b.build());
-    for (const Candidate& c : {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, 64},
-                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 96},
-                               Candidate{{1, 2}, {1, 4, 4, 16, 2}, Strategy::kMemoized, 64}}) {
+    for (const Candidate& c :
+         {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, threads},
+          Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, threads * 3 / 2},
+          Candidate{{1, 2}, {1, 4, 4, 16, 2}, Strategy::kMemoized, threads}}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
       if (c.strategy == Strategy::kPadded)
-        ASSERT_EQ(plan_kernels(g, c).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
+        ASSERT_EQ(plan_kernels(g, c, co).launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
       EmulatorOptions eo;
       eo.workers = c.strategy == Strategy::kMemoized ? 3 : 1;
-      const Checked r = check(g, c, eo);
+      const Checked r = check(g, c, eo, co);
       EXPECT_TRUE(r.validity.ok()) << r.validity.message;
       EXPECT_GE(r.mma_layers, c.group.size());
     }
   }
+}
+
+TEST(TensorCoreKernels, BatchBlocks) {
+  check_batch_blocks({}, 64);
 }
 
 TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
@@ -315,6 +322,28 @@ TEST(TensorCoreKernels, TensorCoresChangeTheNumbers) {
   EXPECT_GT(b.rel_error, 1e-5);
 }
 
+// A chain of 2 or 3 random convs (2-D, or 3-D one time in three; groups, strides, dilations;
+// a relu after some) of 16 or 32 output channels each (n tiles of 16 and 32; of 8 in channel
+// blocks of 8) on 8 or 16 input channels, images of 5 to `max_3d` / `max_2d`.
+template <class Pick>
+Graph random_chain(Pick& pick, DType t, int max_3d, int max_2d, int* dims, int* depth) {
+  *dims = pick(0, 2) == 0 ? 3 : 2;
+  const int64_t image = pick(5, *dims == 3 ? max_3d : max_2d);
+  TensorShape in{pick(1, 3), 8 * pick(1, 2),     *dims == 3 ? image : 1,
+                 image,      image + pick(0, 3), *dims};
+  GraphBuilder b("random", in, t);
+  int x = b.input();
+  *depth = pick(2, 3);
+  for (int l = 0; l < *depth; ++l) {
+    const test_support::RandomConv conv = test_support::random_conv(pick, *dims, true, 3);
+    const int64_t ch = 16 * pick(1, 2);
+    x = test_support::add_conv(b, x, *dims, conv, ch, "l" + std::to_string(l));
+    if (pick(0, 1))
+      x = b.relu(x);
+  }
+  return fuse_for_inference(b.build());
+}
+
 // Random conv chains with 8k channels (the tensor-core path), groups, strides, dilations,
 // batch blocks.
 TEST(TensorCoreKernels, RandomChains) {
@@ -323,21 +352,8 @@ TEST(TensorCoreKernels, RandomChains) {
   const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
   for (int trial = 0; trial < 9; ++trial) {
     const DType t = types[trial % 3];
-    const int dims = pick(0, 2) == 0 ? 3 : 2;
-    const int64_t image = pick(5, dims == 3 ? 7 : 12);
-    TensorShape in{pick(1, 3), 8 * pick(1, 2),     dims == 3 ? image : 1,
-                   image,      image + pick(0, 3), dims};
-    GraphBuilder b("random", in, t);
-    int x = b.input();
-    const int depth = pick(2, 3);
-    for (int l = 0; l < depth; ++l) {
-      const test_support::RandomConv conv = test_support::random_conv(pick, dims, true, 3);
-      const int64_t ch = 16 * pick(1, 2);
-      x = test_support::add_conv(b, x, dims, conv, ch, "l" + std::to_string(l));
-      if (pick(0, 1))
-        x = b.relu(x);
-    }
-    const Graph g = fuse_for_inference(b.build());
+    int dims = 0, depth = 0;
+    const Graph g = random_chain(pick, t, 7, 12, &dims, &depth);
     const int bs = pick(1, 5);
     // Batch blocks: a conv's box spans the unit's images (m tiles across two images, a ragged
     // last block when nb does not divide the batch).
@@ -392,25 +408,7 @@ TEST(WgmmaKernels, BottleneckInEveryPrecision) {
 TEST(WgmmaKernels, StreamedInputsAndBatchBlocks) {
   CodegenOptions co;
   co.wgmma = true;
-  for (DType t : {DType::kTF32, DType::kBF16}) {
-    GraphBuilder b("wide3", TensorShape{3, 80, 1, 9, 10, 2}, t);
-    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
-    b.conv2d(y, 48, 3, 2, 1, 1, 1, true, "expand");
-    const Graph g = fuse_for_inference(b.build());
-    for (const Candidate& c : {Candidate{{1, 2}, {1, 4, 4, 0, 2}, Strategy::kPadded, 128},
-                               Candidate{{1, 1}, {1, 3, 5, 8, 2}, Strategy::kPadded, 256},
-                               Candidate{{1, 2}, {1, 4, 4, 16, 2}, Strategy::kMemoized, 128}}) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
-      const KernelPlan plan = plan_kernels(g, c, co);
-      if (c.strategy == Strategy::kPadded)
-        ASSERT_EQ(plan.launches[0].desc.layers[0].stream_c, kStreamChunkChannels);
-      EmulatorOptions eo;
-      eo.workers = c.strategy == Strategy::kMemoized ? 3 : 1;
-      const Checked r = check(g, c, eo, co);
-      EXPECT_TRUE(r.validity.ok()) << r.validity.message;
-      EXPECT_GE(r.mma_layers, c.group.size());
-    }
-  }
+  check_batch_blocks(co, 128); // 128 and 128 x 1.5: the 192-thread block keeps mma.sync
 }
 
 TEST(WgmmaKernels, RandomChains) {
@@ -422,21 +420,8 @@ TEST(WgmmaKernels, RandomChains) {
   int too_large = 0;
   for (int trial = 0; trial < 8; ++trial) {
     const DType t = types[trial % 3];
-    const int dims = pick(0, 2) == 0 ? 3 : 2;
-    const int64_t image = pick(5, dims == 3 ? 6 : 10);
-    TensorShape in{pick(1, 3), 8 * pick(1, 2),     dims == 3 ? image : 1,
-                   image,      image + pick(0, 3), dims};
-    GraphBuilder b("random", in, t);
-    int x = b.input();
-    const int depth = pick(2, 3);
-    for (int l = 0; l < depth; ++l) {
-      const test_support::RandomConv conv = test_support::random_conv(pick, dims, true, 3);
-      // 16 or 32 channels: n tiles of 16 and 32 (and of 8 in channel blocks of 8)
-      x = test_support::add_conv(b, x, dims, conv, 16 * pick(1, 2), "l" + std::to_string(l));
-      if (pick(0, 1))
-        x = b.relu(x);
-    }
-    const Graph g = fuse_for_inference(b.build());
+    int dims = 0, depth = 0;
+    const Graph g = random_chain(pick, t, 6, 10, &dims, &depth);
     const int bs = pick(1, 5);
     const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
     SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
