@@ -6,7 +6,7 @@
 //
 //   fig8_model_report [--gpu NAME] [--precision P] [--batch N] [--threads T]
 //                     [--bricks 2,4,8,16,32] [--batch-blocks 1,2,4,8] [--channel-blocks 0]
-//                     [--clusters 1] [--detail BLOCK]
+//                     [--clusters 1] [--detail BLOCK] [--group FIRST LAST]
 //
 // --clusters adds padded candidates run by thread block clusters of that many CTAs (sm_90).
 #include <algorithm>
@@ -142,12 +142,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, kMaxCluster));
   app.add_option("--detail", detail, "a block (layer3.1): every candidate's time terms")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kBlocks), std::end(kBlocks))));
+  std::vector<std::string> group;
+  app.add_option("--group", group, "FIRST LAST: any group of ResNet-50, every candidate's terms")
+      ->expected(2);
   CLI11_PARSE(app, argc, argv);
   ZooOptions zo;
   zo.batch = batch;
   parse_dtype(precision, &zo.dtype);
   const Graph g = fuse_for_inference(build_zoo_model("resnet50", zo));
   const model::CostModel m(*find_gpu_spec(gpu_name));
+  if (!group.empty()) {
+    print_detail(m, g, Group{g.find(group[0]), g.find(group[1])}, sp);
+    return 0;
+  }
   if (!detail.empty()) {
     print_detail(m, g, Group{g.find(detail + ".conv1"), g.find(detail + ".conv3")}, sp);
     return 0;

@@ -159,6 +159,33 @@ int64_t wgmma_tile_floats(int threads) {
   return int64_t{kStreamBuffers} * (kWgmmaTileBytes / 4) * (threads / 128);
 }
 
+MmaTile choose_mma_tile(int64_t box_points, int64_t cout_g, int64_t channels_per_unit, int threads,
+                        bool wgmma) {
+  MmaTile t{kMmaMaxM, kMmaMaxN};
+  while (t.n > 1 && ((cout_g / 8) % t.n != 0 || (channels_per_unit / 8) % t.n != 0))
+    t.n /= 2;
+  const int teams = threads / (wgmma ? 128 : 32);
+  while (mma_tile_count(box_points, channels_per_unit, t, wgmma) < teams && (t.m > 1 || t.n > 1)) {
+    if (t.m >= t.n && t.m > 1) {
+      t.m /= 2;
+    } else {
+      t.n /= 2;
+    }
+  }
+  return t;
+}
+
+int64_t mma_tile_count(int64_t box_points, int64_t channels_per_unit, MmaTile t, bool wgmma) {
+  const int64_t rows = int64_t{wgmma ? 64 : 16} * t.m;
+  return (box_points + rows - 1) / rows * ((channels_per_unit + 8 * t.n - 1) / (8 * t.n));
+}
+
+bool wgmma_acc_in_registers(int64_t box_points, int64_t channels_per_unit, MmaTile t, int threads,
+                            bool tf32, int cluster, int layers) {
+  return tf32 && cluster <= 1 && layers <= kMaxLayersWithAccInRegisters &&
+         mma_tile_count(box_points, channels_per_unit, t, true) <= threads / 128;
+}
+
 std::string brick_blocker(const Graph& graph, const Group& group) {
   check_range(graph, group);
   for (int id = group.first; id <= group.last; ++id) {

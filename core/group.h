@@ -86,6 +86,32 @@ constexpr int kWgmmaTileBytes = 1024;
 bool uses_wgmma(bool target_has_wgmma, int threads);
 int64_t wgmma_tile_floats(int threads);
 
+// The tensor-core tile of a conv whose unit computes `box_points` output positions (all its
+// images) by `channels_per_unit` channels, `cout_g` output channels per conv group: m row
+// blocks of 16 positions per warp (wgmma: 64 per warpgroup) by n tiles of 8 channels, n the
+// largest power of two up to kMmaMaxN dividing cout_g / 8 and channels_per_unit / 8, both as
+// large as possible while every warp (warpgroup) of `threads` still has a tile (codegen's
+// choice; the model asks the same).
+constexpr int kMmaMaxM = 2, kMmaMaxN = 4;
+struct MmaTile {
+  int m = 0, n = 0;
+};
+MmaTile choose_mma_tile(int64_t box_points, int64_t cout_g, int64_t channels_per_unit, int threads,
+                        bool wgmma);
+int64_t mma_tile_count(int64_t box_points, int64_t channels_per_unit, MmaTile t, bool wgmma);
+// A streamed conv on wgmma keeps its accumulators in registers across its input's passes when
+// each warpgroup has at most one tile (in the kernel's n tile, the narrowest of its wgmma
+// convs): no partial sums through shared memory between passes. TF32 without clusters only, as
+// ptxas shows: the 16-bit formats' A fragments take twice the registers (k16) and their kernels
+// already sit at the register cap (ResNet-50 layer2.1 conv2 .. add, bf16, 4-CTA clusters: a
+// 688-byte stack frame with them), and a cluster's gather (an address per rank) does not fit
+// beside them either (layer3's block on 8 / 16-CTA clusters, tf32: 448 / 192-byte stack frames),
+// nor do more than three layers of a kernel (layer4.1 conv1 .. add memoized 8x8/c64/n2, tf32:
+// a 1216-byte stack frame; conv2 .. add and conv1 .. conv3: none).
+constexpr int kMaxLayersWithAccInRegisters = 3;
+bool wgmma_acc_in_registers(int64_t box_points, int64_t channels_per_unit, MmaTile t, int threads,
+                            bool tf32, int cluster, int layers);
+
 // Thread block clusters (sm_90, padded only): the `cluster` CTAs of a unit split the channels
 // of every tensor the unit holds in shared memory, and of its output: rank q holds and
 // computes channels [q·s, (q+1)·s) of a tensor with `channels` channels, s =

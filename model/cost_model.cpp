@@ -14,7 +14,8 @@ CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(
 //   2: layerwise L1 / L2 with the library's tile re-reads; streamed passes' barriers and
 //      accumulator traffic; memoized chunks sized to the target's shared memory.
 //   3: Hopper's merged tensor-core convs on wgmma (GpuSpec::wgmma_fraction) in blocks of whole
-//      warpgroups, with its weight tiles in shared memory.
+//      warpgroups, with its weight tiles in shared memory; streamed wgmma convs of one tile per
+//      warpgroup keep their accumulators in registers (no shared-memory passes).
 const char* CostModel::version() {
   return "brickdl-model/3 (wgmma on Hopper)";
 }

@@ -161,6 +161,7 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   d.mma_n = 0;
   d.wgmma = 0;
   d.wgmma_smem = -1;
+  d.acc_regs = 0;
   d.smem_out = -1;
   d.stream_c = 0;
   d.stream_smem = -1;
@@ -202,32 +203,19 @@ int64_t map_volume(const RegionMap& m) {
   return int64_t{m.ext[0]} * m.ext[1] * m.ext[2];
 }
 
-// Tensor cores when core/group.h conv_on_tensor_cores says so (else false: the FMA path). The warp
-// tile is as large as possible (mma_m x 16 positions by mma_n x 8 channels) while every warp still
-// has a tile; with wgmma (uses_wgmma) the same for warpgroups and mma_m x 64 positions.
+// Tensor cores when core/group.h conv_on_tensor_cores says so (else false: the FMA path), in
+// core/group.h choose_mma_tile's tile; wgmma (uses_wgmma) in blocks of whole warpgroups.
+static_assert(dev::kMaxMmaM == kMmaMaxM && dev::kMaxMmaN == kMmaMaxN, "core/group.h tiles");
+
 bool choose_mma_tile(LayerDesc& d, int64_t box_points, int channels_per_unit, int threads,
                      bool wgmma) {
   if (!conv_on_tensor_cores(d.math != dev::kMathFp32, d.out.c, d.groups, channels_per_unit))
     return false;
-  const int cout_g = d.out.c / d.groups;
-  int nt = dev::kMaxMmaN;
-  while (nt > 1 && ((cout_g / 8) % nt != 0 || (channels_per_unit / 8) % nt != 0))
-    nt /= 2;
-  int mt = dev::kMaxMmaM;
   d.wgmma = uses_wgmma(wgmma, threads) ? 1 : 0;
-  const int rows = d.wgmma ? 64 : 16, teams = threads / (d.wgmma ? 128 : 32);
-  auto tiles = [&](int m, int n) {
-    return (box_points + rows * m - 1) / (rows * m) * (channels_per_unit / (8 * n));
-  };
-  while (tiles(mt, nt) < teams && (mt > 1 || nt > 1)) {
-    if (mt >= nt && mt > 1) {
-      mt /= 2;
-    } else {
-      nt /= 2;
-    }
-  }
-  d.mma_m = mt;
-  d.mma_n = nt;
+  const MmaTile t =
+      brickdl::choose_mma_tile(box_points, d.out.c / d.groups, channels_per_unit, threads, d.wgmma);
+  d.mma_m = t.m;
+  d.mma_n = t.n;
   d.tile_co = 8; // the packed weights: [cout / 8][K][8]
   d.tile_px = 1;
   return true;
@@ -265,7 +253,16 @@ static_assert(dev::kWgmmaTileFloats * 4 == kWgmmaTileBytes, "core/group.h sizes 
 // a copy of the inner loop; two in one kernel cost ptxas 56 more registers and a 288-byte stack
 // frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma), and the
 // weight tiles after the unit's images (core/group.h wgmma_tile_floats).
-void reserve_wgmma_tiles(GroupDesc& gd, int threads) {
+// A conv's box for the unit: output positions of all its images by the channels it computes.
+struct ConvBox {
+  int64_t points = 0;
+  int channels = 0;
+};
+using ConvBoxes = std::array<ConvBox, dev::kMaxLayers>;
+
+// Also: which streamed wgmma convs keep their accumulators in registers across the passes
+// (core/group.h wgmma_acc_in_registers, in the kernel's n tile).
+void reserve_wgmma_tiles(GroupDesc& gd, int threads, const ConvBoxes& boxes) {
   int nt = 0;
   for (int l = 0; l < gd.num_layers; ++l)
     if (gd.layers[l].wgmma)
@@ -273,9 +270,15 @@ void reserve_wgmma_tiles(GroupDesc& gd, int threads) {
   if (nt == 0)
     return;
   for (int l = 0; l < gd.num_layers; ++l) {
-    if (gd.layers[l].wgmma)
-      gd.layers[l].mma_n = nt; // nt divides theirs (powers of two): the tiles still tile
-    gd.layers[l].wgmma_smem = gd.layers[l].wgmma ? gd.smem_floats : -1;
+    LayerDesc& d = gd.layers[l];
+    if (d.wgmma)
+      d.mma_n = nt; // nt divides theirs (powers of two): the tiles still tile
+    d.wgmma_smem = d.wgmma ? gd.smem_floats : -1;
+    d.acc_regs =
+        d.wgmma && d.stream_c > 0 &&
+        wgmma_acc_in_registers(boxes[static_cast<size_t>(l)].points,
+                               boxes[static_cast<size_t>(l)].channels, MmaTile{d.mma_m, d.mma_n},
+                               threads, d.math == dev::kMathTf32, gd.cluster, gd.num_layers);
   }
   gd.smem_floats = to_int(gd.smem_floats + wgmma_tile_floats(threads), "shared memory");
 }
@@ -450,18 +453,20 @@ void plan_padded(GroupDesc& gd, const BrickShape& brick, int threads, const Code
         gd.ext[e].cslice = cluster_slice(gd.ext[e].dims.c, gd.cluster);
   }
   const int64_t peak = allocate_padded_smem(gd);
+  ConvBoxes boxes{};
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     const int chans = gd.cluster > 1 ? d.cslice : l == gd.num_layers - 1 ? gd.cb_last : d.out.c;
     // The conv's box holds every image of the unit (the templates' `images`).
     choose_tile(d, int64_t{gd.nb} * d.region.ext[0] * d.region.ext[1], d.region.ext[2], chans,
                 threads, o.wgmma);
+    boxes[static_cast<size_t>(l)] = {map_volume(d.region) * gd.nb, chans};
   }
   // The unit's images side by side: every image's regions live at once (a layer runs for all
   // of them between two barriers).
   gd.smem_image = to_int(round_up(peak, kSmemAlignFloats), "shared memory");
   gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
-  reserve_wgmma_tiles(gd, threads);
+  reserve_wgmma_tiles(gd, threads, boxes);
   check_smem(gd.smem_floats, 0, o, what);
 }
 
@@ -542,6 +547,7 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
                    const BrickShape& brick, int cb, int threads, const CodegenOptions& o,
                    const std::string& what, int64_t* memo_elements, int64_t* flag_count) {
   int64_t memo = 0, flags = 0, stage = 0;
+  ConvBoxes boxes{};
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     layout_bricks(gd, d, l == gd.num_layers - 1, brick, cb, memo, flags);
@@ -558,11 +564,12 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
         throw Unsupported(what + ": elementwise operands bricked differently");
     d.stage_smem = 0;
     choose_tile(d, int64_t{gd.nb} * d.bext[0] * d.bext[1], d.bext[2], d.cb, threads, o.wgmma);
+    boxes[static_cast<size_t>(l)] = {int64_t{gd.nb} * d.bext[0] * d.bext[1] * d.bext[2], d.cb};
   }
   // Each image of the unit stages at its own place (memoized.cuh).
   gd.smem_image = to_int(round_up(stage, kSmemAlignFloats), "shared memory");
   gd.smem_floats = to_int(int64_t{gd.smem_image} * gd.nb, "shared memory");
-  reserve_wgmma_tiles(gd, threads);
+  reserve_wgmma_tiles(gd, threads, boxes);
   check_smem(gd.smem_floats, kStaticSmemReserve, o, what);
   *memo_elements = memo;
   *flag_count = flags;
@@ -638,6 +645,7 @@ PlanPaths plan_paths(const KernelPlan& plan) {
     for (int l = 0; l < k.desc.num_layers; ++l) {
       const LayerDesc& d = k.desc.layers[l];
       p.streamed = p.streamed || d.stream_c > 0;
+      p.acc_regs = p.acc_regs || d.acc_regs;
       p.cluster = p.cluster || k.desc.cluster > 1;
       p.storage = k.desc.storage;
       if (d.op != dev::kOpConv)
@@ -796,6 +804,7 @@ std::string plan_source(const KernelPlan& plan, const std::string& what) {
                                                  : -1)
       << "\n"
       << "#define BRICKDL_WGMMA_NTS " << paths.wgmma_nts << "\n"
+      << "#define BRICKDL_ACC_REGS " << (paths.acc_regs ? 1 : 0) << "\n"
       << "#define BRICKDL_STREAMED " << (paths.streamed ? 1 : 0) << "\n"
       << "#define BRICKDL_CLUSTER " << (paths.cluster ? 1 : 0) << "\n"
       << "#define BRICKDL_STORAGE " << paths.storage << "\n"

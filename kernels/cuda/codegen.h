@@ -97,8 +97,9 @@ KernelPlan plan_kernels(const Graph& graph, const Candidate& candidate,
 struct PlanPaths {
   int convs_fma = 0;
   int convs_mma = 0;
-  int convs_wgmma = 0; // of convs_mma, on wgmma (sm_90a)
-  int wgmma_nts = 0;   // the mma_n of those (1, 2, 4), OR-ed: a mask
+  int convs_wgmma = 0;   // of convs_mma, on wgmma (sm_90a)
+  int wgmma_nts = 0;     // the mma_n of those (1, 2, 4), OR-ed: a mask
+  bool acc_regs = false; // a streamed wgmma conv keeps its accumulators in registers
   int mma_math = 0;
   bool streamed = false;
   bool cluster = false;

@@ -182,9 +182,11 @@ struct Walk {
   std::array<int, kAxes> alias; // spatial axes equal to an earlier one may reuse its sums
   double smem_bytes = 0;        // the most one brick of some layer stages
   double smem_budget = 0;       // the target's shared memory per block, in 4-byte elements
-  double weights_unique = 0;    // bytes of the weights the computed bricks use
-  double claims = 0;            // intermediate bricks computed
-  double bricks_total = 0;      // bricks computed
+  const StrategyContext* ctx = nullptr;
+  int wgmma_n = 0;           // the kernel's wgmma n tile (kernel_wgmma_n), 0: none
+  double weights_unique = 0; // bytes of the weights the computed bricks use
+  double claims = 0;         // intermediate bricks computed
+  double bricks_total = 0;   // bricks computed
   // The layer being counted and its edges, [e0, e0 + ne) in GroupGeometry::edges.
   int layer = 0, e0 = 0, ne = 0;
 };
@@ -596,6 +598,17 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
 // memoized_stream_chunk, within `budget` elements), the kStreamBuffers chunk buffers plus the
 // layer's cb x brick accumulator (`acc_elements`, the unit's); `passes`: the streamed passes
 // over the accumulator (ceil of channels / chunk), 1 when staged whole.
+// A layer's brick positions for the unit's images (codegen: nb × bext), as kernel_wgmma_n's box.
+auto memo_box(const GroupGeometry& g) {
+  return [&g](int i) {
+    const TensorGrid& tg = g.tensors[static_cast<size_t>(i)];
+    int64_t v = g.batch_block;
+    for (size_t a = 1; a < static_cast<size_t>(kAxes); ++a)
+      v *= std::min(tg.brick[a], tg.extent[a]);
+    return v;
+  };
+}
+
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels, double budget,
                        double& passes, double& acc_elements) {
   const size_t is = static_cast<size_t>(i);
@@ -636,7 +649,9 @@ void add_edge_streams(Walk& w, bool one_box, Prediction& p) {
       double passes = 1, acc = 0;
       stage += staged_streamed(g, i, staged_elements(g.tensors[is], edge, x),
                                static_cast<double>(x[0].need_max), w.smem_budget, passes, acc);
-      add_streamed_pass_costs(passes, acc, static_cast<double>(p.bricks_per_layer[is]), p);
+      add_streamed_pass_costs(
+          passes, acc, static_cast<double>(p.bricks_per_layer[is]),
+          streamed_acc_in_registers(g, *w.ctx, false, memo_box(g), i, w.wgmma_n), p);
     }
   }
   w.smem_bytes = std::max(w.smem_bytes, stage * kSharedElementBytes);
@@ -733,6 +748,8 @@ void predict_memoized(const GroupGeometry& g, const StrategyContext& ctx, Predic
   Scratch& s = scratch();
   Walk w{g, s, BoxOps(g, s), axis_aliases(g)};
   w.smem_budget = ctx.gpu.smem_per_block_bytes / kSharedElementBytes;
+  w.ctx = &ctx;
+  w.wgmma_n = kernel_wgmma_n(g, ctx, false, memo_box(g));
   start_walk(w);
   for (int i = g.layer_count - 1; i >= 0; --i)
     count_layer(w, i, p);

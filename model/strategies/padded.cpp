@@ -406,8 +406,13 @@ double padded_smem_elements(const GroupGeometry& g, Scratch& s) {
 // The passes of each streamed input, per unit that computes its reader (add_streamed_pass_costs),
 // into the reader's accumulator: the last layer's cb x brick, else the reader's region in
 // shared memory, for the unit's images.
-void add_streamed_passes(const GroupGeometry& g, const Scratch& s, Prediction& p) {
+void add_streamed_passes(const GroupGeometry& g, const StrategyContext& ctx, const Scratch& s,
+                         Prediction& p) {
   const int L = g.layer_count;
+  const auto box = [&](int i) {
+    return static_cast<int64_t>(s.alloc_spatial[static_cast<size_t>(i)]) * g.batch_block;
+  };
+  const int kernel_n = kernel_wgmma_n(g, ctx, true, box);
   for (int t = L; t < g.tensor_count(); ++t) {
     const size_t ts = static_cast<size_t>(t);
     const int chunk = g.stream_chunk[ts];
@@ -421,7 +426,8 @@ void add_streamed_passes(const GroupGeometry& g, const Scratch& s, Prediction& p
     const double channels = i == L - 1 ? static_cast<double>(g.last().brick[0])
                                        : static_cast<double>(g.tensors[is].extent[0]);
     const double acc = channels * s.alloc_spatial[is] * static_cast<double>(g.batch_block);
-    add_streamed_pass_costs(passes, acc, static_cast<double>(p.bricks_per_layer[is]), p);
+    add_streamed_pass_costs(passes, acc, static_cast<double>(p.bricks_per_layer[is]),
+                            streamed_acc_in_registers(g, ctx, true, box, i, kernel_n), p);
   }
 }
 
@@ -493,7 +499,7 @@ void predict_padded(const GroupGeometry& g, const StrategyContext& ctx, Predicti
   // per extra pass of a streamed input.
   for (int i = 0; i < L; ++i)
     p.barriers += static_cast<double>(p.bricks_per_layer[static_cast<size_t>(i)]);
-  add_streamed_passes(g, s, p);
+  add_streamed_passes(g, ctx, s, p);
   add_merged_kernel_time(g, ctx, occ, win, units * cl, p);
   finish_time(p);
 }

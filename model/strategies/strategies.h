@@ -139,11 +139,55 @@ inline double merged_mma_fraction(const GpuSpec& gpu, int threads) {
 
 // What `units` computations of a streamed conv cost beyond one pass (kernels/cuda/templates/
 // conv_mma.cuh streamed_conv_passes): a barrier per pass beyond the first, and its accumulator
-// of `acc_elements` reloaded by every pass but the first and stored by every one but the last.
+// of `acc_elements` reloaded by every pass but the first and stored by every one but the last,
+// unless it stays in registers (`acc_in_registers`: wgmma_resident_passes).
 inline void add_streamed_pass_costs(double passes, double acc_elements, double units,
-                                    Prediction& p) {
+                                    bool acc_in_registers, Prediction& p) {
   p.barriers += (passes - 1) * units;
-  p.smem_acc_bytes += 2 * (passes - 1) * acc_elements * kSharedElementBytes * units;
+  if (!acc_in_registers)
+    p.smem_acc_bytes += 2 * (passes - 1) * acc_elements * kSharedElementBytes * units;
+}
+
+// Codegen's wgmma tiles, as the model sees them: `box(i)` gives layer i's output positions for
+// the unit's images (padded: its region, memoized: its brick). The n tile of the kernel's wgmma
+// convs, the narrowest any chooses (core/group.h choose_mma_tile; kernels/cuda/codegen.cpp
+// reserve_wgmma_tiles); 0 when the kernel runs no wgmma.
+template <class Box>
+int kernel_wgmma_n(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
+                   const Box& box) {
+  const int threads = ctx.candidate.threads;
+  if (!uses_wgmma(ctx.gpu.wgmma_fraction > 0, threads) || !has_tensor_math(g.graph->dtype()))
+    return 0;
+  int n = 0;
+  for (int i = 0; i < g.layer_count; ++i) {
+    const Layer& l = *g.layers[static_cast<size_t>(i)];
+    const int64_t ch = merged_block_channels(g, i, padded);
+    if (l.op != OpKind::kConv || !merged_conv_on_tensor_cores(g, i, ch))
+      continue;
+    const int64_t cout_g =
+        g.tensors[static_cast<size_t>(i)].extent[0] / std::max<int64_t>(l.groups, 1);
+    const int t = choose_mma_tile(box(i), cout_g, ch, threads, true).n;
+    n = n == 0 ? t : std::min(n, t);
+  }
+  return n;
+}
+
+// Whether streamed conv i of a kernel whose wgmma n tile is `kernel_n` keeps its accumulators in
+// registers across the passes (core/group.h wgmma_acc_in_registers).
+template <class Box>
+bool streamed_acc_in_registers(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
+                               const Box& box, int i, int kernel_n) {
+  const Layer& l = *g.layers[static_cast<size_t>(i)];
+  const int64_t ch = merged_block_channels(g, i, padded);
+  if (kernel_n == 0 || l.op != OpKind::kConv || !merged_conv_on_tensor_cores(g, i, ch))
+    return false;
+  const int threads = ctx.candidate.threads;
+  const int64_t cout_g =
+      g.tensors[static_cast<size_t>(i)].extent[0] / std::max<int64_t>(l.groups, 1);
+  MmaTile t = choose_mma_tile(box(i), cout_g, ch, threads, true);
+  t.n = kernel_n;
+  return wgmma_acc_in_registers(box(i), ch, t, threads, g.graph->dtype() == DType::kTF32, g.cluster,
+                                g.layer_count);
 }
 
 // One merged kernel's roofline, launch and barrier terms (p.barriers, the bytes and the FLOPs

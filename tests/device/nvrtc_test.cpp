@@ -178,8 +178,19 @@ TEST(Nvrtc, CompilesWgmmaKernelsForSm90a) {
     cases.push_back({&g, make({1, 5}, Strategy::kMemoized, {1, 8, 8, 16}, 128)}); // n16
     cases.push_back({&g, make({1, 5}, Strategy::kPadded, {1, 4, 4, 8}, 512)});    // n8 (cb 8)
   }
+  // ResNet-50's layer4 bottleneck (512 channels streamed in chunks, 7x7): one tile per
+  // warpgroup, the accumulators in registers across the passes (tf32).
+  GraphBuilder b("layer4", TensorShape{8, 2048, 1, 7, 7, 2}, DType::kTF32);
+  const int x = b.input();
+  int y = b.relu(b.batch_norm(b.conv2d(x, 512, 1, 1, 0, 1, 1, false, "conv1")));
+  y = b.relu(b.batch_norm(b.conv2d(y, 512, 3, 1, 1, 1, 1, false, "conv2")));
+  b.relu(b.add(b.batch_norm(b.conv2d(y, 2048, 1, 1, 0, 1, 1, false, "conv3")), x, "add"));
+  const Graph layer4 = fuse_for_inference(b.build());
+  const Candidate resident = make({2, 4}, Strategy::kMemoized, {1, 8, 8, 64, 2});
+  cases.push_back({&layer4, resident});
   CodegenOptions co;
   co.wgmma = true;
+  EXPECT_EQ(plan_kernels(layer4, resident, co).launches[0].desc.layers[0].acc_regs, 1);
   for (const auto& [g, c] : cases) {
     const PlanPaths paths = plan_paths(plan_kernels(*g, c, co));
     EXPECT_GT(paths.convs_wgmma, 0) << c.config_str();

@@ -411,6 +411,37 @@ TEST(WgmmaKernels, StreamedInputsAndBatchBlocks) {
   check_batch_blocks(co, 128); // 128 and 128 x 1.5: the 192-thread block keeps mma.sync
 }
 
+// A streamed input whose reader has at most one tile per warpgroup: in tf32 the accumulators
+// stay in registers across the chunks (LayerDesc::acc_regs), padded (80 channels in chunks of
+// 32, 32, 16) and memoized (128 channels staged in chunks), against the reference; bf16 and
+// fp16 keep the partial sums in shared memory (core/group.h wgmma_acc_in_registers).
+TEST(WgmmaKernels, AccumulatorsStayInRegistersAcrossStreamedPasses) {
+  CodegenOptions co;
+  co.wgmma = true;
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
+    GraphBuilder b("wide", TensorShape{2, 80, 1, 9, 10, 2}, t);
+    int y = b.relu(b.conv2d(b.input(), 16, 1, 1, 0, 1, 1, true, "reduce"));
+    b.conv2d(y, 16, 3, 1, 1, 1, 1, true, "mid");
+    const Graph g = fuse_for_inference(b.build());
+    GraphBuilder m("wide_memo", TensorShape{1, 128, 1, 12, 11, 2}, t);
+    m.conv2d(m.relu(m.conv2d(m.input(), 16, 3, 1, 1, 1, 1, true, "wide")), 16, 3, 1, 1);
+    const Graph gm = fuse_for_inference(m.build());
+    for (const auto& [graph, c] :
+         {std::pair{&g, Candidate{{1, 2}, {1, 4, 4, 0}, Strategy::kPadded, 256}},
+          std::pair{&gm, Candidate{{1, 2}, {1, 8, 8, 0}, Strategy::kMemoized, 128}}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
+      const dev::LayerDesc& first = plan_kernels(*graph, c, co).launches[0].desc.layers[0];
+      ASSERT_GT(first.stream_c, 0);
+      ASSERT_EQ(first.acc_regs, t == DType::kTF32 ? 1 : 0);
+      EmulatorOptions eo;
+      eo.workers = c.strategy == Strategy::kMemoized ? 3 : 1;
+      const Checked r = check(*graph, c, eo, co);
+      EXPECT_TRUE(r.validity.ok()) << r.validity.message;
+      EXPECT_EQ(r.mma_layers, c.group.size());
+    }
+  }
+}
+
 TEST(WgmmaKernels, RandomChains) {
   CodegenOptions co;
   co.wgmma = true;

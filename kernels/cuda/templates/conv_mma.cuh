@@ -286,91 +286,205 @@ BRICKDL_DEVICE void wgmma_stage_b(float* tile, const float* BRICKDL_RESTRICT w, 
   }
 }
 
-// conv_box_mma one level up, on sm_90a: a warpgroup's tile is MT x 64 positions by NT x 8
-// channels, one wgmma per 64 positions and k step; A gathered by each warp as for mma.sync, B
-// staged per k step into the warpgroup's two tile buffers (the next step's while this one
+// What a warpgroup's tiles of one conv share: the GEMM's extents and where its tiles go.
+struct WgmmaConv {
+  int MT, cout_g, cin_g, kvol, K, P, M, m_tiles, n_tiles;
+  float* tiles; // the warpgroup's two weight tiles
+};
+
+BRICKDL_DEVICE WgmmaConv wgmma_conv(const LayerDesc& L, const int* re, int c0, int c1, int images,
+                                    int nt, int wg) {
+  WgmmaConv v;
+  v.MT = L.mma_m;
+  v.cout_g = L.out.c / L.groups;
+  v.cin_g = L.in.c / L.groups;
+  v.kvol = L.k[0] * L.k[1] * L.k[2];
+  v.K = v.cin_g * v.kvol;
+  v.P = re[0] * re[1] * re[2];
+  v.M = images * v.P;
+  v.m_tiles = (v.M + 64 * v.MT - 1) / (64 * v.MT);
+  v.n_tiles = (c1 - c0 + 8 * nt - 1) / (8 * nt);
+  v.tiles = block_smem() + L.wgmma_smem + 2 * kWgmmaTileFloats * wg;
+  return v;
+}
+
+// A warpgroup thread's start of tile `tile`: its rows' window origins and its accumulators
+// (the bias); *m_base and *co_base: the tile's first position and channel.
+template <class Pix, class Acc>
+BRICKDL_DEVICE void wgmma_tile_start(Pix& pix, Acc& acc, const WgmmaConv& v, const LayerDesc& L,
+                                     const float* bias, const RegionBuf& in, const int* ro,
+                                     const int* re, int c0, int c1, int images, int nt, int tile,
+                                     int* m_base, int* co_base) {
+  *m_base = (tile % v.m_tiles) * 64 * v.MT;
+  *co_base = c0 + (tile / v.m_tiles) * 8 * nt;
+  BRICKDL_FOR_EACH_WG_LANE(l) {
+    const int g = (l & 31) >> 2, mw = *m_base + 16 * (l >> 5);
+    BRICKDL_UNROLL
+    for (int i = 0; i < 2 * kMaxMmaM; ++i) {
+      if (i >= 2 * v.MT)
+        break;
+      pix(l)[i] =
+          mma_row_origin(L, in, ro, re, v.P, images, v.M, mw + 64 * (i / 2) + g + 8 * (i % 2));
+    }
+    mma_init_acc(acc(l), L, bias, *co_base, c1, l & 3);
+  }
+}
+
+// A warpgroup's k steps [k_lo, k_hi) of its tile (channels from co_base) into acc, A gathered
+// from `in`, B staged per step into the two weight tiles (the next step's while this one
 // multiplies), one warpgroup barrier per step:
 //
 //   stage B(0) | sync | gather A(0), stage B(1), wgmma(0), wait | sync | gather A(1), ...
-//
-// Long on purpose: as conv_box_mma.
+template <int MATH, int NT, class Pix, class Acc>
+BRICKDL_DEVICE void wgmma_k_steps(Acc& acc, const Pix& pix, const WgmmaConv& v, const LayerDesc& L,
+                                  const float* BRICKDL_RESTRICT w, const RegionBuf& in, int wg,
+                                  int k_lo, int k_hi, int co_base, int c1) {
+  using S = MmaShape<MATH>;
+  const int ci0 = (co_base / v.cout_g) * v.cin_g; // a tile never spans two groups (codegen)
+  const int in_chan = in.e[0] * in.e[1] * in.e[2];
+  const float* in_g = in.p + (ci0 - in.c0) * in_chan;
+  BRICKDL_FOR_EACH_WG_LANE(l) {
+    wgmma_stage_b<MATH, NT>(v.tiles, w, v.K, k_lo, k_hi, co_base, c1, l);
+    fence_proxy_async();
+  }
+  warpgroup_sync(wg);
+  for (int k0 = k_lo, b = 0; k0 < k_hi; k0 += S::k, b ^= 1) {
+    Lanes<float, S::a * kMaxMmaM, 128> fa;
+    BRICKDL_FOR_EACH_WG_LANE(l) {
+      mma_gather_a<MATH>(fa(l), pix(l), L, in, in_g, ci0, in_chan, k0, k_hi, v.kvol, v.MT, l & 3);
+      if (k0 + S::k < k_hi) { // the other tile: its last wgmma finished before the sync
+        wgmma_stage_b<MATH, NT>(v.tiles + (b ^ 1) * kWgmmaTileFloats, w, v.K, k0 + S::k, k_hi,
+                                co_base, c1, l);
+        fence_proxy_async();
+      }
+    }
+    wgmma_fence();
+    const unsigned long long desc = wgmma_desc(smem_address(v.tiles + b * kWgmmaTileFloats));
+    BRICKDL_UNROLL
+    for (int mt = 0; mt < kMaxMmaM; ++mt) {
+      if (mt >= v.MT)
+        break;
+      wgmma_step<MATH, NT>(acc, 4 * mt * kMaxMmaN, fa, mt * S::a, desc);
+    }
+    wgmma_commit_and_wait();
+    wgmma_fence_operands(acc, 4 * kMaxMmaM * kMaxMmaN);
+    warpgroup_sync(wg);
+  }
+}
+
+// conv_box_mma one level up, on sm_90a: a warpgroup's tile is MT x 64 positions (warp w of it
+// rows 16 · w .. 16 · w + 15 of each 64, gathered as for mma.sync) by NT x 8 channels, one
+// wgmma per 64 positions and k step (wgmma_k_steps).
 template <int MATH, int NT>
 BRICKDL_DEVICE void conv_box_wgmma(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                                    const OutTarget& out, const int* ro, const int* re, int c0,
                                    int c1, const ConvPass& pass, int images) {
-  using S = MmaShape<MATH>;
-  const int MT = L.mma_m;
-  const int cout_g = L.out.c / L.groups, cin_g = L.in.c / L.groups;
-  const int kvol = L.k[0] * L.k[1] * L.k[2];
-  const int K = cin_g * kvol;
-  const int k_lo = pass.ci_lo * kvol, k_hi = pass.ci_hi * kvol;
-  const int P = re[0] * re[1] * re[2];
-  const int M = images * P;
-  const int m_tiles = (M + 64 * MT - 1) / (64 * MT);
-  const int n_tiles = (c1 - c0 + 8 * NT - 1) / (8 * NT);
-  const int in_chan = in.e[0] * in.e[1] * in.e[2];
   BRICKDL_FOR_EACH_WARPGROUP(wg) {
-    float* const tiles = block_smem() + L.wgmma_smem + 2 * kWgmmaTileFloats * wg;
-    for (int tile = wg; tile < m_tiles * n_tiles; tile += BRICKDL_NUM_WARPGROUPS()) {
-      const int m_base = (tile % m_tiles) * 64 * MT;
-      const int co_base = c0 + (tile / m_tiles) * 8 * NT;
-      const int ci0 = (co_base / cout_g) * cin_g;
-      const float* in_g = in.p + (ci0 - in.c0) * in_chan;
+    const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
+    for (int tile = wg; tile < v.m_tiles * v.n_tiles; tile += BRICKDL_NUM_WARPGROUPS()) {
       Lanes<int, 2 * kMaxMmaM, 128> pix;
       Lanes<float, 4 * kMaxMmaM * kMaxMmaN, 128> acc;
-      BRICKDL_FOR_EACH_WG_LANE(l) {
-        const int g = (l & 31) >> 2, t = l & 3, mw = m_base + 16 * (l >> 5);
-        BRICKDL_UNROLL
-        for (int i = 0; i < 2 * kMaxMmaM; ++i) {
-          if (i >= 2 * MT)
-            break;
-          pix(l)[i] =
-              mma_row_origin(L, in, ro, re, P, images, M, mw + 64 * (i / 2) + g + 8 * (i % 2));
-        }
-        mma_init_acc(acc(l), L, bias, co_base, c1, t);
+      int m_base, co_base;
+      wgmma_tile_start(pix, acc, v, L, bias, in, ro, re, c0, c1, images, NT, tile, &m_base,
+                       &co_base);
 #if BRICKDL_STREAMED
-        if (!pass.first)
-          mma_load_partial(acc(l), pass.acc, ro, re, P, images, mw, 64, co_base, c1, MT, NT, g, t);
-#endif
-        wgmma_stage_b<MATH, NT>(tiles, w, K, k_lo, k_hi, co_base, c1, l);
-        fence_proxy_async();
-      }
-      warpgroup_sync(wg);
-      for (int k0 = k_lo, b = 0; k0 < k_hi; k0 += S::k, b ^= 1) {
-        Lanes<float, S::a * kMaxMmaM, 128> fa;
+      if (!pass.first)
         BRICKDL_FOR_EACH_WG_LANE(l) {
-          mma_gather_a<MATH>(fa(l), pix(l), L, in, in_g, ci0, in_chan, k0, k_hi, kvol, MT, l & 3);
-          if (k0 + S::k < k_hi) { // the other buffer: its last wgmma finished before the sync
-            wgmma_stage_b<MATH, NT>(tiles + (b ^ 1) * kWgmmaTileFloats, w, K, k0 + S::k, k_hi,
-                                    co_base, c1, l);
-            fence_proxy_async();
-          }
+          mma_load_partial(acc(l), pass.acc, ro, re, v.P, images, m_base + 16 * (l >> 5), 64,
+                           co_base, c1, v.MT, NT, (l & 31) >> 2, l & 3);
         }
-        wgmma_fence();
-        const unsigned long long desc = wgmma_desc(smem_address(tiles + b * kWgmmaTileFloats));
-        BRICKDL_UNROLL
-        for (int mt = 0; mt < kMaxMmaM; ++mt) {
-          if (mt >= MT)
-            break;
-          wgmma_step<MATH, NT>(acc, 4 * mt * kMaxMmaN, fa, mt * S::a, desc);
-        }
-        wgmma_commit_and_wait();
-        wgmma_fence_operands(acc, 4 * kMaxMmaM * kMaxMmaN);
-        warpgroup_sync(wg);
-      }
+#endif
+      wgmma_k_steps<MATH, NT>(acc, pix, v, L, w, in, wg, pass.ci_lo * v.kvol, pass.ci_hi * v.kvol,
+                              co_base, c1);
       BRICKDL_FOR_EACH_WG_LANE(l) {
         const int g = (l & 31) >> 2, t = l & 3, mw = m_base + 16 * (l >> 5);
 #if BRICKDL_STREAMED
         if (!pass.last) {
-          mma_store_partial(acc(l), pass.acc, ro, re, P, images, mw, 64, co_base, c1, MT, NT, g, t);
+          mma_store_partial(acc(l), pass.acc, ro, re, v.P, images, mw, 64, co_base, c1, v.MT, NT, g,
+                            t);
           continue;
         }
 #endif
-        mma_store_out(acc(l), L, out, ro, re, P, images, M, mw, 64, co_base, c1, MT, NT, g, t);
+        mma_store_out(acc(l), L, out, ro, re, v.P, images, v.M, mw, 64, co_base, c1, v.MT, NT, g,
+                      t);
       }
     }
   }
+}
+
+// One value per warpgroup of the block that lives across barriers: under emulation one per
+// warpgroup (the warpgroups run one after the other between two barriers), on the device the
+// thread's own (its warpgroup's part).
+constexpr int kMaxWarpgroups = 8; // 1024 threads
+template <class T> struct PerWarpgroup {
+#if defined(BRICKDL_EMULATE)
+  T v[kMaxWarpgroups];
+  T& operator()(int wg) {
+    return v[wg];
+  }
+#else
+  T v;
+  BRICKDL_DEVICE T& operator()(int) {
+    return v;
+  }
+#endif
+};
+
+// A streamed conv (streamed_conv_passes) on wgmma with at most one tile per warpgroup
+// (LayerDesc::acc_regs): each warpgroup keeps its tile's accumulators in registers from the
+// first chunk to the last and stores the results once; the chunks are staged and synchronized
+// by the whole block as there.
+template <int MATH, int NT, class Stage>
+BRICKDL_DEVICE void wgmma_resident_passes(const LayerDesc& L, const float* w, const float* bias,
+                                          RegionBuf chunk, const OutTarget& out, const int* ro,
+                                          const int* re, int c0, int c1, int lo0, int hi0,
+                                          int images, bool cluster, const Stage& stage) {
+  PerWarpgroup<Lanes<int, 2 * kMaxMmaM, 128>> pix;
+  PerWarpgroup<Lanes<float, 4 * kMaxMmaM * kMaxMmaN, 128>> acc;
+  PerWarpgroup<int> m_base, co_base;
+  BRICKDL_FOR_EACH_WARPGROUP(wg) {
+    const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
+    if (wg < v.m_tiles * v.n_tiles)
+      wgmma_tile_start(pix(wg), acc(wg), v, L, bias, chunk, ro, re, c0, c1, images, NT, wg,
+                       &m_base(wg), &co_base(wg));
+  }
+  float* const base = chunk.p;
+  chunk.c0 = lo0;
+  chunk.cbase = lo0;
+  stage(chunk, lo0, imin(lo0 + L.stream_c, hi0));
+  cp_async_commit();
+  for (int lo = lo0, k = 0; lo < hi0; lo += L.stream_c, k ^= 1) {
+    const int hi = imin(lo + L.stream_c, hi0);
+    cp_async_wait_all();
+    block_sync(cluster);
+    if (hi < hi0) {
+      RegionBuf next = chunk;
+      next.p = base + (k ^ 1) * L.stream_next;
+      next.c0 = hi;
+      next.cbase = hi;
+      stage(next, hi, imin(hi + L.stream_c, hi0));
+      cp_async_commit();
+    }
+    chunk.p = base + k * L.stream_next;
+    chunk.c0 = lo;
+    chunk.cbase = lo;
+    BRICKDL_FOR_EACH_WARPGROUP(wg) {
+      const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
+      if (wg < v.m_tiles * v.n_tiles)
+        wgmma_k_steps<MATH, NT>(acc(wg), pix(wg), v, L, w, chunk, wg, lo * v.kvol, hi * v.kvol,
+                                co_base(wg), c1);
+    }
+  }
+  BRICKDL_FOR_EACH_WARPGROUP(wg) {
+    const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
+    if (wg < v.m_tiles * v.n_tiles)
+      BRICKDL_FOR_EACH_WG_LANE(l) {
+        mma_store_out(acc(wg)(l), L, out, ro, re, v.P, images, v.M, m_base(wg) + 16 * (l >> 5), 64,
+                      co_base(wg), c1, v.MT, NT, (l & 31) >> 2, l & 3);
+      }
+  }
+  block_sync(cluster);
 }
 
 // The NT of the plan's wgmma layers, as a mask (the OR of their NT: 1, 2, 4): codegen defines it,
@@ -404,6 +518,64 @@ BRICKDL_DEVICE void conv_box_wgmma_nt(const LayerDesc& L, const float* BRICKDL_R
   unplanned_path(); // an NT codegen did not plan: never compute nothing silently
 #endif
 }
+
+// Whether the source contains wgmma_resident_passes (codegen: a layer of the plan has acc_regs;
+// compiled in but unused, it cost layer3's cluster kernel a 448-byte stack frame).
+#if !defined(BRICKDL_ACC_REGS)
+#define BRICKDL_ACC_REGS 1
+#endif
+
+#if BRICKDL_WGMMA != 0 && BRICKDL_ACC_REGS
+// wgmma_resident_passes for the layer's MATH and NT (as conv_box_wgmma_nt).
+template <int MATH, class Stage>
+BRICKDL_DEVICE void wgmma_resident_nt(const LayerDesc& L, const float* w, const float* bias,
+                                      const RegionBuf& chunk, const OutTarget& out, const int* ro,
+                                      const int* re, int c0, int c1, int lo0, int hi0, int images,
+                                      bool cluster, const Stage& stage) {
+#if BRICKDL_WGMMA_NTS & 4
+  if (L.mma_n == 4) {
+    wgmma_resident_passes<MATH, 4>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
+                                   cluster, stage);
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 2
+  if (L.mma_n == 2) {
+    wgmma_resident_passes<MATH, 2>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
+                                   cluster, stage);
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 1
+  wgmma_resident_passes<MATH, 1>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
+                                 stage);
+#else
+  unplanned_path();
+#endif
+}
+
+template <class Stage>
+BRICKDL_DEVICE void wgmma_resident(const LayerDesc& L, const float* w, const float* bias,
+                                   const RegionBuf& chunk, const OutTarget& out, const int* ro,
+                                   const int* re, int c0, int c1, int lo0, int hi0, int images,
+                                   bool cluster, const Stage& stage) {
+#if BRICKDL_CONV_MMA > 0
+  wgmma_resident_nt<BRICKDL_CONV_MMA>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
+                                      cluster, stage);
+#else
+  if (L.math == kMathTf32) {
+    wgmma_resident_nt<kMathTf32>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
+                                 stage);
+  } else if (L.math == kMathBf16) {
+    wgmma_resident_nt<kMathBf16>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
+                                 stage);
+  } else {
+    wgmma_resident_nt<kMathFp16>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
+                                 stage);
+  }
+#endif
+}
+#endif
 
 // A tensor-core conv layer: wgmma where codegen chose it, else mma.sync.
 template <int MATH>
@@ -501,6 +673,12 @@ BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, con
                                          const OutTarget& out, const int* ro, const int* re, int c0,
                                          int c1, int lo0, int hi0, int images, bool cluster,
                                          const Stage& stage) {
+#if BRICKDL_WGMMA != 0 && BRICKDL_ACC_REGS
+  if (L.acc_regs) { // the accumulators in registers, `acc` unused
+    wgmma_resident(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster, stage);
+    return;
+  }
+#endif
   ConvPass pass = whole_pass(L);
   pass.acc = acc;
   float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)

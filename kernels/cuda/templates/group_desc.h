@@ -80,6 +80,9 @@ struct LayerDesc {
   // kWgmmaTileFloats · warpgroup (floats from the block's shared memory; mma.cuh).
   int wgmma;
   int wgmma_smem;
+  // A streamed wgmma conv whose tiles are at most one per warpgroup: the accumulators stay in
+  // registers across the input's passes (no partial sums in shared memory).
+  int acc_regs;
   // Padded: the region this layer computes per unit of work, and where it lives in shared
   // memory (floats; -1 for the last layer, which writes the output tensor).
   RegionMap region;
@@ -186,7 +189,7 @@ constexpr int kErrorTimeout = 1;
   X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
   X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
   X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \
-  X(wgmma) X(wgmma_smem)                                                                         \
+  X(wgmma) X(wgmma_smem) X(acc_regs)                                                             \
   BRICKDL_REGION_FIELDS(X, region) X(smem_out) X(stream_c) X(stream_smem) X(stream_next) X(acc_smem) X(bext[0]) X(bext[1]) X(bext[2]) X(cb)           \
   X(nblk[0]) X(nblk[1]) X(nblk[2]) X(nblk[3]) X(memo_offset) X(brick_stride) X(flag_offset)     \
   X(stage_smem) X(cslice)
