@@ -386,7 +386,8 @@ TEST(Codegen, AccumulatorsInRegistersAsTheModelCounts) {
     CodegenOptions o;
     o.max_smem_bytes = static_cast<int>(spec.smem_per_block_bytes);
     o.wgmma = spec.wgmma_fraction > 0;
-    const dev::GroupDesc& d = plan_kernels(g, c, o).launches[0].desc;
+    const KernelPlan plan = plan_kernels(g, c, o);
+    const dev::GroupDesc& d = plan.launches[0].desc;
     ASSERT_GT(d.layers[0].stream_c, 0);
     ASSERT_GT(d.layers[1].stream_c, 0);
     EXPECT_EQ(d.layers[0].acc_regs, in_registers ? 1 : 0);

@@ -430,7 +430,8 @@ TEST(WgmmaKernels, AccumulatorsStayInRegistersAcrossStreamedPasses) {
          {std::pair{&g, Candidate{{1, 2}, {1, 4, 4, 0}, Strategy::kPadded, 256}},
           std::pair{&gm, Candidate{{1, 2}, {1, 8, 8, 0}, Strategy::kMemoized, 128}}}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
-      const dev::LayerDesc& first = plan_kernels(*graph, c, co).launches[0].desc.layers[0];
+      const KernelPlan plan = plan_kernels(*graph, c, co);
+      const dev::LayerDesc& first = plan.launches[0].desc.layers[0];
       ASSERT_GT(first.stream_c, 0);
       ASSERT_EQ(first.acc_regs, t == DType::kTF32 ? 1 : 0);
       EmulatorOptions eo;
