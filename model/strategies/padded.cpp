@@ -412,7 +412,7 @@ void add_streamed_passes(const GroupGeometry& g, const StrategyContext& ctx, con
   const auto box = [&](int i) {
     return static_cast<int64_t>(s.alloc_spatial[static_cast<size_t>(i)]) * g.batch_block;
   };
-  const int kernel_n = kernel_wgmma_n(g, ctx, true, box);
+  int kernel_n = -1; // asked at the first streamed input only
   for (int t = L; t < g.tensor_count(); ++t) {
     const size_t ts = static_cast<size_t>(t);
     const int chunk = g.stream_chunk[ts];
@@ -420,6 +420,8 @@ void add_streamed_passes(const GroupGeometry& g, const StrategyContext& ctx, con
       continue;
     const int i = g.first_use[ts];
     const size_t is = static_cast<size_t>(i);
+    if (kernel_n < 0)
+      kernel_n = kernel_wgmma_n(g, ctx, true, box);
     const double per_pass = g.cluster > 1 ? cluster_stream_slice(g.cluster) * g.cluster : chunk;
     const double passes =
         std::ceil(static_cast<double>(g.tensors[ts].extent[0]) / std::max(per_pass, 1.0));

@@ -149,26 +149,34 @@ inline void add_streamed_pass_costs(double passes, double acc_elements, double u
 }
 
 // Codegen's wgmma tiles, as the model sees them: `box(i)` gives layer i's output positions for
-// the unit's images (padded: its region, memoized: its brick). The n tile of the kernel's wgmma
-// convs, the narrowest any chooses (core/group.h choose_mma_tile; kernels/cuda/codegen.cpp
+// the unit's images (padded: its region, memoized: its brick). Layer i's tile (core/group.h
+// choose_mma_tile) in *t; false when it is no conv on tensor cores.
+template <class Box>
+bool merged_wgmma_tile(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
+                       const Box& box, int i, MmaTile* t) {
+  const Layer& l = *g.layers[static_cast<size_t>(i)];
+  const int64_t ch = merged_block_channels(g, i, padded);
+  if (l.op != OpKind::kConv || !merged_conv_on_tensor_cores(g, i, ch))
+    return false;
+  const int64_t cout_g =
+      g.tensors[static_cast<size_t>(i)].extent[0] / std::max<int64_t>(l.groups, 1);
+  *t = choose_mma_tile(box(i), cout_g, ch, ctx.candidate.threads, true);
+  return true;
+}
+
+// The n tile of the kernel's wgmma convs, the narrowest any chooses (kernels/cuda/codegen.cpp
 // reserve_wgmma_tiles); 0 when the kernel runs no wgmma.
 template <class Box>
 int kernel_wgmma_n(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
                    const Box& box) {
-  const int threads = ctx.candidate.threads;
-  if (!uses_wgmma(ctx.gpu.wgmma_fraction > 0, threads) || !has_tensor_math(g.graph->dtype()))
+  if (!uses_wgmma(ctx.gpu.wgmma_fraction > 0, ctx.candidate.threads) ||
+      !has_tensor_math(g.graph->dtype()))
     return 0;
   int n = 0;
-  for (int i = 0; i < g.layer_count; ++i) {
-    const Layer& l = *g.layers[static_cast<size_t>(i)];
-    const int64_t ch = merged_block_channels(g, i, padded);
-    if (l.op != OpKind::kConv || !merged_conv_on_tensor_cores(g, i, ch))
-      continue;
-    const int64_t cout_g =
-        g.tensors[static_cast<size_t>(i)].extent[0] / std::max<int64_t>(l.groups, 1);
-    const int t = choose_mma_tile(box(i), cout_g, ch, threads, true).n;
-    n = n == 0 ? t : std::min(n, t);
-  }
+  MmaTile t;
+  for (int i = 0; i < g.layer_count; ++i)
+    if (merged_wgmma_tile(g, ctx, padded, box, i, &t))
+      n = n == 0 ? t.n : std::min(n, t.n);
   return n;
 }
 
@@ -177,16 +185,12 @@ int kernel_wgmma_n(const GroupGeometry& g, const StrategyContext& ctx, bool padd
 template <class Box>
 bool streamed_acc_in_registers(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
                                const Box& box, int i, int kernel_n) {
-  const Layer& l = *g.layers[static_cast<size_t>(i)];
-  const int64_t ch = merged_block_channels(g, i, padded);
-  if (kernel_n == 0 || l.op != OpKind::kConv || !merged_conv_on_tensor_cores(g, i, ch))
+  MmaTile t;
+  if (kernel_n == 0 || !merged_wgmma_tile(g, ctx, padded, box, i, &t))
     return false;
-  const int threads = ctx.candidate.threads;
-  const int64_t cout_g =
-      g.tensors[static_cast<size_t>(i)].extent[0] / std::max<int64_t>(l.groups, 1);
-  MmaTile t = choose_mma_tile(box(i), cout_g, ch, threads, true);
   t.n = kernel_n;
-  return wgmma_acc_in_registers(box(i), ch, t, threads, g.graph->dtype() == DType::kTF32, g.cluster,
+  return wgmma_acc_in_registers(box(i), merged_block_channels(g, i, padded), t,
+                                ctx.candidate.threads, g.graph->dtype() == DType::kTF32, g.cluster,
                                 g.layer_count);
 }
 

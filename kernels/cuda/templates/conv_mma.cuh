@@ -433,25 +433,15 @@ template <class T> struct PerWarpgroup {
 #endif
 };
 
-// A streamed conv (streamed_conv_passes) on wgmma with at most one tile per warpgroup
-// (LayerDesc::acc_regs): each warpgroup keeps its tile's accumulators in registers from the
-// first chunk to the last and stores the results once; the chunks are staged and synchronized
-// by the whole block as there.
-template <int MATH, int NT, class Stage>
-BRICKDL_DEVICE void wgmma_resident_passes(const LayerDesc& L, const float* w, const float* bias,
-                                          RegionBuf chunk, const OutTarget& out, const int* ro,
-                                          const int* re, int c0, int c1, int lo0, int hi0,
-                                          int images, bool cluster, const Stage& stage) {
-  PerWarpgroup<Lanes<int, 2 * kMaxMmaM, 128>> pix;
-  PerWarpgroup<Lanes<float, 4 * kMaxMmaM * kMaxMmaN, 128>> acc;
-  PerWarpgroup<int> m_base, co_base;
-  BRICKDL_FOR_EACH_WARPGROUP(wg) {
-    const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
-    if (wg < v.m_tiles * v.n_tiles)
-      wgmma_tile_start(pix(wg), acc(wg), v, L, bias, chunk, ro, re, c0, c1, images, NT, wg,
-                       &m_base(wg), &co_base(wg));
-  }
-  float* const base = chunk.p;
+// The double-buffered walk over a streamed input's chunks (streamed_conv_passes): stages chunk
+// [lo, hi) of [lo0, hi0) with stage(buffer, lo, hi) and, once it landed and every thread (a
+// cluster: every rank) reached the barrier, calls pass(buffer, lo, hi) while the next chunk is
+// staged into the other buffer (`chunk` and `chunk` + L.stream_next floats). The caller
+// synchronizes after the last pass.
+template <class Stage, class Pass>
+BRICKDL_DEVICE void for_each_chunk(const LayerDesc& L, RegionBuf chunk, int lo0, int hi0,
+                                   bool cluster, const Stage& stage, const Pass& pass) {
+  float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)
   chunk.c0 = lo0;
   chunk.cbase = lo0;
   stage(chunk, lo0, imin(lo0 + L.stream_c, hi0));
@@ -471,13 +461,36 @@ BRICKDL_DEVICE void wgmma_resident_passes(const LayerDesc& L, const float* w, co
     chunk.p = base + k * L.stream_next;
     chunk.c0 = lo;
     chunk.cbase = lo;
+    pass(static_cast<const RegionBuf&>(chunk), lo, hi);
+  }
+}
+
+// A streamed conv (streamed_conv_passes) on wgmma with at most one tile per warpgroup
+// (LayerDesc::acc_regs): each warpgroup keeps its tile's accumulators in registers from the
+// first chunk to the last and stores the results once; the chunks are staged and synchronized
+// by the whole block as there.
+template <int MATH, int NT, class Stage>
+BRICKDL_DEVICE void wgmma_resident_passes(const LayerDesc& L, const float* w, const float* bias,
+                                          RegionBuf chunk, const OutTarget& out, const int* ro,
+                                          const int* re, int c0, int c1, int lo0, int hi0,
+                                          int images, bool cluster, const Stage& stage) {
+  PerWarpgroup<Lanes<int, 2 * kMaxMmaM, 128>> pix;
+  PerWarpgroup<Lanes<float, 4 * kMaxMmaM * kMaxMmaN, 128>> acc;
+  PerWarpgroup<int> m_base, co_base;
+  BRICKDL_FOR_EACH_WARPGROUP(wg) {
+    const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
+    if (wg < v.m_tiles * v.n_tiles)
+      wgmma_tile_start(pix(wg), acc(wg), v, L, bias, chunk, ro, re, c0, c1, images, NT, wg,
+                       &m_base(wg), &co_base(wg));
+  }
+  for_each_chunk(L, chunk, lo0, hi0, cluster, stage, [&](const RegionBuf& in, int lo, int hi) {
     BRICKDL_FOR_EACH_WARPGROUP(wg) {
       const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
       if (wg < v.m_tiles * v.n_tiles)
-        wgmma_k_steps<MATH, NT>(acc(wg), pix(wg), v, L, w, chunk, wg, lo * v.kvol, hi * v.kvol,
+        wgmma_k_steps<MATH, NT>(acc(wg), pix(wg), v, L, w, in, wg, lo * v.kvol, hi * v.kvol,
                                 co_base(wg), c1);
     }
-  }
+  });
   BRICKDL_FOR_EACH_WARPGROUP(wg) {
     const WgmmaConv v = wgmma_conv(L, re, c0, c1, images, NT, wg);
     if (wg < v.m_tiles * v.n_tiles)
@@ -683,32 +696,13 @@ BRICKDL_DEVICE void streamed_conv_passes(const LayerDesc& L, const float* w, con
 #endif
   ConvPass pass = whole_pass(L);
   pass.acc = acc;
-  float* const base = chunk.p; // buffer k at base + k * stream_next (no array: no stack)
-  chunk.c0 = lo0;
-  chunk.cbase = lo0;
-  stage(chunk, lo0, imin(lo0 + L.stream_c, hi0));
-  cp_async_commit();
-  for (int lo = lo0, k = 0; lo < hi0; lo += L.stream_c, k ^= 1) {
-    const int hi = imin(lo + L.stream_c, hi0);
-    cp_async_wait_all();
-    block_sync(cluster);
-    if (hi < hi0) {
-      RegionBuf next = chunk;
-      next.p = base + (k ^ 1) * L.stream_next;
-      next.c0 = hi;
-      next.cbase = hi;
-      stage(next, hi, imin(hi + L.stream_c, hi0));
-      cp_async_commit();
-    }
-    chunk.p = base + k * L.stream_next;
-    chunk.c0 = lo;
-    chunk.cbase = lo;
+  for_each_chunk(L, chunk, lo0, hi0, cluster, stage, [&](const RegionBuf& in, int lo, int hi) {
     pass.ci_lo = lo;
     pass.ci_hi = hi;
     pass.first = lo == lo0;
     pass.last = hi == hi0;
-    conv_layer_box(L, w, bias, chunk, out, ro, re, c0, c1, pass, images);
-  }
+    conv_layer_box(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+  });
   block_sync(cluster);
 }
 
