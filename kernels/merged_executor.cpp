@@ -105,7 +105,8 @@ GroupResult execute_group(const Graph& graph, const Candidate& candidate,
     BRICKDL_CHECK(inputs[k] && inputs[k]->shape() == graph.layer(info.external_ids[k]).out,
                   "input " << k << " of the group is not the output of layer "
                            << graph.layer(info.external_ids[k]).name);
-  const detail::StrategyContext ctx{info, inputs, weights, resolve_threads(options.threads)};
+  const detail::StrategyContext ctx{info, inputs, weights, resolve_threads(options.threads),
+                                    options.memo_observer};
   switch (candidate.strategy) {
   case Strategy::kLayerwise: res = detail::run_layerwise(ctx); break;
   case Strategy::kPadded: res = detail::run_padded(ctx, candidate.brick); break;

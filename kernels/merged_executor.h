@@ -56,6 +56,7 @@
 //  - bytes = elements × the graph's element size (dtype_bytes), whatever the CPU computes in.
 // flops, bricks, claims, lookups and bytes do not depend on the number of threads; how the
 // lookups split into hits and conflicts does.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,8 +90,18 @@ struct ExecCounters {
   std::map<std::string, double> to_map() const;
 };
 
+// What a memoized worker found when it looked up an intermediate brick (ExecOptions).
+enum class MemoEvent { kClaim, kConflict };
+using MemoObserver = std::function<void(MemoEvent, int layer, int64_t brick)>;
+
 struct ExecOptions {
   int threads = 1; // worker threads for padded / memoized; 0 = usable_cpus()
+  // Optional; memoized only. Called on the worker's own thread with the group layer index and
+  // the brick (unit) index: kClaim right after the worker claimed the brick and before it
+  // computes it (the claim is held while the observer runs, so other workers that need the
+  // brick meet a conflict), kConflict when the worker found the brick claimed by another.
+  // Tests use it to make a conflict certain; it must be thread-safe.
+  MemoObserver memo_observer = nullptr;
 };
 
 // The CPUs this process may run on: its affinity mask, which mpirun's binding, taskset and

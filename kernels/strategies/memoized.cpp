@@ -51,7 +51,7 @@ public:
       : info_(ctx.info), inputs_(ctx.inputs), weights_(ctx.weights),
         last_(info_.shape(info_.last()), brick), batch_block_(brick.images_per_unit(batch())),
         blocks_((batch() + batch_block_ - 1) / batch_block_),
-        workers_(static_cast<size_t>(ctx.threads)) {
+        workers_(static_cast<size_t>(ctx.threads)), observer_(ctx.memo_observer) {
     for (int i = 0; i < info_.last(); ++i)
       stores_.push_back(std::make_unique<BrickStore>(info_.shape(i), brick, blocks_));
     for (auto& w : workers_) {
@@ -119,12 +119,16 @@ private:
       if (s == kEmpty && st.state[b].compare_exchange_strong(s, kClaimed, std::memory_order_acq_rel,
                                                              std::memory_order_acquire)) {
         k.memo_claims += 1;
+        if (observer_)
+          observer_(MemoEvent::kClaim, p, b);
         compute(p, b, w);
         st.state[b].store(kDone, std::memory_order_release);
       } else if (s == kDone) {
         k.memo_hits += 1;
       } else {
         k.memo_conflicts += 1;
+        if (observer_)
+          observer_(MemoEvent::kConflict, p, b);
         deferred.push_back(b);
       }
     }
@@ -210,6 +214,7 @@ private:
   const int64_t blocks_;      // batch blocks
   std::vector<std::unique_ptr<BrickStore>> stores_;
   std::vector<Worker> workers_;
+  const MemoObserver& observer_;
   Tensor* output_ = nullptr;
   std::atomic<bool> abort_{false};
 };

@@ -22,7 +22,8 @@ struct StrategyContext {
   const GroupInfo& info;
   const std::vector<const Tensor*>& inputs; // [k]: external input k of the group, whole
   const ModelWeights& weights;
-  int threads = 1; // resolved (>= 1)
+  int threads = 1;            // resolved (>= 1)
+  MemoObserver memo_observer; // ExecOptions::memo_observer
 };
 
 GroupResult run_layerwise(const StrategyContext& ctx);

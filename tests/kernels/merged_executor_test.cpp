@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 
 #include "core/error.h"
@@ -278,25 +281,41 @@ TEST(MergedExecutorProperty, ResidualBlockWithExternalSkipAndPool) {
 }
 
 TEST(MergedExecutorProperty, MemoizedConflictsHappenWithManyWorkers) {
-  // A 16x16 conv output (one 16x16 brick, 64 -> 64 channels: 9.4 M MACs) upsampled by 4: all
-  // 16 output bricks need that one intermediate brick, so while its claimer computes it the
-  // other workers find it CLAIMED. Retried: a conflict needs a second worker to run while the
-  // first computes, which a loaded machine may not schedule every time.
+  // A 16x16 conv output (one 16x16 brick, 64 -> 64 channels) upsampled by 4: all 16 output
+  // bricks need that one intermediate brick. The observer holds the claim until another worker
+  // has found the brick CLAIMED, so a conflict (and its wait) happens whatever the scheduler
+  // does; without the hold, a loaded machine may run the claimer to the end before any other
+  // worker starts. The wait is bounded so a broken conflict path fails instead of hanging.
   GraphBuilder b("conflict", TensorShape{1, 64, 1, 16, 16, 2});
   const int c1 = b.conv2d(b.input(), 64, 3, 1, 1);
   b.upsample(c1, 4);
   const Fixture f(b.build(), Group{1, 2});
-  const Tensor ref = f.reference();
-  int64_t conflicts = 0;
-  for (int attempt = 0; attempt < 20 && conflicts == 0; ++attempt) {
-    const GroupResult r = f.run(Strategy::kMemoized, BrickShape{1, 16, 16, 0}, 4);
-    EXPECT_EQ(r.counters.memo_claims, 1);
-    EXPECT_EQ(r.counters.memo_lookups, 16);
-    EXPECT_EQ(r.counters.memo_hits + r.counters.memo_conflicts, 15);
-    EXPECT_LE(normwise_error(r.output, ref), 1e-5);
-    conflicts += r.counters.memo_conflicts;
-  }
-  EXPECT_GT(conflicts, 0);
+  std::mutex m;
+  std::condition_variable cv;
+  int claims_seen = 0, conflicts_seen = 0;
+  ExecOptions options{4};
+  options.memo_observer = [&](MemoEvent e, int layer, int64_t brick) {
+    EXPECT_EQ(layer, 0);
+    EXPECT_EQ(brick, 0);
+    std::unique_lock<std::mutex> lock(m);
+    if (e == MemoEvent::kConflict) {
+      conflicts_seen += 1;
+      cv.notify_all();
+      return;
+    }
+    claims_seen += 1;
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return conflicts_seen > 0; });
+  };
+  const GroupResult r =
+      execute_group(f.graph, make_candidate(f.group, Strategy::kMemoized, BrickShape{1, 16, 16, 0}),
+                    f.inputs, f.weights, options);
+  EXPECT_EQ(r.counters.memo_claims, 1);
+  EXPECT_EQ(claims_seen, 1);
+  EXPECT_EQ(r.counters.memo_lookups, 16);
+  EXPECT_EQ(r.counters.memo_hits + r.counters.memo_conflicts, 15);
+  EXPECT_GE(r.counters.memo_conflicts, 1);
+  EXPECT_EQ(r.counters.memo_conflicts, conflicts_seen);
+  EXPECT_LE(normwise_error(r.output, f.reference()), 1e-5);
 }
 
 // The default thread count follows the affinity mask (mpirun binds a rank to a core), not
