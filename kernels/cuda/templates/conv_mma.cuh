@@ -502,113 +502,6 @@ BRICKDL_DEVICE void wgmma_resident_passes(const LayerDesc& L, const float* w, co
   block_sync(cluster);
 }
 
-// The NT of the plan's wgmma layers, as a mask (the OR of their NT: 1, 2, 4): codegen defines it,
-// so that only those are compiled (each is a copy of the inner loop: the 4-conv bottleneck with all
-// three went to a 192-byte stack frame on sm_90a); all three under emulation.
-#if !defined(BRICKDL_WGMMA_NTS)
-#define BRICKDL_WGMMA_NTS 7
-#endif
-
-// conv_box_wgmma for the layer's NT (codegen: 1, 2 or 4).
-template <int MATH>
-BRICKDL_DEVICE void conv_box_wgmma_nt(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
-                                      const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
-                                      const OutTarget& out, const int* ro, const int* re, int c0,
-                                      int c1, const ConvPass& pass, int images) {
-#if BRICKDL_WGMMA_NTS & 4
-  if (L.mma_n == 4) {
-    conv_box_wgmma<MATH, 4>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    return;
-  }
-#endif
-#if BRICKDL_WGMMA_NTS & 2
-  if (L.mma_n == 2) {
-    conv_box_wgmma<MATH, 2>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    return;
-  }
-#endif
-#if BRICKDL_WGMMA_NTS & 1
-  conv_box_wgmma<MATH, 1>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-#else
-  unplanned_path(); // an NT codegen did not plan: never compute nothing silently
-#endif
-}
-
-// Whether the source contains wgmma_resident_passes (codegen: a layer of the plan has acc_regs;
-// compiled in but unused, it cost layer3's cluster kernel a 448-byte stack frame).
-#if !defined(BRICKDL_ACC_REGS)
-#define BRICKDL_ACC_REGS 1
-#endif
-
-#if BRICKDL_WGMMA != 0 && BRICKDL_ACC_REGS
-// wgmma_resident_passes for the layer's MATH and NT (as conv_box_wgmma_nt).
-template <int MATH, class Stage>
-BRICKDL_DEVICE void wgmma_resident_nt(const LayerDesc& L, const float* w, const float* bias,
-                                      const RegionBuf& chunk, const OutTarget& out, const int* ro,
-                                      const int* re, int c0, int c1, int lo0, int hi0, int images,
-                                      bool cluster, const Stage& stage) {
-#if BRICKDL_WGMMA_NTS & 4
-  if (L.mma_n == 4) {
-    wgmma_resident_passes<MATH, 4>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
-                                   cluster, stage);
-    return;
-  }
-#endif
-#if BRICKDL_WGMMA_NTS & 2
-  if (L.mma_n == 2) {
-    wgmma_resident_passes<MATH, 2>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
-                                   cluster, stage);
-    return;
-  }
-#endif
-#if BRICKDL_WGMMA_NTS & 1
-  wgmma_resident_passes<MATH, 1>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
-                                 stage);
-#else
-  unplanned_path();
-#endif
-}
-
-template <class Stage>
-BRICKDL_DEVICE void wgmma_resident(const LayerDesc& L, const float* w, const float* bias,
-                                   const RegionBuf& chunk, const OutTarget& out, const int* ro,
-                                   const int* re, int c0, int c1, int lo0, int hi0, int images,
-                                   bool cluster, const Stage& stage) {
-#if BRICKDL_CONV_MMA > 0
-  wgmma_resident_nt<BRICKDL_CONV_MMA>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images,
-                                      cluster, stage);
-#else
-  if (L.math == kMathTf32) {
-    wgmma_resident_nt<kMathTf32>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
-                                 stage);
-  } else if (L.math == kMathBf16) {
-    wgmma_resident_nt<kMathBf16>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
-                                 stage);
-  } else {
-    wgmma_resident_nt<kMathFp16>(L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster,
-                                 stage);
-  }
-#endif
-}
-#endif
-
-// A tensor-core conv layer: wgmma where codegen chose it, else mma.sync.
-template <int MATH>
-BRICKDL_DEVICE void conv_box_tensor(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
-                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
-                                    const OutTarget& out, const int* ro, const int* re, int c0,
-                                    int c1, const ConvPass& pass, int images) {
-#if BRICKDL_WGMMA != 0
-  if (L.wgmma) {
-    conv_box_wgmma_nt<MATH>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    return;
-  }
-#endif
-#if BRICKDL_WGMMA <= 0
-  conv_box_mma<MATH>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-#endif
-}
-
 // The conv paths a kernel source contains. Codegen defines BRICKDL_CONV_FMA (0 / 1) and
 // BRICKDL_CONV_MMA (0, or the Math of its tensor-core layers) from the layers of its plan, so
 // NVRTC compiles only the paths used: an unused path inlined into every layer, even behind a
@@ -622,26 +515,107 @@ BRICKDL_DEVICE void conv_box_tensor(const LayerDesc& L, const float* BRICKDL_RES
 #define BRICKDL_CONV_MMA -1
 #endif
 
+// The NT of the plan's wgmma layers, as a mask (the OR of their NT: 1, 2, 4): codegen defines it,
+// so that only those are compiled (each is a copy of the inner loop: the 4-conv bottleneck with all
+// three went to a 192-byte stack frame on sm_90a); all three under emulation.
+#if !defined(BRICKDL_WGMMA_NTS)
+#define BRICKDL_WGMMA_NTS 7
+#endif
+
+// A compile-time int handed to the generic lambdas of the dispatchers below, which instantiate
+// a template at decltype(arg)::value.
+template <int V> struct IntConst { static constexpr int value = V; };
+
+// f(IntConst<MATH>{}) for tensor-core layer L's Math: the one codegen compiled
+// (BRICKDL_CONV_MMA > 0), else L.math at run time (emulation).
+template <class F> BRICKDL_DEVICE void with_tensor_math(const LayerDesc& L, const F& f) {
+#if BRICKDL_CONV_MMA > 0
+  (void)L;
+  f(IntConst<BRICKDL_CONV_MMA>{});
+#else
+  if (L.math == kMathTf32)
+    f(IntConst<kMathTf32>{});
+  else if (L.math == kMathBf16)
+    f(IntConst<kMathBf16>{});
+  else
+    f(IntConst<kMathFp16>{});
+#endif
+}
+
+// f(IntConst<NT>{}) for wgmma layer L's n tile (codegen: 1, 2 or 4), among the compiled ones.
+template <class F> BRICKDL_DEVICE void with_wgmma_nt(const LayerDesc& L, const F& f) {
+#if BRICKDL_WGMMA_NTS & 4
+  if (L.mma_n == 4) {
+    f(IntConst<4>{});
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 2
+  if (L.mma_n == 2) {
+    f(IntConst<2>{});
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA_NTS & 1
+  f(IntConst<1>{});
+#else
+  (void)f;
+  unplanned_path(); // an NT codegen did not plan: never compute nothing silently
+#endif
+}
+
+// Whether the source contains wgmma_resident_passes (codegen: a layer of the plan has acc_regs;
+// compiled in but unused, it cost layer3's cluster kernel a 448-byte stack frame).
+#if !defined(BRICKDL_ACC_REGS)
+#define BRICKDL_ACC_REGS 1
+#endif
+
+#if BRICKDL_WGMMA != 0 && BRICKDL_ACC_REGS
+// wgmma_resident_passes for the layer's Math and NT.
+template <class Stage>
+BRICKDL_DEVICE void wgmma_resident(const LayerDesc& L, const float* w, const float* bias,
+                                   const RegionBuf& chunk, const OutTarget& out, const int* ro,
+                                   const int* re, int c0, int c1, int lo0, int hi0, int images,
+                                   bool cluster, const Stage& stage) {
+  with_tensor_math(L, [&](auto math) {
+    with_wgmma_nt(L, [&](auto nt) {
+      wgmma_resident_passes<decltype(math)::value, decltype(nt)::value>(
+          L, w, bias, chunk, out, ro, re, c0, c1, lo0, hi0, images, cluster, stage);
+    });
+  });
+}
+#endif
+
+// A tensor-core conv layer: wgmma where codegen chose it, else mma.sync.
+template <int MATH>
+BRICKDL_DEVICE void conv_box_tensor(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
+                                    const OutTarget& out, const int* ro, const int* re, int c0,
+                                    int c1, const ConvPass& pass, int images) {
+#if BRICKDL_WGMMA != 0
+  if (L.wgmma) {
+    with_wgmma_nt(L, [&](auto nt) {
+      conv_box_wgmma<MATH, decltype(nt)::value>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    });
+    return;
+  }
+#endif
+#if BRICKDL_WGMMA <= 0
+  conv_box_mma<MATH>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+#endif
+}
+
 // A conv layer over the box, for the unit's `images` images: on tensor cores when codegen
 // chose an MMA tile, else FP32 FMA.
 BRICKDL_DEVICE void conv_layer_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
                                    const float* BRICKDL_RESTRICT bias, const RegionBuf& in,
                                    const OutTarget& out, const int* ro, const int* re, int c0,
                                    int c1, const ConvPass& pass, int images) {
-#if BRICKDL_CONV_MMA > 0
+#if BRICKDL_CONV_MMA != 0
   if (L.mma_m > 0) {
-    conv_box_tensor<BRICKDL_CONV_MMA>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    return;
-  }
-#elif BRICKDL_CONV_MMA < 0
-  if (L.mma_m > 0) {
-    if (L.math == kMathTf32) {
-      conv_box_tensor<kMathTf32>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    } else if (L.math == kMathBf16) {
-      conv_box_tensor<kMathBf16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    } else {
-      conv_box_tensor<kMathFp16>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
-    }
+    with_tensor_math(L, [&](auto math) {
+      conv_box_tensor<decltype(math)::value>(L, w, bias, in, out, ro, re, c0, c1, pass, images);
+    });
     return;
   }
 #endif
