@@ -344,22 +344,34 @@ Graph random_chain(Pick& pick, DType t, int max_3d, int max_2d, int* dims, int* 
   return fuse_for_inference(b.build());
 }
 
+// Random chain `trial` (tf32, bf16, fp16 in turn) and a random brick for it: 1 to 5 positions
+// per spatial axis, channel blocks of all or 8, batch blocks of 1 or 2 (a conv's box spans the
+// unit's images: m tiles across two images, a ragged last block when nb does not divide the
+// batch).
+struct RandomCase {
+  Graph graph;
+  BrickShape brick;
+  int depth = 0;
+  Group group() const { return Group{1, graph.size() - 1}; }
+};
+template <class Pick> RandomCase random_case(Pick& pick, int trial, int max_3d, int max_2d) {
+  const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
+  int dims = 0, depth = 0;
+  Graph g = random_chain(pick, types[trial % 3], max_3d, max_2d, &dims, &depth);
+  const int bs = pick(1, 5);
+  const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
+  return RandomCase{std::move(g), brick, depth};
+}
+
 // Random conv chains with 8k channels (the tensor-core path), groups, strides, dilations,
 // batch blocks.
 TEST(TensorCoreKernels, RandomChains) {
   std::mt19937 rng(99);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
   for (int trial = 0; trial < 9; ++trial) {
-    const DType t = types[trial % 3];
-    int dims = 0, depth = 0;
-    const Graph g = random_chain(pick, t, 7, 12, &dims, &depth);
-    const int bs = pick(1, 5);
-    // Batch blocks: a conv's box spans the unit's images (m tiles across two images, a ragged
-    // last block when nb does not divide the batch).
-    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
-    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
-    check_all(g, Group{1, g.size() - 1}, brick, 32 * pick(1, 4), depth);
+    const RandomCase rc = random_case(pick, trial, 7, 12);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + rc.brick.str());
+    check_all(rc.graph, rc.group(), rc.brick, 32 * pick(1, 4), rc.depth);
   }
 }
 
@@ -448,25 +460,20 @@ TEST(WgmmaKernels, RandomChains) {
   co.wgmma = true;
   std::mt19937 rng(123);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
   int too_large = 0;
   for (int trial = 0; trial < 8; ++trial) {
-    const DType t = types[trial % 3];
-    int dims = 0, depth = 0;
-    const Graph g = random_chain(pick, t, 6, 10, &dims, &depth);
-    const int bs = pick(1, 5);
-    const BrickShape brick{dims == 3 ? bs : 1, bs, pick(1, 6), pick(0, 1) ? 0 : 8, pick(1, 2)};
-    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + brick.str());
+    const RandomCase rc = random_case(pick, trial, 6, 10);
+    SCOPED_TRACE("trial " + std::to_string(trial) + " brick " + rc.brick.str());
     const int threads = 128 * pick(1, 2);
     // Only shapes whose padded regions fit the H200's 227 KiB: the descriptor's addresses wrap
     // at 256 KiB, on the device and in its emulation.
     try {
-      plan_kernels(g, Candidate{Group{1, g.size() - 1}, brick, Strategy::kPadded, threads}, co);
+      plan_kernels(rc.graph, Candidate{rc.group(), rc.brick, Strategy::kPadded, threads}, co);
     } catch (const Unsupported&) {
       ++too_large;
       continue;
     }
-    check_all(g, Group{1, g.size() - 1}, brick, threads, depth, co);
+    check_all(rc.graph, rc.group(), rc.brick, threads, rc.depth, co);
   }
   EXPECT_LE(too_large, 2);
 }
