@@ -249,10 +249,6 @@ void choose_tile(LayerDesc& d, int64_t box_points_d_h, int box_w, int channels_p
 
 static_assert(dev::kWgmmaTileFloats * 4 == kWgmmaTileBytes, "core/group.h sizes the wgmma tiles");
 
-// When layers run on wgmma: one n tile for all of them, the narrowest any chose (each wgmma N is
-// a copy of the inner loop; two in one kernel cost ptxas 56 more registers and a 288-byte stack
-// frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma), and the
-// weight tiles after the unit's images (core/group.h wgmma_tile_floats).
 // A conv's box for the unit: output positions of all its images by the channels it computes.
 struct ConvBox {
   int64_t points = 0;
@@ -260,8 +256,12 @@ struct ConvBox {
 };
 using ConvBoxes = std::array<ConvBox, dev::kMaxLayers>;
 
-// Also: which streamed wgmma convs keep their accumulators in registers across the passes
-// (core/group.h wgmma_acc_in_registers, in the kernel's n tile).
+// When layers run on wgmma: one n tile for all of them, the narrowest any chose (each wgmma N is
+// a copy of the inner loop; two in one kernel cost ptxas 56 more registers and a 288-byte stack
+// frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma), the
+// weight tiles after the unit's images (core/group.h wgmma_tile_floats), and which streamed wgmma
+// convs keep their accumulators in registers across the passes (core/group.h
+// wgmma_acc_in_registers, in the kernel's n tile).
 void reserve_wgmma_tiles(GroupDesc& gd, int threads, const ConvBoxes& boxes) {
   int nt = 0;
   for (int l = 0; l < gd.num_layers; ++l)

@@ -593,11 +593,6 @@ double staged_elements(const TensorGrid& tg, const Edge& edge, const EdgeAxis* x
   return region;
 }
 
-// What a window layer's brick holds in shared memory for the unit's batch block of images:
-// its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
-// memoized_stream_chunk, within `budget` elements), the kStreamBuffers chunk buffers plus the
-// layer's cb x brick accumulator (`acc_elements`, the unit's); `passes`: the streamed passes
-// over the accumulator (ceil of channels / chunk), 1 when staged whole.
 // A layer's brick positions for the unit's images (codegen: nb × bext), as kernel_wgmma_n's box.
 auto memo_box(const GroupGeometry& g) {
   return [&g](int i) {
@@ -609,6 +604,11 @@ auto memo_box(const GroupGeometry& g) {
   };
 }
 
+// What a window layer's brick holds in shared memory for the unit's batch block of images:
+// its staged input (`staged` elements per image over `channels`), or, streamed (core/group.h
+// memoized_stream_chunk, within `budget` elements), the kStreamBuffers chunk buffers plus the
+// layer's cb x brick accumulator (`acc_elements`, the unit's); `passes`: the streamed passes
+// over the accumulator (ceil of channels / chunk), 1 when staged whole.
 double staged_streamed(const GroupGeometry& g, int i, double staged, double channels, double budget,
                        double& passes, double& acc_elements) {
   const size_t is = static_cast<size_t>(i);

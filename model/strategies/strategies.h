@@ -72,11 +72,10 @@ inline double merged_units(const GroupGeometry& g) {
 
 // Sets smem_bytes_per_block (already in bytes, for all the unit's images, plus the wgmma weight
 // tiles when the kernel's tensor-core convs run on wgmma: core/group.h wgmma_tile_floats),
-// registers_per_thread
-// (what ptxas gives the generated kernels: memory.h estimate_registers),
+// registers_per_thread (what ptxas gives the generated kernels: memory.h estimate_registers),
 // blocks_per_sm, and marks the candidate infeasible when one block's shared memory or occupancy
 // does not fit; returns the occupancy for the L2 wave model. `what` names the shared-memory user in
-// the reason ("padded regions need").
+// the reason ("padded regions need"); `padded` says which strategy's channel blocks to ask.
 Occupancy set_block_footprint(const GroupGeometry& g, const StrategyContext& ctx, double smem_bytes,
                               const char* what, bool padded, Prediction& p);
 
