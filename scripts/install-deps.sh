@@ -11,6 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib python3-numpy
+  xz-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -249,6 +249,31 @@ frameworks() {
   done
 }
 
+# The kernels compiled ahead for sm_90 (device-bundle.sh) into $work/nvrtc-cache: by tar and
+# xz, else by Python's tarfile (a machine may lack the xz program). NVRTC compiles what the
+# cache lacks, so a cache that cannot be unpacked costs device time, not the run.
+unpack_cache() {
+  local tarball=$bundle/nvrtc-cache.tar.xz
+  if [ ! -f "$tarball" ]; then
+    say "NVRTC cache: none in the bundle; NVRTC compiles every kernel here"
+    return 0
+  fi
+  if ! tar -C "$work" -xJf "$tarball" 2>"$logs/unpack.log"; then
+    rm -rf "$work/nvrtc-cache"
+    python3 - "$tarball" "$work" 2>>"$logs/unpack.log" <<'PY' || rm -rf "$work/nvrtc-cache"
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as t:
+    t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+PY
+  fi
+  if [ -d "$work/nvrtc-cache" ]; then
+    say "NVRTC cache: $(ls "$work/nvrtc-cache" | wc -l) kernels compiled ahead for sm_90"
+  else
+    say "NVRTC cache: $tarball could not be unpacked ($(tail -1 "$logs/unpack.log"));" \
+      "NVRTC compiles every kernel here"
+  fi
+}
+
 # ---- the run -------------------------------------------------------------------------------
 say "bundle $bundle -> $out (budget ${budget}s)"
 missing=""
@@ -264,6 +289,7 @@ if [ -n "$missing" ]; then
   snapshot
   exit 4
 fi
+unpack_cache
 backend=cuda
 if [ -n "${BRICKDL_DEVICE_REHEARSAL:-}" ]; then
   backend=cpu
@@ -276,11 +302,6 @@ fi
 spec=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("spec") or "H200")' \
   "$work/device.json" 2>/dev/null || echo H200)
 spec=${BRICKDL_DEVICE_SPEC:-$spec}
-# The kernels compiled ahead for sm_90 (device-bundle.sh); NVRTC compiles what they lack.
-if [ -f "$bundle/nvrtc-cache.tar.gz" ]; then
-  tar -C "$work" -xzf "$bundle/nvrtc-cache.tar.gz" &&
-    say "NVRTC cache: $(ls "$work/nvrtc-cache" | wc -l) kernels compiled ahead for sm_90"
-fi
 [ $device_rc -eq 0 ] && sed 's/^/    /' "$work/device.txt"
 say "model spec $spec"
 

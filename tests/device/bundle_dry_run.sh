@@ -5,7 +5,9 @@
 #      the GPU libraries it finds (ldd: nothing missing, nothing from elsewhere) and exits 3
 #      with one "no GPU here" line;
 #   3. a bundle that lacks one of its libraries, or a needed GPU library this machine lacks,
-#      exits 4 naming it.
+#      exits 4 naming it;
+#   4. the bundle's NVRTC cache is unpacked with or without the xz program, and a corrupt one
+#      is said, not fatal.
 # Skips (exit 77) on a machine with a GPU: there run.sh would run the real thing.
 #
 #   tests/device/bundle_dry_run.sh BUILD_DIR
@@ -47,6 +49,7 @@ cat "$tmp/log"
 grep -q '^ldd: every library resolved' "$tmp/out/env.txt" || fail "ldd found problems"
 grep -q '^MISSING' "$tmp/out/env.txt" && fail "a needed GPU library is missing here"
 [ "$(ls "$tmp/out" | wc -l)" -le 8 ] || fail "more than 8 files in OUT"
+grep -q 'NVRTC cache: none in the bundle' "$tmp/log" || fail "the missing NVRTC cache is not said"
 
 # 3a. A bundled library removed: found elsewhere here, which a bare machine would not do.
 cp -r "$tmp/bundle" "$tmp/b2"
@@ -64,4 +67,24 @@ echo "libbrickdl-not-there.so.1 needed" >>"$tmp/b3/gpu-libs.txt"
 rc=$?
 [ $rc -eq 4 ] || { cat "$tmp/log3"; fail "with a missing GPU library run.sh exited $rc, not 4"; }
 grep -q 'MISSING libbrickdl-not-there.so.1' "$tmp/log3" || fail "the missing library is not named"
+# 4. The NVRTC cache (device-bundle.sh packs it with xz): unpacked by tar, by Python's tarfile
+#    where the xz program fails, and a corrupt one said and survived (still exit 3).
+mkdir -p "$tmp/c/nvrtc-cache" "$tmp/noxz"
+echo one >"$tmp/c/nvrtc-cache/a_sm90.cubin"
+echo two >"$tmp/c/nvrtc-cache/b_sm90.cubin"
+cp -r "$tmp/bundle" "$tmp/b4"
+tar -C "$tmp/c" -cJf "$tmp/b4/nvrtc-cache.tar.xz" nvrtc-cache
+printf '#!/bin/sh\necho "xz: not on this machine" >&2\nexit 127\n' >"$tmp/noxz/xz"
+chmod +x "$tmp/noxz/xz"
+for path in "$PATH" "$tmp/noxz:$PATH"; do
+  (cd "$tmp" && PATH=$path "$tmp/b4/run.sh" "$tmp/out4" >"$tmp/log4" 2>&1)
+  rc=$?
+  [ $rc -eq 3 ] && grep -q 'NVRTC cache: 2 kernels compiled ahead' "$tmp/log4" ||
+    { cat "$tmp/log4"; fail "NVRTC cache (PATH $path): exit $rc, or not unpacked"; }
+done
+head -c 4096 /dev/urandom >"$tmp/b4/nvrtc-cache.tar.xz"
+(cd "$tmp" && "$tmp/b4/run.sh" "$tmp/out5" >"$tmp/log5" 2>&1)
+rc=$?
+[ $rc -eq 3 ] && grep -q 'nvrtc-cache.tar.xz could not be unpacked' "$tmp/log5" ||
+  { cat "$tmp/log5"; fail "a corrupt NVRTC cache: exit $rc, or not said"; }
 echo "device_bundle_dry_run: passed (bundle $((size / 1024)) KiB)"
