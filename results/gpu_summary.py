@@ -226,16 +226,30 @@ def baseline_rows(exp, name, b):
     return rows
 
 
+def shown_groups(db, run_id):
+    """A run's merged groups, one per workload: measurements belong to a workload, so groups
+    of the same shapes (ResNet-50's layer1.1 and layer1.2 blocks) share them and would repeat
+    the same rows and counts. The one shown is the labelled group (an experiment's subgraph)
+    if the workload has one, else the first; in layer order."""
+    groups = db.all("SELECT first_layer, last_layer, workload_id, layer_names, label "
+                    "FROM run_groups WHERE run_id = ? AND last_layer > first_layer "
+                    "ORDER BY label = '', first_layer, last_layer", run_id)
+    seen = set()
+    shown = []
+    for g in groups:
+        if g[2] not in seen:
+            seen.add(g[2])
+            shown.append(g)
+    return sorted(shown, key=lambda g: (g[0], g[1]))
+
+
 def collect(db):
     """Every summary row, over each experiment's latest run (CSV_FIELDS dicts)."""
     rows = []
     for run_id, exp, target_id, spec in db.all(
             "SELECT id, experiment, target_id, gpu_spec FROM runs WHERE id IN "
             "(SELECT MAX(id) FROM runs GROUP BY experiment) ORDER BY id"):
-        for first, last, wid, names, label in db.all(
-                "SELECT first_layer, last_layer, workload_id, layer_names, label FROM run_groups "
-                "WHERE run_id = ? AND last_layer > first_layer ORDER BY first_layer, last_layer",
-                run_id):
+        for first, last, wid, names, label in shown_groups(db, run_id):
             name = label or names
             cands = candidate_rows(db, exp, name, run_id, target_id, spec, wid, Baseline())
             if not cands:

@@ -30,7 +30,7 @@ def layerwise_counters(fp32, tf32, own, dram_mb, bf16=False):
                    "dram__bytes_write.sum": dram_mb * MB / 3}
 
 
-def build(path, group_layerwise=False, cudnn=True, bf16=False):
+def build(path, group_layerwise=False, cudnn=True, bf16=False, twin=False):
     """One GPU run of 'gpu_check_resnet50': a 3-layer group labelled 'block 1' (layers 1-3)
     and its three single layers. cuDNN strict FP32 1 + 2 + 3 = 6 ms, TF32 0.5 + 1 + 1.5 = 3 ms,
     our own layerwise 2 + 4 + 6 = 12 ms, DRAM 15 MB a layer (45 MB). Padded 8x8: 4 ms, 30 MB
@@ -38,11 +38,15 @@ def build(path, group_layerwise=False, cudnn=True, bf16=False):
     With group_layerwise, the group's own layerwise measurement (5 ms fp32, 2.5 ms tf32,
     36 MB) is there and is the baseline instead of the sum. Without cudnn, the layerwise
     measurements carry no counters (a cpu run): their medians are the baseline. With bf16, the
-    layers' baseline is cuDNN bf16, 0.25 + 0.5 + 0.75 = 1.5 ms (warm 1.2 ms)."""
+    layers' baseline is cuDNN bf16, 0.25 + 0.5 + 0.75 = 1.5 ms (warm 1.2 ms). With twin, an
+    unlabelled group of the same workload comes first (layers 0 - 2, as ResNet-50's layer1.2
+    block shares layer1.1's)."""
     b = synthetic_db.Builder(path)
     t = b.target(synthetic_db.GPU_TARGET, "cuda")
     run = b.run("gpu_check_resnet50", "resnet50", t)
     wg = b.workload(3)
+    if twin:
+        b.group(run, wg, 0, 2)
     b.group(run, wg, 1, 3, label="block 1")
     for layer, (fp32, tf32, own) in enumerate(((1, .5, 2), (2, 1, 4), (3, 1.5, 6)), start=1):
         w = b.workload(1)
@@ -176,6 +180,16 @@ class GpuSummaryTest(unittest.TestCase):
             table = list(csv.DictReader(f))
         self.assertEqual(len(table), 6)  # cuDNN fp32, tf32, own, padded, 2 memoized
         self.assertEqual([r["kind"] for r in table].count("memoized"), 2)
+
+    def test_groups_of_one_workload_are_shown_once_under_the_label(self):
+        rows = self.rows(twin=True)
+        self.assertEqual({r["group"] for r in rows}, {"block 1"})
+        self.assertEqual(len(rows), 6)  # cuDNN fp32, tf32, own, padded, 2 memoized
+        rc, text = summarize(self.db)
+        self.assertEqual(rc, 0)
+        self.assertIn("padded: 1/1 validated and timed", text)
+        self.assertIn("memoized: 0/2 validated", text)
+        self.assertNotIn("l0 .. l2", text)
 
     def test_device_attributes_and_stages_are_shown(self):
         build(self.db)
