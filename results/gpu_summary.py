@@ -234,13 +234,10 @@ def shown_groups(db, run_id):
     groups = db.all("SELECT first_layer, last_layer, workload_id, layer_names, label "
                     "FROM run_groups WHERE run_id = ? AND last_layer > first_layer "
                     "ORDER BY label = '', first_layer, last_layer", run_id)
-    seen = set()
-    shown = []
-    for g in groups:
-        if g[2] not in seen:
-            seen.add(g[2])
-            shown.append(g)
-    return sorted(shown, key=lambda g: (g[0], g[1]))
+    by_workload = {}
+    for group in groups:
+        by_workload.setdefault(group[2], group)
+    return sorted(by_workload.values(), key=lambda g: (g[0], g[1]))
 
 
 def collect(db):
