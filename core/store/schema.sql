@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (
 -- The schema version is stated once, in the statement below: CMake reads it into the C++ store
 -- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
 -- this one edit plus a migration step in core/store/detail/schema.cpp.
-INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '4');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '5');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).
@@ -108,6 +108,38 @@ CREATE TABLE IF NOT EXISTS predictions (
   atomics_compulsory REAL NOT NULL,
   atomics_conflict   REAL NOT NULL,
   PRIMARY KEY (candidate_id, gpu_spec, model_version)
+);
+
+-- The layerwise baseline of a workload as another library schedule than the one its layerwise
+-- candidate stands for, predicted by the model: 'paper-unfused' is the BrickDL paper's own
+-- cuDNN baseline (model/baseline.h: each conv with a fixed implicit-GEMM algorithm, then its
+-- bias, batch-norm and activation as passes of their own). The columns are those of
+-- predictions; the honest baseline ('cudnn-fused': conv + bias + activation in one call) is the
+-- prediction of the workload's layerwise candidate, or of its layers' single-layer ones added up.
+-- A GPU's measurement of 'paper-unfused' is the counter 'variant.paper_unfused_ms' of the
+-- layerwise candidate's measurement (cuda backend).
+CREATE TABLE IF NOT EXISTS baseline_predictions (
+  workload_id        INTEGER NOT NULL REFERENCES workloads(id),
+  gpu_spec           TEXT NOT NULL,
+  model_version      TEXT NOT NULL,
+  baseline           TEXT NOT NULL,     -- 'paper-unfused'
+  time_ms            REAL NOT NULL,
+  time_dram_ms       REAL NOT NULL,
+  time_l2_ms         REAL NOT NULL,
+  time_compute_ms    REAL NOT NULL,
+  time_atomics_compulsory_ms REAL NOT NULL,
+  time_atomics_conflict_ms   REAL NOT NULL,
+  time_other_ms      REAL NOT NULL,     -- launches of every pass
+  flops              REAL NOT NULL,
+  redundant_flops    REAL NOT NULL,
+  l1_bytes           REAL NOT NULL,
+  l2_bytes           REAL NOT NULL,
+  dram_bytes         REAL NOT NULL,
+  dram_lower_bound   REAL NOT NULL,
+  atomics_compulsory REAL NOT NULL,
+  atomics_conflict   REAL NOT NULL,
+  launches           INTEGER NOT NULL,  -- kernels and library calls per run of the group
+  PRIMARY KEY (workload_id, gpu_spec, model_version, baseline)
 );
 
 CREATE TABLE IF NOT EXISTS measurements (

@@ -113,6 +113,33 @@ DROP TABLE candidates;
 ALTER TABLE candidates_v4 RENAME TO candidates;
 CREATE INDEX IF NOT EXISTS candidates_by_workload ON candidates(workload_id);
 )sql"},
+    // Version 5 adds the model's predictions of other layerwise baselines than the layerwise
+    // candidates' (the paper's unfused cuDNN baseline); older runs have none.
+    {4, "adding the predictions of other layerwise baselines", R"sql(
+CREATE TABLE IF NOT EXISTS baseline_predictions (
+  workload_id        INTEGER NOT NULL REFERENCES workloads(id),
+  gpu_spec           TEXT NOT NULL,
+  model_version      TEXT NOT NULL,
+  baseline           TEXT NOT NULL,
+  time_ms            REAL NOT NULL,
+  time_dram_ms       REAL NOT NULL,
+  time_l2_ms         REAL NOT NULL,
+  time_compute_ms    REAL NOT NULL,
+  time_atomics_compulsory_ms REAL NOT NULL,
+  time_atomics_conflict_ms   REAL NOT NULL,
+  time_other_ms      REAL NOT NULL,
+  flops              REAL NOT NULL,
+  redundant_flops    REAL NOT NULL,
+  l1_bytes           REAL NOT NULL,
+  l2_bytes           REAL NOT NULL,
+  dram_bytes         REAL NOT NULL,
+  dram_lower_bound   REAL NOT NULL,
+  atomics_compulsory REAL NOT NULL,
+  atomics_conflict   REAL NOT NULL,
+  launches           INTEGER NOT NULL,
+  PRIMARY KEY (workload_id, gpu_spec, model_version, baseline)
+);
+)sql"},
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,
               "one migration step per schema version above 0");
