@@ -37,6 +37,10 @@ struct Args {
   bool json = false;
   // show, compare
   int64_t show_run = 0, run_a = 0, run_b = 0;
+  bool own_only = false;
+  // accuracy
+  query::AccuracyFilter accuracy;
+  bool summary_only = false;
   // export
   std::string format = "csv", out_path;
   std::optional<int64_t> export_run;
@@ -48,14 +52,25 @@ struct Args {
 
 CLI::App* add_best(CLI::App& app, Args& a) {
   CLI::App* best = app.add_subcommand(
-      "best", "Best configuration per model, group, target, precision and batch: the fastest "
-              "ok measurement, else the best prediction (marked 'predicted')");
+      "best", "Best configuration per model, group, precision and batch, in one section per "
+              "source of numbers: the fastest ok measurement on each measuring target (GPU, "
+              "CPU), and the model's best prediction for each GPU spec; validations are never "
+              "times");
+  best->footer(std::string("Columns:\n") + query::best_legend() +
+               "\nExample: the best brick and strategy for one layer of ResNet-50 on the "
+               "H200 in tf32:\n  brickdl-query best --model resnet50 --gpu H200 --precision "
+               "tf32 --layer layer3.0.conv2");
   best->add_option("--model", a.filter.model, "Only this model (zoo name or 'custom')");
   best->add_option("--gpu", a.filter.gpu, "Only runs that predicted for this GPU spec");
   best->add_option("--precision", a.filter.precision, "Only this precision")
       ->check(CLI::IsMember(brickdl::dtype_names()));
   best->add_option("--batch", a.batch, "Only this batch size")->check(CLI::PositiveNumber);
-  best->add_option("--target", a.filter.target, "Only targets whose fingerprint contains this");
+  best->add_option("--target", a.filter.target,
+                   "Only sections whose target contains this ('gpu:', 'cpu:', 'model:H200')");
+  best->add_option("--layer", a.filter.layer,
+                   "Only groups that contain the layer of this name (e.g. layer3.0.conv2)");
+  best->add_option("--source", a.filter.source, "Only measured or only predicted numbers")
+      ->check(CLI::IsMember({"measured", "predicted"}));
   best->add_flag("--json", a.json, "JSON instead of a table");
   return best;
 }
@@ -134,8 +149,20 @@ void run_export(TuningDb& db, const Args& a) {
 
 // The subcommands, as parsed.
 struct Commands {
-  CLI::App *best, *runs, *show, *compare, *exp, *merge;
+  CLI::App *best, *runs, *show, *compare, *accuracy, *exp, *merge;
 };
+
+CLI::App* add_accuracy(CLI::App& app, Args& a) {
+  CLI::App* acc = app.add_subcommand(
+      "accuracy", "Predicted vs measured: every ok measurement beside the model's prediction "
+                  "of the same candidate, per target, GPU spec and model version, with the "
+                  "relative error and Spearman's rank correlation of time and bytes");
+  acc->add_option("--run", a.accuracy.run, "Only this run's measurements");
+  acc->add_option("--target", a.accuracy.target, "Only targets whose fingerprint contains this");
+  acc->add_flag("--summary", a.summary_only, "The statistics only, without a row per candidate");
+  acc->add_flag("--json", a.json, "JSON instead of a table");
+  return acc;
+}
 
 Commands add_commands(CLI::App& app, Args& a) {
   app.require_subcommand(1);
@@ -147,13 +174,17 @@ Commands add_commands(CLI::App& app, Args& a) {
   c.show->add_option("RUN", a.show_run, "Run id (see `runs`)")->required();
   c.compare = app.add_subcommand(
       "compare", "Per workload measured in both runs: each run's best candidate, median and "
-                 "spread, and the ratio B/A");
+                 "spread, and the ratio B/A. A run stands on its own measurements and those "
+                 "it resumed from earlier runs on its target (each counted above the table)");
   c.compare->add_option("RUN_A", a.run_a, "Run id")->required();
   c.compare->add_option("RUN_B", a.run_b, "Run id")->required();
+  c.compare->add_flag("--own", a.own_only,
+                      "Only each run's own measurements (leave out what it resumed)");
+  c.accuracy = add_accuracy(app, a);
   c.exp = add_export(app, a);
   c.merge = add_merge(app, a);
   // `--db` may also follow the subcommand.
-  for (CLI::App* sub : {c.best, c.runs, c.show, c.compare, c.exp, c.merge})
+  for (CLI::App* sub : {c.best, c.runs, c.show, c.compare, c.accuracy, c.exp, c.merge})
     sub->fallthrough();
   return c;
 }
@@ -169,7 +200,13 @@ int run(const Commands& c, const Args& a) {
   } else if (c.show->parsed()) {
     query::print_run(query::run_details(db, a.show_run), std::cout);
   } else if (c.compare->parsed()) {
-    query::print_comparison(query::compare_runs(db, a.run_a, a.run_b), std::cout);
+    query::print_comparison(query::compare_runs(db, a.run_a, a.run_b, a.own_only), std::cout);
+  } else if (c.accuracy->parsed()) {
+    const auto sets = query::accuracy(db, a.accuracy);
+    if (a.json)
+      std::cout << query::json_text(query::accuracy_json(sets)) << "\n";
+    else
+      query::print_accuracy(sets, !a.summary_only, std::cout);
   } else if (c.exp->parsed()) {
     run_export(db, a);
   }
@@ -179,8 +216,8 @@ int run(const Commands& c, const Args& a) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"brickdl-query: best configurations, runs, comparisons and exports from a brickdl "
-               "tuning database, and merging of databases"};
+  CLI::App app{"brickdl-query: best configurations, runs, comparisons, predicted vs measured "
+               "and exports from a brickdl tuning database, and merging of databases"};
   Args a;
   const Commands commands = add_commands(app, a);
   return brickdl::run_tool("brickdl-query", app, argc, argv, [&] { return run(commands, a); });

@@ -17,11 +17,12 @@ int run_tool(const char* name, CLI::App& app, int argc, char** argv,
   try {
     return body();
   } catch (const UserError& e) {
-    std::cerr << name << ": error: " << e.what() << '\n';
+    std::cerr << name << ": error: " << printable(e.what(), /*keep_newlines=*/true) << '\n';
     return kExitUserError;
   } catch (const std::exception& e) {
     // InternalError (a broken invariant: a bug) and whatever else escaped.
-    std::cerr << name << ": internal error: " << e.what() << '\n';
+    std::cerr << name << ": internal error: " << printable(e.what(), /*keep_newlines=*/true)
+              << '\n';
     return kExitInternalError;
   }
 }

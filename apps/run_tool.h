@@ -9,7 +9,8 @@
 //                         throws anything else  → "NAME: internal error: <what>", exit 3
 //
 // A program builds its CLI::App, then returns run_tool(name, app, argc, argv, body) from
-// main(); nothing else in it catches to exit.
+// main(); nothing else in it catches to exit. Messages are printed through printable()
+// (core/error.h): a value quoted from a file never reaches the terminal as control bytes.
 #include <functional>
 
 #include <CLI/CLI.hpp>

@@ -1,6 +1,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -67,6 +68,69 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
     s += names[i];
   }
   return s;
+}
+
+namespace {
+
+// The length of the well-formed UTF-8 character at text[i] that is no control (U+0080 to
+// U+009F are C1 controls), or 0.
+size_t utf8_char_length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (b >= 0xc2 && b <= 0xdf) {
+    n = 2;
+    cp = b & 0x1fu;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    n = 3;
+    cp = b & 0x0fu;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    n = 4;
+    cp = b & 0x07u;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size())
+    return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0u) != 0x80u)
+      return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3fu);
+  }
+  const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+  const bool bad = cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f);
+  return overlong || bad ? 0 : n;
+}
+
+} // namespace
+
+std::string printable(std::string_view text, bool keep_newlines) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b >= 0x20 && b < 0x7f) {
+      out += static_cast<char>(b);
+      ++i;
+    } else if (b == '\n') {
+      out += keep_newlines ? "\n" : "\\n";
+      ++i;
+    } else if (b == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (const size_t n = b >= 0x80 ? utf8_char_length(text, i) : 0; n > 0) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 0xfu];
+      ++i;
+    }
+  }
+  return out;
 }
 
 namespace detail {

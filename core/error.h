@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace brickdl {
@@ -61,6 +62,13 @@ std::string did_you_mean(const std::string& word, const std::initializer_list<co
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& valid);
 // "a, b, c" for error messages.
 std::string join_names(const std::vector<std::string>& names, const std::string& sep = ", ");
+
+// `text` as it may be shown on a terminal: text read from a file (a database, an ONNX node name,
+// a YAML value) may hold control bytes that a terminal would act on (ESC sequences, C1 controls,
+// carriage returns) or bytes that are no UTF-8. Printable ASCII and well-formed UTF-8 characters
+// other than controls pass unchanged; every other byte becomes "\xNN" (two hex digits), a tab
+// "\t"; a newline stays one when `keep_newlines`, else becomes "\n".
+std::string printable(std::string_view text, bool keep_newlines = false);
 
 namespace detail {
 [[noreturn]] void check_failed(const char* cond, const char* file, int line,

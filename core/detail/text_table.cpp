@@ -14,6 +14,8 @@ TextTable::TextTable(std::vector<std::string> header, std::string align)
 void TextTable::add_row(std::vector<std::string> cells) {
   BRICKDL_CHECK(cells.size() == header_.size(),
                 "table row has " << cells.size() << " cells, header " << header_.size());
+  for (std::string& cell : cells)
+    cell = printable(cell); // cells may hold text read from a file
   rows_.push_back(std::move(cells));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // A plain-text table for terminal output: columns padded to their widest cell, separated by
-// two spaces, a dashed rule under the header. Cells are ASCII (widths count bytes).
+// two spaces, a dashed rule under the header. Cells are ASCII (widths count bytes); a cell's
+// control bytes and bytes that are no UTF-8 are shown escaped (printable(), core/error.h).
 #include <ostream>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 #include "core/store/print.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -56,25 +57,106 @@ std::string json_text(const Json& json, int indent) {
   return json.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+// "1.74x", or "-" without both numbers.
+std::string speedup_text(const std::optional<double>& baseline, double time) {
+  return baseline && time > 0 ? fmt::format("{:.2f}x", *baseline / time) : "-";
+}
+
+// The heading of one section of `best`: where its numbers come from.
+std::string best_heading(const BestRow& r, const std::vector<std::string>& versions) {
+  if (r.source == Source::kPredicted)
+    return fmt::format("predicted by the model for {} ({}; not measured):",
+                       r.target.substr(r.target.find(':') + 1), join_names(versions, "; "));
+  return fmt::format("{} on {} (median of each candidate's samples):", source_label(r.source),
+                     r.target);
+}
+
+// One section of `best`: rows [begin, end) share source and target.
+void print_best_section(const std::vector<BestRow>& rows, size_t begin, size_t end,
+                        std::ostream& os) {
+  const bool measured = rows[begin].measured;
+  std::vector<std::string> versions;
+  bool paper = false;
+  for (size_t i = begin; i < end; ++i) {
+    const BestRow& r = rows[i];
+    if (!r.model_version.empty() &&
+        std::find(versions.begin(), versions.end(), r.model_version) == versions.end())
+      versions.push_back(r.model_version);
+    paper = paper || r.paper_layerwise_ms.has_value();
+  }
+  os << best_heading(rows[begin], versions) << '\n';
+  std::vector<std::string> header = {"model", "batch", "precision",
+                                     "group", "best",  measured ? "median_ms" : "predicted_ms"};
+  std::string align = "lrlllr";
+  const auto add = [&](const char* name, char a) {
+    header.emplace_back(name);
+    align += a;
+  };
+  if (measured)
+    add("p25-p75_ms", 'r');
+  add("layerwise_ms", 'r');
+  add("speedup", 'r');
+  if (paper) {
+    add("paper_lw_ms", 'r');
+    add("paper_speedup", 'r');
+  }
+  add("plan", 'l');
+  TextTable t(header, align);
+  for (size_t i = begin; i < end; ++i) {
+    const BestRow& r = rows[i];
+    std::string group = group_text(r.groups.front());
+    if (r.groups.size() > 1)
+      group += fmt::format(" (x{})", r.groups.size());
+    std::vector<std::string> row = {r.model, std::to_string(r.batch), r.precision,
+                                    group,   r.candidate.config(),    ms(r.time_ms)};
+    if (measured)
+      row.push_back(range(r.spread->p25_ms, r.spread->p75_ms));
+    row.push_back(ms(r.layerwise_ms) + (r.layerwise_from == "layers" ? "+" : ""));
+    row.push_back(speedup_text(r.layerwise_ms, r.time_ms));
+    if (paper)
+      row.insert(row.end(),
+                 {ms(r.paper_layerwise_ms), speedup_text(r.paper_layerwise_ms, r.time_ms)});
+    row.emplace_back(r.in_plan() ? "yes" : "");
+    t.add_row(std::move(row));
+  }
+  t.print(os, "  ");
+}
+
+bool same_section(const BestRow& a, const BestRow& b) {
+  return a.source == b.source && a.target == b.target;
+}
+
+} // namespace
+
+const char* best_legend() {
+  return "group: layers the search considered as one group ('label: layers'; (xN): the same\n"
+         "  workload N times in the model); best: its fastest candidate in the section's numbers\n"
+         "layerwise_ms: the group's layers run layerwise (cuDNN, conv + bias + activation fused,\n"
+         "  on a GPU; the model's estimate of it otherwise), from the same source as the time;\n"
+         "  '+': its layers' single-layer times added up; '-': not all of them have one\n"
+         "speedup: layerwise_ms / time (above 1: the group is faster than its layers)\n"
+         "paper_lw_ms, paper_speedup: the same against the BrickDL paper's own baseline (cuDNN\n"
+         "  unfused: implicit-GEMM conv, then bias, batch-norm and activation passes)\n"
+         "plan: 'yes' when the group is one of its run's latest plan";
+}
+
 void print_best(const std::vector<BestRow>& rows, std::ostream& os) {
   if (rows.empty()) {
     os << "no groups match (brickdl-query runs lists what the database holds)\n";
     return;
   }
-  TextTable t({"model", "batch", "precision", "target", "group", "best", "source", "time_ms",
-               "p25-p75_ms", "layerwise_ms", "speedup"},
-              "lrlllllrrrr");
-  for (const BestRow& r : rows) {
-    std::string group = group_text(r.groups.front());
-    if (r.groups.size() > 1)
-      group += fmt::format(" (x{})", r.groups.size());
-    t.add_row({r.model, std::to_string(r.batch), r.precision, r.target, group, r.candidate.config(),
-               r.measured ? "measured" : "predicted", ms(r.time_ms),
-               r.spread ? range(r.spread->p25_ms, r.spread->p75_ms) : "-", ms(r.layerwise_ms),
-               r.layerwise_ms && r.time_ms > 0 ? fmt::format("{:.2f}x", *r.layerwise_ms / r.time_ms)
-                                               : "-"});
+  for (size_t begin = 0; begin < rows.size();) {
+    size_t end = begin + 1;
+    while (end < rows.size() && same_section(rows[begin], rows[end]))
+      ++end;
+    if (begin > 0)
+      os << '\n';
+    print_best_section(rows, begin, end, os);
+    begin = end;
   }
-  t.print(os);
+  os << '\n' << best_legend() << '\n';
 }
 
 Json best_json(const std::vector<BestRow>& rows) {
@@ -96,10 +178,13 @@ Json best_json(const std::vector<BestRow>& rows) {
       groups.push_back({{"first_layer", g.first_layer},
                         {"last_layer", g.last_layer},
                         {"layer_names", g.layer_names},
-                        {"label", g.label}});
+                        {"label", g.label},
+                        {"run_id", g.run_id},
+                        {"in_plan", g.in_plan}});
     }
     j["groups"] = groups;
     j["source"] = r.measured ? "measured" : "predicted";
+    j["kind"] = source_label(r.source);
     j["candidate"] = candidate_json(r.candidate);
     j["time_ms"] = r.time_ms;
     if (r.measured) {
@@ -121,8 +206,14 @@ Json best_json(const std::vector<BestRow>& rows) {
       j["prediction"] = nullptr;
     }
     j["layerwise_ms"] = optional_json(r.layerwise_ms);
+    j["layerwise_from"] = r.layerwise_from.empty() ? Json(nullptr) : Json(r.layerwise_from);
     j["speedup_vs_layerwise"] =
         r.layerwise_ms && r.time_ms > 0 ? Json(*r.layerwise_ms / r.time_ms) : Json(nullptr);
+    j["paper_layerwise_ms"] = optional_json(r.paper_layerwise_ms);
+    j["speedup_vs_paper_layerwise"] = r.paper_layerwise_ms && r.time_ms > 0
+                                          ? Json(*r.paper_layerwise_ms / r.time_ms)
+                                          : Json(nullptr);
+    j["in_plan"] = r.in_plan();
     out.push_back(std::move(j));
   }
   return out;
@@ -135,12 +226,12 @@ void print_runs(const std::vector<RunRow>& rows, const std::string& db_path, std
     os << "no runs in '" << db_path << "'\n";
     return;
   }
-  TextTable t({"id", "experiment", "model", "batch", "precision", "target", "status", "started",
-               "ended", "measurements"},
-              "rllrlllllr");
+  TextTable t({"id", "experiment", "model", "batch", "precision", "target", "kind", "status",
+               "started", "ended", "measurements"},
+              "rllrllllllr");
   for (const RunRow& r : rows) {
     t.add_row({std::to_string(r.id), r.experiment, r.model, std::to_string(r.batch), r.precision,
-               r.target, r.status, r.started_at, r.ended_at.value_or("-"),
+               r.target, r.kind, r.status, r.started_at, r.ended_at.value_or("-"),
                std::to_string(r.measurements)});
   }
   t.print(os);
@@ -157,7 +248,9 @@ void print_run_header(const RunSummary& r, std::ostream& os) {
   os << "\n";
   os << fmt::format("  model      {}, batch {}, {}\n", r.model, r.batch, r.precision);
   os << fmt::format("  gpu spec   {}\n", r.gpu_spec);
-  os << fmt::format("  target     {} ({})\n", r.target, r.backend);
+  os << fmt::format("  target     {} ({}; {})\n", r.target, r.backend, r.kind);
+  if (!r.overrides.empty())
+    os << fmt::format("  overrides  {} (from the command line)\n", join_names(r.overrides));
   os << fmt::format("  revision   {}\n", r.git_revision);
   const bool ended = r.ended_at && !r.ended_at->empty();
   os << fmt::format("  status     {}, started {}, ended {}\n", r.status, r.started_at,
@@ -181,16 +274,57 @@ void print_run_header(const RunSummary& r, std::ostream& os) {
   }
 }
 
-void print_run_groups(const std::vector<RunGroupRow>& groups, std::ostream& os) {
-  TextTable gt({"layers", "group", "label", "workload", "measured", "best", "median_ms"},
-               "llllrlr");
+// The relative error of a prediction, "+12%" / "-40%", or "-".
+std::string error_text(const std::optional<double>& predicted, double measured) {
+  if (!predicted || !(measured > 0))
+    return "-";
+  return fmt::format("{:+.0f}%", 100.0 * (*predicted - measured) / measured);
+}
+
+void print_validated_groups(const std::vector<RunGroupRow>& groups, std::ostream& os) {
+  TextTable gt({"layers", "group", "label", "workload", "validated"}, "lllll");
   for (const RunGroupRow& g : groups) {
     gt.add_row({fmt::format("{}-{}", g.first_layer, g.last_layer), g.layer_names, g.label,
-                g.workload, std::to_string(g.measurements),
-                g.best ? g.best->candidate.config() : "-",
-                g.best ? ms(g.best->spread.median_ms) : "-"});
+                g.workload, g.validated.empty() ? "-" : g.validated});
   }
-  os << fmt::format("groups ({}):\n", gt.num_rows());
+  os << fmt::format("groups ({}; validated: the output of the plan's merged group checked "
+                    "against the reference; no times):\n",
+                    gt.num_rows());
+  if (gt.num_rows() > 0)
+    gt.print(os, "  ");
+}
+
+void print_run_groups(const RunSummary& run, const std::vector<RunGroupRow>& groups,
+                      std::ostream& os) {
+  if (is_validation_target(run.target)) {
+    print_validated_groups(groups, os);
+    return;
+  }
+  const Source source = target_source(run.target);
+  const bool gpu = source == Source::kMeasuredGpu;
+  TextTable gt({"layers", "group", "label", "workload", "measured", "best", "median_ms",
+                "predicted_ms", gpu ? "error" : "meas/pred"},
+               "llllrlrrr");
+  for (const RunGroupRow& g : groups) {
+    const auto& b = g.best;
+    std::string compared = "-";
+    if (b && b->predicted_ms && *b->predicted_ms > 0)
+      compared = gpu ? error_text(b->predicted_ms, b->spread.median_ms)
+                     : fmt::format("{:.4g}", b->spread.median_ms / *b->predicted_ms);
+    gt.add_row({fmt::format("{}-{}", g.first_layer, g.last_layer), g.layer_names, g.label,
+                g.workload, std::to_string(g.measurements), b ? b->candidate.config() : "-",
+                b ? ms(b->spread.median_ms) : "-", b ? ms(b->predicted_ms) : "-", compared});
+  }
+  os << fmt::format("groups ({}", gt.num_rows());
+  if (source != Source::kPredicted)
+    os << fmt::format("; best: the run's fastest measured candidate, median_ms measured on {}, "
+                      "predicted_ms the model's prediction of it for {}, {}; more: brickdl-query "
+                      "accuracy --run {}",
+                      run.target, run.gpu_spec,
+                      gpu ? "error (predicted - measured) / measured"
+                          : "meas/pred measured / predicted (a CPU against a GPU model)",
+                      run.id);
+  os << "):\n";
   if (gt.num_rows() > 0)
     gt.print(os, "  ");
 }
@@ -203,7 +337,9 @@ void print_run_measurements(const RunDetails& d, std::ostream& os) {
     total += s.count;
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", s.status, s.count);
   }
-  os << fmt::format("measurements ({}){}{}\n", total, total ? ": " : "", counts);
+  os << fmt::format("{} ({}){}{}\n",
+                    is_validation_target(d.run.target) ? "validations" : "measurements", total,
+                    total ? ": " : "", counts);
   TextTable et({"status", "count", "first candidate", "error"}, "lrll");
   for (const ErrorRow& e : d.errors) {
     std::string error = e.error;
@@ -220,14 +356,17 @@ void print_run_measurements(const RunDetails& d, std::ostream& os) {
   }
 }
 
-void print_run_plans(const std::vector<PlanDetails>& plans, std::ostream& os) {
+void print_run_plans(const RunSummary& run, const std::vector<PlanDetails>& plans,
+                     std::ostream& os) {
   os << fmt::format("plans ({}):\n", plans.size());
+  const bool timed = target_source(run.target) != Source::kPredicted;
   for (const PlanDetails& p : plans) {
-    os << fmt::format(
-        "  plan {} ({}, {}): predicted {} ms, measured {} ms; layerwise predicted {} ms, "
-        "measured {} ms\n",
-        p.id, p.kind, p.created_at, ms(p.predicted_ms), ms(p.measured_ms),
-        ms(p.layerwise_predicted_ms), ms(p.layerwise_measured_ms));
+    os << fmt::format("  plan {} ({}, {}): predicted for {}: {} ms, layerwise {} ms", p.id, p.kind,
+                      p.created_at, run.gpu_spec, ms(p.predicted_ms), ms(p.layerwise_predicted_ms));
+    if (timed && (p.measured_ms || p.layerwise_measured_ms))
+      os << fmt::format("; measured on {}: {} ms, layerwise {} ms", run.target, ms(p.measured_ms),
+                        ms(p.layerwise_measured_ms));
+    os << '\n';
     TextTable pt({"#", "layers", "group", "candidate"}, "rlll");
     for (const PlanGroupDetails& g : p.groups) {
       pt.add_row({std::to_string(g.idx), fmt::format("{}-{}", g.first_layer, g.last_layer),
@@ -241,21 +380,45 @@ void print_run_plans(const std::vector<PlanDetails>& plans, std::ostream& os) {
 
 void print_run(const RunDetails& details, std::ostream& os) {
   print_run_header(details.run, os);
-  print_run_groups(details.groups, os);
+  print_run_groups(details.run, details.groups, os);
   print_run_measurements(details, os);
-  print_run_plans(details.plans, os);
+  print_run_plans(details.run, details.plans, os);
 }
 
 // ---- comparing two runs ----------------------------------------------------------------
 
+namespace {
+
+// What a run's side of a comparison stands on.
+std::string used_text(const RunSummary& r, const RunMeasurements& used, bool own_only) {
+  std::string s = fmt::format("{} ok measurements of its own", used.own);
+  if (own_only)
+    return s + " (--own: resumed ones left out)";
+  if (r.fresh)
+    return s + " (tuned with --fresh: it resumed none)";
+  return s + fmt::format(", {} resumed from earlier runs on its target", used.resumed);
+}
+
+// "12" or "12 (run 9)" when resumed from another run.
+std::string from_text(const BestMeasurement& b, int64_t run) {
+  return b.run_id == run ? std::string("own") : fmt::format("run {}", b.run_id);
+}
+
+} // namespace
+
 void print_comparison(const Comparison& c, std::ostream& os) {
-  for (const RunSummary* r : {&c.a, &c.b}) {
-    os << fmt::format("run {} = {}: {}, {}, batch {}, {}, started {}\n", r == &c.a ? "A" : "B",
-                      r->id, r->experiment, r->target, r->batch, r->precision, r->started_at);
+  for (const auto* r : {&c.a, &c.b}) {
+    const RunMeasurements& used = r == &c.a ? c.used_a : c.used_b;
+    os << fmt::format("run {} = {}: {}, {}, batch {}, {}, started {}; {}\n", r == &c.a ? "A" : "B",
+                      r->id, r->experiment, r->target, r->batch, r->precision, r->started_at,
+                      used_text(*r, used, c.own_only));
   }
-  TextTable t({"group", "A best", "A median_ms", "A p25-p75", "A min-max", "B best", "B median_ms",
-               "B p25-p75", "B min-max", "B/A"},
-              "llrrrlrrrr");
+  if (c.a.target != c.b.target)
+    os << "A and B were measured on different targets: B/A compares devices as well as "
+          "configurations\n";
+  TextTable t({"group", "A best", "A from", "A median_ms", "A p25-p75", "A min-max", "B best",
+               "B from", "B median_ms", "B p25-p75", "B min-max", "B/A"},
+              "lllrrrllrrrr");
   double log_sum = 0, sum_a = 0, sum_b = 0;
   for (const ComparedWorkload& w : c.both) {
     const Spread& sa = w.a.spread;
@@ -264,10 +427,10 @@ void print_comparison(const Comparison& c, std::ostream& os) {
     log_sum += std::log(ratio);
     sum_a += sa.median_ms;
     sum_b += sb.median_ms;
-    t.add_row({w.name, w.a.candidate.config(), ms(sa.median_ms), range(sa.p25_ms, sa.p75_ms),
-               range(sa.min_ms, sa.max_ms), w.b.candidate.config(), ms(sb.median_ms),
-               range(sb.p25_ms, sb.p75_ms), range(sb.min_ms, sb.max_ms),
-               fmt::format("{:.3f}", ratio)});
+    t.add_row({w.name, w.a.candidate.config(), from_text(w.a, c.a.id), ms(sa.median_ms),
+               range(sa.p25_ms, sa.p75_ms), range(sa.min_ms, sa.max_ms), w.b.candidate.config(),
+               from_text(w.b, c.b.id), ms(sb.median_ms), range(sb.p25_ms, sb.p75_ms),
+               range(sb.min_ms, sb.max_ms), fmt::format("{:.3f}", ratio)});
   }
   const int both = static_cast<int>(c.both.size());
   if (both == 0) {
@@ -279,6 +442,121 @@ void print_comparison(const Comparison& c, std::ostream& os) {
                       both, ms(sum_a), ms(sum_b), std::exp(log_sum / both));
   }
   os << fmt::format(" ({} only in A, {} only in B)\n", c.only_a, c.only_b);
+  os << "from: the run whose measurement is the best one ('own', or the earlier run it was "
+        "resumed from)\n";
+}
+
+// ---- predicted vs measured -------------------------------------------------------------
+
+namespace {
+
+std::string stats_text(const AccuracyStats& s, bool same_device) {
+  if (s.n == 0)
+    return "no points";
+  std::string text =
+      same_device
+          ? fmt::format("n {}, median |error| {:.1f}%, worst {:.1f}%", s.n, 100 * s.median_error,
+                        100 * s.worst_error)
+          : fmt::format("n {}, measured/predicted median {:.4g}; after that one scale: median "
+                        "|error| {:.1f}%, worst {:.1f}%",
+                        s.n, s.scale, 100 * s.median_scaled_error, 100 * s.worst_scaled_error);
+  return text +
+         (s.spearman ? fmt::format(", Spearman {:.3f}", *s.spearman) : std::string(", Spearman -"));
+}
+
+std::string mb_text(const std::optional<double>& bytes) {
+  return bytes ? fmt::format("{:.3f}", *bytes / 1e6) : "-";
+}
+
+// A model of another device than the measured one (a CPU) is judged after one scale: its
+// points show the error of the scaled prediction ("scaled_error").
+void print_accuracy_points(const AccuracySet& set, std::ostream& os) {
+  const bool same_device = set.source == Source::kMeasuredGpu;
+  const double scale = same_device ? 1.0 : set.time.scale;
+  TextTable t({"run", "group", "candidate", "predicted_ms", "measured_ms", "meas/pred",
+               same_device ? "error" : "scaled_error", "pred_MB", "meas_MB", "bytes_error"},
+              "rllrrrrrrr");
+  for (const AccuracyPoint& p : set.points) {
+    t.add_row({std::to_string(p.run_id), p.group, p.candidate.config(), ms(p.predicted_ms),
+               ms(p.measured_ms),
+               p.predicted_ms > 0 ? fmt::format("{:.4g}", p.measured_ms / p.predicted_ms) : "-",
+               error_text(p.predicted_ms * scale, p.measured_ms), mb_text(p.predicted_bytes),
+               mb_text(p.measured_bytes),
+               p.measured_bytes ? error_text(p.predicted_bytes, *p.measured_bytes) : "-"});
+  }
+  t.print(os, "  ");
+}
+
+} // namespace
+
+void print_accuracy(const std::vector<AccuracySet>& sets, bool with_points, std::ostream& os) {
+  if (sets.empty()) {
+    os << "no ok measurement with a prediction (model-only runs and validations have no "
+          "timings; brickdl-query runs lists the runs)\n";
+    return;
+  }
+  for (size_t i = 0; i < sets.size(); ++i) {
+    const AccuracySet& set = sets[i];
+    const bool same_device = set.source == Source::kMeasuredGpu;
+    if (i > 0)
+      os << '\n';
+    os << fmt::format("predicted for {} ({}) vs {} on {}:\n", set.gpu_spec, set.model_version,
+                      source_label(set.source), set.target);
+    if (!same_device)
+      os << "  (the model predicts a GPU; these are CPU times: the ranking and the proportions "
+            "compare, the raw error is the device gap)\n";
+    if (with_points)
+      print_accuracy_points(set, os);
+    os << "  time:  " << stats_text(set.time, same_device) << '\n';
+    os << fmt::format("  bytes ({}): {}\n", set.bytes_kind,
+                      set.bytes.n ? stats_text(set.bytes, true) : "not counted");
+  }
+  os << "\nerror: (predicted - measured) / measured; scaled_error: the same with every "
+        "prediction multiplied by the set's median measured/predicted (a model of another "
+        "device); meas/pred: measured / predicted time; Spearman: rank correlation of predicted "
+        "and measured (1: the same order)\n";
+}
+
+namespace {
+
+Json stats_json(const AccuracyStats& s) {
+  if (s.n == 0)
+    return Json(nullptr);
+  return {{"n", s.n},
+          {"median_error", s.median_error},
+          {"worst_error", s.worst_error},
+          {"scale", s.scale},
+          {"median_scaled_error", s.median_scaled_error},
+          {"worst_scaled_error", s.worst_scaled_error},
+          {"spearman", optional_json(s.spearman)}};
+}
+
+} // namespace
+
+Json accuracy_json(const std::vector<AccuracySet>& sets) {
+  Json out = Json::array();
+  for (const AccuracySet& set : sets) {
+    Json points = Json::array();
+    for (const AccuracyPoint& p : set.points) {
+      points.push_back({{"run_id", p.run_id},
+                        {"measurement_id", p.measurement_id},
+                        {"group", p.group},
+                        {"candidate", candidate_json(p.candidate)},
+                        {"predicted_ms", p.predicted_ms},
+                        {"measured_ms", p.measured_ms},
+                        {"predicted_bytes", optional_json(p.predicted_bytes)},
+                        {"measured_bytes", optional_json(p.measured_bytes)}});
+    }
+    out.push_back({{"target", set.target},
+                   {"kind", source_label(set.source)},
+                   {"gpu_spec", set.gpu_spec},
+                   {"model_version", set.model_version},
+                   {"bytes_kind", set.bytes_kind},
+                   {"time", stats_json(set.time)},
+                   {"bytes", stats_json(set.bytes)},
+                   {"points", points}});
+  }
+  return out;
 }
 
 // ---- export ----------------------------------------------------------------------------

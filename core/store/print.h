@@ -12,6 +12,8 @@
 
 namespace brickdl::query {
 
+// One section per source and target (measured on a GPU, on a CPU, predicted for a GPU spec),
+// each headed by where its numbers come from, then the legend.
 void print_best(const std::vector<BestRow>& rows, std::ostream& os);
 nlohmann::ordered_json best_json(const std::vector<BestRow>& rows);
 // `json` as text (indented by `indent`; -1: one line). Text from a damaged or foreign file may
@@ -25,9 +27,18 @@ void print_runs(const std::vector<RunRow>& rows, const std::string& db_path, std
 // A run's configuration, groups, measurement status counts and errors, and plans.
 void print_run(const RunDetails& details, std::ostream& os);
 
-// Per workload measured (ok) in both runs: each run's best candidate with its median and
-// spread, the ratio B/A of the medians, and their sums and geometric mean.
+// Per workload measured (ok) in both runs' views: each run's best candidate, where it comes
+// from (the run itself or the run it was resumed from), its median and spread, the ratio B/A
+// of the medians, and their sums and geometric mean; above, what each side stands on.
 void print_comparison(const Comparison& comparison, std::ostream& os);
+
+// Per set (target, GPU spec, model version): the points (with `with_points`), then the time
+// and byte statistics, labelled with where each side comes from.
+void print_accuracy(const std::vector<AccuracySet>& sets, bool with_points, std::ostream& os);
+nlohmann::ordered_json accuracy_json(const std::vector<AccuracySet>& sets);
+
+// What the columns of `best` mean (printed under its tables).
+const char* best_legend();
 
 enum class ExportFormat { kCsv, kJson };
 // CSV: the table's columns with `config` after `threads`, then one `counter.<name>` column per

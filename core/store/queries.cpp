@@ -3,12 +3,14 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/store/detail/access.h"
@@ -56,10 +58,11 @@ public:
                         kCandidateCols, where),
             "finding the best measurement") {}
 
-  // `key` binds ?2 (a target or run id).
-  std::optional<BestMeasurement> find(int64_t workload_id, int64_t key) {
+  // `keys` bind ?2, ?3, ... (a target or run id, ...).
+  template <typename... Keys>
+  std::optional<BestMeasurement> find(int64_t workload_id, const Keys&... keys) {
     st_.reset();
-    st_.bind_all(workload_id, key);
+    st_.bind_all(workload_id, keys...);
     if (!st_.step())
       return std::nullopt;
     BestMeasurement b;
@@ -131,124 +134,322 @@ std::string CandidateRef::config() const {
   return c.config_str();
 }
 
-// ---- best ------------------------------------------------------------------------------
+// ---- sources ---------------------------------------------------------------------------
 
 namespace {
 
-// The rows of best() before choosing: one per (model, batch, precision, target, workload),
-// with the groups where the workload occurs and the GPU spec of its latest run.
+constexpr std::string_view kValidationSuffix = "#validation";
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+} // namespace
+
+const char* source_label(Source source) {
+  switch (source) {
+  case Source::kMeasuredGpu: return "measured (GPU)";
+  case Source::kMeasuredCpu: return "measured (CPU)";
+  case Source::kPredicted: return "predicted (model)";
+  }
+  return "?";
+}
+
+bool is_validation_target(const std::string& fingerprint) {
+  return fingerprint.size() >= kValidationSuffix.size() &&
+         fingerprint.compare(fingerprint.size() - kValidationSuffix.size(),
+                             kValidationSuffix.size(), kValidationSuffix) == 0;
+}
+
+Source target_source(const std::string& fingerprint) {
+  if (is_validation_target(fingerprint))
+    return Source::kPredicted;
+  if (starts_with(fingerprint, "gpu:"))
+    return Source::kMeasuredGpu;
+  if (starts_with(fingerprint, "cpu:"))
+    return Source::kMeasuredCpu;
+  return Source::kPredicted;
+}
+
+std::string run_kind(const std::string& fingerprint) {
+  if (is_validation_target(fingerprint))
+    return starts_with(fingerprint, "gpu:") ? "validated (GPU)" : "validated (CPU)";
+  const Source s = target_source(fingerprint);
+  return s == Source::kPredicted ? "model only" : source_label(s);
+}
+
+// ---- best ------------------------------------------------------------------------------
+
+bool BestRow::in_plan() const {
+  return std::any_of(groups.begin(), groups.end(), [](const GroupRef& g) { return g.in_plan; });
+}
+
+namespace {
+
+// The rows of best() before choosing: one per (source, model, batch, precision, target,
+// workload), with the groups where the workload occurs and the GPU spec of its latest run.
 struct BestKeys {
   std::vector<BestRow> rows;
-  std::vector<int64_t> target_ids; // of rows[i]
+  std::vector<int64_t> target_ids; // of rows[i]; 0 for predictions
+};
+
+// The groups of runs the filter admits, with their run, target and workload.
+constexpr const char* kBestGroupsSql =
+    "SELECT r.model, r.batch, r.precision, t.fingerprint, r.target_id, r.gpu_spec, "
+    "r.id, w.id, w.signature, w.description, w.num_layers, w.macs, rg.first_layer, "
+    "rg.last_layer, rg.layer_names, rg.label, EXISTS (SELECT 1 FROM plan_groups pg WHERE "
+    "pg.plan_id = (SELECT max(p.id) FROM plans p WHERE p.run_id = r.id) AND pg.first_layer = "
+    "rg.first_layer AND pg.last_layer = rg.last_layer) "
+    "FROM run_groups rg JOIN runs r ON r.id = rg.run_id "
+    "JOIN targets t ON t.id = r.target_id JOIN workloads w ON w.id = rg.workload_id "
+    "WHERE (?1 = '' OR r.model = ?1) AND (?2 = '' OR lower(r.gpu_spec) = lower(?2)) "
+    "AND (?3 = '' OR r.precision = ?3) AND (?4 IS NULL OR r.batch = ?4) "
+    "AND (?5 = '' OR EXISTS (SELECT 1 FROM run_groups s WHERE s.run_id = rg.run_id AND "
+    "s.first_layer = s.last_layer AND s.layer_names = ?5 AND s.first_layer BETWEEN "
+    "rg.first_layer AND rg.last_layer)) "
+    "ORDER BY r.model, r.batch, r.precision, rg.first_layer, rg.last_layer, r.id";
+
+class BestKeyBuilder {
+public:
+  explicit BestKeyBuilder(const BestFilter& filter) : filter_(filter) {}
+
+  // Adds the group of the current row of kBestGroupsSql under `source` and `target`.
+  void add(const Statement& st, Source source, const std::string& target, int64_t target_id) {
+    if (!admits(source, target))
+      return;
+    const int batch = static_cast<int>(st.int64(1));
+    const Key key{static_cast<int>(source), st.text(0), batch, st.text(2), target, st.int64(7)};
+    auto [it, fresh] = index_.emplace(key, out_.rows.size());
+    if (fresh) {
+      BestRow r;
+      r.source = source;
+      r.measured = source != Source::kPredicted;
+      r.model = st.text(0);
+      r.batch = batch;
+      r.precision = st.text(2);
+      r.target = target;
+      r.workload_id = st.int64(7);
+      r.signature = st.text(8);
+      r.description = st.text(9);
+      r.num_layers = static_cast<int>(st.int64(10));
+      r.macs = st.int64(11);
+      out_.rows.push_back(std::move(r));
+      out_.target_ids.push_back(target_id);
+    }
+    BestRow& r = out_.rows[it->second];
+    if (st.int64(6) >= latest_run_[key]) {
+      latest_run_[key] = st.int64(6);
+      r.gpu_spec = st.text(5);
+    }
+    const GroupRef g{static_cast<int>(st.int64(12)),
+                     static_cast<int>(st.int64(13)),
+                     st.text(14),
+                     st.text(15),
+                     st.int64(6),
+                     st.int64(16) != 0};
+    // The same group in several runs (resumed tuning) is listed once; in the plan if in any.
+    auto same = std::find_if(r.groups.begin(), r.groups.end(), [&](const GroupRef& o) {
+      return o.first_layer == g.first_layer && o.last_layer == g.last_layer;
+    });
+    if (same == r.groups.end())
+      r.groups.push_back(g);
+    else
+      same->in_plan = same->in_plan || g.in_plan;
+  }
+
+  BestKeys take() { return std::move(out_); }
+
+private:
+  bool admits(Source source, const std::string& target) const {
+    if (filter_.source == "measured" && source == Source::kPredicted)
+      return false;
+    if (filter_.source == "predicted" && source != Source::kPredicted)
+      return false;
+    return filter_.target.empty() || target.find(filter_.target) != std::string::npos;
+  }
+
+  using Key = std::tuple<int, std::string, int, std::string, std::string, int64_t>;
+  const BestFilter& filter_;
+  BestKeys out_;
+  std::map<Key, size_t> index_;
+  std::map<Key, int64_t> latest_run_;
 };
 
 BestKeys best_keys(sqlite3* h, const BestFilter& filter) {
-  Statement keys(h,
-                 "SELECT r.model, r.batch, r.precision, t.fingerprint, r.target_id, r.gpu_spec, "
-                 "r.id, w.id, w.signature, w.description, w.num_layers, w.macs, rg.first_layer, "
-                 "rg.last_layer, rg.layer_names, rg.label "
-                 "FROM run_groups rg JOIN runs r ON r.id = rg.run_id "
-                 "JOIN targets t ON t.id = r.target_id JOIN workloads w ON w.id = rg.workload_id "
-                 "WHERE (?1 = '' OR r.model = ?1) AND (?2 = '' OR lower(r.gpu_spec) = lower(?2)) "
-                 "AND (?3 = '' OR r.precision = ?3) AND (?4 IS NULL OR r.batch = ?4) "
-                 "AND (?5 = '' OR instr(t.fingerprint, ?5) > 0) "
-                 "ORDER BY r.model, r.batch, r.precision, t.fingerprint, rg.first_layer, "
-                 "rg.last_layer, r.id",
-                 "listing the groups of runs");
-  keys.bind_all(filter.model, filter.gpu, filter.precision, filter.batch, filter.target);
-
-  using Key = std::tuple<std::string, int, std::string, int64_t, int64_t>;
-  BestKeys out;
-  std::map<Key, size_t> index;
-  std::map<Key, int64_t> latest_run;
-  while (keys.step()) {
-    const int batch = static_cast<int>(keys.int64(1));
-    const Key key{keys.text(0), batch, keys.text(2), keys.int64(4), keys.int64(7)};
-    auto [it, fresh] = index.emplace(key, out.rows.size());
-    if (fresh) {
-      BestRow r;
-      r.model = keys.text(0);
-      r.batch = batch;
-      r.precision = keys.text(2);
-      r.target = keys.text(3);
-      r.workload_id = keys.int64(7);
-      r.signature = keys.text(8);
-      r.description = keys.text(9);
-      r.num_layers = static_cast<int>(keys.int64(10));
-      r.macs = keys.int64(11);
-      out.rows.push_back(std::move(r));
-      out.target_ids.push_back(keys.int64(4));
-    }
-    BestRow& r = out.rows[it->second];
-    if (keys.int64(6) >= latest_run[key]) {
-      latest_run[key] = keys.int64(6);
-      r.gpu_spec = keys.text(5);
-    }
-    const GroupRef g{static_cast<int>(keys.int64(12)), static_cast<int>(keys.int64(13)),
-                     keys.text(14), keys.text(15)};
-    // The same group in several runs (resumed tuning) is listed once.
-    const bool seen = std::any_of(r.groups.begin(), r.groups.end(), [&](const GroupRef& o) {
-      return o.first_layer == g.first_layer && o.last_layer == g.last_layer;
-    });
-    if (!seen)
-      r.groups.push_back(g);
+  Statement st(h, kBestGroupsSql, "listing the groups of runs");
+  st.bind_all(filter.model, filter.gpu, filter.precision, filter.batch, filter.layer);
+  BestKeyBuilder keys(filter);
+  while (st.step()) {
+    const std::string fingerprint = st.text(3);
+    keys.add(st, Source::kPredicted, "model:" + st.text(5), 0);
+    const Source measured = target_source(fingerprint);
+    if (measured != Source::kPredicted)
+      keys.add(st, measured, fingerprint, st.int64(4));
   }
-  return out;
+  return keys.take();
 }
 
-// Chooses a BestRow's candidate: measured on its target, else predicted for its GPU spec.
+// The latest paper-unfused baseline prediction of a workload for a GPU spec.
+class PaperBaselineLookup {
+public:
+  explicit PaperBaselineLookup(sqlite3* h)
+      : st_(h,
+            "SELECT time_ms FROM baseline_predictions WHERE workload_id = ?1 AND gpu_spec = ?2 "
+            "AND baseline = 'paper-unfused' ORDER BY rowid DESC LIMIT 1",
+            "finding a baseline prediction") {}
+  std::optional<double> find(int64_t workload_id, const std::string& gpu_spec) {
+    st_.reset();
+    st_.bind_all(workload_id, gpu_spec);
+    return st_.step() ? std::optional<double>(st_.real(0)) : std::nullopt;
+  }
+
+private:
+  Statement st_;
+};
+
+// A counter of a measurement, when it has it.
+std::optional<double> measurement_counter(sqlite3* h, int64_t measurement_id,
+                                          const std::string& name) {
+  Statement st(h, "SELECT value FROM counters WHERE measurement_id = ?1 AND name = ?2",
+               "reading a counter");
+  st.bind_all(measurement_id, name);
+  return st.step() ? std::optional<double>(st.real(0)) : std::nullopt;
+}
+
+// The layerwise baselines of a BestRow, from its source: the workload's own layerwise
+// candidate, else its layers' single-layer workloads (in the run of its first group) added up.
+class LayerwiseBaselines {
+public:
+  explicit LayerwiseBaselines(sqlite3* h)
+      : h_(h), measured_(h, "m.target_id = ?2 AND c.strategy = 'layerwise'"),
+        predicted_(h, "c.strategy = 'layerwise'"), paper_(h),
+        layer_workload_(h,
+                        "SELECT workload_id FROM run_groups WHERE run_id = ?1 AND first_layer = ?2 "
+                        "AND last_layer = ?2",
+                        "finding a layer's workload") {}
+
+  void fill(BestRow& r, int64_t target_id) {
+    if (auto own = of_workload(r, r.workload_id, target_id)) {
+      r.layerwise_ms = own->first;
+      r.paper_layerwise_ms = own->second;
+      r.layerwise_from = "candidate";
+      return;
+    }
+    const GroupRef& g = r.groups.front();
+    if (g.first_layer == g.last_layer)
+      return;
+    double lw = 0, paper = 0;
+    bool paper_complete = true;
+    for (int id = g.first_layer; id <= g.last_layer; ++id) {
+      layer_workload_.reset();
+      layer_workload_.bind_all(g.run_id, id);
+      if (!layer_workload_.step())
+        return;
+      const auto one = of_workload(r, layer_workload_.int64(0), target_id);
+      if (!one)
+        return;
+      lw += one->first;
+      paper += one->second.value_or(0);
+      paper_complete = paper_complete && one->second.has_value();
+    }
+    r.layerwise_ms = lw;
+    r.layerwise_from = "layers";
+    if (paper_complete)
+      r.paper_layerwise_ms = paper;
+  }
+
+private:
+  // (cudnn-fused layerwise, paper-unfused) of a workload from the row's source.
+  std::optional<std::pair<double, std::optional<double>>>
+  of_workload(const BestRow& r, int64_t workload_id, int64_t target_id) {
+    if (r.measured) {
+      auto m = measured_.find(workload_id, target_id);
+      if (!m)
+        return std::nullopt;
+      return std::make_pair(m->spread.median_ms,
+                            measurement_counter(h_, m->id, "variant.paper_unfused_ms"));
+    }
+    auto p = predicted_.find(workload_id, r.gpu_spec);
+    if (!p)
+      return std::nullopt;
+    return std::make_pair(p->time_ms, paper_.find(workload_id, r.gpu_spec));
+  }
+
+  sqlite3* h_;
+  MeasuredLookup measured_;
+  PredictedLookup predicted_;
+  PaperBaselineLookup paper_;
+  Statement layer_workload_;
+};
+
+// Chooses a BestRow's candidate: measured on its target, or predicted for its GPU spec.
 class BestChooser {
 public:
   explicit BestChooser(sqlite3* h)
-      : h_(h), measured_(h, "m.target_id = ?2"),
-        measured_layerwise_(h, "m.target_id = ?2 AND c.strategy = 'layerwise'"), predicted_(h, "1"),
-        predicted_layerwise_(h, "c.strategy = 'layerwise'"),
+      : h_(h), measured_(h, "m.target_id = ?2"), predicted_(h, "1"), baselines_(h),
         count_(h,
                "SELECT count(DISTINCT m.candidate_id) FROM measurements m JOIN candidates c "
                "ON c.id = m.candidate_id WHERE c.workload_id = ?1 AND m.target_id = ?2 "
                "AND m.status = 'ok'",
                "counting measured candidates") {}
 
-  // False when the workload is neither measured nor predicted: nothing to recommend.
+  // False when the row's source has nothing for the workload: nothing to recommend.
   bool choose(BestRow& r, int64_t target_id) {
-    if (auto m = measured_.find(r.workload_id, target_id)) {
-      r.measured = true;
-      r.candidate = m->candidate;
-      r.time_ms = m->spread.median_ms;
-      r.spread = m->spread;
-      r.measurement_id = m->id;
-      r.run_id = m->run_id;
-      r.num_samples = m->num_samples;
-      count_.reset();
-      count_.bind_all(r.workload_id, target_id);
-      BRICKDL_CHECK(count_.step());
-      r.candidates_measured = static_cast<int>(count_.int64(0));
-      if (auto lw = measured_layerwise_.find(r.workload_id, target_id))
-        r.layerwise_ms = lw->spread.median_ms;
-      if (auto p = candidate_prediction(h_, r.candidate.id, r.gpu_spec)) {
-        r.model_version = p->first;
-        r.predicted_ms = p->second;
-      }
-      return true;
-    }
-    if (auto p = predicted_.find(r.workload_id, r.gpu_spec)) {
-      r.candidate = p->candidate;
-      r.time_ms = p->time_ms;
-      r.predicted_ms = p->time_ms;
-      r.model_version = p->model_version;
-      if (auto lw = predicted_layerwise_.find(r.workload_id, r.gpu_spec))
-        r.layerwise_ms = lw->time_ms;
-      return true;
-    }
-    return false;
+    const bool found = r.measured ? choose_measured(r, target_id) : choose_predicted(r);
+    if (found)
+      baselines_.fill(r, target_id);
+    return found;
   }
 
 private:
+  bool choose_measured(BestRow& r, int64_t target_id) {
+    auto m = measured_.find(r.workload_id, target_id);
+    if (!m)
+      return false;
+    r.candidate = m->candidate;
+    r.time_ms = m->spread.median_ms;
+    r.spread = m->spread;
+    r.measurement_id = m->id;
+    r.run_id = m->run_id;
+    r.num_samples = m->num_samples;
+    count_.reset();
+    count_.bind_all(r.workload_id, target_id);
+    BRICKDL_CHECK(count_.step());
+    r.candidates_measured = static_cast<int>(count_.int64(0));
+    if (auto p = candidate_prediction(h_, r.candidate.id, r.gpu_spec)) {
+      r.model_version = p->first;
+      r.predicted_ms = p->second;
+    }
+    return true;
+  }
+
+  bool choose_predicted(BestRow& r) {
+    auto p = predicted_.find(r.workload_id, r.gpu_spec);
+    if (!p)
+      return false;
+    r.candidate = p->candidate;
+    r.time_ms = p->time_ms;
+    r.predicted_ms = p->time_ms;
+    r.model_version = p->model_version;
+    return true;
+  }
+
   sqlite3* h_;
-  MeasuredLookup measured_, measured_layerwise_;
-  PredictedLookup predicted_, predicted_layerwise_;
+  MeasuredLookup measured_;
+  PredictedLookup predicted_;
+  LayerwiseBaselines baselines_;
   Statement count_;
 };
+
+// Measured on GPUs first, then CPUs, then predictions; by target, model, batch, precision and
+// the first group's position.
+bool best_before(const BestRow& a, const BestRow& b) {
+  const auto key = [](const BestRow& r) {
+    return std::make_tuple(static_cast<int>(r.source), r.target, r.model, r.batch, r.precision,
+                           r.groups.front().first_layer, r.groups.front().last_layer);
+  };
+  return key(a) < key(b);
+}
 
 } // namespace
 
@@ -261,6 +462,7 @@ std::vector<BestRow> best(TuningDb& db, const BestFilter& filter) {
     if (chooser.choose(keys.rows[i], keys.target_ids[i]))
       out.push_back(std::move(keys.rows[i]));
   }
+  std::stable_sort(out.begin(), out.end(), best_before);
   return out;
 }
 
@@ -315,6 +517,7 @@ std::vector<RunRow> runs(TuningDb& db) {
     if (!st.is_null(8))
       r.ended_at = st.text(8);
     r.measurements = st.int64(9);
+    r.kind = run_kind(r.target);
     out.push_back(std::move(r));
   }
   return out;
@@ -323,6 +526,22 @@ std::vector<RunRow> runs(TuningDb& db) {
 // ---- one run ---------------------------------------------------------------------------
 
 namespace {
+
+// The run's --fresh flag and command-line overrides, as its configuration recorded them (a
+// configuration that is no JSON, or lacks them, has none).
+void read_config_notes(RunSummary& r) {
+  const nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (!config.is_object())
+    return;
+  if (auto f = config.find("fresh"); f != config.end() && f->is_boolean())
+    r.fresh = f->get<bool>();
+  auto o = config.find("overrides");
+  if (o == config.end() || !o->is_object())
+    return;
+  for (const auto& [key, value] : o->items())
+    r.overrides.push_back(key + " " +
+                          (value.is_string() ? value.get<std::string>() : value.dump()));
+}
 
 RunSummary run_summary(TuningDb& db, int64_t run_id) {
   Statement st(StoreAccess::connection(db),
@@ -353,11 +572,27 @@ RunSummary run_summary(TuningDb& db, int64_t run_id) {
   if (!st.is_null(12))
     r.ended_at = st.text(12);
   r.status = status_at(st, 13, 14, db.now());
+  r.kind = run_kind(r.target);
+  read_config_notes(r);
   return r;
 }
 
-// The run's groups, with what was measured of each (in this run).
-std::vector<RunGroupRow> run_groups(sqlite3* h, int64_t run_id) {
+// The status of a validation run's check of a workload ("" when it checked none).
+std::string validation_status(sqlite3* h, int64_t workload_id, int64_t run_id) {
+  Statement st(h,
+               "SELECT m.status FROM measurements m JOIN candidates c ON c.id = m.candidate_id "
+               "WHERE c.workload_id = ?1 AND m.run_id = ?2 AND c.strategy <> 'layerwise' "
+               "ORDER BY m.id LIMIT 1",
+               "reading a validation");
+  st.bind_all(workload_id, run_id);
+  return st.step() ? st.text(0) : "";
+}
+
+// The run's groups, with what was measured of each (in this run): its best timing with the
+// model's prediction of that candidate, or, for a validation run, the status of its check.
+std::vector<RunGroupRow> run_groups(sqlite3* h, const RunSummary& run) {
+  const int64_t run_id = run.id;
+  const bool validation = is_validation_target(run.target);
   Statement groups(h,
                    "SELECT rg.first_layer, rg.last_layer, rg.layer_names, rg.label, "
                    "w.description, rg.workload_id FROM run_groups rg "
@@ -383,7 +618,12 @@ std::vector<RunGroupRow> run_groups(sqlite3* h, int64_t run_id) {
     g.label = groups.text(3);
     g.workload = groups.text(4);
     g.measurements = measured_count.int64(0);
-    g.best = best_in_run.find(w, run_id);
+    if (validation) {
+      g.validated = validation_status(h, w, run_id);
+    } else if ((g.best = best_in_run.find(w, run_id))) {
+      if (auto p = candidate_prediction(h, g.best->candidate.id, run.gpu_spec))
+        g.best->predicted_ms = p->second;
+    }
     out.push_back(std::move(g));
   }
   return out;
@@ -469,7 +709,7 @@ RunDetails run_details(TuningDb& db, int64_t run_id) {
   RunDetails d;
   d.run = run_summary(db, run_id);
   sqlite3* h = StoreAccess::connection(db);
-  d.groups = run_groups(h, run_id);
+  d.groups = run_groups(h, d.run);
   d.statuses = status_counts(h, run_id);
   d.errors = run_errors(h, run_id);
   d.plans = run_plans(h, run_id);
@@ -480,44 +720,113 @@ RunDetails run_details(TuningDb& db, int64_t run_id) {
 
 namespace {
 
-// The workloads a run measured ok (id and name), in the order of their first group in the run.
-std::vector<std::pair<int64_t, std::string>> measured_workloads(sqlite3* h, int64_t run) {
+// The measurements a run stands on (queries.h, "The measurements a run stands on"), as an SQL
+// condition on `m` with ?2 the run's target, ?3 the run, ?4 1 for its own only, ?5 the end of
+// its view (an ISO-8601 stamp).
+constexpr const char* kRunViewSql =
+    "m.target_id = ?2 AND (m.run_id = ?3 OR (?4 = 0 AND m.created_at <= ?5 AND "
+    "c.workload_id IN (SELECT rg.workload_id FROM run_groups rg WHERE rg.run_id = ?3)))";
+
+struct RunView {
+  int64_t target_id = 0, run_id = 0;
+  bool own_only = false;
+  std::string until;
+};
+
+RunView run_view(sqlite3* h, const RunSummary& r, bool own_only, const std::string& now) {
+  Statement st(h, "SELECT target_id, coalesce(ended_at, heartbeat_at, ?2) FROM runs WHERE id = ?1",
+               "reading a run's end");
+  st.bind_all(r.id, now);
+  BRICKDL_CHECK(st.step());
+  return RunView{st.int64(0), r.id, own_only || r.fresh, st.text(1)};
+}
+
+// Binds kRunViewSql's parameters ?2 .. ?5.
+void bind_view(Statement& st, const RunView& v) {
+  st.bind(2, v.target_id).bind(3, v.run_id).bind(4, int64_t{v.own_only}).bind(5, v.until);
+}
+
+// The workloads of a run's view (id and name), in the order of their first group in the run.
+std::vector<std::pair<int64_t, std::string>> view_workloads(sqlite3* h, const RunView& v) {
   Statement st(h,
-               "SELECT c.workload_id, min(coalesce(rg.first_layer, 1 << 30)), "
-               "coalesce((SELECT rg2.layer_names FROM run_groups rg2 WHERE rg2.run_id = ?1 AND "
-               "rg2.workload_id = c.workload_id ORDER BY rg2.first_layer LIMIT 1), "
-               "w.description) FROM measurements m JOIN candidates c ON c.id = m.candidate_id "
-               "JOIN workloads w ON w.id = c.workload_id "
-               "LEFT JOIN run_groups rg ON rg.run_id = ?1 AND rg.workload_id = c.workload_id "
-               "WHERE m.run_id = ?1 AND m.status = 'ok' GROUP BY c.workload_id "
-               "ORDER BY 2, 1",
+               fmt::format("SELECT c.workload_id, min(coalesce(rg.first_layer, 1 << 30)), "
+                           "coalesce((SELECT rg2.layer_names FROM run_groups rg2 WHERE "
+                           "rg2.run_id = ?3 AND rg2.workload_id = c.workload_id ORDER BY "
+                           "rg2.first_layer LIMIT 1), w.description) FROM measurements m "
+                           "JOIN candidates c ON c.id = m.candidate_id JOIN workloads w ON "
+                           "w.id = c.workload_id LEFT JOIN run_groups rg ON rg.run_id = ?3 AND "
+                           "rg.workload_id = c.workload_id WHERE m.status = 'ok' AND "
+                           "m.median_ms IS NOT NULL AND {} GROUP BY c.workload_id "
+                           "ORDER BY 2, 1",
+                           kRunViewSql),
                "listing a run's measured workloads");
-  st.bind_all(run);
+  bind_view(st, v);
   std::vector<std::pair<int64_t, std::string>> out;
   while (st.step())
     out.emplace_back(st.int64(0), st.text(2));
   return out;
 }
 
+RunMeasurements view_counts(sqlite3* h, const RunView& v) {
+  Statement st(h,
+               fmt::format("SELECT coalesce(sum(m.run_id = ?3), 0), coalesce(sum(m.run_id <> ?3), "
+                           "0) FROM measurements m JOIN candidates c ON c.id = m.candidate_id "
+                           "WHERE m.status = 'ok' AND {}",
+                           kRunViewSql),
+               "counting a run's measurements");
+  bind_view(st, v);
+  BRICKDL_CHECK(st.step());
+  return RunMeasurements{st.int64(0), st.int64(1)};
+}
+
+class ViewLookup {
+public:
+  explicit ViewLookup(sqlite3* h) : lookup_(h, kRunViewSql) {}
+  std::optional<BestMeasurement> find(int64_t workload_id, const RunView& v) {
+    return lookup_.find(workload_id, v.target_id, v.run_id, int64_t{v.own_only}, v.until);
+  }
+
+private:
+  MeasuredLookup lookup_;
+};
+
+void require_timings(const RunSummary& r) {
+  if (target_source(r.target) != Source::kPredicted)
+    return;
+  throw UserError(fmt::format(
+      "run {} has no timings ({}: {}); `brickdl-query accuracy` sets predictions beside "
+      "measurements, `brickdl-query best --source predicted` lists the model's choices",
+      r.id, r.kind,
+      is_validation_target(r.target) ? "its CPU runs check a plan's outputs and are not timed"
+                                     : "the model's predictions only"));
+}
+
 } // namespace
 
-Comparison compare_runs(TuningDb& db, int64_t run_a, int64_t run_b) {
+Comparison compare_runs(TuningDb& db, int64_t run_a, int64_t run_b, bool own_only) {
   Comparison c;
   c.a = run_summary(db, run_a);
   c.b = run_summary(db, run_b);
+  require_timings(c.a);
+  require_timings(c.b);
+  c.own_only = own_only;
   sqlite3* h = StoreAccess::connection(db);
-  const auto in_a = measured_workloads(h, run_a);
-  const auto in_b = measured_workloads(h, run_b);
+  const std::string now = db.now();
+  const RunView va = run_view(h, c.a, own_only, now), vb = run_view(h, c.b, own_only, now);
+  c.used_a = view_counts(h, va);
+  c.used_b = view_counts(h, vb);
+  const auto in_a = view_workloads(h, va);
+  const auto in_b = view_workloads(h, vb);
   std::set<int64_t> b_ids;
   for (const auto& [w, name] : in_b)
     b_ids.insert(w);
 
-  MeasuredLookup best_in_run(h, "m.run_id = ?2");
+  ViewLookup best_in_view(h);
   for (const auto& [w, name] : in_a) {
     if (!b_ids.count(w))
       continue;
-    auto ba = best_in_run.find(w, run_a);
-    auto bb = best_in_run.find(w, run_b);
+    auto ba = best_in_view.find(w, va);
+    auto bb = best_in_view.find(w, vb);
     BRICKDL_CHECK(ba && bb);
     c.both.push_back({name, std::move(*ba), std::move(*bb)});
   }
@@ -525,6 +834,154 @@ Comparison compare_runs(TuningDb& db, int64_t run_a, int64_t run_b) {
   c.only_a = static_cast<int>(in_a.size()) - both;
   c.only_b = static_cast<int>(in_b.size()) - both;
   return c;
+}
+
+// ---- predicted vs measured ---------------------------------------------------------------
+
+namespace {
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]])
+      ++j;
+    for (size_t k = i; k <= j; ++k)
+      r[order[k]] = 0.5 * static_cast<double>(i + j) + 1.0; // the average rank of the ties
+    i = j + 1;
+  }
+  return r;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The points of every ok timing with a feasible prediction for its run's GPU spec.
+constexpr const char* kAccuracySql =
+    "SELECT m.id, m.run_id, t.fingerprint, r.gpu_spec, p.model_version, p.time_ms, m.median_ms, "
+    "p.dram_bytes, p.l1_bytes, "
+    "(SELECT CASE WHEN count(*) = 2 THEN sum(k.value) END FROM counters k WHERE "
+    "k.measurement_id = m.id AND k.name IN ('dram__bytes_read.sum', 'dram__bytes_write.sum')), "
+    "(SELECT CASE WHEN count(*) = 2 THEN sum(k.value) END FROM counters k WHERE "
+    "k.measurement_id = m.id AND k.name IN ('bytes_loaded', 'bytes_stored')), "
+    "coalesce((SELECT rg.layer_names FROM run_groups rg WHERE rg.run_id = m.run_id AND "
+    "rg.workload_id = c.workload_id ORDER BY rg.first_layer LIMIT 1), w.description), "
+    "c.id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads "
+    "FROM measurements m JOIN runs r ON r.id = m.run_id JOIN targets t ON t.id = m.target_id "
+    "JOIN candidates c ON c.id = m.candidate_id JOIN workloads w ON w.id = c.workload_id "
+    "JOIN predictions p ON p.rowid = (SELECT p2.rowid FROM predictions p2 WHERE "
+    "p2.candidate_id = c.id AND p2.gpu_spec = r.gpu_spec ORDER BY p2.rowid DESC LIMIT 1) "
+    "WHERE m.status = 'ok' AND m.median_ms IS NOT NULL AND p.feasible = 1 "
+    "AND (?1 IS NULL OR m.run_id = ?1) AND (?2 = '' OR instr(t.fingerprint, ?2) > 0) "
+    "ORDER BY t.fingerprint, r.gpu_spec, p.model_version, m.id";
+
+void finish_set(AccuracySet& set) {
+  std::vector<double> pt, mt, pb, mb;
+  for (const AccuracyPoint& p : set.points) {
+    pt.push_back(p.predicted_ms);
+    mt.push_back(p.measured_ms);
+    if (p.predicted_bytes && p.measured_bytes) {
+      pb.push_back(*p.predicted_bytes);
+      mb.push_back(*p.measured_bytes);
+    }
+  }
+  set.time = accuracy_stats(pt, mt);
+  set.bytes = accuracy_stats(pb, mb);
+}
+
+} // namespace
+
+std::optional<double> spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  BRICKDL_CHECK(x.size() == y.size());
+  if (x.size() < 2)
+    return std::nullopt;
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double n = static_cast<double>(x.size());
+  const double mean = (n + 1) / 2;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  if (sxx == 0 || syy == 0)
+    return std::nullopt;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+AccuracyStats accuracy_stats(const std::vector<double>& predicted,
+                             const std::vector<double>& measured) {
+  BRICKDL_CHECK(predicted.size() == measured.size());
+  AccuracyStats s;
+  std::vector<double> ratio, error;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    if (!(measured[i] > 0) || !(predicted[i] > 0))
+      continue; // a zero or non-finite number has no relative error
+    ratio.push_back(measured[i] / predicted[i]);
+    error.push_back(std::abs(predicted[i] - measured[i]) / measured[i]);
+  }
+  s.n = static_cast<int>(error.size());
+  if (s.n == 0)
+    return s;
+  s.median_error = median_of(error);
+  s.worst_error = *std::max_element(error.begin(), error.end());
+  s.scale = median_of(ratio);
+  std::vector<double> scaled;
+  for (size_t i = 0; i < predicted.size(); ++i)
+    if (measured[i] > 0 && predicted[i] > 0)
+      scaled.push_back(std::abs(predicted[i] * s.scale - measured[i]) / measured[i]);
+  s.median_scaled_error = median_of(scaled);
+  s.worst_scaled_error = *std::max_element(scaled.begin(), scaled.end());
+  s.spearman = spearman(predicted, measured);
+  return s;
+}
+
+std::vector<AccuracySet> accuracy(TuningDb& db, const AccuracyFilter& filter) {
+  Statement st(StoreAccess::connection(db), kAccuracySql,
+               "setting predictions beside measurements");
+  st.bind_all(filter.run, filter.target);
+  std::vector<AccuracySet> out;
+  while (st.step()) {
+    const std::string target = st.text(2);
+    if (is_validation_target(target))
+      continue;
+    if (out.empty() || out.back().target != target || out.back().gpu_spec != st.text(3) ||
+        out.back().model_version != st.text(4)) {
+      AccuracySet set;
+      set.target = target;
+      set.gpu_spec = st.text(3);
+      set.model_version = st.text(4);
+      set.source = target_source(target);
+      set.bytes_kind = set.source == Source::kMeasuredGpu ? "DRAM" : "L1 (loads + stores)";
+      out.push_back(std::move(set));
+    }
+    AccuracySet& set = out.back();
+    AccuracyPoint p;
+    p.measurement_id = st.int64(0);
+    p.run_id = st.int64(1);
+    p.predicted_ms = st.real(5);
+    p.measured_ms = st.real(6);
+    const bool gpu = set.source == Source::kMeasuredGpu;
+    p.predicted_bytes = st.real(gpu ? 7 : 8);
+    p.measured_bytes = st.optional_real(gpu ? 9 : 10);
+    if (!p.measured_bytes)
+      p.predicted_bytes.reset();
+    p.group = st.text(11);
+    p.candidate = read_candidate(st, 12);
+    set.points.push_back(std::move(p));
+  }
+  for (AccuracySet& set : out)
+    finish_set(set);
+  return out;
 }
 
 // ---- export ----------------------------------------------------------------------------
@@ -537,9 +994,16 @@ constexpr const char* kExportSql =
     "r.gpu_spec, t.fingerprint AS target, t.backend, r.git_revision, w.id AS workload_id, "
     "w.signature AS workload_signature, w.description AS workload_description, w.num_layers, "
     "w.macs, c.id AS candidate_id, c.strategy, c.bd, c.bh, c.bw, c.cb, c.bn, c.cl, c.threads, "
-    "m.status, "
-    "m.error, m.median_ms, m.min_ms, m.max_ms, m.p25_ms, m.p75_ms, m.max_rel_error, "
-    "(SELECT count(*) FROM samples s WHERE s.measurement_id = m.id) AS num_samples, "
+    "m.status, CASE WHEN t.fingerprint LIKE '%#validation' THEN 'validation' ELSE 'timing' END "
+    "AS measurement_kind, m.error, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN NULL ELSE m.median_ms END AS median_ms, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN NULL ELSE m.min_ms END AS min_ms, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN NULL ELSE m.max_ms END AS max_ms, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN NULL ELSE m.p25_ms END AS p25_ms, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN NULL ELSE m.p75_ms END AS p75_ms, "
+    "m.max_rel_error, "
+    "CASE WHEN t.fingerprint LIKE '%#validation' THEN 0 ELSE (SELECT count(*) FROM samples s "
+    "WHERE s.measurement_id = m.id) END AS num_samples, "
     "m.created_at, p.model_version AS pred_model_version, p.feasible AS pred_feasible, "
     "p.reason AS pred_reason, p.time_ms AS pred_time_ms, p.time_dram_ms AS pred_time_dram_ms, "
     "p.time_l2_ms AS pred_time_l2_ms, p.time_compute_ms AS pred_time_compute_ms, "
@@ -590,7 +1054,8 @@ export_counters(sqlite3* h, std::optional<int64_t> run_id, std::set<std::string>
 std::map<int64_t, std::vector<double>> export_samples(sqlite3* h, std::optional<int64_t> run_id) {
   Statement st(h,
                "SELECT s.measurement_id, s.time_ms FROM samples s JOIN measurements m "
-               "ON m.id = s.measurement_id WHERE (?1 IS NULL OR m.run_id = ?1) "
+               "ON m.id = s.measurement_id JOIN targets t ON t.id = m.target_id "
+               "WHERE (?1 IS NULL OR m.run_id = ?1) AND t.fingerprint NOT LIKE '%#validation' "
                "ORDER BY s.measurement_id, s.idx",
                "exporting samples");
   st.bind_all(run_id);

@@ -215,6 +215,9 @@ protected:
     db.end_run(id.run1, "complete");
 
     info.git_revision = "fedcba987654";
+    // Run 2 measures again what run 1 measured: it was tuned with --fresh.
+    info.config_json =
+        R"({"search":{"brick_sizes":[4,8],"max_group_len":2},"batch":1,"fresh":true})";
     const int64_t run2 = db.begin_run(info);
     db.add_run_group(run2, id.w1, 1, 2, "conv1 .. conv2", "subgraph 1");
     db.add_run_group(run2, id.w2, 3, 3, "conv3");
@@ -243,13 +246,19 @@ TEST_F(QueryCli, BestTable) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("best.txt", r.out);
   // Hand-checked: W1's best is padded (run 2's median 1.25 beats run 1's 1.5; layerwise
-  // 2.175 / 1.25 = 1.74x); W3 was never measured, so its row is the best feasible prediction
-  // (padded with two images per unit 0.016, not the infeasible memoized 0.010; 0.025 / 0.016
-  // = 1.56x).
-  expect_line(r.out, "subgraph 1: conv1 .. conv2",
-              {"padded 8x8x8 t128", " measured ", " 1.2500 ", "2.1750", "1.74x"});
-  expect_line(r.out, "conv3 (x2)", {"layerwise", " measured ", " 0.7500 ", "1.00x"});
-  expect_line(r.out, "conv5 .. add6", {"padded 8x8x8/n2 t128", " predicted ", " 0.0160 ", "1.56x"});
+  // 2.175 / 1.25 = 1.74x); W3 was never measured, so it has no row among the CPU times, only
+  // among the predictions: the best feasible one (padded with two images per unit 0.016, not
+  // the infeasible memoized 0.010; 0.025 / 0.016 = 1.56x).
+  const size_t predicted = r.out.find("predicted by the model for A100-40GB");
+  ASSERT_NE(predicted, std::string::npos) << r.out;
+  const std::string cpu = r.out.substr(0, predicted), model = r.out.substr(predicted);
+  ASSERT_EQ(cpu.find("measured (CPU) on cpu:Test CPU @ 2.0GHz"), 0u) << r.out;
+  expect_line(cpu, "subgraph 1: conv1 .. conv2",
+              {"padded 8x8x8 t128", " 1.2500 ", "2.1750", "1.74x"});
+  expect_line(cpu, "conv3 (x2)", {"layerwise", " 0.7500 ", "1.00x"});
+  EXPECT_EQ(cpu.find("conv5 .. add6"), std::string::npos) << "a prediction among CPU times";
+  expect_line(model, "conv5 .. add6", {"padded 8x8x8/n2 t128", " 0.0160 ", "0.0250", "1.56x"});
+  expect_line(model, "subgraph 1: conv1 .. conv2", {"memoized 8x8x8 t128", " 0.0180 ", "1.67x"});
 }
 
 TEST_F(QueryCli, BestJson) {
@@ -262,9 +271,29 @@ TEST_F(QueryCli, BestFilters) {
   Result r = query("--db " + db_ + " best --model resnet50");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("no groups match"), std::string::npos);
-  r = query("--db " + db_ + " best --gpu a100-40gb --precision fp32 --batch 1 --target 'Test CPU'");
+  r = query("--db " + db_ + " best --gpu a100-40gb --precision fp32 --batch 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, query("--db " + db_ + " best").out);
+  const std::string all = query("--db " + db_ + " best").out;
+  EXPECT_EQ(r.out, all);
+  // --target and --source choose sections: the CPU times alone, the predictions alone.
+  const std::string cpu = query("--db " + db_ + " best --target 'Test CPU'").out;
+  EXPECT_EQ(cpu, query("--db " + db_ + " best --source measured").out);
+  const std::string model = query("--db " + db_ + " best --target model:A100").out;
+  EXPECT_EQ(model, query("--db " + db_ + " best --source predicted").out);
+  EXPECT_EQ(cpu.find("predicted by the model"), std::string::npos) << cpu;
+  EXPECT_EQ(model.find("measured (CPU)"), std::string::npos) << model;
+  EXPECT_NE(model.find("conv5 .. add6"), std::string::npos) << model;
+  EXPECT_NE(all.find(cpu.substr(0, cpu.find("\n\ngroup:"))), std::string::npos);
+  // --layer: the groups that contain that layer (conv3's own group, not conv4 of the same
+  // workload, not conv1 .. conv2).
+  r = query("--db " + db_ + " best --layer conv3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_line(r.out, "  conv3  layerwise", {"0.7500", "1.00x", "yes"});
+  expect_line(r.out, "  conv3  memoized 4x4x4 t128", {"0.0120", "1.25x", "yes"});
+  EXPECT_EQ(r.out.find("(x2)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("conv1 .. conv2"), std::string::npos) << r.out;
+  EXPECT_NE(query("--db " + db_ + " best --layer conv9").out.find("no groups match"),
+            std::string::npos);
   r = query("--db " + db_ + " best --batch 8");
   EXPECT_NE(r.out.find("no groups match"), std::string::npos);
 }

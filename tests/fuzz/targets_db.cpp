@@ -177,8 +177,17 @@ void read_queries(const std::string& path) {
   os << query::json_text(query::best_json(best), -1);
   for (size_t i = 0; i < runs.size() && i < 3; ++i)
     query::print_run(query::run_details(db, runs[i].id), os);
-  if (runs.size() >= 2)
-    query::print_comparison(query::compare_runs(db, runs.front().id, runs.back().id), os);
+  if (runs.size() >= 2) {
+    try { // a run without timings (model only, a validation) is refused: a user error
+      for (bool own_only : {false, true})
+        query::print_comparison(query::compare_runs(db, runs.front().id, runs.back().id, own_only),
+                                os);
+    } catch (const UserError&) {
+    }
+  }
+  const auto sets = query::accuracy(db, {});
+  query::print_accuracy(sets, true, os);
+  os << query::json_text(query::accuracy_json(sets), -1);
   const auto table = query::export_measurements(db, std::nullopt, true);
   query::print_export(table, query::ExportFormat::kCsv, os);
   query::print_export(table, query::ExportFormat::kJson, os);
