@@ -3,7 +3,8 @@
 // report.txt into each experiment's output folder. Several experiments run one after another.
 //
 //   brickdl-tune MODEL.onnx [--batch N] [--target GPU] ...   (an experiment with defaults)
-//   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--describe] [--backend B] [--db PATH]
+//   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--target GPU] [--precision P] [--batch N]
+//                [--input-size H,W | D,H,W] [--describe] [--backend B] [--db PATH]
 //                [--out DIR] [--fresh] [--top-k K] [--searcher S] [--max-group-len L]
 //                [--use-other-targets] [--quiet] [--progress]
 //   mpirun -np N brickdl-tune EXPERIMENT.yaml ... [--each-target]
@@ -43,8 +44,8 @@ struct Args {
   std::vector<std::string> experiments;
   bool describe = false;
   std::optional<std::string> backend, db, out, searcher;
-  std::optional<int> top_k, max_group_len, batch;
-  std::optional<std::string> target;
+  std::optional<int> top_k, max_group_len;
+  ExperimentOverrides overrides; // --target, --precision, --batch, --input-size
   bool fresh = false, use_other_targets = false, quiet = false, progress = false;
   bool each_target = false;
 };
@@ -61,25 +62,29 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
   }
 }
 
-// `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (or --target),
-// the file's batch (or --batch), every other key at its default; named after the file.
+// `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (unless
+// --target), the file's batch (unless --batch), every other key at its default; named after
+// the file. Its errors name the file (and the node), never the experiment written here.
 ExperimentConfig onnx_experiment(const Args& a, const std::string& path) {
   const std::string stem = std::filesystem::path(path).stem().string();
-  std::string yaml =
-      fmt::format("name: {}\nmodel: {}\ntarget: {}\n", nlohmann::json(stem).dump(),
-                  nlohmann::json(path).dump(), nlohmann::json(a.target.value_or("H200")).dump());
-  if (a.batch)
-    yaml += fmt::format("batch: {}\n", *a.batch);
-  return parse_experiment(yaml, "the command line");
+  const std::string yaml = fmt::format("name: {}\nmodel: {}\ntarget: H200\n",
+                                       nlohmann::json(stem).dump(), nlohmann::json(path).dump());
+  const std::string here = "brickdl-tune's experiment of " + path;
+  try {
+    ExperimentConfig exp = parse_experiment(yaml, here, a.overrides);
+    exp.output_dir = "out/" + exp.name; // the defaults are the file's: no override suffix
+    return exp;
+  } catch (const UserError& e) {
+    if (e.where().file == here)
+      throw UserError(e.bare_message());
+    throw;
+  }
 }
 
 // The experiment at `path` with the command line's overrides; the registries' names checked.
 ExperimentConfig load(const Args& a, const std::string& path) {
-  if ((a.batch || a.target) && !is_onnx_path(path))
-    throw UserError("--batch and --target apply to an ONNX model (brickdl-tune MODEL.onnx); the "
-                    "experiment file " +
-                    path + " sets them itself");
-  ExperimentConfig exp = is_onnx_path(path) ? onnx_experiment(a, path) : load_experiment(path);
+  ExperimentConfig exp =
+      is_onnx_path(path) ? onnx_experiment(a, path) : load_experiment(path, a.overrides);
   const auto from_command_line = [](const char* flag) {
     return SourceLocation{"the command line", 0, 0, flag};
   };
@@ -356,9 +361,18 @@ int main(int argc, char** argv) {
                  "experiment YAML files (tuned in turn), or ONNX models (.onnx) tuned with the "
                  "defaults")
       ->required();
-  app.add_option("--batch", a.batch, "with MODEL.onnx: the batch (default: the file's)")
+  app.add_option("--target", a.overrides.gpu,
+                 "the GPU spec to plan for, over the experiment's `target` (" +
+                     join_names(gpu_spec_names()) + "; MODEL.onnx: default H200)");
+  app.add_option("--precision", a.overrides.precision,
+                 "over the experiment's `precision`: " + join_names(dtype_names()));
+  app.add_option("--batch", a.overrides.batch,
+                 "over the experiment's `batch` (MODEL.onnx: default the file's)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--target", a.target, "with MODEL.onnx: the GPU spec (default: H200)");
+  app.add_option("--input-size", a.overrides.input_size,
+                 "over the experiment's `input_size`: H,W or D,H,W")
+      ->delimiter(',')
+      ->expected(2, 3);
   app.add_flag("--describe", a.describe,
                "print the experiment, its graph and the model's layer report, then exit");
   // Names are checked against the registries with the experiment's (search::check_names).

@@ -1,6 +1,7 @@
 #include "core/experiment.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 
@@ -339,7 +340,7 @@ void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig
     path = std::filesystem::path(cfg->file).parent_path() / path;
   OnnxImportOptions o;
   o.name = cfg->name.empty() ? path.stem().string() : cfg->name;
-  o.batch = root.has("batch") ? cfg->batch : 0;
+  o.batch = root.has("batch") || cfg->overrides.batch ? cfg->batch : 0;
   o.input_size = cfg->input_size;
   o.dtype = cfg->precision;
   cfg->model = given;
@@ -347,7 +348,10 @@ void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig
     OnnxModel model = import_onnx(path.string(), o);
     cfg->graph = std::move(model.graph);
   } catch (const UserError& e) {
-    throw UserError(m.where(), "model " + given + ": " + e.bare_message());
+    // The importer's messages start with the file; a message that does not is prefixed.
+    const std::string& why = e.bare_message();
+    throw UserError(m.where(),
+                    why.rfind(path.string() + ":", 0) == 0 ? why : "model " + given + ": " + why);
   }
   cfg->batch = cfg->graph.batch();
   if (cfg->input_channels > 0 && cfg->input_channels != cfg->graph.input_shape().c)
@@ -598,7 +602,50 @@ MeasurementConfig read_measurement(const YamlValue& root, uint64_t seed) {
 
 // ---- the whole file ------------------------------------------------------------------------
 
-ExperimentConfig read_experiment(const YamlValue& root) {
+// ---- command-line overrides ----------------------------------------------------------------
+
+SourceLocation flag_location(const char* flag) {
+  return SourceLocation{"the command line", 0, 0, flag};
+}
+
+// Applies the batch, precision and input size of `o` (checked as the file's would be).
+void apply_overrides(const ExperimentOverrides& o, ExperimentConfig* cfg) {
+  if (o.batch) {
+    if (*o.batch < 1 || *o.batch > kMaxBatch.max)
+      throw UserError(flag_location("--batch"),
+                      fmt::format("the batch must be 1 to {}, got {}", kMaxBatch.max, *o.batch));
+    cfg->batch = *o.batch;
+  }
+  if (o.precision) {
+    if (!parse_dtype(*o.precision, &cfg->precision))
+      throw UserError(flag_location("--precision"), "unknown precision '" + *o.precision + "'" +
+                                                        did_you_mean(*o.precision, dtype_names()) +
+                                                        "; valid: " + join_names(dtype_names()));
+    cfg->precision_at = flag_location("--precision");
+  }
+  if (!o.input_size.empty()) {
+    if (o.input_size.size() != 2 && o.input_size.size() != 3)
+      throw UserError(flag_location("--input-size"),
+                      fmt::format("expected H,W or D,H,W, got {} values", o.input_size.size()));
+    for (int64_t x : o.input_size)
+      if (x < 1 || x > kMaxExtent.max)
+        throw UserError(flag_location("--input-size"),
+                        fmt::format("each extent must be 1 to {}, got {}", kMaxExtent.max, x));
+    cfg->input_size = o.input_size;
+  }
+}
+
+// The GPU spec `--target` names; the file's own target (and its fields) is not read.
+GpuSpec override_target(const std::string& name) {
+  const GpuSpec* spec = find_gpu_spec(name);
+  if (!spec)
+    throw UserError(flag_location("--target"), "unknown GPU '" + name + "'" +
+                                                   did_you_mean(name, gpu_spec_names()) +
+                                                   "; valid: " + join_names(gpu_spec_names()));
+  return *spec;
+}
+
+ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverrides& overrides) {
   if (!root.present())
     root.fail(std::string("the experiment is empty; ") + kMinimalExample);
   if (!root.is_map())
@@ -635,12 +682,14 @@ ExperimentConfig read_experiment(const YamlValue& root) {
   }
   if (root.has("input_channels"))
     cfg.input_channels = root.get("input_channels").as_size(1, kMaxChannels);
+  apply_overrides(overrides, &cfg);
+  cfg.overrides = overrides;
 
   read_model(root, &cfg);
   if (cfg.name.empty())
     cfg.name = cfg.model;
 
-  cfg.gpu = read_target(root);
+  cfg.gpu = overrides.gpu ? override_target(*overrides.gpu) : read_target(root);
   cfg.search = read_search(root, cfg);
   if (root.has("seed"))
     cfg.seed = root.get("seed").as_uint64();
@@ -656,17 +705,44 @@ ExperimentConfig read_experiment(const YamlValue& root) {
     if (cfg.output_dir.empty())
       root.get("output").fail("the output folder must not be empty");
   }
+  if (!overrides.empty()) { // a run with other values does not overwrite the file's own
+    std::string suffix;     // "H200, tf32, batch 8" → "-H200-tf32-batch-8"
+    for (char c : overrides.describe()) {
+      const bool keep = std::isalnum(static_cast<unsigned char>(c)) != 0;
+      if (keep || suffix.empty() || suffix.back() != '-')
+        suffix += keep ? c : '-';
+    }
+    while (!suffix.empty() && suffix.back() == '-')
+      suffix.pop_back();
+    cfg.output_dir += "-" + suffix;
+  }
   return cfg;
 }
 
 } // namespace
 
-ExperimentConfig load_experiment(const std::string& path) {
-  return read_experiment(detail::load_yaml_file(path));
+ExperimentConfig load_experiment(const std::string& path, const ExperimentOverrides& overrides) {
+  return read_experiment(detail::load_yaml_file(path), overrides);
 }
 
-ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file) {
-  return read_experiment(detail::parse_yaml(yaml_text, file));
+ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file,
+                                  const ExperimentOverrides& overrides) {
+  return read_experiment(detail::parse_yaml(yaml_text, file), overrides);
+}
+
+std::string ExperimentOverrides::describe() const {
+  std::vector<std::string> parts;
+  if (gpu)
+    parts.push_back(*gpu);
+  if (precision)
+    parts.push_back(*precision);
+  if (batch)
+    parts.push_back("batch " + std::to_string(*batch));
+  if (!input_size.empty()) {
+    std::vector<int> v(input_size.begin(), input_size.end());
+    parts.push_back("input_size " + detail::list_str(v));
+  }
+  return join_names(parts);
 }
 
 std::vector<std::string> experiment_keys() {

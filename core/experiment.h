@@ -97,6 +97,21 @@ struct MeasurementConfig {
   int max_measurements = 0; // stop after this many candidates measured (0 = no limit)
 };
 
+// Values given on a command line (brickdl-tune --target, --precision, --batch, --input-size)
+// over those of an experiment file, for any experiment: they act as if the file said them
+// (`target: {gpu: NAME}` with none of the file's own target fields, `precision`, `batch`,
+// `input_size`), and a run records them (its configuration's "overrides"). A bad value is a
+// UserError naming the flag.
+struct ExperimentOverrides {
+  std::optional<std::string> gpu;       // a named GPU spec
+  std::optional<std::string> precision; // fp32 | tf32 | bf16 | fp16
+  std::optional<int> batch;
+  std::vector<int64_t> input_size; // [H, W] or [D, H, W]; empty: not given
+  bool empty() const { return !gpu && !precision && !batch && input_size.empty(); }
+  // "H200, tf32, batch 8" for messages and folder names ("" when empty).
+  std::string describe() const;
+};
+
 struct ExperimentConfig {
   std::string file; // the path it was loaded from ("" for inline)
   std::string name; // defaults to the file's stem
@@ -115,13 +130,17 @@ struct ExperimentConfig {
   MeasurementConfig measurement;
   uint64_t seed = 1;
   std::string database = "brickdl.db"; // relative paths are relative to the working dir
-  std::string output_dir = "out";      // the loader's default is out/<name>
+  std::string output_dir = "out";      // the loader's default is out/<name>; with
+                                       // overrides, "-<their values>" is appended
+  ExperimentOverrides overrides;       // what the command line changed
 };
 
-// Loads and validates an experiment file. Throws UserError.
-ExperimentConfig load_experiment(const std::string& path);
+// Loads and validates an experiment file, with `overrides` over it. Throws UserError.
+ExperimentConfig load_experiment(const std::string& path,
+                                 const ExperimentOverrides& overrides = {});
 // Same, from YAML text; `file` is used in error messages.
-ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file);
+ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file,
+                                  const ExperimentOverrides& overrides = {});
 
 // The valid top-level keys (for suggestions and docs).
 std::vector<std::string> experiment_keys();

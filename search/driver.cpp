@@ -65,6 +65,21 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
     out["search"]["batch_blocks"] = e.search.batch_blocks;
   if (e.search.clusters != std::vector<int>{1}) // likewise
     out["search"]["clusters"] = e.search.clusters;
+  // What the command line changed (readers find a run by its model and these, not only by
+  // the experiment's name); absent when nothing.
+  const ExperimentOverrides& o = e.overrides;
+  if (!o.empty()) {
+    nlohmann::json overrides = nlohmann::json::object();
+    if (o.gpu)
+      overrides["gpu"] = *o.gpu;
+    if (o.precision)
+      overrides["precision"] = *o.precision;
+    if (o.batch)
+      overrides["batch"] = *o.batch;
+    if (!o.input_size.empty())
+      overrides["input_size"] = o.input_size;
+    out["overrides"] = overrides;
+  }
   return out;
 }
 
@@ -590,11 +605,15 @@ TuneReport report_header(const TuneContext& ctx, const std::string& searcher) {
   return rep;
 }
 
-RunInfo run_info(const ExperimentConfig& exp, const TuneReport& rep) {
+RunInfo run_info(const TuneContext& ctx, const TuneReport& rep) {
+  const ExperimentConfig& exp = ctx.experiment;
   RunInfo info;
   info.experiment = exp.name;
   info.experiment_path = exp.file;
-  info.config_json = experiment_json(exp).dump();
+  nlohmann::json config = experiment_json(exp);
+  if (ctx.options.fresh) // it measures again what the database has (brickdl-query compare)
+    config["fresh"] = true;
+  info.config_json = config.dump();
   info.model = exp.model;
   info.batch = exp.batch;
   info.precision = rep.precision;
@@ -651,7 +670,7 @@ TuneResult tune(TuneContext& ctx) {
   rep = report_header(ctx, so.name);
   TuningDb& db = *ctx.db;
   const int64_t target_id = db.target_id(rep.target, rep.backend);
-  out.run_id = rep.run_id = db.begin_run(run_info(exp, rep));
+  out.run_id = rep.run_id = db.begin_run(run_info(ctx, rep));
   if (ctx.on_run_started)
     ctx.on_run_started(out.run_id);
 

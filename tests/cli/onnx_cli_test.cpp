@@ -100,6 +100,10 @@ protected:
       EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << e;
       EXPECT_NE(e.find("error: "), std::string::npos) << e;
       EXPECT_NE(e.find(path(file)), std::string::npos) << e;
+      // The file once, at the start of the message; no position in a text the user never typed.
+      EXPECT_EQ(e.find(path(file), e.find(path(file)) + 1), std::string::npos) << e;
+      EXPECT_EQ(e.find("the command line"), std::string::npos) << e;
+      EXPECT_EQ(e.find("experiment of"), std::string::npos) << e;
       for (const std::string& w : words)
         EXPECT_NE(e.find(w), std::string::npos) << "'" << w << "' not in: " << e;
     }

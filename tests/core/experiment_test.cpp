@@ -547,5 +547,70 @@ TEST(ExperimentFiles, PaperSetup) {
   EXPECT_EQ(b.graph.input_shape(), (TensorShape{1, 3, 224, 224, 224, 3}));
 }
 
+// ---- command-line overrides ----------------------------------------------------------------
+
+TEST(ExperimentOverrides, ActAsIfTheFileSaidThem) {
+  ExperimentOverrides o;
+  o.gpu = "H200";
+  o.precision = "tf32";
+  o.batch = 4;
+  o.input_size = {16, 12};
+  // The file's own target fields are not applied to another GPU.
+  const std::string yaml =
+      base_with(8, "target: {gpu: A100-40GB, sm_count: 100}") + "output: out/small\n";
+  const ExperimentConfig e = parse_experiment(yaml, "exp.yaml", o);
+  EXPECT_EQ(e.gpu.name, "H200");
+  EXPECT_EQ(e.gpu.sm_count, find_gpu_spec("H200")->sm_count);
+  EXPECT_EQ(e.precision, DType::kTF32);
+  EXPECT_EQ(e.precision_at.key, "--precision");
+  EXPECT_EQ(e.batch, 4);
+  EXPECT_EQ(e.graph.input_shape().n, 4);
+  EXPECT_EQ(e.graph.input_shape().h, 16);
+  EXPECT_EQ(e.graph.input_shape().w, 12);
+  EXPECT_EQ(e.graph.dtype(), DType::kTF32);
+  EXPECT_EQ(e.overrides.describe(), "H200, tf32, batch 4, input_size [16, 12]");
+  // A run with other values does not overwrite the file's own output folder.
+  EXPECT_EQ(e.output_dir, "out/small-H200-tf32-batch-4-input-size-16-12");
+  // Without overrides: the file's values, its folder.
+  const ExperimentConfig plain = parse_experiment(yaml, "exp.yaml");
+  EXPECT_EQ(plain.gpu.sm_count, 100);
+  EXPECT_EQ(plain.output_dir, "out/small");
+  EXPECT_TRUE(plain.overrides.empty());
+}
+
+TEST(ExperimentOverrides, TargetMayStandInForAMissingOne) {
+  ExperimentOverrides o;
+  o.gpu = "A100-80GB";
+  const std::string no_target = kBase.substr(0, kBase.find("target:"));
+  EXPECT_EQ(parse_experiment(no_target, "exp.yaml", o).gpu.name, "A100-80GB");
+}
+
+TEST(ExperimentOverrides, BadValuesNameTheFlag) {
+  const auto error_of = [](const ExperimentOverrides& o) {
+    try {
+      parse_experiment(kBase, "exp.yaml", o);
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.where().file, "the command line") << e.what();
+      return e.where().key + ": " + e.bare_message();
+    }
+    ADD_FAILURE() << "no error";
+    return std::string();
+  };
+  ExperimentOverrides o;
+  o.gpu = "H2000";
+  EXPECT_TRUE(contains(error_of(o), "--target: unknown GPU 'H2000' (did you mean 'H200'?)"));
+  o = {};
+  o.precision = "fp64";
+  EXPECT_TRUE(contains(error_of(o), "--precision: unknown precision 'fp64'"));
+  o = {};
+  o.batch = 0;
+  EXPECT_TRUE(contains(error_of(o), "--batch: the batch must be 1 to"));
+  o = {};
+  o.input_size = {8, 8, 8, 8};
+  EXPECT_TRUE(contains(error_of(o), "--input-size: expected H,W or D,H,W, got 4 values"));
+  o.input_size = {8, 0};
+  EXPECT_TRUE(contains(error_of(o), "--input-size: each extent must be 1 to"));
+}
+
 } // namespace
 } // namespace brickdl
