@@ -1274,8 +1274,11 @@ def _config_text(a, b=None):
         if c is None:
             return ""
         if isinstance(c, list):
-            return "layerwise" if all(x.strategy == "layerwise" for x in c) else " + ".join(
-                x.describe() for x in c)
+            texts = [x.describe() for x in c]
+            if all(x.strategy == "layerwise" for x in c):
+                return "layerwise"
+            return f"{len(texts)} x {texts[0]}" if len(set(texts)) == 1 and len(texts) > 1 \
+                else " + ".join(texts)
         return c.describe()
     ta, tb = one(a), one(b)
     return ta if not tb or ta == tb else f"vs L: {ta}; vs U: {tb}"

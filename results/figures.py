@@ -943,9 +943,13 @@ def _micro_note(panels, ours_of, paper_values):
         parts.append(text)
     if not parts:
         return ""
-    return ("model vs paper: ours P / M " + "; ".join(parts) + f"; the paper's "
+    text = ("model vs paper: ours P / M " + "; ".join(parts) + f"; the paper's "
             f"{_range(paper_values)} of its cuDNN (absolute times differ: another size, "
-            "device or the model).")
+            "device or the model). Why they differ: the paper's cuDNN is U, unfused, while L is "
+            "fused and charged at the library's roofline")
+    if not any(d is not None and d.unfused is not None for d in panels):
+        return text + "; U is not in this database (footnotes), so only L can be compared."
+    return text + "."
 
 
 def _micro_figure(panels, paper_panel, name, title, experiment, what_of, groups_of,
@@ -1150,7 +1154,7 @@ def versus_preamble(db):
 
 def _versus_title(fig, runs):
     described = "; ".join(f"run {r.id} '{r.experiment}', {r.describe()}" for r in runs if r)
-    return f"{fig}" + (f" ({described})" if described else "")
+    return f"{fig}" + (f": {described}" if described else "")
 
 
 # ---- driver ---------------------------------------------------------------------------------
@@ -1197,7 +1201,7 @@ def make_figures(db, outdir, target_prefix=None, only=None, run_filter=None):
     conn = fd.open_db(db)
     wanted = set(only or FIGURES)
     written, summary = {}, {"database": os.path.basename(db)}
-    versus = []
+    versus, tables = [], {}  # Markdown sections; rows per figure (figures.json)
     FIGURE_FACTS.clear()
     if "fig7" in wanted:
         found = fd.fig7_runs(conn, flt)
@@ -1205,7 +1209,8 @@ def make_figures(db, outdir, target_prefix=None, only=None, run_filter=None):
         summary["fig7"] = data
         summary["fig7_runs"] = found
         written["fig7"] = draw_fig7(data, found, outdir)
-        versus.append((_versus_title("Fig 7", []), fd.versus_fig7(data)))
+        tables["Fig 7"] = fd.versus_fig7(data)
+        versus.append(("Fig 7", tables["Fig 7"]))
     if wanted & {"fig8", "fig9"}:
         found = fd.fig8_runs(conn, flt)
         run = found.best("fig8")
@@ -1213,7 +1218,8 @@ def make_figures(db, outdir, target_prefix=None, only=None, run_filter=None):
         summary["fig8_9"] = {"run": run, "runs": found, "subgraphs": subgraphs}
         if "fig8" in wanted:
             written["fig8"] = draw_fig8(run, found, subgraphs, outdir)
-            versus.append((_versus_title("Fig 8", [run]), fd.versus_fig8(subgraphs)))
+            tables["Fig 8"] = fd.versus_fig8(subgraphs)
+            versus.append((_versus_title("Fig 8", [run]), tables["Fig 8"]))
         if "fig9" in wanted:
             written["fig9"] = draw_fig9(run, found, subgraphs, outdir)
     for key, runs_of, data_of, draw, rows_of in (
@@ -1225,15 +1231,19 @@ def make_figures(db, outdir, target_prefix=None, only=None, run_filter=None):
         panels = [data_of(conn, run) for run in fd.micro_runs(found, key)]
         summary[key] = {"panels": panels, "runs": found}
         written[key] = draw(panels, found, outdir)
-        versus.append((_versus_title(f"Fig {key[3:]}", [p.run for p in panels if p]),
-                       rows_of(panels)))
+        # One table per panel of ours (measured, model-only): each says once what it is.
+        title = f"Fig {key[3:]}"
+        rows = {id(p): rows_of([p]) for p in panels if p}
+        versus += [(_versus_title(title, [p.run]), rows[id(p)]) for p in panels if p] or [
+            (title, [])]
+        tables[title] = [r for p in panels if p for r in rows[id(p)]]
     if "fig12" in wanted:
         points = fd.fig12_data(conn, run_filter=flt)
         summary["fig12"] = {"stats": fig12_stats(points), "points": len(points)}
         written["fig12"] = draw_fig12(points, outdir)
     conn.close()
     if versus:
-        summary["model_vs_paper"] = {title.split(" (")[0]: rows for title, rows in versus}
+        summary["model_vs_paper"] = tables
         path = os.path.join(outdir, VERSUS_FILE)
         with open(path, "w") as f:
             f.write(fd.versus_markdown(versus, versus_preamble(db)))
