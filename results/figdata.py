@@ -3,14 +3,23 @@
 Only the standard library is used here, so the extraction can be tested without matplotlib.
 
 Conventions (see results/README.md):
-- A figure reads the latest run of its experiment (runs.experiment), preferring complete runs
-  over running/aborted ones; `target_prefix` restricts the runs to targets whose fingerprint
-  starts with it (e.g. "gpu:" or "cpu:").
+- A figure looks for the runs of its experiment (runs.experiment); where none exists, for
+  runs of the same model under another name (runs.model: a renamed copy of the experiment
+  file, or one tuned with overrides); Fig 8 for a ResNet-50 run with groups labelled
+  'subgraph N'. Of the GPU specs and precisions these runs have, the one that covers most of
+  the figure's experiments is picked (ties: the one of the latest run); `RunFilter` (--target,
+  --gpu, --precision, --batch) restricts the runs first. Per experiment the run of its own
+  name wins, then complete runs over running / aborted ones, then the latest.
 - A candidate's measured time is the median of its latest `ok` measurement on the run's
   target (of this run if there is one, else of any earlier run: resumed tunings reuse them);
   its predicted time is the latest prediction for the run's GPU spec.
 - Bars that are compared with each other use one kind of number: measured when every bar of
   the comparison has a measurement, else predicted for all of them.
+- Two layerwise baselines (DESIGN.md 8b): L, the layerwise candidates (cuDNN fused: conv +
+  bias + activation in one call), and U, the paper's own unfused cuDNN baseline: predicted in
+  baseline_predictions (schema version 5), measured as the counter variant.paper_unfused_ms of
+  the layerwise candidate's measurement (GPU only). A comparison against U is one of its own,
+  all measured or all predicted like any other.
 - The split of a bar into DRAM / compute / atomics always comes from the model's predicted
   components; a measured bar keeps the predicted fractions, scaled to its measured total.
   As in the paper, the memory side is DRAM + idle (the rest of the bar) and the compute side
@@ -25,6 +34,7 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import brickdl_store  # noqa: E402
+import paper_reference as ref  # noqa: E402
 
 SOURCE_GPU = "measured (GPU)"
 SOURCE_CPU = "measured (CPU)"
@@ -39,6 +49,12 @@ COUNTER_DRAM_WRITE = "dram__bytes_write.sum"
 # The CPU executor's counts (equal to the model's l1_bytes by the counting conventions).
 COUNTER_CPU_LOADED = "bytes_loaded"
 COUNTER_CPU_STORED = "bytes_stored"
+# The paper's unfused baseline measured on a GPU next to the layerwise candidate (ms): cold
+# (L2 flushed, as every other time) and warm.
+COUNTER_PAPER_UNFUSED = "variant.paper_unfused_ms"
+COUNTER_PAPER_UNFUSED_WARM = "variant.paper_unfused_warm_ms"
+# baseline_predictions.baseline of the paper's unfused cuDNN baseline.
+PAPER_UNFUSED = "paper-unfused"
 
 FIG7_EXPERIMENTS = ["resnet50", "drn_c_26", "resnet3d_34", "darknet53", "vgg16_bn", "deepcam",
                     "inception_v4"]
@@ -83,27 +99,200 @@ class Run:
         """What a measurement of this run is: GPU or CPU (never the model)."""
         return SOURCE_GPU if self.backend == "cuda" else SOURCE_CPU
 
+    @property
+    def config(self):
+        """The run's stored experiment configuration (runs.config_json), {} if unreadable."""
+        try:
+            config = json.loads(self.config_json or "{}")
+        except ValueError:
+            return {}
+        return config if isinstance(config, dict) else {}
+
+    @property
+    def overrides(self):
+        """What the command line overrode in the experiment file ({"gpu": "H200", "batch": 8}
+        in config_json's "overrides"); {} when nothing was."""
+        o = self.config.get("overrides")
+        return o if isinstance(o, dict) else {}
+
     def describe(self):
         return (f"target {self.target} · model spec {self.gpu_spec} · batch {self.batch} · "
                 f"{self.precision}")
 
 
+_RUN_SQL = ("SELECT r.*, t.fingerprint AS target, t.backend AS backend FROM runs r "
+            "JOIN targets t ON t.id = r.target_id")
+
+
+def _run_of(row):
+    return Run(id=row["id"], experiment=row["experiment"], model=row["model"],
+               batch=row["batch"], precision=row["precision"], gpu_spec=row["gpu_spec"],
+               target_id=row["target_id"], target=row["target"], backend=row["backend"],
+               status=row["status"], config_json=row["config_json"])
+
+
 def find_run(conn, experiment, target_prefix=None):
-    """The latest run of `experiment` (complete runs first), or None."""
-    sql = ("SELECT r.*, t.fingerprint AS target, t.backend AS backend FROM runs r "
-           "JOIN targets t ON t.id = r.target_id WHERE r.experiment = ?")
+    """The latest run of the experiment named `experiment` (complete runs first), or None."""
+    sql = _RUN_SQL + " WHERE r.experiment = ?"
     args = [experiment]
     if target_prefix:
         sql += " AND substr(t.fingerprint, 1, ?) = ?"
         args += [len(target_prefix), target_prefix]
     sql += " ORDER BY (r.status = 'complete') DESC, r.id DESC LIMIT 1"
     row = conn.execute(sql, args).fetchone()
-    if row is None:
-        return None
-    return Run(id=row["id"], experiment=row["experiment"], model=row["model"],
-               batch=row["batch"], precision=row["precision"], gpu_spec=row["gpu_spec"],
-               target_id=row["target_id"], target=row["target"], backend=row["backend"],
-               status=row["status"], config_json=row["config_json"])
+    return _run_of(row) if row is not None else None
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs the figures may use: --target (a fingerprint prefix), --gpu (runs.gpu_spec),
+    --precision and --batch; None leaves a field free."""
+    target_prefix: str = None
+    gpu_spec: str = None
+    precision: str = None
+    batch: int = None
+
+    def admits(self, run):
+        return ((not self.target_prefix or run.target.startswith(self.target_prefix))
+                and (self.gpu_spec is None or run.gpu_spec.lower() == self.gpu_spec.lower())
+                and (self.precision is None or run.precision == self.precision)
+                and (self.batch is None or run.batch == self.batch))
+
+    def describe(self):
+        parts = [("--target", self.target_prefix), ("--gpu", self.gpu_spec),
+                 ("--precision", self.precision), ("--batch", self.batch)]
+        return " ".join(f"{k} {v}" for k, v in parts if v is not None and v != "")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a figure looks for: runs of `experiment`; where there is none, runs of the zoo
+    model `model` under another name (with groups labelled 'subgraph N' when `subgraphs`)."""
+    key: str
+    experiment: str
+    model: str
+    subgraphs: bool = False
+
+
+def all_runs(conn):
+    """Every run, oldest first."""
+    return [_run_of(r) for r in conn.execute(_RUN_SQL + " ORDER BY r.id").fetchall()]
+
+
+def _subgraph_runs(conn):
+    """Ids of the runs with a group labelled 'subgraph N' (the Fig 8 experiment's kind)."""
+    return {r[0] for r in conn.execute("SELECT DISTINCT run_id FROM run_groups WHERE label "
+                                       "LIKE 'subgraph %'").fetchall()}
+
+
+def _recency(run):
+    return (run.status == "complete", run.id)
+
+
+@dataclass
+class FoundRuns:
+    """The runs a figure found (find_runs): per wanted key, the runs of the picked GPU spec
+    and precision, best first."""
+    wanted: list
+    runs: dict                   # key -> [Run], best first
+    config: tuple = None         # (gpu_spec, precision) picked, None when no run was found
+    other_configs: list = field(default_factory=list)  # [(gpu_spec, precision)] not picked
+    filter: RunFilter = field(default_factory=RunFilter)
+
+    def best(self, key, backends=None):
+        """The best run of `key` (of a backend in `backends` when given), or None."""
+        return next((r for r in self.runs.get(key, [])
+                     if backends is None or r.backend in backends), None)
+
+    def _wanted_of(self, run):
+        return next((w for w in self.wanted if run in self.runs.get(w.key, [])), None)
+
+    def by_other_name(self, run):
+        """Whether `run` was found by its model (or labels), not by the experiment's name."""
+        w = self._wanted_of(run)
+        return w is not None and run.experiment != w.experiment
+
+    def other_batches(self, run):
+        """Batches of the other runs found for the same experiment as `run`, at the picked
+        GPU spec and precision."""
+        w = self._wanted_of(run)
+        return sorted({r.batch for r in self.runs.get(w.key, [])} - {run.batch}) if w else []
+
+    def describe(self, shown):
+        """Lines saying what was picked, for a figure showing the runs `shown` ({label: Run
+        or None}): the GPU spec and precision when others exist, runs found by model name,
+        overrides and other batches."""
+        lines = []
+        if self.config and self.other_configs:
+            others = ", ".join(f"{g} · {p}" for g, p in self.other_configs)
+            lines.append(f"picked model spec {self.config[0]} · {self.config[1]} (most of the "
+                         f"figure's experiments, then the latest run); also in the database: "
+                         f"{others}; choose with --gpu / --precision")
+        found, overridden, batches = [], [], []
+        for key, run in shown.items():
+            if run is None:
+                continue
+            if self.by_other_name(run):
+                found.append(f"{key} = run {run.id} '{run.experiment}'")
+            if run.overrides:
+                overridden.append(f"{key}: " + ", ".join(
+                    f"{k}={_flat(v)}" for k, v in sorted(run.overrides.items())))
+            other = self.other_batches(run)
+            if other:
+                batches.append(f"{key} batch {run.batch} (latest; also "
+                               f"{', '.join(map(str, other))}: --batch)")
+        if found:
+            lines.append("found by model name (no run of the experiment's own name): "
+                         + "; ".join(found))
+        if overridden:
+            lines.append("tuned with overrides: " + "; ".join(overridden))
+        if batches:
+            lines.append("several batches: " + "; ".join(batches))
+        if self.filter.describe():
+            lines.append("runs restricted by " + self.filter.describe())
+        return lines
+
+
+def _flat(value):
+    return "x".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def find_runs(conn, wanted, run_filter=None):
+    """The runs of each `Wanted` (a list), restricted by `run_filter`, at one GPU spec and
+    precision for the whole figure: the one with runs of the most wanted keys, ties broken by
+    the latest run (complete runs first). Per key, runs of the experiment's own name come
+    first, then runs whose purpose fits (a 'subgraph N' labelled run only where subgraphs are
+    wanted), then complete runs, then the latest."""
+    flt = run_filter or RunFilter()
+    labelled = _subgraph_runs(conn)
+    runs = [r for r in all_runs(conn)
+            if not flt.target_prefix or r.target.startswith(flt.target_prefix)]
+
+    def matches(w, r):
+        if r.experiment == w.experiment:
+            return True
+        return r.model == w.model and (not w.subgraphs or r.id in labelled)
+
+    matching = {w.key: [r for r in runs if matches(w, r)] for w in wanted}
+    admitted = {k: [r for r in rs if flt.admits(r)] for k, rs in matching.items()}
+    configs = {}
+    for key, rs in admitted.items():
+        for r in rs:
+            c = configs.setdefault((r.gpu_spec, r.precision), {"keys": set(), "latest": None})
+            c["keys"].add(key)
+            c["latest"] = max(c["latest"] or _recency(r), _recency(r))
+    found = FoundRuns(wanted=list(wanted), runs={w.key: [] for w in wanted}, filter=flt)
+    if not configs:
+        return found
+    found.config = max(configs, key=lambda c: (len(configs[c]["keys"]), configs[c]["latest"]))
+    found.other_configs = sorted({(r.gpu_spec, r.precision) for rs in matching.values()
+                                  for r in rs} - {found.config})
+    for w in wanted:
+        rs = [r for r in admitted[w.key] if (r.gpu_spec, r.precision) == found.config]
+        found.runs[w.key] = sorted(rs, key=lambda r: (
+            r.experiment == w.experiment, (r.id in labelled) == w.subgraphs, _recency(r)),
+            reverse=True)
+    return found
 
 
 @dataclass
@@ -320,6 +509,99 @@ def candidate_breakdown(c, measured, run):
     return breakdown(c.prediction, c.time(measured), source)
 
 
+# ---- the paper's unfused baseline (U) --------------------------------------------------------
+
+_PREDICTION_SUMS = ("time_ms", "time_dram_ms", "time_l2_ms", "time_compute_ms",
+                    "time_atomics_compulsory_ms", "time_atomics_conflict_ms", "time_other_ms",
+                    "flops", "l1_bytes", "l2_bytes", "dram_bytes")
+
+
+def schema_version_of(conn):
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else None
+
+
+def has_table(conn, name):
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (name,)).fetchone() is not None
+
+
+class PaperBaseline:
+    """The paper's own cuDNN baseline (U) of a run's layerwise candidates: predicted from
+    baseline_predictions (the latest row of the run's GPU spec, as predictions are taken),
+    measured from the counter variant.paper_unfused_ms of the layerwise candidates'
+    measurements (GPU only). A layer range run layer by layer (several layerwise candidates)
+    adds up its candidates' rows and counters, as its L bar adds up their times."""
+
+    def __init__(self, conn, run):
+        self.conn, self.run = conn, run
+        self.table = has_table(conn, "baseline_predictions")
+        self._rows = {}
+
+    def absent_reason(self):
+        """Why the database has no prediction of U at all, or None when it may have some."""
+        if self.table:
+            return None
+        return (f"the paper's baseline (U) is absent: this database (schema version "
+                f"{schema_version_of(self.conn)}) has no baseline_predictions table (schema 5 "
+                "and later); tune again with a brickdl that writes it")
+
+    def row(self, workload_id):
+        if not self.table:
+            return None
+        if workload_id not in self._rows:
+            r = self.conn.execute(
+                "SELECT * FROM baseline_predictions WHERE workload_id = ? AND gpu_spec = ? AND "
+                "baseline = ? ORDER BY rowid DESC LIMIT 1",
+                (workload_id, self.run.gpu_spec, PAPER_UNFUSED)).fetchone()
+            self._rows[workload_id] = dict(r) if r is not None else None
+        return self._rows[workload_id]
+
+    def predicted(self, parts):
+        """(prediction-like dict summed over `parts`, None) or (None, why not)."""
+        if not parts:
+            return None, "no layerwise candidate to stand for"
+        if not self.table:
+            return None, self.absent_reason()
+        rows = [self.row(c.workload_id) for c in parts]
+        if any(r is None for r in rows):
+            return None, (f"the paper's baseline (U) is absent: no '{PAPER_UNFUSED}' row in "
+                          f"baseline_predictions for model spec {self.run.gpu_spec}")
+        return {k: sum(r[k] for r in rows) for k in _PREDICTION_SUMS}, None
+
+    def measured(self, parts):
+        """(ms summed over `parts`, None) or (None, why not)."""
+        if self.run.backend != "cuda":
+            kind = "CPU" if self.run.backend == "cpu" else "model-only"
+            return None, (f"U not measured: a {kind} run; only the GPU backend runs the paper's "
+                          "baseline")
+        if not parts or any(COUNTER_PAPER_UNFUSED not in c.counters for c in parts):
+            return None, (f"U not measured: no {COUNTER_PAPER_UNFUSED} counter on the layerwise "
+                          "measurement")
+        return sum(c.counters[COUNTER_PAPER_UNFUSED] for c in parts), None
+
+    def bar(self, predicted_parts, measured_parts, measured):
+        """U as a bar in ms of the kind `measured` (with the predicted components' fractions),
+        and the predicted sums: (Breakdown, predicted dict or None, None) or
+        (None, None, why not)."""
+        pred, why = self.predicted(predicted_parts)
+        if measured:
+            ms, why_m = self.measured(measured_parts)
+            if ms is None:
+                return None, None, why_m
+            return breakdown(pred, ms, self.run.measured_source), pred, None
+        if pred is None:
+            return None, None, why
+        return breakdown(pred, pred["time_ms"], SOURCE_MODEL), pred, None
+
+
+def _flat_parts(lists):
+    """Candidates of several layer ranges in one list; None when any range has none."""
+    if lists is None or any(x is None for x in lists):
+        return None
+    return [c for x in lists for c in x]
+
+
 # ---- Fig 7: end-to-end, seven models ---------------------------------------------------
 
 def gpu_name(fingerprint):
@@ -327,6 +609,27 @@ def gpu_name(fingerprint):
     if not fingerprint.startswith("gpu:"):
         return None
     return fingerprint[4:].split("/")[0]
+
+
+@dataclass
+class AgainstUnfused:
+    """A comparison against the paper's unfused baseline U: U, the honest layerwise L and the
+    merged bars, all measured (the comparison against L is measured and U has a measurement)
+    or all predicted. `bars` in ms; `normalized` relative to U."""
+    source: str
+    bars: dict                                   # 'unfused', 'layerwise', ... -> Breakdown
+    chosen: dict = field(default_factory=dict)   # key -> candidate(s) behind a bar
+    note: str = None  # why it is predicted where the comparison against L is measured
+    baselines: dict = field(default_factory=dict)  # Fig 7 frameworks -> {"normalized": ...}
+
+    @property
+    def unfused_ms(self):
+        return self.bars["unfused"].total
+
+    @property
+    def normalized(self):
+        return {k: (b.scaled(1 / self.unfused_ms) if b is not None else None)
+                for k, b in self.bars.items()}
 
 
 @dataclass
@@ -340,6 +643,8 @@ class Fig7Model:
     source: str
     baselines: dict = field(default_factory=dict)  # framework -> {"normalized", "median_ms"}
     notes: list = field(default_factory=list)
+    against_unfused: AgainstUnfused = None  # bars 'unfused', 'layerwise', 'plan'
+    unfused_missing: str = None             # why there is no comparison against U
 
 
 def _plan_groups(conn, plan_id):
@@ -395,7 +700,37 @@ def fig7_model(conn, run):
         plan=breakdown(plan_pred, plan_ms, source).scaled(1 / layerwise_ms),
         source=source, notes=notes)
     _attach_baselines(conn, model)
+    _fig7_against_unfused(conn, model, rg, plan, groups, plan_pred, layer_pred)
     return model
+
+
+def _fig7_against_unfused(conn, model, rg, plan, groups, plan_pred, layer_pred):
+    """The end-to-end comparison against U: U of the plan's groups run layer by layer (the
+    same layerwise candidates as L) next to L and the plan."""
+    run = model.run
+    pb = PaperBaseline(conn, run)
+    pred_parts = _flat_parts([rg.layerwise(a, b, False) for _, a, b in groups])
+    honest_measured = model.source != SOURCE_MODEL
+    meas_parts = (_flat_parts([rg.layerwise(a, b, True) for _, a, b in groups])
+                  if honest_measured else None)
+    why_not_measured = pb.measured(meas_parts)[1] if honest_measured else None
+    measured = honest_measured and why_not_measured is None
+    unfused, _, why = pb.bar(pred_parts, meas_parts, measured)
+    if unfused is None:
+        model.unfused_missing = why
+        return
+    if measured:
+        l_ms, p_ms, source = plan["layerwise_measured_ms"], plan["measured_ms"], model.source
+    else:
+        l_ms, p_ms, source = plan["layerwise_predicted_ms"], plan["predicted_ms"], SOURCE_MODEL
+    view = AgainstUnfused(source, {"unfused": unfused,
+                                   "layerwise": breakdown(layer_pred, l_ms, source),
+                                   "plan": breakdown(plan_pred, p_ms, source)},
+                          note=why_not_measured)
+    if measured:  # the frameworks were measured on the same GPU as U
+        view.baselines = {f: {"normalized": b["median_ms"] / view.unfused_ms,
+                              "median_ms": b["median_ms"]} for f, b in model.baselines.items()}
+    model.against_unfused = view
 
 
 def _attach_baselines(conn, model):
@@ -418,11 +753,20 @@ def _attach_baselines(conn, model):
                            "layerwise time measured on the same GPU")
 
 
-def fig7_data(conn, experiments=FIG7_EXPERIMENTS, target_prefix=None):
+def fig7_runs(conn, run_filter=None, experiments=FIG7_EXPERIMENTS):
+    """The runs of the seven models (FoundRuns): by experiment name, else by runs.model."""
+    return find_runs(conn, [Wanted(n, n, n) for n in experiments], run_filter)
+
+
+def fig7_data(conn, experiments=FIG7_EXPERIMENTS, target_prefix=None, run_filter=None,
+              found=None):
     """{experiment: Fig7Model or None (no run / no plan)} in the given order."""
+    if found is None:
+        flt = run_filter or RunFilter(target_prefix=target_prefix)
+        found = fig7_runs(conn, flt, experiments)
     out = {}
     for name in experiments:
-        run = find_run(conn, name, target_prefix)
+        run = found.best(name)
         out[name] = fig7_model(conn, run) if run else None
     return out
 
@@ -446,6 +790,40 @@ class Subgraph:
     transactions: dict = field(default_factory=dict)  # strategy -> (l1, l2, dram) bytes
     ratios: dict = field(default_factory=dict)        # fused strategy -> (l1, l2, dram)
     missing: dict = field(default_factory=dict)       # fused strategy -> why it has no bar
+    against_unfused: AgainstUnfused = None  # bars 'unfused', 'layerwise', 'padded', 'memoized'
+    unfused_missing: str = None             # why there is no comparison against U
+    # Fig 9 against U: predicted bytes (U has no counters), of the best-predicted candidates.
+    unfused_transactions: tuple = None      # U's (l1, l2, dram) bytes
+    unfused_ratios: dict = field(default_factory=dict)  # fused strategy -> (l1, l2, dram) / U
+
+
+def fig8_runs(conn, run_filter=None):
+    """The Fig 8 experiment's runs (FoundRuns, key 'fig8'): by its name, else a ResNet-50 run
+    whose groups are labelled 'subgraph N'."""
+    return find_runs(conn, [Wanted("fig8", FIG8_EXPERIMENT, "resnet50", subgraphs=True)],
+                     run_filter)
+
+
+def _against_unfused(rg, pb, first, last, honest_measured, brick_edge=None):
+    """The comparison of a group against U: U, L and the best padded and memoized candidate
+    (of a brick edge), measured when the comparison against L is and U has a measurement,
+    else all predicted. Returns (AgainstUnfused, None) or (None, why there is none)."""
+    run = rg.run
+    pred_parts = rg.layerwise(first, last, False)
+    meas_parts = rg.layerwise(first, last, True) if honest_measured else None
+    why_not_measured = pb.measured(meas_parts)[1] if honest_measured else None
+    measured = honest_measured and why_not_measured is None
+    unfused, _, why = pb.bar(pred_parts, meas_parts, measured)
+    if unfused is None:
+        return None, why
+    cands = rg.candidates(first, last)
+    chosen = {s: best_candidate(cands, s, measured, brick_edge) for s in FUSED}
+    chosen["layerwise"] = meas_parts if measured else pred_parts
+    bars = {"unfused": unfused}
+    bars.update({s: candidate_breakdown(c, measured, run) if c else None
+                 for s, c in chosen.items()})
+    return AgainstUnfused(run.measured_source if measured else SOURCE_MODEL, bars, chosen,
+                          note=why_not_measured), None
 
 
 def _choose(rg, first, last, brick_edge=None):
@@ -489,6 +867,7 @@ def _has_gpu_counters(c):
 def subgraph_data(conn, run):
     """The labelled groups of `run` (run_groups.label), in natural label order."""
     rg = RunGroups(conn, run)
+    pb = PaperBaseline(conn, run)
     out = []
     for r in sorted((r for r in rg.rows if r["label"]), key=lambda r: natural_key(r["label"])):
         first, last = r["first_layer"], r["last_layer"]
@@ -512,6 +891,17 @@ def subgraph_data(conn, run):
                 sg.ratios[s] = tuple(a / b for a, b in zip(t, lw))
         sg.missing = {s: _why_missing(rg.candidates(first, last), s) for s in FUSED
                       if chosen[s] is None}
+        sg.against_unfused, sg.unfused_missing = _against_unfused(rg, pb, first, last,
+                                                                  measured)
+        upred, _ = pb.predicted(rg.layerwise(first, last, False))
+        if upred is not None:
+            u = (upred["l1_bytes"], upred["l2_bytes"], upred["dram_bytes"])
+            sg.unfused_transactions = u
+            for s in FUSED:
+                c = best_candidate(rg.candidates(first, last), s, False)
+                t = _transactions(c, False) if c else None
+                if t and all(x > 0 for x in u):
+                    sg.unfused_ratios[s] = tuple(a / b for a, b in zip(t, u))
         out.append(sg)
     return out
 
@@ -535,6 +925,12 @@ class Fig10Data:
     partitions: list
     notes: list = field(default_factory=list)
     first_layer: str = ""  # workload description of the chain's first layer (its shape)
+    unfused: Breakdown = None  # U in ms, of the same kind as the bars (None: unfused_missing)
+    unfused_missing: str = None
+
+    @property
+    def shape(self):
+        return layer_shape(self.first_layer)
 
 
 _PARTITION_LABEL = re.compile(r"(\d+(?:\s*\+\s*\d+)*)\s*#\s*(\d+)")
@@ -597,8 +993,43 @@ def partitions_of_run(conn, run):
     return sorted(parts, key=order)
 
 
-def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
-    run = find_run(conn, experiment, target_prefix)
+_SHAPE = re.compile(r"->\s*\d+\s+(\d+(?:x\d+)+)")
+
+
+def layer_shape(description):
+    """'conv3x3x3 3->3 64x64x64 +relu' -> (64, 64, 64): a layer's output extents; None if the
+    description names none."""
+    m = _SHAPE.search(description or "")
+    return tuple(int(x) for x in m.group(1).split("x")) if m else None
+
+
+def micro_runs(found, key):
+    """The runs a microbenchmark figure draws, one panel each: the best measured run (CPU or
+    GPU backend), then the best model-only run (backend none); either may be missing."""
+    return [r for r in (found.best(key, ("cpu", "cuda")), found.best(key, ("none",))) if r]
+
+
+def fig10_runs(conn, run_filter=None):
+    """Fig 10's runs (FoundRuns, key 'fig10'): by experiment name, else runs.model."""
+    return find_runs(conn, [Wanted("fig10", FIG10_EXPERIMENT, "micro_graphsize")], run_filter)
+
+
+def fig11_runs(conn, run_filter=None):
+    """Fig 11's runs (FoundRuns, key 'fig11'): by experiment name, else runs.model."""
+    return find_runs(conn, [Wanted("fig11", FIG11_EXPERIMENT, "micro_bricksize")], run_filter)
+
+
+def _unfused_of(pb, lw_predicted, lw_measured, measured):
+    """U of a microbenchmark panel, of the panel's kind: (Breakdown, None) or (None, why)."""
+    u, _, why = pb.bar(_flat_parts(lw_predicted), _flat_parts(lw_measured), measured)
+    return u, why
+
+
+def fig10_data(conn, run=None, run_filter=None):
+    """The partitions of the 6-layer chain in `run` (default: the first of micro_runs)."""
+    if run is None:
+        runs = micro_runs(fig10_runs(conn, run_filter), "fig10")
+        run = runs[0] if runs else None
     if run is None:
         return None
     rg = RunGroups(conn, run)
@@ -616,6 +1047,7 @@ def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
 
     # Measured only when every bar that the model can draw has all its groups measured.
     lw, chosen = collect(False)
+    lw_p = lw
     lw_m, chosen_m = collect(True)
     measured = all(c is not None for c in lw_m) and all(
         all(c is not None for c in chosen_m[k])
@@ -640,7 +1072,10 @@ def fig10_data(conn, experiment=FIG10_EXPERIMENT, target_prefix=None):
                 a, b = p.groups[[c is None for c in cs].index(True)]
                 p.missing[s] = f"layers {a}-{b}: " + _why_missing(rg.candidates(a, b), s)
     first = finest.groups[0][0]
-    return Fig10Data(run, source, layerwise, parts, notes, rg.description(first, first))
+    data = Fig10Data(run, source, layerwise, parts, notes, rg.description(first, first))
+    data.unfused, data.unfused_missing = _unfused_of(
+        PaperBaseline(conn, run), lw_p, lw_m, measured)
+    return data
 
 
 # ---- Fig 11: brick sizes ------------------------------------------------------------------
@@ -657,12 +1092,21 @@ class Fig11Data:
     dims: int = 3         # spatial rank of the bricks
     missing: dict = field(default_factory=dict)  # brick edge -> {strategy: why no bar}
     first_layer: str = ""  # workload description of the group's first layer (its shape)
+    unfused: Breakdown = None  # U in ms, of the same kind as the bars (None: unfused_missing)
+    unfused_missing: str = None
+
+    @property
+    def shape(self):
+        return layer_shape(self.first_layer)
 
 
-def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
-    """The run's largest group (the whole chain when max_group_len allows): layerwise vs the
-    best padded and memoized candidate of each brick edge."""
-    run = find_run(conn, experiment, target_prefix)
+def fig11_data(conn, run=None, run_filter=None):
+    """The largest group of `run` (default: the first of micro_runs; the whole chain when
+    max_group_len allows): layerwise vs the best padded and memoized candidate of each brick
+    edge."""
+    if run is None:
+        runs = micro_runs(fig11_runs(conn, run_filter), "fig11")
+        run = runs[0] if runs else None
     if run is None:
         return None
     rg = RunGroups(conn, run)
@@ -680,6 +1124,7 @@ def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
 
     # Measured only when every bar that the model can draw has a measurement.
     lw, chosen = collect(False)
+    lw_p = lw
     lw_m, chosen_m = collect(True)
     measured = lw_m is not None and all(
         chosen_m[e][s] is not None for e in edges for s in FUSED if chosen[e][s] is not None)
@@ -690,11 +1135,14 @@ def fig11_data(conn, experiment=FIG11_EXPERIMENT, target_prefix=None):
               for e, d in chosen.items()}
     layerwise = candidate_breakdown(lw, measured, run) if lw else None
     dims = 3 if any(c.bd > 1 for c in cands if c.strategy in FUSED) else 2
-    return Fig11Data(run, source, (first, last, row["layer_names"]), layerwise, bricks, chosen,
+    data = Fig11Data(run, source, (first, last, row["layer_names"]), layerwise, bricks, chosen,
                      dims=dims,
                      missing={e: {s: _why_missing(cands, s, e) for s in FUSED
                                   if chosen[e][s] is None} for e in edges},
                      first_layer=rg.description(first, last).split(" | ")[0])
+    data.unfused, data.unfused_missing = _unfused_of(
+        PaperBaseline(conn, run), [lw_p], [lw_m], measured)
+    return data
 
 
 # ---- Fig 12: model vs measurement ---------------------------------------------------------
@@ -712,16 +1160,20 @@ class AccuracyPoint:
     bytes_kind: str = None  # 'DRAM' (GPU counters) | 'L1/L2 issued' (CPU executor counts)
 
 
-def fig12_data(conn, target_prefix=None):
+def fig12_data(conn, target_prefix=None, run_filter=None):
     """Every candidate with an ok measurement and a prediction for its run's GPU spec; the
-    latest measurement per (candidate, target)."""
-    sql = ("SELECT m.id, m.candidate_id, m.median_ms, r.gpu_spec, t.fingerprint, t.backend, "
-           "c.strategy FROM measurements m JOIN targets t ON t.id = m.target_id JOIN runs r "
-           "ON r.id = m.run_id JOIN candidates c ON c.id = m.candidate_id WHERE m.status = "
-           "'ok' AND m.median_ms IS NOT NULL ORDER BY m.id")
+    latest measurement per (candidate, target); `run_filter` restricts the runs."""
+    flt = run_filter or RunFilter(target_prefix=target_prefix)
+    sql = ("SELECT m.id, m.candidate_id, m.median_ms, r.gpu_spec, r.precision, r.batch, "
+           "t.fingerprint, t.backend, c.strategy FROM measurements m JOIN targets t ON t.id = "
+           "m.target_id JOIN runs r ON r.id = m.run_id JOIN candidates c ON c.id = "
+           "m.candidate_id WHERE m.status = 'ok' AND m.median_ms IS NOT NULL ORDER BY m.id")
     latest = {}
     for r in conn.execute(sql).fetchall():
-        if target_prefix and not r["fingerprint"].startswith(target_prefix):
+        if not flt.admits(Run(id=0, experiment="", model="", batch=r["batch"],
+                              precision=r["precision"], gpu_spec=r["gpu_spec"], target_id=0,
+                              target=r["fingerprint"], backend=r["backend"], status="",
+                              config_json="{}")):
             continue
         latest[(r["candidate_id"], r["fingerprint"])] = r
     points = []
@@ -788,3 +1240,235 @@ def accuracy_stats(predicted, measured):
     return {"n": len(pairs), "median_rel_error": median(errors),
             "worst_rel_error": max(errors) if errors else None,
             "spearman": spearman([p for p, _ in pairs], [m for _, m in pairs])}
+
+
+# ---- model vs paper: the table behind Figs 7, 8, 10 and 11 ----------------------------------
+
+@dataclass
+class VersusRow:
+    """One bar of a figure: the paper's value (normalized to its cuDNN baseline) against ours,
+    normalized to L (the honest comparison) and to U (the paper's own, reproduced). A value
+    is None where ours has no such bar; `notes` say why. `vs_l_source` / `vs_u_source` say
+    what each of ours is (measured / predicted): the two comparisons may differ in kind."""
+    figure: str
+    bar: str
+    paper: float
+    ours: str = ""                 # which of our runs or panels
+    paper_ms: float = None         # Figs 10-11: the paper's bar in ms
+    vs_l: float = None
+    vs_l_source: str = None
+    vs_u: float = None
+    vs_u_source: str = None
+    config: str = ""               # the candidate(s) behind our bar
+    notes: list = field(default_factory=list)  # why a value is missing, ...
+
+    @property
+    def gap(self):
+        """Ours against U minus the paper's value: how far the model (or measurement) comes to
+        the paper on the paper's own terms."""
+        return None if self.vs_u is None or self.paper is None else self.vs_u - self.paper
+
+
+def _config_text(a, b=None):
+    def one(c):
+        if c is None:
+            return ""
+        if isinstance(c, list):
+            texts = [x.describe() for x in c]
+            if all(x.strategy == "layerwise" for x in c):
+                return "layerwise"
+            return f"{len(texts)} x {texts[0]}" if len(set(texts)) == 1 and len(texts) > 1 \
+                else " + ".join(texts)
+        return c.describe()
+    ta, tb = one(a), one(b)
+    return ta if not tb or ta == tb else f"vs L: {ta}; vs U: {tb}"
+
+
+def _baseline_rows(figure, bar_prefix, ours, paper_ms, honest_l, view, why_u):
+    """The paper's cuDNN bar, read both ways: as our L and as our U."""
+    u_l = l_u = None
+    if view is not None:
+        u, lw = view.bars["unfused"].total, view.bars["layerwise"]
+        l_u = lw.total / u if lw is not None else None
+        u_l = u / lw.total if lw is not None and lw.total else None
+    src_u = view.source if view is not None else None
+    note_u = [] if view is not None or not why_u else [why_u]
+    return [
+        VersusRow(figure, f"{bar_prefix}cuDNN, read as L (ours fused)", 1.0, ours, paper_ms,
+                  1.0 if honest_l else None, honest_l, l_u, src_u, "layerwise", note_u),
+        VersusRow(figure, f"{bar_prefix}cuDNN, read as U (the paper's unfused)", 1.0, ours,
+                  paper_ms, u_l, src_u, 1.0 if view is not None else None, src_u,
+                  PAPER_UNFUSED, note_u),
+    ]
+
+
+def versus_fig7(data):
+    """Fig 7: per model, the paper's cuDNN read both ways, BrickDL and the frameworks."""
+    rows = []
+    for name, m in data.items():
+        paper = ref.FIG7.get(name)
+        if paper is None:
+            continue
+        label = paper["label"]
+        if m is None:
+            rows.append(VersusRow("Fig 7", f"{label} · BrickDL", paper["brickdl_memory"]
+                                  + paper["brickdl_compute"], notes=["no run"]))
+            continue
+        ours = f"run {m.run.id} '{m.run.experiment}'"
+        view = m.against_unfused
+        rows += _baseline_rows("Fig 7", f"{label} · ", ours, None, m.source, view,
+                               m.unfused_missing)
+        rows.append(VersusRow(
+            "Fig 7", f"{label} · BrickDL plan", paper["brickdl_memory"] + paper["brickdl_compute"],
+            ours, None, m.plan.total, m.source,
+            view.normalized["plan"].total if view else None, view.source if view else None,
+            "plan", [] if view or not m.unfused_missing else [m.unfused_missing]))
+        for framework, key in ref.FIG7_FRAMEWORK_PAPER_KEY.items():
+            if framework in m.baselines:
+                vu = view.baselines.get(framework) if view else None
+                rows.append(VersusRow(
+                    "Fig 7", f"{label} · {framework} (the paper: {key})", paper[key], ours,
+                    None, m.baselines[framework]["normalized"], SOURCE_GPU,
+                    vu["normalized"] if vu else None, SOURCE_GPU if vu else None, framework))
+    return rows
+
+
+def versus_fig8(subgraphs):
+    """Fig 8: per subgraph with a paper counterpart ('subgraph N'), the paper's cuDNN read
+    both ways, then the best padded and memoized."""
+    rows = []
+    for sg in subgraphs:
+        numbers = re.findall(r"\d+", sg.label)
+        if not numbers or not 1 <= int(numbers[-1]) <= len(ref.FIG8):
+            continue
+        paper = ref.FIG8[int(numbers[-1]) - 1]
+        view = sg.against_unfused
+        honest_l = sg.source if sg.normalized.get("layerwise") else None
+        rows += _baseline_rows("Fig 8", f"{sg.label} · ", "", None, honest_l, view,
+                               sg.unfused_missing)
+        vn = view.normalized if view else {}
+        for s in FUSED:
+            b, bu = sg.normalized.get(s), vn.get(s)
+            notes = [sg.missing[s]] if b is None and s in sg.missing else []
+            if view is None and sg.unfused_missing:
+                notes.append(sg.unfused_missing)
+            rows.append(VersusRow(
+                "Fig 8", f"{sg.label} · {s}", ref.memory_side(paper[s]), "", None,
+                b.total if b else None, sg.source if b else None,
+                bu.total if bu else None, view.source if bu else None,
+                _config_text(sg.chosen.get(s), view.chosen.get(s) if view else None), notes))
+    return rows
+
+
+def _panel_label(data, paper_edge):
+    shape = data.shape
+    size = "x".join(map(str, shape)) if shape else "size unknown"
+    full = shape is not None and all(x == paper_edge for x in shape)
+    return f"{data.source}, {data.run.gpu_spec} model spec, {size}" + (
+        " (the paper's size)" if full else "")
+
+
+def _micro_rows(figure, data, paper_edge, paper_cudnn_ms, bars):
+    """Rows of one of our microbenchmark panels; `bars` [(name, paper bar, our Breakdown or
+    None, config, why none)]."""
+    ours = _panel_label(data, paper_edge)
+    l_ms = data.layerwise.total if data.layerwise else None
+    u_ms = data.unfused.total if data.unfused else None
+    view = None
+    if data.unfused is not None and data.layerwise is not None:
+        view = AgainstUnfused(data.source, {"unfused": data.unfused,
+                                            "layerwise": data.layerwise})
+    rows = _baseline_rows(figure, "", ours, paper_cudnn_ms, data.source if l_ms else None,
+                          view, data.unfused_missing)
+    for name, paper_bar, b, config, why in bars:
+        paper_ms = paper_bar["idle"] + paper_bar["dram"]
+        notes = [why] if b is None and why else []
+        if u_ms is None and data.unfused_missing:
+            notes.append(data.unfused_missing)
+        rows.append(VersusRow(
+            figure, name, paper_ms / paper_cudnn_ms, ours, paper_ms,
+            b.total / l_ms if b and l_ms else None, data.source if b and l_ms else None,
+            b.total / u_ms if b and u_ms else None, data.source if b and u_ms else None,
+            config, notes))
+    return rows
+
+
+def versus_fig10(panels):
+    """Fig 10: per panel of ours (measured, model-only), each partition x strategy."""
+    cudnn = ref.memory_side(ref.FIG10_CUDNN)
+    rows = []
+    for data in panels:
+        if data is None or not data.partitions:
+            continue
+        parts = {p.name: p for p in data.partitions}
+        bars = []
+        for name in ref.FIG10_ORDER:
+            p = parts.get(name)
+            for s in FUSED:
+                b = p.bars.get(s) if p else None
+                why = (p.missing.get(s, "") if p else "partition not in the run")
+                bars.append((f"{name} · {s}", ref.FIG10[name][s], b,
+                             _config_text(p.chosen.get(s)) if p and b else "", why))
+        rows += _micro_rows("Fig 10", data, ref.FIG10_EDGE, cudnn, bars)
+    return rows
+
+
+def versus_fig11(panels):
+    """Fig 11: per panel of ours (measured, model-only), each brick edge x strategy."""
+    cudnn = ref.memory_side(ref.FIG11_CUDNN)
+    rows = []
+    for data in panels:
+        if data is None or data.layerwise is None:
+            continue
+        bars = []
+        for edge in sorted(ref.FIG11):
+            for s in FUSED:
+                b = data.bricks.get(edge, {}).get(s)
+                why = data.missing.get(edge, {}).get(s, "") if edge in data.missing else (
+                    "brick edge not in the run's search space")
+                c = data.chosen.get(edge, {}).get(s)
+                bars.append((f"{edge}^3 brick · {s}", ref.FIG11[edge][s], b,
+                             _config_text(c) if b else "", why))
+        rows += _micro_rows("Fig 11", data, ref.FIG11_EDGE, cudnn, bars)
+    return rows
+
+
+def _cell(value, source):
+    if value is None:
+        return "n/a"
+    return f"{value:.3f} {SOURCE_SHORT.get(source, '')}".rstrip()
+
+
+def versus_markdown(sections, preamble=()):
+    """The model-vs-paper table as Markdown: `sections` [(title, [VersusRow])]. What every
+    row of a section shares (the run it comes from, a note) is said once above its table."""
+    out = ["# Model vs paper", ""]
+    out += list(preamble) + [""]
+    for title, rows in sections:
+        out += [f"## {title}", ""]
+        if not rows:
+            out += ["(no data: no run of this figure's experiment in the database)", ""]
+            continue
+        shared_ours = {r.ours for r in rows}
+        shared_notes = [n for n in rows[0].notes if all(n in r.notes for r in rows)]
+        said = []
+        if len(shared_ours) == 1 and rows[0].ours:
+            said.append(f"Ours: {rows[0].ours}.")
+        said += [f"All rows: {n}." for n in shared_notes]
+        out += said + ([""] if said else [])
+        head = ["bar"] + (["ours from"] if len(shared_ours) > 1 else []) + [
+            "paper (÷ its cuDNN)", "ours ÷ L", "ours ÷ U", "ours ÷ U − paper", "configuration",
+            "note"]
+        out += ["| " + " | ".join(head) + " |",
+                "| " + " | ".join("---:" if h.startswith(("paper", "ours ÷")) else "---"
+                                  for h in head) + " |"]
+        for r in rows:
+            paper = f"{r.paper:.3f}" + (f" ({r.paper_ms:g} ms)" if r.paper_ms else "")
+            gap = f"{r.gap:+.3f}" if r.gap is not None else "n/a"
+            note = "; ".join(n for n in r.notes if n not in shared_notes)
+            cells = [r.bar] + ([r.ours] if len(shared_ours) > 1 else []) + [
+                paper, _cell(r.vs_l, r.vs_l_source), _cell(r.vs_u, r.vs_u_source), gap,
+                r.config, note]
+            out.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+        out.append("")
+    return "\n".join(out)

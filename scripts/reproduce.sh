@@ -7,14 +7,17 @@
 # With an NVIDIA GPU (nvidia-smi lists one): every experiment at full size with the tuner's
 # `auto` backend (the GPU), plus the framework baselines of experiments/baselines/ where
 # PyTorch / JAX are installed. Without one: the seven models and the ResNet-50 subgraphs
-# model-only (predictions, labelled "predicted (model)"), and the two microbenchmarks measured
-# on the CPU at a reduced size (labelled "measured (CPU)"); under 10 minutes on 2 cores.
+# model-only (predictions, labelled "predicted (model)"), the two microbenchmarks measured
+# on the CPU at a reduced size (labelled "measured (CPU)") and, for the comparison of the model
+# with the paper, the same two model-only at the paper's size (a panel of their own in Figs
+# 10-11); under 10 minutes on 2 cores.
 #
 # Environment: BRICKDL_REPRODUCE_MODE=gpu|cpu forces the mode; BRICKDL_BUILD_DIR (default
 # build/) is where brickdl-tune is built (scripts/build.sh runs when it is missing);
 # BRICKDL_MICRO_SIZE (default 64) and BRICKDL_MICRO_REPS (default 3) set the reduced
 # microbenchmarks' cube edge and repetitions.
-# Outputs: OUTDIR/brickdl.db, OUTDIR/figures/*.png|pdf|json, OUTDIR/figures/gpu/<run>/ (the
+# Outputs: OUTDIR/brickdl.db, OUTDIR/figures/*.png|pdf|json and model_vs_paper.md (ours
+# against both layerwise baselines and the paper's values), OUTDIR/figures/gpu/<run>/ (the
 # committed device runs of results/gpu/, each drawn from its own database),
 # OUTDIR/runs/<experiment>/ (plan and report of each tuning run), OUTDIR/reproduce.log (the
 # command log).
@@ -121,6 +124,12 @@ else
       "input_size=[$micro_size, $micro_size, $micro_size]" \
       "measurement.repetitions=$micro_reps" "measurement.warmup=1" "measurement.budget_s=0"
     tune_one "$m" "$reduced" --backend cpu --top-k 1000
+  done
+  # The same two chains model-only at the paper's size (112^3 / 224^3) for the paper's GPU
+  # spec: Figs 10-11 draw these runs (backend none) as the panel "model, A100-40GB, full size"
+  # beside the measured one. Seconds each.
+  for m in micro_graphsize micro_bricksize; do
+    tune_one "$m-full-size-model" "$root/experiments/$m.yaml" --backend none
   done
 fi
 

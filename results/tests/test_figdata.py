@@ -1,6 +1,7 @@
 """Data extraction of the figure scripts, checked on the synthetic database by hand."""
 import math
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -204,6 +205,227 @@ class FigDataTest(unittest.TestCase):
         self.assertAlmostEqual(fd.spearman([1, 2, 3, 4], [10, 30, 20, 40]), 0.8)
         self.assertIsNone(fd.spearman([1, 2, 4], [2, 2, 2]))
         self.assertIsNone(fd.spearman([1], [1]))
+
+
+def schema4_copy(src, dst):
+    """`src` as a schema-4 file: no baseline_predictions table, meta says 4."""
+    shutil.copyfile(src, dst)
+    conn = sqlite3.connect(dst)
+    conn.execute("DROP TABLE baseline_predictions")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+
+class PaperBaselineTest(unittest.TestCase):
+    """U, the paper's unfused cuDNN baseline: predicted (baseline_predictions), measured
+    (variant.paper_unfused_ms), absent (older schema, missing rows), by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.tmp.name, "synthetic.db")
+        synthetic_db.build(cls.path)
+        cls.conn = fd.open_db(cls.path)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.conn.close()
+        cls.tmp.cleanup()
+
+    assertBar = FigDataTest.assertBar
+
+    def test_fig7_against_unfused_predicted(self):
+        m = fd.fig7_data(self.conn, ["resnet50"])["resnet50"]
+        v = m.against_unfused
+        self.assertIsNone(m.unfused_missing)
+        self.assertEqual(v.source, fd.SOURCE_MODEL)
+        self.assertIsNone(v.note)
+        # U = 8 + 4 ms of the latest rows for A100-40GB (not v0's 100, not H200's 50);
+        # DRAM 6 + 3, compute 1 + 0.5. L = the plan's layerwise 6 ms, the plan 5 ms.
+        self.assertEqual(v.unfused_ms, 12)
+        self.assertBar(v.normalized["unfused"], 1.0, 9 / 12, 1.5 / 12)
+        self.assertBar(v.normalized["layerwise"], 0.5, 4 / 12, 1.5 / 12)
+        self.assertBar(v.normalized["plan"], 5 / 12, 2.5 / 12, 1.5 / 12)
+
+    def test_fig7_against_unfused_is_predicted_when_u_is_not_measured(self):
+        m = fd.fig7_data(self.conn, ["vgg16_bn"])["vgg16_bn"]
+        self.assertEqual(m.source, fd.SOURCE_GPU)  # the comparison against L: measured
+        v = m.against_unfused
+        self.assertEqual(v.source, fd.SOURCE_MODEL)
+        self.assertIn("no variant.paper_unfused_ms counter", v.note)
+        # U 6 + 3 ms, L 6, plan 5: all predicted; the measured frameworks stay out.
+        self.assertEqual(v.unfused_ms, 9)
+        self.assertAlmostEqual(v.normalized["layerwise"].total, 6 / 9)
+        self.assertAlmostEqual(v.normalized["plan"].total, 5 / 9)
+        self.assertEqual(v.baselines, {})
+
+    def test_fig7_against_unfused_measured_on_a_gpu(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "gpu.db")
+            b = synthetic_db.Builder(path)
+            t = b.target(synthetic_db.GPU_TARGET, "cuda")
+            run = b.run("resnet50", "resnet50", t)
+            w12, w3 = b.workload(2), b.workload(1)
+            l12, p12, l3 = (b.candidate(w12, "layerwise"), b.candidate(w12, "padded"),
+                            b.candidate(w3, "layerwise"))
+            b.prediction(l12, time=4, dram=3, compute=1)
+            b.prediction(p12, time=3, dram=1.5, compute=1)
+            b.prediction(l3, time=2, dram=1, compute=0.5)
+            b.measurement(l12, t, run, 5, counters={"variant.paper_unfused_ms": 9})
+            b.measurement(l3, t, run, 3, counters={"variant.paper_unfused_ms": 4})
+            b.baseline_prediction(w12, 10, dram=8, compute=1)
+            b.baseline_prediction(w3, 5, dram=4, compute=0.5)
+            b.group(run, w12, 1, 2)
+            b.group(run, w3, 3, 3)
+            b.plan(run, "measured", 5, 6, [(p12, 1, 2), (l3, 3, 3)], measured=6,
+                   layerwise_measured=8)
+            b.baseline(t, "resnet50", "torch-compile", 6.5)
+            b.close()
+            conn = fd.open_db(path)
+            m = fd.fig7_data(conn, ["resnet50"])["resnet50"]
+            conn.close()
+        v = m.against_unfused
+        self.assertEqual(v.source, fd.SOURCE_GPU)
+        self.assertIsNone(v.note)
+        # U measured 9 + 4 = 13 ms; its split: predicted DRAM 12 of 15, compute 1.5 of 15.
+        self.assertEqual(v.unfused_ms, 13)
+        self.assertBar(v.normalized["unfused"], 1.0, 0.8, 0.1)
+        self.assertAlmostEqual(v.normalized["layerwise"].total, 8 / 13)
+        self.assertAlmostEqual(v.normalized["plan"].total, 6 / 13)
+        # Frameworks of the same GPU against U too: 6.5 / 13; against L 6.5 / 8.
+        self.assertAlmostEqual(v.baselines["torch-compile"]["normalized"], 0.5)
+        self.assertAlmostEqual(m.baselines["torch-compile"]["normalized"], 6.5 / 8)
+
+    def test_fig8_against_unfused_and_fig9_ratios(self):
+        run = fd.find_run(self.conn, fd.FIG8_EXPERIMENT)
+        sg2, sg10 = fd.subgraph_data(self.conn, run)
+        v = sg2.against_unfused
+        # The comparison against L is measured on the CPU; U cannot be: all predicted.
+        self.assertEqual(sg2.source, fd.SOURCE_CPU)
+        self.assertEqual(v.source, fd.SOURCE_MODEL)
+        self.assertIn("a CPU run", v.note)
+        self.assertEqual(v.unfused_ms, 16)
+        self.assertBar(v.normalized["unfused"], 1.0, 0.75, 0.125)
+        self.assertAlmostEqual(v.normalized["layerwise"].total, 10 / 16)
+        # The best predicted padded is 8^3 (8 ms; 16^3 is infeasible), memoized 9 ms.
+        self.assertEqual(v.chosen["padded"].brick, "8x8x8")
+        self.assertBar(v.normalized["padded"], 0.5, 4 / 16, 3 / 16)
+        self.assertAlmostEqual(v.normalized["memoized"].total, 9 / 16)
+        # Fig 9 against U: predicted bytes (130, 90, 45) and (120, 88, 48) over (200, 160, 150).
+        self.assertEqual(sg2.unfused_transactions, (200, 160, 150))
+        for s, want in (("padded", (0.65, 0.5625, 0.3)), ("memoized", (0.6, 0.55, 0.32))):
+            for got, w in zip(sg2.unfused_ratios[s], want):
+                self.assertAlmostEqual(got, w)
+        # Subgraph 10 runs layers 4-6 one by one, and layer 6 has no row: no U.
+        self.assertIsNone(sg10.against_unfused)
+        self.assertEqual(sg10.unfused_ratios, {})
+        self.assertIn("no 'paper-unfused' row in baseline_predictions for model spec "
+                      "A100-40GB", sg10.unfused_missing)
+
+    def test_fig10_unfused_of_a_predicted_panel(self):
+        data = fd.fig10_data(self.conn)
+        self.assertEqual(data.source, fd.SOURCE_MODEL)
+        self.assertEqual(data.shape, (48, 48, 48))
+        # 6 layers at 5 ms, DRAM 4, compute 0.5.
+        self.assertBar(data.unfused, 30, 24, 3)
+        self.assertEqual(data.unfused.source, fd.SOURCE_MODEL)
+        self.assertIsNone(data.unfused_missing)
+
+    def test_fig11_measured_unfused_and_the_model_panel(self):
+        runs = fd.micro_runs(fd.fig11_runs(self.conn), "fig11")
+        self.assertEqual([r.backend for r in runs], ["cuda", "none"])
+        gpu, model = (fd.fig11_data(self.conn, r) for r in runs)
+        # Measured 25 ms on the GPU, split by the prediction's 10 / 12.5 DRAM, 1 / 12.5 compute.
+        self.assertBar(gpu.unfused, 25, 20, 2)
+        self.assertEqual(gpu.unfused.source, fd.SOURCE_GPU)
+        self.assertEqual(model.source, fd.SOURCE_MODEL)
+        self.assertEqual(model.shape, (224, 224, 224))
+        self.assertBar(model.layerwise, 40, 30, 5)
+        self.assertBar(model.unfused, 100, 80, 5)
+        self.assertEqual({e: {s: b.total for s, b in d.items()} for e, d in model.bricks.items()},
+                         {8: {"padded": 60, "memoized": 30}, 16: {"memoized": 35}})
+        self.assertEqual(model.missing[16],
+                         {"padded": "infeasible: " + synthetic_db.FIG11_INFEASIBLE})
+
+    def test_versus_rows_by_hand(self):
+        run = fd.find_run(self.conn, fd.FIG8_EXPERIMENT)
+        rows = {r.bar: r for r in fd.versus_fig8(fd.subgraph_data(self.conn, run))}
+        # Only subgraph 2 has a paper counterpart (the paper has 7).
+        self.assertEqual(sorted(rows), sorted(
+            ["subgraph 2 · cuDNN, read as L (ours fused)",
+             "subgraph 2 · cuDNN, read as U (the paper's unfused)",
+             "subgraph 2 · padded", "subgraph 2 · memoized"]))
+        p = rows["subgraph 2 · padded"]
+        self.assertAlmostEqual(p.paper, 0.8)  # the paper's subgraph 2 padded: 0.22 + 0.58
+        self.assertEqual((p.vs_l, p.vs_l_source, p.vs_u, p.vs_u_source),
+                         (0.9, fd.SOURCE_CPU, 0.5, fd.SOURCE_MODEL))
+        self.assertAlmostEqual(p.gap, -0.3)
+        as_l = rows["subgraph 2 · cuDNN, read as L (ours fused)"]
+        as_u = rows["subgraph 2 · cuDNN, read as U (the paper's unfused)"]
+        self.assertEqual((as_l.vs_l, as_l.vs_u), (1.0, 10 / 16))
+        self.assertEqual((as_u.vs_l, as_u.vs_u), (1.6, 1.0))
+        # Fig 11's model panel at the paper's size: 16^3 memoized 35 of L 40 and U 100; the
+        # paper's 785 of 918 ms.
+        model = fd.fig11_data(self.conn, fd.micro_runs(fd.fig11_runs(self.conn), "fig11")[1])
+        rows = {r.bar: r for r in fd.versus_fig11([model])}
+        m16 = rows["16^3 brick · memoized"]
+        self.assertEqual((m16.paper_ms, m16.vs_l, m16.vs_u), (785, 0.875, 0.35))
+        self.assertAlmostEqual(m16.paper, 785 / 918)
+        self.assertIn("(the paper's size)", m16.ours)
+        self.assertEqual(rows["16^3 brick · padded"].notes,
+                         ["infeasible: " + synthetic_db.FIG11_INFEASIBLE])
+        self.assertEqual(rows["32^3 brick · padded"].notes,
+                         ["brick edge not in the run's search space"])
+        # Fig 10 (predicted): 6 memoized 14 ms of L 12 and U 30; the paper's 1617 of 1440.
+        rows = {r.bar: r for r in fd.versus_fig10([fd.fig10_data(self.conn)])}
+        m6 = rows["6 · memoized"]
+        self.assertAlmostEqual(m6.vs_l, 14 / 12)
+        self.assertAlmostEqual(m6.vs_u, 14 / 30)
+        self.assertAlmostEqual(m6.paper, 1617 / 1440)
+        self.assertEqual(rows["3+3 · padded"].notes, ["partition not in the run"])
+
+    def test_versus_markdown_says_shared_things_once(self):
+        rows = [fd.VersusRow("Fig 11", "a", 1.0, "ours X", 918, 1.0, fd.SOURCE_CPU, None, None,
+                             "layerwise", ["U absent; really"]),
+                fd.VersusRow("Fig 11", "b", 0.855, "ours X", 785, 0.568, fd.SOURCE_CPU, None,
+                             None, "memoized", ["U absent; really", "only b"])]
+        text = fd.versus_markdown([("Fig 11", rows), ("Fig 8", [])], ["preamble"])
+        self.assertIn("Ours: ours X.", text)
+        self.assertIn("All rows: U absent; really.", text)
+        self.assertIn("| b | 0.855 (785 ms) | 0.568 CPU | n/a | n/a | memoized | only b |", text)
+        self.assertIn("| a | 1.000 (918 ms) | 1.000 CPU | n/a | n/a | layerwise |  |", text)
+        self.assertIn("(no data: no run of this figure's experiment in the database)", text)
+
+
+class Schema4Test(unittest.TestCase):
+    """A database of schema version 4 has no baseline_predictions: every figure's data is
+    there, U is absent, and says why."""
+
+    def test_u_absent_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src, path = os.path.join(tmp, "s5.db"), os.path.join(tmp, "s4.db")
+            synthetic_db.build(src)
+            schema4_copy(src, path)
+            conn = fd.open_db(path)
+            try:
+                m = fd.fig7_data(conn, ["resnet50"])["resnet50"]
+                sgs = fd.subgraph_data(conn, fd.find_run(conn, fd.FIG8_EXPERIMENT))
+                d10 = fd.fig10_data(conn)
+                rows = fd.versus_fig10([d10])
+            finally:
+                conn.close()
+        why = ("the paper's baseline (U) is absent: this database (schema version 4) has no "
+               "baseline_predictions table")
+        self.assertAlmostEqual(m.plan.total, 5 / 6)  # the comparison against L as ever
+        self.assertIsNone(m.against_unfused)
+        self.assertIn(why, m.unfused_missing)
+        self.assertTrue(all(sg.against_unfused is None and why in sg.unfused_missing
+                            and sg.unfused_ratios == {} for sg in sgs))
+        self.assertIsNone(d10.unfused)
+        self.assertIn(why, d10.unfused_missing)
+        self.assertTrue(rows and all(any(why in n for n in r.notes) for r in rows))
+        self.assertTrue(all(r.vs_u is None for r in rows))
 
 
 class BatchBlockTest(unittest.TestCase):
