@@ -1,6 +1,8 @@
 #include "model/baseline.h"
 
 #include "core/error.h"
+#include "core/graph_builder.h"
+#include "core/op_traits.h"
 
 namespace brickdl::model {
 
@@ -61,6 +63,83 @@ Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
   b.warm = model.predict(fused, c);
   b.model_bound = model.lower_bound(fused, c.group);
   return b;
+}
+
+const std::vector<std::string>& baseline_names() {
+  static const std::vector<std::string> names = {"cudnn-fused", "paper-unfused"};
+  return names;
+}
+
+const char* baseline_name(BaselineKind kind) {
+  return baseline_names()[static_cast<size_t>(kind)].c_str();
+}
+
+bool parse_baseline(const std::string& name, BaselineKind* kind) {
+  const auto& names = baseline_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) {
+      *kind = static_cast<BaselineKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+bool has_epilogue_passes(const Layer& l) {
+  return l.op == OpKind::kConv || l.op == OpKind::kLinear || l.op == OpKind::kConvTranspose;
+}
+
+// Adds the activation pass of `act` after `x`.
+int add_activation_pass(GraphBuilder& b, int x, const Layer& l) {
+  const std::string name = l.name + ".act";
+  return l.activation == Activation::kLeakyRelu ? b.leaky_relu(x, l.leaky_slope, name)
+                                                : b.relu(x, name);
+}
+
+} // namespace
+
+PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
+  GraphBuilder b(fused.name() + " (paper-unfused)", fused.input_shape(), fused.dtype());
+  const int n = fused.size();
+  first_.assign(static_cast<size_t>(n), 0);
+  last_.assign(static_cast<size_t>(n), 0);
+  for (int id = 1; id < n; ++id) {
+    Layer l = fused.layer(id);
+    const Activation act = l.activation;
+    const bool bias = has_epilogue_passes(l) && l.bias;
+    const bool bn = has_epilogue_passes(l) && l.bn_folded;
+    for (int& in : l.inputs)
+      in = last_[static_cast<size_t>(in)];
+    l.activation = Activation::kNone;
+    if (has_epilogue_passes(l)) {
+      l.bias = false;
+      l.bn_folded = false;
+    }
+    int x = b.add_layer(l);
+    first_[static_cast<size_t>(id)] = x;
+    if (bias || bn)
+      x = b.batch_norm(x, l.name + ".bias");
+    if (bn)
+      x = b.batch_norm(x, l.name + ".bn");
+    if (act != Activation::kNone && !traits(l.op).is_activation)
+      x = add_activation_pass(b, x, fused.layer(id));
+    last_[static_cast<size_t>(id)] = x;
+  }
+  unfused_ = b.build();
+}
+
+Group PaperUnfusedBaseline::unfused_group(const Group& g) const {
+  BRICKDL_CHECK(g.first >= 1 && g.first <= g.last && g.last < static_cast<int>(first_.size()));
+  return Group{first_[static_cast<size_t>(g.first)], last_[static_cast<size_t>(g.last)]};
+}
+
+Prediction PaperUnfusedBaseline::predict(const CostModel& model, const Group& fused_group) const {
+  Candidate c;
+  c.strategy = Strategy::kLayerwise;
+  c.group = unfused_group(fused_group);
+  return model.predict(unfused_, c);
 }
 
 } // namespace brickdl::model

@@ -12,6 +12,7 @@
 // over the baseline compare like with like. `warm` runs the same kernels back to back with
 // L2 kept between them (the LRU of model/detail/memory.h over the whole graph), closer to
 // what cuDNN gets end to end; it is reported for reference.
+#include <string>
 #include <vector>
 
 #include "core/graph.h"
@@ -34,6 +35,47 @@ struct Baseline {
 };
 
 Baseline layerwise_baseline(const CostModel& model, const Graph& fused);
+
+// The layerwise baselines a plan is compared with (DESIGN.md, "Two baselines, both named"):
+//   cudnn-fused    the honest one: one library call per layer, conv + bias + activation fused,
+//                  the best algorithm (what layerwise candidates are, and what
+//                  layerwise_baseline() predicts);
+//   paper-unfused  the BrickDL paper's own (its public artifact): each conv with a fixed
+//                  implicit-GEMM algorithm, then its bias (cudnnAddTensor), its batch-norm and
+//                  its activation each as a pass of its own over the output.
+enum class BaselineKind { kCudnnFused, kPaperUnfused };
+const std::vector<std::string>& baseline_names(); // in enum order
+const char* baseline_name(BaselineKind kind);
+bool parse_baseline(const std::string& name, BaselineKind* kind);
+
+// The paper's unfused baseline of groups of one fused graph. Each fused layer becomes the
+// passes the paper's artifact runs (names: the layer's, then ".bias", ".bn", ".act"):
+//
+//   conv / linear / conv_transpose with bias b, folded batch-norm f, activation a
+//     ─► the op without its epilogue ─► [bias pass if b or f] ─► [batch-norm pass if f]
+//        ─► [activation pass if a]
+//   any other layer with a fused activation ─► the op ─► [activation pass]
+//
+// (a folded batch-norm brings both passes, as the paper's ConvBatchnormLayer has a bias and
+// a batch-norm). A bias or batch-norm pass is a per-channel affine (op batch_norm), an
+// activation pass its op: each reads the output whole and writes it whole, one launch. The
+// group's passes are then predicted as one layerwise group of the unfused graph, with the
+// same L2 model as every layerwise group (a pass finds its input in L2 when it fits).
+// Not modelled: the fixed algorithm's own speed (the conv is charged at the library's
+// roofline as in cudnn-fused); the cuDNN backend measures it (kernels/cuda/cudnn_layerwise.h).
+class PaperUnfusedBaseline {
+public:
+  // Throws UserError when the unfused graph exceeds a limit (core/limits.h).
+  explicit PaperUnfusedBaseline(const Graph& fused);
+  const Graph& graph() const { return unfused_; }
+  // The unfused layers of a fused group (ids in graph()).
+  Group unfused_group(const Group& fused_group) const;
+  Prediction predict(const CostModel& model, const Group& fused_group) const;
+
+private:
+  Graph unfused_;
+  std::vector<int> first_, last_; // per fused layer id: its passes in unfused_
+};
 
 // Adds the counts, bytes and times of `p` to `into` (feasible stays true only if both are).
 void accumulate(Prediction& into, const Prediction& p);

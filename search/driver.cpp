@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/git_revision.h"
 #include "core/store/heartbeat.h"
+#include "model/baseline.h"
 #include "search/evaluation.h"
 #include "search/measurers.h"
 #include "search/plan_validation.h"
@@ -215,9 +216,34 @@ private:
   int64_t measured_after_id_ = 0;
 };
 
+// The paper's unfused baseline of the space's graph, when it can be built (an unfused graph
+// over a limit of core/limits.h is left out, with a note).
+std::optional<model::PaperUnfusedBaseline> paper_baseline(const Graph& fused, const Logger& log) {
+  try {
+    return model::PaperUnfusedBaseline(fused);
+  } catch (const UserError& e) {
+    log.info(std::string("the paper's unfused baseline is not predicted: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+// Records the paper's unfused baseline of a workload (the group `g` of the space).
+void put_paper_baseline(TuningDb& db, const Predictor& predictor,
+                        const model::PaperUnfusedBaseline& paper, const Group& g,
+                        int64_t workload_id, const model::LowerBound& bound) {
+  Candidate c;
+  c.strategy = Strategy::kLayerwise;
+  c.group = paper.unfused_group(g);
+  const model::Prediction p = predictor.predict(paper.graph(), c);
+  db.put_baseline_prediction(workload_id, predictor.gpu_name(), predictor.version(),
+                             model::baseline_name(model::BaselineKind::kPaperUnfused),
+                             prediction_row(p, bound), p.launches);
+}
+
 void Run::store_space() {
   const std::vector<std::string> labels = group_labels(space_);
   TuningDb& db = *ctx_.db;
+  const std::optional<model::PaperUnfusedBaseline> paper = paper_baseline(space_.graph(), ctx_.log);
   db.in_transaction([&] {
     std::unordered_map<std::string, int64_t> workloads;
     std::unordered_map<int64_t, bool> predicted;
@@ -230,6 +256,8 @@ void Run::store_space() {
         for (int id = e.group.first; id <= e.group.last; ++id)
           macs += space_.graph().layer(id).macs;
         it->second = db.workload_id(WorkloadInfo{e.signature, e.group.size(), e.description, macs});
+        if (paper)
+          put_paper_baseline(db, *ctx_.predictor, *paper, e.group, it->second, ge.lower_bound);
       }
       ge.workload_id = it->second;
       db.add_run_group(run_id_, ge.workload_id, e.group.first, e.group.last, e.layer_names,

@@ -62,6 +62,7 @@ public:
     copy_runs();
     copy_run_groups();
     copy_predictions();
+    copy_baseline_predictions();
     copy_measurements();
     copy_plans();
     copy_baselines();
@@ -70,7 +71,7 @@ public:
 private:
   int changes() const { return sqlite3_changes(o_); }
   // The input row being copied, named when the output refuses it.
-  void at(const char* table, int64_t id) {
+  void at(const std::string& table, int64_t id) {
     row_table_ = table;
     row_id_ = id;
   }
@@ -197,28 +198,46 @@ private:
   }
 
   void copy_predictions() {
-    static constexpr const char* kCols =
-        "candidate_id, gpu_spec, model_version, feasible, reason, time_ms, time_dram_ms, "
-        "time_l2_ms, time_compute_ms, time_atomics_compulsory_ms, time_atomics_conflict_ms, "
-        "time_other_ms, flops, redundant_flops, l1_bytes, l2_bytes, dram_bytes, "
-        "dram_lower_bound, atomics_compulsory, atomics_conflict";
-    constexpr int kNumCols = 20;
-    Statement st(i_, fmt::format("SELECT {} FROM predictions ORDER BY rowid", kCols),
-                 "reading predictions");
+    copy_prediction_rows("predictions", "candidate_id", candidates_, "candidate",
+                         "gpu_spec, model_version, feasible, reason, time_ms, time_dram_ms, "
+                         "time_l2_ms, time_compute_ms, time_atomics_compulsory_ms, "
+                         "time_atomics_conflict_ms, time_other_ms, flops, redundant_flops, "
+                         "l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, atomics_compulsory, "
+                         "atomics_conflict");
+  }
+
+  // The other layerwise baselines' predictions, counted with the predictions.
+  void copy_baseline_predictions() {
+    copy_prediction_rows("baseline_predictions", "workload_id", workloads_, "workload",
+                         "gpu_spec, model_version, baseline, time_ms, time_dram_ms, time_l2_ms, "
+                         "time_compute_ms, time_atomics_compulsory_ms, time_atomics_conflict_ms, "
+                         "time_other_ms, flops, redundant_flops, l1_bytes, l2_bytes, dram_bytes, "
+                         "dram_lower_bound, atomics_compulsory, atomics_conflict, launches");
+  }
+
+  // Copies `table`, whose first column `key` is an id of `ids` (remapped) and whose other
+  // columns are `rest`; a row already present is kept.
+  void copy_prediction_rows(const char* table, const char* key,
+                            const std::map<int64_t, int64_t>& ids, const char* id_what,
+                            const char* rest) {
+    const std::string cols = fmt::format("{}, {}", key, rest);
+    Statement st(i_, fmt::format("SELECT {} FROM {} ORDER BY rowid", cols, table),
+                 fmt::format("reading {}", table));
+    const int num_cols = st.column_count();
     std::string params;
-    for (int c = 1; c <= kNumCols; ++c)
+    for (int c = 1; c <= num_cols; ++c)
       params += fmt::format("{}?{}", c > 1 ? ", " : "", c);
-    Statement insert(o_,
-                     fmt::format("INSERT INTO predictions ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-                                 kCols, params),
-                     "merging predictions");
-    BRICKDL_CHECK(st.column_count() == kNumCols);
+    Statement insert(
+        o_,
+        fmt::format("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING", table, cols, params),
+        fmt::format("merging {}", table));
+    const std::string where = fmt::format("{} ({})", table, key);
     while (st.step()) {
       insert.reset();
-      for (int c = 0; c < kNumCols; ++c)
+      for (int c = 0; c < num_cols; ++c)
         insert.bind_column(c + 1, st, c);
-      insert.bind(1, mapped(candidates_, st.int64(0), "candidate"));
-      at("predictions (candidate_id)", st.int64(0));
+      insert.bind(1, mapped(ids, st.int64(0), id_what));
+      at(where, st.int64(0));
       insert.run();
       stats_->predictions_added += changes();
     }
@@ -366,7 +385,7 @@ private:
   sqlite3* o_;
   sqlite3* i_;
   MergeStats* stats_ = nullptr;
-  const char* row_table_ = "targets";
+  std::string row_table_ = "targets";
   int64_t row_id_ = 0;
   std::map<int64_t, int64_t> targets_, workloads_, candidates_, runs_; // input id → output id
 };

@@ -605,6 +605,28 @@ void TuningDb::put_prediction(int64_t candidate_id, const std::string& gpu_spec,
   tx.commit();
 }
 
+void TuningDb::put_baseline_prediction(int64_t workload_id, const std::string& gpu_spec,
+                                       const std::string& model_version,
+                                       const std::string& baseline, const PredictionRow& p,
+                                       int launches) {
+  require_writable("recording a baseline prediction");
+  Transaction tx(db_, &transaction_depth_, "recording a baseline prediction");
+  cached("INSERT OR REPLACE INTO baseline_predictions (workload_id, gpu_spec, model_version, "
+         "baseline, time_ms, time_dram_ms, time_l2_ms, time_compute_ms, "
+         "time_atomics_compulsory_ms, time_atomics_conflict_ms, time_other_ms, flops, "
+         "redundant_flops, l1_bytes, l2_bytes, dram_bytes, dram_lower_bound, "
+         "atomics_compulsory, atomics_conflict, launches) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+         "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+         "recording a baseline prediction")
+      ->bind_all(workload_id, gpu_spec, model_version, baseline, p.time_ms, p.time_dram_ms,
+                 p.time_l2_ms, p.time_compute_ms, p.time_atomics_compulsory_ms,
+                 p.time_atomics_conflict_ms, p.time_other_ms, p.flops, p.redundant_flops,
+                 p.l1_bytes, p.l2_bytes, p.dram_bytes, p.dram_lower_bound, p.atomics_compulsory,
+                 p.atomics_conflict, int64_t{launches})
+      .run();
+  tx.commit();
+}
+
 // The columns read_measurement() expects, from `measurements m`.
 constexpr const char* kMeasurementCols = "m.id, m.run_id, m.status, m.error, m.median_ms, "
                                          "m.min_ms, m.max_ms, m.p25_ms, m.p75_ms, m.max_rel_error";

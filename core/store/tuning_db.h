@@ -18,7 +18,7 @@
 //
 //   driver ──begin_run──► runs          candidates ◄── candidate(workload, config)
 //      │                  workloads ◄── workload(signature)
-//      ├─put_prediction─► predictions
+//      ├─put_prediction─► predictions (put_baseline_prediction ─► baseline_predictions)
 //      ├─put_measurement► measurements + samples + counters   (one transaction each)
 //      └─put_plan───────► plans + plan_groups
 //   brickdl-query ──read-only──► the same tables
@@ -217,6 +217,12 @@ public:
   int64_t candidate_id(int64_t workload_id, const Candidate& c);
   void put_prediction(int64_t candidate_id, const std::string& gpu_spec,
                       const std::string& model_version, const PredictionRow& p);
+  // The model's prediction of another layerwise baseline of a workload ('paper-unfused'),
+  // replacing one of the same (workload, spec, version, baseline); `launches` kernels and
+  // library calls per run of the group.
+  void put_baseline_prediction(int64_t workload_id, const std::string& gpu_spec,
+                               const std::string& model_version, const std::string& baseline,
+                               const PredictionRow& p, int launches);
   // The latest measurement of a candidate on a target (any run), for resume.
   std::optional<StoredMeasurement> find_measurement(int64_t candidate_id, int64_t target_id);
   // The latest measurement of a candidate on any target but `own_target_id`, with the
