@@ -262,10 +262,35 @@ private:
       j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_variant, j.o));
       record_choices(variant, other, j.r.counters);
       record_choices(*baseline, math, j.r.counters);
+      measure_paper_variant(j, math);
       return baseline;
     } catch (const Unsupported& e) {
       session_.warn_once(std::string("cuDNN baseline unavailable for a group: ") + e.what());
       return nullptr;
+    }
+  }
+
+  // The BrickDL paper's own baseline (CudnnLayerwise::Algorithms::kPaperUnfused: implicit-GEMM
+  // convs, bias, batch-norm and activation passes of their own) in the precision's math,
+  // validated and timed as a variant: "variant.paper_unfused_ms" (cold median), "_warm_ms",
+  // "_max_rel_error" and "_calls" (library calls per run). A refusal leaves it out.
+  void measure_paper_variant(Job& j, Math math) {
+    try {
+      CudnnLayerwise paper(j.g, j.c.group, math, CudnnLayerwise::Algorithms::kPaperUnfused);
+      bind(paper, j);
+      const auto run_paper = [&] { paper.enqueue(session_.stream()); };
+      j.buf.poison_output(session_.stream());
+      run_paper();
+      session_.wait(j.o.timeout_s);
+      paper.publish();
+      const std::string key = "variant.paper_unfused";
+      j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
+      j.r.counters[key + "_calls"] = paper.calls_per_run();
+      j.r.counters[key + "_ms"] = median(measure_cold(session_, run_paper, j.o, nullptr));
+      j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_paper, j.o));
+    } catch (const Unsupported& e) {
+      session_.warn_once(std::string("the paper's unfused cuDNN baseline unavailable: ") +
+                         e.what());
     }
   }
 

@@ -28,8 +28,10 @@
 // math of the graph's precision (CudnnLayerwise::math_for: fp32 strict FP32, tf32 TF32, bf16 /
 // fp16 on 16-bit tensors with FP32 accumulation), and the counters add
 // "variant.cudnn_<math>_ms" for it and for one other math mode (fp32 ↔ tf32; bf16 and fp16:
-// tf32, what a framework runs on fp32 data), and "variant.own_layerwise_ms" (our single-layer
-// kernels, validated), medians over the same repetitions, each cold. Beside each,
+// tf32, what a framework runs on fp32 data), "variant.paper_unfused_ms" (the BrickDL paper's own
+// baseline in the precision's math: implicit-GEMM convs and unfused bias, batch-norm and
+// activation passes, CudnnLayerwise::Algorithms::kPaperUnfused), "variant.own_layerwise_ms" (our
+// single-layer kernels, validated), medians over the same repetitions, each cold. Beside each,
 // "..._warm_ms" times the same layer sequence without the flush (inputs, intermediates and
 // weights L2-warm from the previous run, as a framework runs layers back to back); the samples
 // stay the cold ones (the tuner compares cold to cold). What cuDNN ran per conv:

@@ -102,6 +102,7 @@ struct Step {
   Activation act = Activation::kNone;
   float slope = 0.1f;
   bool bias = false;
+  bool bn_pass = false; // kPaperUnfused: a folded batch-norm's pass of its own
   int64_t out_numel = 0;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr, x2 = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -310,19 +311,46 @@ void describe_conv(Step& s, const Layer& l, const TensorShape& in0, Math math,
   BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, wanted_math(math)));
 }
 
+// The paper's fixed algorithm, implicit GEMM, in the descriptor's math (strict FP32: FMA).
+// False when cuDNN does not run it for the step.
+bool choose_paper(cudnnHandle_t handle, Step& s, Math math) {
+  size_t ws = 0;
+  if (cudnnGetConvolutionForwardWorkspaceSize(handle, s.x, s.w, s.conv, s.y,
+                                              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                              &ws) != CUDNN_STATUS_SUCCESS)
+    return false;
+  s.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  s.math = wanted_math(math);
+  s.workspace = ws;
+  return true;
+}
+
+// Whether the step's algorithm could be chosen as `algorithms` asks.
+bool choose_forward(cudnnHandle_t handle, Step& s, Math math, Algorithms algorithms) {
+  switch (algorithms) {
+  case Algorithms::kFastest: return find_fastest(handle, s, math) || choose_exact(handle, s);
+  case Algorithms::kExact: return choose_exact(handle, s);
+  case Algorithms::kPaperUnfused: return choose_paper(handle, s, math);
+  }
+  return false;
+}
+
 // A conv step: descriptors and algorithm. Returns its library calls per run.
 int plan_conv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape& in0, Math math,
               Algorithms algorithms) {
+  const bool paper = algorithms == Algorithms::kPaperUnfused;
   s.bias = l.bias;
-  s.kind = l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
+  s.bn_pass = paper && l.bn_folded;
+  s.kind =
+      !paper && l.activation == Activation::kRelu && l.bias ? Step::kConvBiasRelu : Step::kConv;
   describe_conv(s, l, in0, math);
-  const bool chosen = (algorithms == Algorithms::kFastest && find_fastest(handle, s, math)) ||
-                      choose_exact(handle, s);
-  if (!chosen)
-    throw Unsupported("cuDNN baseline: no forward algorithm for " + l.name);
+  if (!choose_forward(handle, s, math, algorithms))
+    throw Unsupported(std::string("cuDNN baseline: no forward algorithm for ") + l.name +
+                      (paper ? " (implicit GEMM, the paper's)" : ""));
   BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
-  return s.kind == Step::kConvBiasRelu ? 1
-                                       : 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
+  return s.kind == Step::kConvBiasRelu
+             ? 1
+             : 1 + (s.bias ? 1 : 0) + (s.bn_pass ? 1 : 0) + (l.activation != Activation::kNone);
 }
 
 // A transposed conv step: cudnnConvolutionBackwardData (+ cudnnAddTensor for the bias, +
@@ -335,6 +363,7 @@ int plan_deconv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape
                         " has an output_padding not below its stride (the dilation allows it); "
                         "the data gradient of a conv cannot produce that output extent");
   s.bias = l.bias;
+  s.bn_pass = algorithms == Algorithms::kPaperUnfused && l.bn_folded;
   s.kind = Step::kDeconv;
   describe_conv(s, l, in0, math, true);
   const bool chosen = (algorithms == Algorithms::kFastest && find_fastest_data(handle, s, math)) ||
@@ -342,7 +371,7 @@ int plan_deconv(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape
   if (!chosen)
     throw Unsupported("cuDNN baseline: no backward-data algorithm for " + l.name);
   BRICKDL_CUDNN_CALL(cudnnSetConvolutionMathType(s.conv, s.math));
-  return 1 + (s.bias ? 1 : 0) + (l.activation != Activation::kNone);
+  return 1 + (s.bias ? 1 : 0) + (s.bn_pass ? 1 : 0) + (l.activation != Activation::kNone);
 }
 
 // A max / avg pool step (floor-mode output sizes only). Returns its calls per run.
@@ -501,6 +530,7 @@ struct CudnnLayerwise::Impl {
   Math math = Math::kStrictFp32;
   std::vector<Step> steps;
   std::vector<void*> intermediate; // per group layer; nullptr for the last
+  void* zeros = nullptr;           // kPaperUnfused with a batch-norm pass: a zero per channel
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   cudnnActivationDescriptor_t relu = nullptr;
@@ -525,6 +555,26 @@ struct CudnnLayerwise::Impl {
     return owned.back().as<void>();
   }
   void run(cudaStream_t stream, bool trial);
+  // The batch-norm passes' per-channel zeros (all-zero bits are 0 in every storage type).
+  void alloc_zeros(const Graph& graph, const Group& group) {
+    int64_t channels = 0;
+    for (const Step& s : steps)
+      if (s.bn_pass)
+        channels = std::max(channels, graph.layer(group.first + s.layer).out.c);
+    if (channels == 0)
+      return;
+    const size_t bytes = static_cast<size_t>(channels) * sizeof(float);
+    BRICKDL_CUDA_CALL(cudaMalloc(&zeros, bytes));
+    BRICKDL_CUDA_CALL(cudaMemset(zeros, 0, bytes));
+  }
+  // The bias and batch-norm passes of an unfused conv step, on its output y.
+  void run_bias_passes(const Step& s, size_t i, void* y) {
+    const float one = 1.f;
+    if (s.bias)
+      BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
+    if (s.bn_pass)
+      BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, zeros, &one, s.y, y));
+  }
   void run_conv_bias_relu(Step& s, size_t i, const void* x, void* y, cudaStream_t stream,
                           bool trial);
 
@@ -549,6 +599,8 @@ struct CudnnLayerwise::Impl {
     for (void* p : intermediate)
       if (p)
         cudaFree(p);
+    if (zeros)
+      cudaFree(zeros);
     if (workspace)
       cudaFree(workspace);
     if (handle)
@@ -612,6 +664,7 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
   }
   if (m.workspace_bytes > 0)
     BRICKDL_CUDA_CALL(cudaMalloc(&m.workspace, m.workspace_bytes));
+  m.alloc_zeros(graph, group);
   m.description = desc.str();
 }
 
@@ -708,15 +761,13 @@ void CudnnLayerwise::Impl::run(cudaStream_t stream, bool trial) {
       BRICKDL_CUDNN_CALL(cudnnConvolutionForward(handle, &one, s.x, x, s.w, weights[i], s.conv,
                                                  s.algo, workspace, workspace_bytes, &zero, s.y,
                                                  y));
-      if (s.bias)
-        BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
+      run_bias_passes(s, i, y);
       break;
     case Step::kDeconv:
       BRICKDL_CUDNN_CALL(cudnnConvolutionBackwardData(handle, &one, s.w, weights[i], s.x, x, s.conv,
                                                       s.data_algo, workspace, workspace_bytes,
                                                       &zero, s.y, y));
-      if (s.bias)
-        BRICKDL_CUDNN_CALL(cudnnAddTensor(handle, &one, s.b, biases[i], &one, s.y, y));
+      run_bias_passes(s, i, y);
       break;
     case Step::kPool:
       BRICKDL_CUDNN_CALL(cudnnPoolingForward(handle, s.pool, &one, s.x, x, &zero, s.y, y));

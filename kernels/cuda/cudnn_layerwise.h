@@ -26,8 +26,16 @@
 // the math of its precision (math_for). Algorithms: kFastest asks cudnnFind (it runs the
 // candidates once) under that math mode; kExact takes implicit GEMM with FMA math (no
 // Winograd / FFT rounding; for conv_transpose the GEMM-form backward-data algorithms 1, then
-// 0), used as the validation reference. Ops or attributes cuDNN lacks (ceil-mode or dilated
-// pools, ...) make the constructor throw Unsupported.
+// 0), used as the validation reference. kPaperUnfused is the BrickDL paper's own baseline
+// (its public artifact; model/baseline.h names it 'paper-unfused'): every conv on a fixed
+// CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM in the math's descriptor, never fused with its
+// epilogue: cudnnConvolutionForward, then cudnnAddTensor of the bias, then the batch-norm pass
+// of a conv with a folded batch-norm (cudnnAddTensor of a per-channel zero: the batch-norm's
+// scale and shift are in the weights and bias already, and the pass moves the output through
+// memory once more, as the paper's cudnnBatchNormalizationForwardInference does), then the
+// activation (cudnnActivationForward, or our leaky-relu kernel); other ops as under kExact.
+// Ops or attributes cuDNN lacks (ceil-mode or dilated pools, ...) make the constructor throw
+// Unsupported.
 //
 // Buffers: bind() takes the fp32 device tensors of a group (kernels/cuda/detail/
 // device_buffers.cuh). 16-bit math converts them there, once and untimed, into 16-bit copies
@@ -48,7 +56,7 @@ namespace brickdl::cuda {
 class CudnnLayerwise {
 public:
   enum class Math { kStrictFp32, kTf32, kBf16, kFp16 };
-  enum class Algorithms { kFastest, kExact };
+  enum class Algorithms { kFastest, kExact, kPaperUnfused };
 
   static bool is_supported();   // false when built without cuDNN
   static std::string version(); // "9.19.0", or "none"

@@ -403,6 +403,29 @@ TEST(Device, LayerwiseBaselineReportsWarmTimesAndCudnnChoices) {
   EXPECT_NEAR(r.median_ms, r.counters.at("variant.cudnn_fp32_ms"), 1e-9); // cold samples
 }
 
+// The BrickDL paper's own cuDNN baseline (Algorithms::kPaperUnfused): every conv on implicit
+// GEMM, its bias, folded batch-norm and relu as calls of their own. A bottleneck: conv1 and
+// conv2 4 calls each (conv, bias, batch-norm, relu), conv3 3 (no relu), add + relu 2: 13. The
+// tuner's layerwise measurement validates and times it as a variant.
+TEST(Device, PaperUnfusedCudnnBaselineRunsEveryPassOnItsOwn) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
+  const Graph g = bottleneck(2, 28);
+  const CudnnLayerwise paper(g, {1, 4}, CudnnLayerwise::Math::kStrictFp32,
+                             CudnnLayerwise::Algorithms::kPaperUnfused);
+  EXPECT_EQ(paper.calls_per_run(), 13) << paper.describe();
+  ASSERT_EQ(paper.choices().size(), 3u);
+  for (const auto& c : paper.choices())
+    EXPECT_EQ(c.algo, "implicit_gemm");
+  const MeasureResult r = measure_layerwise(g);
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_EQ(r.counters.at("variant.paper_unfused_calls"), 13);
+  EXPECT_LE(r.counters.at("variant.paper_unfused_max_rel_error"), 1e-4);
+  EXPECT_GT(r.counters.at("variant.paper_unfused_ms"), 0);
+  EXPECT_GT(r.counters.at("variant.paper_unfused_warm_ms"), 0);
+}
+
 // The flush is a read sweep: after it, a kernel that writes nothing but evicts an L2's worth
 // of lines causes no DRAM writes; after a memset (the old flush) it writes dirty lines back.
 // Never run on a GPU yet: thresholds (1 MiB; a quarter of the L2) are first guesses.
