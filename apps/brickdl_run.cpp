@@ -221,14 +221,16 @@ void check_plan_fits(const Options& o, const Loaded& in) {
               << std::endl;
     return;
   }
-  if (o.batch > 0 && in.origin.batch > 0 && o.batch != in.origin.batch)
-    what += ". Drop --batch to run at the plan's batch, or add --allow-plan-mismatch to run it "
-            "anyway";
-  else
-    what += ". Run the model, input size and precision it was made for" +
-            (in.origin.model.empty() ? std::string() : " (model '" + in.origin.model + "')") +
-            ", or add --allow-plan-mismatch to run it anyway";
-  throw UserError(what);
+  // What would fit: --batch dropped when it alone made the batch differ, else the run the plan
+  // names.
+  const bool batch_flag = o.batch > 0 && in.origin.batch > 0 && o.batch != in.origin.batch;
+  if (batch_flag)
+    what += ". Drop --batch to run at the plan's batch";
+  if (in.mismatches.size() > (batch_flag ? 1u : 0u))
+    what += std::string(batch_flag ? ", run" : ". Run") +
+            " the model, batch, input size and precision it was made for" +
+            (in.origin.model.empty() ? std::string() : " (model '" + in.origin.model + "')");
+  throw UserError(what + ", or add --allow-plan-mismatch to run it anyway");
 }
 
 // load_plan_json; a plan that names layers this graph lacks says what it was made for.
