@@ -10,7 +10,7 @@
 # 2), BRICKDL_CMAKE_ARGS (added to the configure step), BRICKDL_VERBOSE=1 (the whole output).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=lib/quiet.sh
+# shellcheck source=scripts/lib/quiet.sh
 . "$root/scripts/lib/quiet.sh"
 build=${BRICKDL_BUILD_DIR:-$root/build}
 # shellcheck disable=SC2086 # BRICKDL_CMAKE_ARGS is split into words on purpose

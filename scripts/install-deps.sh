@@ -12,7 +12,7 @@
 # and changes nothing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=lib/quiet.sh
+# shellcheck source=scripts/lib/quiet.sh
 . "$root/scripts/lib/quiet.sh"
 dry_run=0
 case ${1:-} in

@@ -18,7 +18,7 @@
 # from a `&&` / `||` list, so a failing ctest there would otherwise go unnoticed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=lib/quiet.sh
+# shellcheck source=scripts/lib/quiet.sh
 . "$root/scripts/lib/quiet.sh" # one line per configure, a compact build progress, logs
 what=${1:-all}
 [[ $# -gt 0 ]] && shift

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts (bash): long steps print one line each and a compact progress, their
 # whole output goes to a log file, and a failure prints what went wrong and the log's path.
 #
@@ -72,8 +73,11 @@ quiet_configure() {
 
 # Reads a build's output on stdin and shows its progress (see the top of this file).
 quiet_progress() {
-  local start=$SECONDS tty=0 line pct shown=0 fresh=0 what
-  [[ -t 1 && ${BRICKDL_VERBOSE:-0} != 1 ]] && tty=1
+  local start=$SECONDS tty=0 line pct shown=0 fresh=0 what text cols=80
+  if [[ -t 1 && ${BRICKDL_VERBOSE:-0} != 1 ]]; then
+    tty=1
+    cols=$(tput cols 2>/dev/null || echo 80) # a longer line would wrap and leave copies
+  fi
   while IFS= read -r line; do
     [[ ${BRICKDL_VERBOSE:-0} == 1 ]] && printf '%s\n' "$line"
     if [[ $line =~ ^\[\ *([0-9]+)%\]\ (.*)$ ]]; then
@@ -90,8 +94,9 @@ quiet_progress() {
       # "Building CXX object core/CMakeFiles/brickdl_core.dir/graph.cpp.o" -> core/graph.cpp
       what=${what#Building * object }
       what=${what/CMakeFiles\/*.dir\//}
-      printf '\rbrickdl: building %3d%%  %s  %s\e[K' "$pct" "$(quiet_elapsed "$start")" \
+      printf -v text 'brickdl: building %3d%%  %s  %s' "$pct" "$(quiet_elapsed "$start")" \
         "${what%.o}"
+      printf '\r%s\e[K' "${text:0:cols-1}"
       shown=1
     elif ((fresh && pct / 10 > shown / 10)); then
       shown=$((pct / 10 * 10))

@@ -6,7 +6,7 @@
 # Exit 0: no warning; 1: the warnings are listed; 77: no log (built without scripts/build.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../../scripts/lib/quiet.sh
+# shellcheck source=scripts/lib/quiet.sh
 . "$root/scripts/lib/quiet.sh"
 logs=()
 for f in "$1/logs/configure.log" "$1/logs/build.log"; do

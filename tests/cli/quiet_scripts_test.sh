@@ -81,8 +81,10 @@ grep -qE "^brickdl: apt-get install failed after [0-9]+ s; the whole output is i
   "$tmp/out" || fail "a failed install: $(tail -n 2 "$tmp/out")"
 
 "$deps" --bogus >"$tmp/out" 2>&1
-[[ $? -eq 2 ]] && grep -q 'usage: scripts/install-deps.sh \[--dry-run\]' "$tmp/out" ||
-  fail "a bad flag: $(cat "$tmp/out")"
+rc=$?
+if [[ $rc -ne 2 ]] || ! grep -q 'usage: scripts/install-deps.sh \[--dry-run\]' "$tmp/out"; then
+  fail "a bad flag: exit $rc, $(cat "$tmp/out")"
+fi
 
 # ---- 2. quiet_configure / quiet_build on a small project -----------------------------------
 export PATH=${PATH#"$fake":}
@@ -103,9 +105,10 @@ add_library(probe STATIC$sources warn.cpp)
 target_compile_options(probe PRIVATE -Wall)
 CMAKE
 (
-  # shellcheck source=../../scripts/lib/quiet.sh
+  # shellcheck source=scripts/lib/quiet.sh
   . "$root/scripts/lib/quiet.sh"
-  quiet_root=$proj # the project to configure instead of brickdl
+  # shellcheck disable=SC2034 # read by quiet_configure: the project to configure
+  quiet_root=$proj
   cd "$tmp" || exit 1
   quiet_configure "$tmp/b" -DCMAKE_BUILD_TYPE=Release >"$tmp/configure.out" 2>&1 || exit 1
   quiet_build "$tmp/b" >"$tmp/build.out" 2>&1 || exit 2
