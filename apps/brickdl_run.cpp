@@ -7,6 +7,14 @@
 //   brickdl-run --model model.onnx --out run/          (an ONNX model with its own weights)
 //   brickdl-run --model experiments/minimal.yaml --out run/   (an experiment's model)
 //   brickdl-run --model resnet50 --export-onnx resnet50.onnx  (the graph and its weights)
+//   brickdl-run --model resnet50 --plan out/resnet50/plan.json --check   (check only)
+//
+// A plan of brickdl-tune (its plan.json) names the batch, precision and workloads it was made
+// for. Without --batch the run takes the plan's batch; a plan that does not fit the run (another
+// batch, precision, model, input size or channel count) is refused (exit 2) unless
+// --allow-plan-mismatch, which runs it with a warning. Progress of the plan run and of the
+// reference (--check) goes to stderr (--quiet: none); the closing line on stdout says what
+// each time measures.
 //
 // Output folder:
 //   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32
@@ -20,8 +28,11 @@
 //   manifest.json            the fused layers (op, inputs, shape, attributes, parameter files),
 //                            options, plan, counters (plan totals; "bricks_computed.<i>" is
 //                            layer i of the fused graph), each plan group with its own
-//                            counters ("plan_groups"), wall time, and with --check the
-//                            error against the layer-by-layer reference.
+//                            counters ("plan_groups"), times ("times_ms": load = model,
+//                            weights, input and plan; plan = the plan's execution; reference
+//                            (--check); write = the files; total = the whole command so far),
+//                            what the plan was made for, and with --check the error against
+//                            the layer-by-layer reference.
 //
 // Exit status: 0 done, 1 --check failed (an element outside the tolerance, or a NaN or an
 // infinity on one side only), 2 bad input, 3 internal error.
@@ -31,7 +42,10 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/run_tool.h"
@@ -68,11 +82,76 @@ struct Options {
   int threads = 0;
   bool check = false;
   std::string export_onnx;
+  bool quiet = false;               // no progress on stderr
+  bool allow_plan_mismatch = false; // run a plan made for another batch, model, ...
+};
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The progress of one long step (the plan run, the reference run) on stderr, by layers done:
+// one updating line on a terminal, else a line at each further tenth of the layers; nothing
+// with --quiet.
+//   brickdl-run: reference 35/73 layers, 0:12 elapsed
+class StepProgress {
+public:
+  StepProgress(std::string label, int layers, bool quiet)
+      : label_(std::move(label)), layers_(layers), quiet_(quiet || layers <= 0),
+        terminal_(isatty(STDERR_FILENO) == 1) {}
+  StepProgress(const StepProgress&) = delete;
+  StepProgress& operator=(const StepProgress&) = delete;
+  ~StepProgress() { finish(); }
+
+  // Every layer up to `last_done` has run.
+  void update(int last_done) {
+    if (quiet_)
+      return;
+    if (terminal_) {
+      const Clock::time_point now = Clock::now();
+      if (drawn_ && last_done < layers_ && now - last_ < std::chrono::milliseconds(100))
+        return;
+      last_ = now;
+      std::cerr << '\r' << line(last_done) << "\x1b[K" << std::flush; // ESC[K: clear the rest
+      drawn_ = true;
+    } else if (last_done * 10 / layers_ > tenths_) {
+      tenths_ = last_done * 10 / layers_;
+      std::cerr << line(last_done) << std::endl;
+    }
+  }
+  // Ends the updating line, if one was drawn.
+  void finish() {
+    if (drawn_)
+      std::cerr << std::endl;
+    drawn_ = false;
+  }
+
+private:
+  std::string line(int done) const {
+    const int s = static_cast<int>(ms_since(start_) / 1000);
+    return fmt::format("brickdl-run: {} {}/{} layers, {}:{:02} elapsed", label_, done, layers_,
+                       s / 60, s % 60);
+  }
+
+  std::string label_;
+  int layers_;
+  bool quiet_;
+  bool terminal_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_{};
+  bool drawn_ = false;
+  int tenths_ = 0;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() > suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_experiment_path(const std::string& model) {
+  return ends_with(model, ".yaml") || ends_with(model, ".yml");
 }
 
 // The unfused graph of --model: an ONNX file, an experiment file's model or a zoo model.
@@ -85,7 +164,7 @@ Graph model_graph(const Options& o) {
     io.input_size = o.input_size;
     return import_onnx(o.model, io).graph;
   }
-  if (ends_with(o.model, ".yaml") || ends_with(o.model, ".yml")) {
+  if (is_experiment_path(o.model)) {
     if (o.batch > 0 || !o.input_size.empty() || o.input_channels > 0)
       throw UserError("--batch, --input-size and --input-channels do not apply to an experiment "
                       "file (" +
@@ -120,36 +199,94 @@ nlohmann::json shape_json(const TensorShape& s) {
   return npy_shape(s);
 }
 
-// What a run executes: the fused graph, its input, the plan and the parameters.
+// What a run executes: the fused graph, its input, the plan and the parameters; what the plan
+// says it was made for, and how that differs from this run (allowed by --allow-plan-mismatch).
 struct Loaded {
   Graph graph;
   Tensor input;
   std::vector<Candidate> plan;
   ModelWeights weights;
+  PlanOrigin origin;
+  std::vector<std::string> mismatches;
 };
 
-Loaded load(const Options& o, Graph fused) {
-  Loaded in{std::move(fused), {}, {}, {}};
+// A plan made for another run than this one is refused, or with --allow-plan-mismatch run with a
+// warning on stderr.
+void check_plan_fits(const Options& o, const Loaded& in) {
+  if (in.mismatches.empty())
+    return;
+  std::string what = o.plan_file + " does not fit this run: " + join_names(in.mismatches, "; ");
+  if (o.allow_plan_mismatch) {
+    std::cerr << "brickdl-run: warning: " << what << "; running it anyway (--allow-plan-mismatch)"
+              << std::endl;
+    return;
+  }
+  // What would fit: --batch dropped when it alone made the batch differ, else the run the plan
+  // names.
+  const bool batch_flag = o.batch > 0 && in.origin.batch > 0 && o.batch != in.origin.batch;
+  if (batch_flag)
+    what += ". Drop --batch to run at the plan's batch";
+  if (in.mismatches.size() > (batch_flag ? 1u : 0u))
+    what += std::string(batch_flag ? ", run" : ". Run") +
+            " the model, batch, input size and precision it was made for" +
+            (in.origin.model.empty() ? std::string() : " (model '" + in.origin.model + "')");
+  throw UserError(what + ", or add --allow-plan-mismatch to run it anyway");
+}
+
+// load_plan_json; a plan that names layers this graph lacks says what it was made for.
+std::vector<Candidate> load_plan_for(const Options& o, const Graph& g, const PlanOrigin& origin) {
+  try {
+    return load_plan_json(o.plan_file, g);
+  } catch (const UserError& e) {
+    if (origin.model.empty() || origin.batch == 0)
+      throw;
+    throw UserError(fmt::format("{} (the plan was made for model '{}', batch {}, {}; this run is "
+                                "{}, batch {}, {})",
+                                e.what(), origin.model, origin.batch, origin.precision, g.name(),
+                                g.batch(), dtype_name(g.dtype())));
+  }
+}
+
+Loaded load(const Options& o, Graph fused, PlanOrigin origin) {
+  Loaded in{std::move(fused), {}, {}, {}, std::move(origin), {}};
   in.input = o.input_file.empty() ? random_tensor(in.graph.input_shape(), o.seed, 0)
                                   : read_npy_tensor(o.input_file, in.graph.input_shape());
-  if (!o.plan_file.empty())
-    in.plan = load_plan_json(o.plan_file, in.graph);
+  if (!o.plan_file.empty()) {
+    in.plan = load_plan_for(o, in.graph, in.origin);
+    // Before validate_plan: a plan for another input size may fail there, for this reason.
+    in.mismatches = plan_mismatches(in.origin, in.graph, in.plan);
+    check_plan_fits(o, in);
+  }
   validate_plan(in.graph, in.plan);
   in.weights = model_weights(in.graph, o.seed);
   return in;
 }
 
-struct Executed {
-  PlanResult result;
-  double wall_ms = 0;
+// Where the time of a run went, in milliseconds (negative: the step did not run).
+struct Times {
+  Clock::time_point start = Clock::now();
+  double load = 0; // the model, its weights, the input and the plan
+  double plan = 0; // execute_plan: the plan's groups and the layers between them
+  double reference = -1;
+  double write = -1;
 };
 
-Executed execute(const Loaded& in, const Options& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Executed ex{execute_plan(in.graph, in.plan, in.input, in.weights, ExecOptions{o.threads}), 0};
-  ex.wall_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return ex;
+nlohmann::json times_json(const Times& t) {
+  nlohmann::json j = {{"load", t.load}, {"plan", t.plan}, {"total", ms_since(t.start)}};
+  if (t.reference >= 0)
+    j["reference"] = t.reference;
+  if (t.write >= 0)
+    j["write"] = t.write;
+  return j;
+}
+
+PlanResult execute(const Loaded& in, const Options& o, Times& times) {
+  StepProgress progress(in.plan.empty() ? "layer by layer" : "plan", in.graph.size() - 1, o.quiet);
+  const Clock::time_point t0 = Clock::now();
+  PlanResult result = execute_plan(in.graph, in.plan, in.input, in.weights, ExecOptions{o.threads},
+                                   [&](int last_done) { progress.update(last_done); });
+  times.plan = ms_since(t0);
+  return result;
 }
 
 // Each plan entry (plan order) with its layers and its own counters ("bricks_computed.<i>":
@@ -168,7 +305,7 @@ nlohmann::json plan_groups_json(const Graph& g, const std::vector<Candidate>& pl
   return groups;
 }
 
-nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& ex) {
+nlohmann::json run_manifest(const Options& o, const Loaded& in, const PlanResult& result) {
   const Graph& graph = in.graph;
   nlohmann::json manifest;
   manifest["model"] = o.model;
@@ -182,9 +319,13 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& 
   manifest["output"] = {{"file", "output.npy"},
                         {"shape", shape_json(graph.layer(graph.output()).out)}};
   manifest["plan"] = plan_to_json(in.plan);
-  manifest["plan_groups"] = plan_groups_json(graph, in.plan, ex.result);
-  manifest["wall_ms"] = ex.wall_ms;
-  manifest["counters"] = ex.result.counters.to_map();
+  manifest["plan_groups"] = plan_groups_json(graph, in.plan, result);
+  if (in.origin.batch > 0 || !in.origin.precision.empty() || !in.origin.model.empty())
+    manifest["plan_made_for"] = {
+        {"model", in.origin.model}, {"batch", in.origin.batch}, {"precision", in.origin.precision}};
+  if (!in.mismatches.empty())
+    manifest["plan_mismatches"] = in.mismatches; // run with --allow-plan-mismatch
+  manifest["counters"] = result.counters.to_map();
   manifest["weights_note"] =
       "fused graph as executed: batch-norm folded into the preceding conv/linear; standalone "
       "batch-norm as weight=scale, bias=shift (y = x*scale + shift)";
@@ -197,8 +338,16 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const Executed& 
 // reference wants a finite output within the tolerance; a NaN in the reference wants a NaN
 // (the reference is the ground truth: NaN where PyTorch gives NaN); an infinity the same
 // infinity. So a NaN or an infinity on one side only is a mismatch, never dropped.
-int check(const Loaded& in, const Tensor& output, nlohmann::json& manifest) {
-  const Tensor ref = run_graph(in.graph, in.input, in.weights);
+int check(const Loaded& in, const Tensor& output, const Options& o, Times& times,
+          nlohmann::json& manifest) {
+  Tensor ref;
+  {
+    StepProgress progress("reference", in.graph.size() - 1, o.quiet);
+    const Clock::time_point t0 = Clock::now();
+    ref = run_graph(in.graph, in.input, in.weights, Accumulation::kF32,
+                    [&](int last_done) { progress.update(last_done); });
+    times.reference = ms_since(t0);
+  }
   // The whole graph as one reduction chain (kernels/validation.h: tolerance_for).
   const Graph& g = in.graph;
   const Reduction r = group_reduction(g, Group{0, g.output()});
@@ -267,7 +416,28 @@ void write_manifest(const Options& o, const nlohmann::json& manifest) {
   mf << manifest.dump(2) << "\n";
 }
 
-int run(const Options& o) {
+// The closing line: what ran, at which batch, and what each time measures.
+//   brickdl-run: resnet50, batch 8 (the plan's), 73 fused layers, 52 plan groups: plan executed
+//   in 2598.9 ms; reference in 24012.3 ms; total 29.1 s; wrote run/
+std::string summary(const Options& o, const Loaded& in, const Times& t, bool plan_batch) {
+  std::string s = fmt::format(
+      "brickdl-run: {}, batch {}{}, {} fused layers, {} plan groups: ", in.graph.name(),
+      in.graph.batch(), plan_batch ? " (the plan's)" : "", in.graph.size() - 1, in.plan.size());
+  s += in.plan.empty() ? "executed layer by layer" : "plan executed";
+  s += fmt::format(" in {:.1f} ms", t.plan);
+  if (t.reference >= 0)
+    s += fmt::format("; reference in {:.1f} ms", t.reference);
+  s += fmt::format("; total {:.1f} s; ", ms_since(t.start) / 1000);
+  return s + (o.out_dir.empty() ? "wrote nothing (no --out)" : "wrote " + o.out_dir);
+}
+
+int run(Options o, Times& times) {
+  // Without --batch, a zoo model or an ONNX file runs at the plan's batch (an experiment file
+  // sets its own).
+  PlanOrigin origin = o.plan_file.empty() ? PlanOrigin{} : load_plan_origin(o.plan_file);
+  const bool plan_batch = o.batch == 0 && origin.batch > 0 && !is_experiment_path(o.model);
+  if (plan_batch)
+    o.batch = origin.batch;
   const Graph unfused = model_graph(o);
   Graph fused = fuse_for_inference(unfused);
   if (!o.export_onnx.empty()) {
@@ -275,18 +445,22 @@ int run(const Options& o) {
     std::cout << "brickdl-run: wrote " << unfused.name() << " (" << unfused.size() - 1
               << " layers, " << unfused.total_params() << " parameters) to " << o.export_onnx
               << "\n";
-    if (o.out_dir.empty())
+    if (o.out_dir.empty() && !o.check)
       return 0;
   }
-  const Loaded in = load(o, std::move(fused));
-  const Executed ex = execute(in, o);
-  nlohmann::json manifest = run_manifest(o, in, ex);
-  const int status = o.check ? check(in, ex.result.output, manifest) : 0;
-  manifest["layers"] = write_arrays(o, in, ex.result.output);
-  write_manifest(o, manifest);
-  std::cout << "brickdl-run: " << in.graph.name() << " (" << in.graph.size() - 1
-            << " fused layers, " << in.plan.size() << " plan groups) in " << ex.wall_ms
-            << " ms; wrote " << o.out_dir << "\n";
+  const Loaded in = load(o, std::move(fused), std::move(origin));
+  times.load = ms_since(times.start);
+  const PlanResult result = execute(in, o, times);
+  nlohmann::json manifest = run_manifest(o, in, result);
+  const int status = o.check ? check(in, result.output, o, times, manifest) : 0;
+  if (!o.out_dir.empty()) {
+    const Clock::time_point t0 = Clock::now();
+    manifest["layers"] = write_arrays(o, in, result.output);
+    times.write = ms_since(t0);
+    manifest["times_ms"] = times_json(times);
+    write_manifest(o, manifest);
+  }
+  std::cout << summary(o, in, times, plan_batch) << std::endl;
   return status;
 }
 
@@ -301,7 +475,8 @@ int main(int argc, char** argv) {
                      "), an ONNX file (.onnx, run with its own weights) or an experiment file "
                      "(.yaml, its model)")
       ->required();
-  app.add_option("--batch", o.batch, "batch size (default: the ONNX file's, else 1)")
+  app.add_option("--batch", o.batch,
+                 "batch size (default: the --plan's, else the ONNX file's, else 1)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--input-size", o.input_size, "input extents: H,W or D,H,W")->delimiter(',');
   app.add_option("--input-channels", o.input_channels, "input channels (default: the model's)");
@@ -310,20 +485,34 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--plan", o.plan_file,
                  "plan JSON: [{first, last, strategy, brick: [d,h,w], cb, nb}, ...] or "
-                 "brickdl-tune's plan.json; layers outside its groups run layer by layer")
+                 "brickdl-tune's plan.json; layers outside its groups run layer by layer. A "
+                 "plan.json made for another batch, precision, model or input size than the "
+                 "run is refused (exit 2); without --batch the run takes the plan's batch")
       ->check(CLI::ExistingFile);
+  app.add_flag("--allow-plan-mismatch", o.allow_plan_mismatch,
+               "run a --plan made for another batch, precision, model or input size anyway, "
+               "with a warning (it checks the plan's groups, not the run it was tuned for)");
   app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));
-  app.add_flag("--check", o.check, "also run the layer-by-layer reference and report the error");
-  app.add_option("--out", o.out_dir, "output folder (required unless only exporting)");
+  app.add_flag("--check", o.check,
+               "also run the layer-by-layer reference and report the error (exit 1 when the "
+               "output differs)");
+  app.add_flag("--quiet", o.quiet,
+               "no progress on stderr (default: the plan run and the reference, per layer)");
+  app.add_option("--out", o.out_dir, "output folder (required unless checking or exporting)");
   app.add_option("--export-onnx", o.export_onnx,
                  "write the model (unfused, with the weights a run uses) as an ONNX file");
   app.footer(
       "Weights are those of the fused graph as executed: batch-norm folded into the preceding "
-      "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.");
+      "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.\n"
+      "The last line on stdout says what each time measures: 'plan executed in' the plan run "
+      "alone, 'reference in' the layer-by-layer reference (--check), 'total' the whole "
+      "command (model, weights and files included).");
   return run_tool("brickdl-run", app, argc, argv, [&] {
-    if (o.out_dir.empty() && o.export_onnx.empty())
-      throw UserError("--out is required (or --export-onnx FILE to only export the model)");
-    return run(o);
+    Times times;
+    if (o.out_dir.empty() && o.export_onnx.empty() && !o.check)
+      throw UserError("--out is required (or --check to only check the output, or --export-onnx "
+                      "FILE to only export the model)");
+    return run(o, times);
   });
 }

@@ -100,7 +100,8 @@ ExecCounters run_group(const Graph& g, const Candidate& c, Activations& acts,
 } // namespace
 
 PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan, const Tensor& input,
-                        const ModelWeights& weights, const ExecOptions& options) {
+                        const ModelWeights& weights, const ExecOptions& options,
+                        const LayerProgress& progress) {
   validate_plan(g, plan);
   BRICKDL_CHECK(input.shape() == g.input_shape(),
                 "input " << input.shape().str() << " for graph input " << g.input_shape().str());
@@ -125,6 +126,8 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan, cons
       add_to_totals(run_group(g, c, acts, weights, options), c.group, res.counters);
     }
     id = c.group.last + 1;
+    if (progress)
+      progress(c.group.last);
   }
   res.output = acts.take_output();
   return res;

@@ -7,6 +7,7 @@
 #include "core/candidate.h"
 #include "core/graph.h"
 #include "kernels/merged_executor.h"
+#include "kernels/reference.h" // LayerProgress
 #include "kernels/tensor.h"
 #include "kernels/weights.h"
 
@@ -29,7 +30,9 @@ struct PlanResult {
 void validate_plan(const Graph& graph, const std::vector<Candidate>& plan);
 
 // `graph` is the graph the plan partitions (usually fused); `input` is the output of layer 0.
+// `progress`, when set, is called after each plan group and each layer run between them.
 PlanResult execute_plan(const Graph& graph, const std::vector<Candidate>& plan, const Tensor& input,
-                        const ModelWeights& weights, const ExecOptions& options = {});
+                        const ModelWeights& weights, const ExecOptions& options = {},
+                        const LayerProgress& progress = {});
 
 } // namespace brickdl::kernels

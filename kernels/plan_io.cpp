@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/group.h"
 
 namespace brickdl::kernels {
 
@@ -211,6 +212,97 @@ std::vector<Candidate> load_plan_json(const std::string& path, const Graph& fuse
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_plan_json(ss.str(), path, fused);
+}
+
+namespace {
+
+// The string at `key` of `obj`, "" when absent; another type is an error.
+std::string optional_text(const json& obj, const char* key, const std::string& file,
+                          const std::string& at, const char* what) {
+  if (!obj.contains(key))
+    return "";
+  if (!obj.at(key).is_string())
+    fail(file, at + key,
+         std::string("expected ") + what + " (a string), got " + obj.at(key).dump());
+  return obj.at(key).get<std::string>();
+}
+
+// The list of groups, as parse_plan_json finds it (nullptr for a bare list: it names nothing),
+// and the key prefix of its entries.
+const json* origin_groups(const json& doc, std::string& prefix) {
+  const json* obj = &doc;
+  if (doc.contains("plan") && doc.at("plan").is_object()) {
+    obj = &doc.at("plan");
+    prefix = "plan.";
+  }
+  prefix += "groups";
+  if (!obj->contains("groups") || !obj->at("groups").is_array())
+    return nullptr;
+  return &obj->at("groups");
+}
+
+} // namespace
+
+PlanOrigin parse_plan_origin(const std::string& text, const std::string& file) {
+  PlanOrigin o;
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object())
+    return o;
+  o.model = optional_text(doc, "model", file, "", "the model's name");
+  if (doc.contains("batch"))
+    o.batch = positive(doc.at("batch"), file, "batch", 1);
+  o.precision = optional_text(doc, "precision", file, "", "a precision");
+  std::string prefix;
+  const json* groups = origin_groups(doc, prefix);
+  if (groups == nullptr)
+    return o;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    const json& e = (*groups)[i];
+    const std::string at = prefix + "[" + std::to_string(i) + "].";
+    o.layers.push_back(e.is_object() ? optional_text(e, "layers", file, at, "layer names") : "");
+    o.workloads.push_back(e.is_object() ? optional_text(e, "workload", file, at, "a workload")
+                                        : "");
+  }
+  return o;
+}
+
+PlanOrigin load_plan_origin(const std::string& path) {
+  std::ifstream f(path);
+  if (!f)
+    throw UserError(path + ": cannot open the plan file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_plan_origin(ss.str(), path);
+}
+
+std::vector<std::string> plan_mismatches(const PlanOrigin& origin, const Graph& g,
+                                         const std::vector<Candidate>& plan) {
+  std::vector<std::string> out;
+  if (origin.batch > 0 && origin.batch != g.batch())
+    out.push_back("it was made for batch " + std::to_string(origin.batch) + ", this run is batch " +
+                  std::to_string(g.batch()));
+  if (!origin.precision.empty() && origin.precision != dtype_name(g.dtype()))
+    out.push_back("it was made for precision " + origin.precision + ", this run is " +
+                  dtype_name(g.dtype()));
+  // The groups whose layers here are not the workload the plan chose them for: the first one
+  // named, the others counted.
+  size_t differ = 0;
+  std::string first;
+  for (size_t k = 0; k < plan.size() && k < origin.workloads.size(); ++k) {
+    const std::string here = workload_description(g, plan[k].group);
+    if (origin.workloads[k].empty() || origin.workloads[k] == here)
+      continue;
+    if (differ++ == 0)
+      first = "group " + std::to_string(k) + " (layers " + std::to_string(plan[k].group.first) +
+              ".." + std::to_string(plan[k].group.last) + ", " +
+              group_layer_names(g, plan[k].group) + ") was made for '" + origin.workloads[k] +
+              "', this run's graph has '" + here + "' there";
+  }
+  if (differ > 0)
+    out.push_back(first +
+                  (differ > 1 ? " (and " + std::to_string(differ - 1) + " more groups)" : "") +
+                  ": another model, input size or channel count");
+  return out;
 }
 
 nlohmann::json plan_to_json(const std::vector<Candidate>& plan) {

@@ -440,8 +440,8 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   return y;
 }
 
-Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weights,
-                 Accumulation acc) {
+Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weights, Accumulation acc,
+                 const LayerProgress& progress) {
   BRICKDL_CHECK(input.shape() == g.input_shape(),
                 "input " << input.shape().str() << " for graph input " << g.input_shape().str());
   std::vector<Tensor> out(static_cast<size_t>(g.size()));
@@ -459,6 +459,8 @@ Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weight
     for (int p : l.inputs)
       if (last_reader[static_cast<size_t>(p)] == id && p != g.output())
         out[static_cast<size_t>(p)] = Tensor();
+    if (progress)
+      progress(id);
   }
   return std::move(out.back());
 }

@@ -9,6 +9,7 @@
 // taps skipped), then + bias, then the activation epilogue. The block kernels of the merged
 // executor use the same order.
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "core/graph.h"
@@ -63,9 +64,14 @@ Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vect
 Tensor run_layer(const Layer& layer, const std::vector<const Tensor*>& inputs,
                  const LayerWeights& weights, Accumulation acc = Accumulation::kF32);
 
+// Called as a whole-graph run goes (here and in execute_plan): every layer up to and including
+// `last_done` has run (graph layer ids; the last layer's id when the run is complete).
+using LayerProgress = std::function<void(int last_done)>;
+
 // Every layer of `graph` in order from `input` (the output of layer 0); returns the output of
-// the last layer. Intermediate tensors are freed after their last reader.
+// the last layer. Intermediate tensors are freed after their last reader. `progress`, when
+// set, is called after each layer.
 Tensor run_graph(const Graph& graph, const Tensor& input, const ModelWeights& weights,
-                 Accumulation acc = Accumulation::kF32);
+                 Accumulation acc = Accumulation::kF32, const LayerProgress& progress = {});
 
 } // namespace brickdl::kernels

@@ -18,6 +18,8 @@
 # from a `&&` / `||` list, so a failing ctest there would otherwise go unnoticed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib/quiet.sh
+. "$root/scripts/lib/quiet.sh" # one line per configure, a compact build progress, logs
 what=${1:-all}
 [[ $# -gt 0 ]] && shift
 jobs=${BRICKDL_JOBS:-2}
@@ -30,17 +32,18 @@ export OMPI_MCA_mca_base_component_disable_dlclose=1
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 configure() { # build-dir sanitizers
-  cmake -S "$root" -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  # shellcheck disable=SC2086 # BRICKDL_CMAKE_ARGS is split into words on purpose
+  quiet_configure "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
     -DBRICKDL_SANITIZE="$2" -DBRICKDL_ENABLE_CUDA=OFF -DBRICKDL_BUILD_BENCHMARKS=OFF \
-    ${BRICKDL_CMAKE_ARGS:-} >/dev/null
+    ${BRICKDL_CMAKE_ARGS:-}
 }
 
 asan() {
   local build=${BRICKDL_ASAN_BUILD_DIR:-$root/build-asan}
   echo "sanitize.sh: AddressSanitizer + UndefinedBehaviorSanitizer build in $build"
   configure "$build" "address,undefined" || return 1
-  cmake --build "$build" -j"$jobs" || return 1
+  quiet_build "$build" || return 1
   local rc=0
   # Left out: the MPI tests (run next), the source checks and figure scripts (nothing
   # instrumented runs), and the ONNX round trips of the six larger zoo models: the same code as
@@ -60,7 +63,7 @@ tsan() {
   local build=${BRICKDL_TSAN_BUILD_DIR:-$root/build-tsan}
   echo "sanitize.sh: ThreadSanitizer build of the CPU merged executor's tests in $build"
   configure "$build" "thread" || return 1
-  cmake --build "$build" -j"$jobs" --target kernels_tests || return 1
+  quiet_build "$build" kernels_tests || return 1
   "$build/tests/kernels/kernels_tests" --gtest_brief=1 || return 1
 }
 

@@ -1,11 +1,13 @@
 // brickdl-run end to end: files written, plans accepted, bad flags rejected with exit 2.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/group.h"
 #include "core/zoo.h"
 #include "kernels/npy.h"
 #include "kernels/reference.h"
@@ -211,6 +214,142 @@ TEST_F(RunCli, BadFlagsExitWithTwoAndSayWhy) {
                 path("x")),
             2);
   EXPECT_NE(read("err.txt").find("1x3x8x8x8"), std::string::npos) << read("err.txt");
+}
+
+// "Answers, not tables": brickdl-run printed "in 2297.5 ms" (the plan run alone) for a command
+// that took 34.9 s, with no progress. Now the closing line names each time, the manifest has
+// them all, and the plan run and the reference report progress on stderr (--quiet: none).
+TEST_F(RunCli, TimesSayWhatTheyMeasureAndProgressGoesToStderr) {
+  std::ofstream(path("plan.json"))
+      << R"([{"first": 1, "last": 2, "strategy": "memoized", "brick": [4, 4, 4]},
+             {"first": 3, "last": 3, "strategy": "padded", "brick": [2, 3, 4]}])";
+  const std::string args = "--model conv_chain --input-size 7,8,9 --plan " + path("plan.json");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(run(args + " --out " + path("run") + " --check"), 0) << read("err.txt");
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const std::regex closing("brickdl-run: conv_chain, batch 1, 3 fused layers, 2 plan groups: "
+                           "plan executed in [0-9]+[.][0-9] ms; reference in [0-9]+[.][0-9] ms; "
+                           "total [0-9]+[.][0-9] s; wrote .*/run\n");
+  const std::string out = read("out.txt");
+  EXPECT_TRUE(std::regex_search(out, closing)) << out;
+  // Every part of the time, and a total that is the whole command's (no more than the wall
+  // time seen from here, no less than its parts).
+  const nlohmann::json t = nlohmann::json::parse(read("run/manifest.json")).at("times_ms");
+  for (const char* k : {"load", "plan", "reference", "write", "total"})
+    EXPECT_GE(t.at(k).get<double>(), 0) << k << " " << t.dump();
+  EXPECT_GT(t.at("plan").get<double>(), 0);
+  EXPECT_GT(t.at("reference").get<double>(), 0);
+  EXPECT_GE(t.at("total").get<double>(), t.at("load").get<double>() + t.at("plan").get<double>() +
+                                             t.at("reference").get<double>() +
+                                             t.at("write").get<double>());
+  EXPECT_LE(t.at("total").get<double>(), wall_ms);
+  // stderr is no terminal here: a line per further tenth of the layers, ending at 3/3; the plan
+  // run reports per group (layers 1..2, then 3), the reference per layer.
+  const std::string err = read("err.txt");
+  const std::vector<std::pair<std::string, int>> lines = {
+      {"plan", 2}, {"plan", 3}, {"reference", 1}, {"reference", 2}, {"reference", 3}};
+  for (const auto& [step, done] : lines)
+    EXPECT_NE(err.find("brickdl-run: " + step + " " + std::to_string(done) + "/3 layers, 0:0"),
+              std::string::npos)
+        << step << " " << done << "\n"
+        << err;
+  EXPECT_EQ(err.find("brickdl-run: plan 1/3"), std::string::npos) << err;
+  // --quiet: nothing on stderr. --check without --out: the check alone, no files.
+  ASSERT_EQ(run(args + " --check --quiet"), 0) << read("err.txt");
+  EXPECT_EQ(read("err.txt"), "");
+  EXPECT_NE(read("out.txt").find("; wrote nothing (no --out)\n"), std::string::npos)
+      << read("out.txt");
+  EXPECT_EQ(run(args), 2);
+  EXPECT_NE(read("err.txt").find("--out is required (or --check"), std::string::npos)
+      << read("err.txt");
+}
+
+// A plan.json as brickdl-tune writes it for conv_chain at `input_size`, batch 2, fp32: one
+// padded group of layers 1..2 with its layer names and workload.
+nlohmann::json tuned_plan(const std::vector<int64_t>& input_size) {
+  ZooOptions zo;
+  zo.input_size = input_size;
+  zo.batch = 2;
+  const Graph g = fuse_for_inference(build_zoo_model("conv_chain", zo));
+  const Group grp{1, 2};
+  const nlohmann::json group = {{"first_layer", 1},
+                                {"last_layer", 2},
+                                {"layers", group_layer_names(g, grp)},
+                                {"workload", workload_description(g, grp)},
+                                {"strategy", "padded"},
+                                {"brick", {{"d", 1}, {"h", 4}, {"w", 4}, {"cb", 0}}},
+                                {"threads", 256},
+                                {"predicted_ms", 0.01}};
+  return {{"model", "conv_chain"},
+          {"batch", 2},
+          {"precision", "fp32"},
+          {"plan", {{"groups", nlohmann::json::array({group})}}}};
+}
+
+// "Answers, not tables": a batch-8 plan ran at batch 1 without a word. brickdl-tune's
+// plan.json says what it was made for: without --batch the run takes the plan's batch; another
+// batch is refused (exit 2) naming both, unless --allow-plan-mismatch, which runs it with a
+// warning.
+TEST_F(RunCli, APlanRunsAtItsBatchAndAnotherBatchIsRefused) {
+  std::ofstream(path("plan.json")) << tuned_plan({8, 8}).dump(2);
+  const std::string model = "--model conv_chain --plan " + path("plan.json") + " --input-size 8,8";
+  ASSERT_EQ(run(model + " --check --out " + path("run")), 0) << read("err.txt");
+  EXPECT_NE(read("out.txt").find("conv_chain, batch 2 (the plan's), 3 fused layers, 1 plan groups"),
+            std::string::npos)
+      << read("out.txt");
+  nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
+  EXPECT_EQ(m.at("batch"), 2);
+  EXPECT_EQ(m.at("plan_made_for").at("batch"), 2);
+  EXPECT_FALSE(m.contains("plan_mismatches"));
+  EXPECT_EQ(read_npy(path("run/output.npy")).shape, (std::vector<int64_t>{2, 3, 8, 8}));
+  // Another batch: refused, both named, nothing written.
+  EXPECT_EQ(run(model + " --batch 1 --out " + path("b1")), 2);
+  EXPECT_NE(read("err.txt").find("plan.json does not fit this run: it was made for batch 2, this "
+                                 "run is batch 1. Drop --batch to run at the plan's batch, or add "
+                                 "--allow-plan-mismatch"),
+            std::string::npos)
+      << read("err.txt");
+  EXPECT_FALSE(fs::exists(path("b1")));
+  // ... or run with a warning when allowed.
+  ASSERT_EQ(run(model + " --batch 1 --allow-plan-mismatch --check --out " + path("b1")), 0)
+      << read("err.txt");
+  EXPECT_NE(read("err.txt").find("brickdl-run: warning: " + path("plan.json") +
+                                 " does not fit this run: it was made for batch 2, this run is "
+                                 "batch 1; running it anyway (--allow-plan-mismatch)"),
+            std::string::npos)
+      << read("err.txt");
+  m = nlohmann::json::parse(read("b1/manifest.json"));
+  EXPECT_EQ(m.at("batch"), 1);
+  EXPECT_EQ(m.at("plan_mismatches").size(), 1u);
+}
+
+// Another input size (the group's workload differs) or precision: refused, both named.
+TEST_F(RunCli, APlanForAnotherInputSizeOrPrecisionIsRefused) {
+  nlohmann::json plan = tuned_plan({8, 8});
+  std::ofstream(path("plan.json")) << plan.dump(2);
+  const std::string model = "--model conv_chain --plan " + path("plan.json") + " --input-size ";
+  EXPECT_EQ(run(model + "9,9 --out " + path("s9")), 2);
+  const std::string want = plan["plan"]["groups"][0]["workload"];
+  const std::string got = tuned_plan({9, 9})["plan"]["groups"][0]["workload"];
+  EXPECT_NE(read("err.txt").find("group 0 (layers 1..2, conv1 .. conv2) was made for '" + want +
+                                 "', this run's graph has '" + got +
+                                 "' there: another model, input size or channel count"),
+            std::string::npos)
+      << read("err.txt");
+  EXPECT_FALSE(fs::exists(path("s9")));
+  plan["precision"] = "bf16";
+  std::ofstream(path("plan.json"), std::ios::trunc) << plan.dump(2);
+  EXPECT_EQ(run(model + "8,8 --out " + path("bf16")), 2);
+  EXPECT_NE(read("err.txt").find("it was made for precision bf16, this run is fp32"),
+            std::string::npos)
+      << read("err.txt");
+  // What it was made for, of the wrong type: one error naming the key.
+  plan["batch"] = "two";
+  std::ofstream(path("plan.json"), std::ios::trunc) << plan.dump(2);
+  EXPECT_EQ(run(model + "8,8 --out " + path("x")), 2);
+  EXPECT_NE(read("err.txt").find("key 'batch': expected an integer from 1"), std::string::npos)
+      << read("err.txt");
 }
 
 // One error policy (apps/run_tool.h): "brickdl-run: error: ..." and exit 2 for bad input.
