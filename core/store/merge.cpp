@@ -19,11 +19,12 @@ using store::detail::StoreAccess;
 
 namespace {
 
-// Fingerprints of the targets that have measurements in a database.
+// The targets of a database's timings (validations, CPU checks of a GPU plan's outputs, time
+// nothing and mix with anything).
 std::vector<std::string> measured_targets(sqlite3* db) {
   Statement st(db,
                "SELECT DISTINCT t.fingerprint FROM measurements m JOIN targets t "
-               "ON t.id = m.target_id ORDER BY 1",
+               "ON t.id = m.target_id WHERE t.fingerprint NOT LIKE '%#validation' ORDER BY 1",
                "listing measured targets");
   std::vector<std::string> out;
   while (st.step())

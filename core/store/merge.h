@@ -36,8 +36,9 @@ struct MergeStats {
 // Copies the inputs into `out` in one transaction: all or nothing. Every input is opened
 // (read-only; no write permission needed) and passes SQLite's integrity check before anything
 // is written (`out` passed it when opened for writing). Throws UserError when an input cannot
-// be read, is damaged, is `out` itself, when OUT and the inputs together hold measurements of
-// more than one target and `allow_mixed_targets` is false, or when OUT refuses an input row
+// be read, is damaged, is `out` itself, when OUT and the inputs together hold timings of more
+// than one target (validations, "<target>#validation", are no timings) and
+// `allow_mixed_targets` is false, or when OUT refuses an input row
 // (it breaks a constraint of the schema: the input file and the row are named, and nothing is
 // merged; such a row is never skipped silently).
 std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
