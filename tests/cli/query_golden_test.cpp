@@ -14,8 +14,11 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/store/tuning_db.h"
@@ -438,6 +441,276 @@ TEST_F(QueryCli, MergeNamesAnInputRowThatBreaksAConstraint) {
       << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// ---- the answers a user asks for (one golden output per question) --------------------------
+//
+// A 4-layer network `net` tuned four ways into one database:
+//   run 1  CPU-measured (cpu:Test CPU), model spec A100-40GB: the layers layerwise
+//          (conv1 1.0 ms, conv2 2.0, conv3 = conv1's workload, conv4 0.5), conv1 .. conv2
+//          padded 2.5 / memoized 2.8, conv3 .. conv4 padded 1.2. The merged workloads have no
+//          layerwise candidate of their own: their layerwise time is their layers' added up.
+//   run 2  the same again: it measures conv3 .. conv4 memoized (1.1) and resumes the rest.
+//   run 3  a validation of the A100 plan on the CPU (cpu:Test CPU#validation): its check of
+//          conv1 .. conv2 took 6966.9009 ms, a number that must never show as a time.
+//   run 4  model only for the H200 (`--target H200`, recorded as an override).
+// Predictions for the A100 (and the H200 at half the time), with the paper's unfused baseline
+// of the single layers.
+class AnswersCli : public QueryCli {
+protected:
+  void SetUp() override {
+    QueryCli::SetUp();
+    answers_ = (dir_ / "answers.db").string();
+    build_answers(answers_);
+  }
+  Result ask(const std::string& args) const { return query("--db " + answers_ + " " + args); }
+
+  struct Net {
+    int64_t conv = 0, conv2 = 0, conv4 = 0, c12 = 0, c34 = 0; // workloads
+    int64_t lw_conv = 0, lw_conv2 = 0, lw_conv4 = 0;          // layerwise candidates
+    int64_t pad12 = 0, memo12 = 0, pad34 = 0, memo34 = 0;     // merged candidates
+  };
+
+  static Candidate brick(Strategy s, int edge) {
+    Candidate c;
+    c.strategy = s;
+    if (s != Strategy::kLayerwise) {
+      c.brick = BrickShape{1, edge, edge, 0};
+      c.threads = 256;
+    }
+    return c;
+  }
+
+  static void add_net(TuningDb& db, int64_t run, Net& n) {
+    n.conv = db.workload_id({"net.conv", 1, "conv3x3 8->8 16x16 +relu", 1});
+    n.conv2 = db.workload_id({"net.conv2", 1, "conv3x3 8->16 16x16 +relu", 2});
+    n.conv4 = db.workload_id({"net.conv4", 1, "conv1x1 8->8 16x16", 1});
+    n.c12 = db.workload_id({"net.c12", 2, "conv3x3 8->8 16x16 +relu | conv3x3 8->16 16x16", 3});
+    n.c34 = db.workload_id({"net.c34", 2, "conv3x3 8->8 16x16 +relu | conv1x1 8->8 16x16", 2});
+    const std::pair<int64_t, std::pair<int, int>> groups[] = {{n.conv, {1, 1}},  {n.c12, {1, 2}},
+                                                              {n.conv2, {2, 2}}, {n.conv, {3, 3}},
+                                                              {n.c34, {3, 4}},   {n.conv4, {4, 4}}};
+    const char* names[] = {"conv1", "conv1 .. conv2", "conv2", "conv3", "conv3 .. conv4", "conv4"};
+    for (size_t i = 0; i < std::size(groups); ++i)
+      db.add_run_group(run, groups[i].first, groups[i].second.first, groups[i].second.second,
+                       names[i], groups[i].first == n.c12 ? "subgraph A" : "");
+    n.lw_conv = db.candidate_id(n.conv, brick(Strategy::kLayerwise, 0));
+    n.lw_conv2 = db.candidate_id(n.conv2, brick(Strategy::kLayerwise, 0));
+    n.lw_conv4 = db.candidate_id(n.conv4, brick(Strategy::kLayerwise, 0));
+    n.pad12 = db.candidate_id(n.c12, brick(Strategy::kPadded, 8));
+    n.memo12 = db.candidate_id(n.c12, brick(Strategy::kMemoized, 8));
+    n.pad34 = db.candidate_id(n.c34, brick(Strategy::kPadded, 4));
+    n.memo34 = db.candidate_id(n.c34, brick(Strategy::kMemoized, 4));
+  }
+
+  // A100 times; the H200 predicts half of each. Bytes: the CPU executor's loads + stores equal
+  // the L1 bytes predicted for the merged candidates, not for conv2 (+25%).
+  static void predict_net(TuningDb& db, const Net& n) {
+    const std::pair<int64_t, double> times[] = {
+        {n.lw_conv, 0.010}, {n.lw_conv2, 0.020}, {n.lw_conv4, 0.005}, {n.pad12, 0.022},
+        {n.memo12, 0.025},  {n.pad34, 0.014},    {n.memo34, 0.012}};
+    for (const auto& [c, t] : times) {
+      for (const auto& [spec, scale] : {std::pair{"A100-40GB", 1.0}, {"H200", 0.5}}) {
+        PredictionRow p;
+        p.time_ms = t * scale;
+        p.time_dram_ms = p.time_ms / 2;
+        p.l1_bytes = 1000 * t / 0.001;
+        p.dram_bytes = p.l1_bytes / 2;
+        db.put_prediction(c, spec, "analytic-1", p);
+      }
+    }
+    for (const auto& [w, t] : {std::pair{n.conv, 0.018}, {n.conv2, 0.030}, {n.conv4, 0.009}}) {
+      PredictionRow p;
+      p.time_ms = t;
+      db.put_baseline_prediction(w, "A100-40GB", "analytic-1", "paper-unfused", p, 4);
+    }
+  }
+
+  static RunInfo net_run(const std::string& target, const std::string& spec) {
+    RunInfo info;
+    info.experiment = "net";
+    info.experiment_path = "experiments/net.yaml";
+    info.model = "net";
+    info.gpu_spec = spec;
+    info.target_fingerprint = target;
+    info.backend = target.rfind("model:", 0) == 0 ? "none" : "cpu";
+    info.git_revision = "0123456789ab";
+    return info;
+  }
+
+  // Samples around `median` whose median is exactly it; `loaded`: the executor's byte counts.
+  static MeasureResult timed(double median, double bytes) {
+    return ok({median * 0.9, median, median * 1.1},
+              {{"bytes_loaded", bytes * 0.75}, {"bytes_stored", bytes * 0.25}});
+  }
+
+  static void build_answers(const std::string& path) {
+    TuningDb db(path);
+    auto tick = std::make_shared<int>(0);
+    db.set_clock([tick] {
+      const int t = (*tick)++;
+      return fmt::format("2024-05-01T09:{:02}:{:02}.000Z", t / 60, t % 60);
+    });
+    const std::string cpu = "cpu:Test CPU";
+    const int64_t run1 = db.begin_run(net_run(cpu, "A100-40GB"));
+    const int64_t t_cpu = db.target_id(cpu, "cpu");
+    Net n;
+    add_net(db, run1, n);
+    predict_net(db, n);
+    for (const auto& [c, ms, bytes] : {std::tuple{n.lw_conv, 1.0, 10000.0},
+                                       {n.lw_conv2, 2.0, 25000.0},
+                                       {n.lw_conv4, 0.5, 5000.0},
+                                       {n.pad12, 2.5, 22000.0},
+                                       {n.memo12, 2.8, 25000.0},
+                                       {n.pad34, 1.2, 14000.0}})
+      db.put_measurement(c, t_cpu, run1, timed(ms, bytes));
+    PlanRow plan;
+    plan.run_id = run1;
+    plan.kind = "measured";
+    plan.json = "{}";
+    plan.predicted_ms = 0.037;
+    plan.measured_ms = 4.2;
+    plan.layerwise_predicted_ms = 0.045;
+    plan.layerwise_measured_ms = 4.5;
+    plan.groups = {{n.pad12, 1, 2}, {n.pad34, 3, 4}};
+    db.put_plan(plan);
+    db.end_run(run1, "complete");
+
+    const int64_t run2 = db.begin_run(net_run(cpu, "A100-40GB"));
+    add_net(db, run2, n);
+    db.put_measurement(n.memo34, t_cpu, run2, timed(1.1, 12000));
+    db.end_run(run2, "complete");
+
+    const int64_t run3 = db.begin_run(net_run(cpu + "#validation", "A100-40GB"));
+    add_net(db, run3, n);
+    db.put_measurement(n.pad12, db.target_id(cpu + "#validation", "cpu"), run3, ok({6966.9009}));
+    db.end_run(run3, "complete");
+
+    RunInfo h200 = net_run("model:H200", "H200");
+    h200.config_json = R"({"gpu":"H200","overrides":{"gpu":"H200"}})";
+    const int64_t run4 = db.begin_run(h200);
+    add_net(db, run4, n);
+    db.end_run(run4, "complete");
+  }
+
+  std::string answers_;
+};
+
+// "How much faster than layerwise is each group?", with no column mixing a CPU time, an A100
+// prediction and an H200 prediction, and no validation as a time. Hand-checked:
+//   CPU: conv1 .. conv2 padded 2.5 ms; its layers 1.0 + 2.0 = 3.0 ms ('+'): 1.20x.
+//        conv3 .. conv4 memoized 1.1 ms (run 2) beats padded 1.2; layers 1.0 + 0.5: 1.36x.
+//   A100: conv1 .. conv2 padded 0.022 against 0.010 + 0.020 = 0.030: 1.36x; the paper's
+//         baseline 0.018 + 0.030 = 0.048: 2.18x. conv3 .. conv4 memoized 0.012 against
+//         0.015: 1.25x, paper 0.027: 2.25x.
+//   H200: half of every A100 number, the same speedups, no paper baseline (none stored).
+TEST_F(AnswersCli, BestGivesEveryGroupItsLayerwiseSpeedupPerSource) {
+  const Result r = ask("best");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_best.txt", r.out);
+  EXPECT_EQ(r.out.find("6966"), std::string::npos) << "a validation shown as a time";
+  const size_t a100 = r.out.find("predicted by the model for A100-40GB");
+  const size_t h200 = r.out.find("predicted by the model for H200");
+  ASSERT_TRUE(a100 != std::string::npos && h200 != std::string::npos) << r.out;
+  const std::string cpu = r.out.substr(0, a100), on_a100 = r.out.substr(a100, h200 - a100),
+                    on_h200 = r.out.substr(h200);
+  expect_line(cpu, "subgraph A: conv1 .. conv2", {"padded 8x8", " 2.5000 ", "3.0000+", "1.20x"});
+  expect_line(cpu, "conv3 .. conv4", {"memoized 4x4", " 1.1000 ", "1.5000+", "1.36x"});
+  expect_line(on_a100, "subgraph A: conv1 .. conv2",
+              {"padded 8x8", " 0.0220 ", "0.0300+", "1.36x", "0.0480", "2.18x", "yes"});
+  expect_line(on_a100, "conv3 .. conv4",
+              {"memoized 4x4", " 0.0120 ", "0.0150+", "1.25x", "0.0270", "2.25x"});
+  expect_line(on_h200, "subgraph A: conv1 .. conv2",
+              {"padded 8x8", " 0.0110 ", "0.0150+", "1.36x"});
+  EXPECT_EQ(on_h200.substr(0, on_h200.find("\n\n")).find("paper_lw_ms"), std::string::npos)
+      << "no paper baseline stored";
+}
+
+// The one-line question: the best brick and strategy for one layer on one GPU.
+TEST_F(AnswersCli, BestForOneLayerOnOneGpu) {
+  const Result r = ask("best --model net --gpu H200 --precision fp32 --layer conv4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_best_layer.txt", r.out);
+  EXPECT_EQ(r.out.find("conv1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("measured ("), std::string::npos) << "only the H200's predictions";
+  EXPECT_EQ(r.out.find("A100"), std::string::npos) << r.out;
+}
+
+// "What did the model predict, and what was measured?": per candidate and per target, with
+// the error, the scale between a GPU model and CPU times, and the rank correlation.
+// Hand-checked: measured / predicted = 100 for every layerwise candidate and conv1 .. conv2
+// memoized (2.8 / 0.025 = 112), 113.6 padded (2.5 / 0.022); median of the seven ratios 100
+// (1.0/.010, 2.0/.020, .5/.005, 2.5/.022, 2.8/.025, 1.2/.014, 1.1/.012 → 100, 100, 100,
+// 113.6, 112, 85.7, 91.7); conv2's bytes -20% (predicted 20000 against 25000 counted), every
+// other candidate's exact: a median bytes error of 0, the worst 20%.
+TEST_F(AnswersCli, PredictedVersusMeasured) {
+  Result r = ask("accuracy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_accuracy.txt", r.out);
+  EXPECT_NE(r.out.find("measured/predicted median 100;"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("#validation"), std::string::npos);
+  r = ask("accuracy --json");
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["time"]["n"], 7);
+  EXPECT_EQ(j[0]["bytes"]["n"], 7);
+  EXPECT_DOUBLE_EQ(j[0]["bytes"]["median_error"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j[0]["bytes"]["worst_error"].get<double>(), 0.2);
+}
+
+// `compare` of a run that resumed most of its measurements: counted, and its best taken from
+// what it stood on (conv1 .. conv2 from run 1; conv3 .. conv4 its own memoized 1.1 ms).
+TEST_F(AnswersCli, CompareCountsResumedMeasurements) {
+  Result r = ask("compare 1 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_compare.txt", r.out);
+  EXPECT_NE(r.out.find("1 ok measurements of its own, 6 resumed"), std::string::npos) << r.out;
+  r = ask("compare 1 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("run 3 has no timings (validated (CPU)"), std::string::npos) << r.err;
+  r = ask("compare 1 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("run 4 has no timings (model only"), std::string::npos) << r.err;
+}
+
+// A validation run shows what it checked, never a time; a run with overrides says so.
+TEST_F(AnswersCli, ShowLabelsValidationsAndOverrides) {
+  Result r = ask("show 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_show_validation.txt", r.out);
+  EXPECT_EQ(r.out.find("6966"), std::string::npos);
+  r = ask("show 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_line(r.out, "overrides", {"gpu H200", "(from the command line)"});
+  r = ask("runs");
+  expect_golden("answers_runs.txt", r.out);
+}
+
+// Text from a damaged or crafted file reaches the terminal escaped: an experiment name with
+// ESC sequences, and a strategy with a byte that is no UTF-8 in an error message.
+TEST_F(AnswersCli, TextFromTheFileIsPrintedEscaped) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(answers_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "UPDATE runs SET experiment = 'net' || char(27) || '[2J' WHERE id = 1",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  Result r = ask("runs");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.out.find("net\\x1b[2J"), std::string::npos) << r.out;
+  ASSERT_EQ(sqlite3_open(answers_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "PRAGMA ignore_check_constraints = 1; UPDATE candidates SET strategy = "
+                         "'p' || CAST(x'8a' AS TEXT) || 'dded' WHERE strategy = 'padded'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  r = ask("best");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("strategy 'p\\x8added'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x8a'), std::string::npos);
 }
 
 } // namespace
