@@ -77,48 +77,65 @@ std::optional<double> measured(const CandidateEval& ce) {
   return std::nullopt;
 }
 
-// The best (G, c) holding `layer`, by forced plan cost (see runner_up.h), or nullopt.
+// What every runner-up is chosen from, computed once per plan.
+struct Context {
+  const SearchSpace& space;
+  const Evaluation& ev;
+  const CostMatrix& cost;
+  Tilings tilings;
+  std::vector<std::vector<int>> holding; // per layer: the groups holding it, by index
+  std::vector<int> merged;               // per group: best_merged()
+};
+
+Context make_context(const SearchSpace& space, const Evaluation& ev, const CostMatrix& cost) {
+  Context ctx{space, ev, cost, best_tilings(space, cost), {}, {}};
+  ctx.holding.resize(static_cast<size_t>(space.num_layers()));
+  for (size_t g = 0; g < space.groups().size(); ++g) {
+    const Group& grp = space.groups()[g].group;
+    for (int l = grp.first; l <= grp.last; ++l)
+      ctx.holding[static_cast<size_t>(l)].push_back(static_cast<int>(g));
+    ctx.merged.push_back(best_merged(space, cost, static_cast<int>(g)));
+  }
+  return ctx;
+}
+
+// The best (G, c) holding `layer`, by forced plan cost (see runner_up.h); group -1 when none.
 struct Choice {
   int group = -1, candidate = -1;
   double forced = kExcluded, margin = kExcluded; // margin: cost - layerwise(G)
 };
 
-Choice choose(const SearchSpace& space, const CostMatrix& cost, const Tilings& t, int layer) {
+Choice choose(const Context& ctx, int layer) {
   Choice best;
-  for (size_t g = 0; g < space.groups().size(); ++g) {
-    const Group& grp = space.groups()[g].group;
-    if (!grp.contains(layer))
-      continue;
-    const int c = best_merged(space, cost, static_cast<int>(g));
+  for (int g : ctx.holding[static_cast<size_t>(layer)]) {
+    const int c = ctx.merged[static_cast<size_t>(g)];
     if (c < 0)
       continue;
-    const double own = at(cost, static_cast<int>(g), c);
-    const double forced = t.before[static_cast<size_t>(grp.first - 1)] + own +
-                          t.after[static_cast<size_t>(grp.last + 1)];
-    const double margin = own - layerwise_cost(space, cost, grp);
+    const Group& grp = ctx.space.group(g).group;
+    const double own = at(ctx.cost, g, c);
+    const double forced = ctx.tilings.before[static_cast<size_t>(grp.first - 1)] + own +
+                          ctx.tilings.after[static_cast<size_t>(grp.last + 1)];
+    const double margin = own - layerwise_cost(ctx.space, ctx.cost, grp);
     if (forced < best.forced || (forced == best.forced && margin < best.margin))
-      best = Choice{static_cast<int>(g), c, forced, margin};
+      best = Choice{g, c, forced, margin};
   }
   return best;
 }
 
 // Why no group holding `layer` has a usable merged candidate: tallies over their merged
 // candidates, or one structural reason when there are none.
-void explain_none(const SearchSpace& space, const Evaluation& ev, const CostMatrix& cost,
-                  RunnerUp& r) {
+void explain_none(const Context& ctx, RunnerUp& r) {
   ReasonTallies tallies;
-  for (size_t g = 0; g < space.groups().size(); ++g) {
-    const GroupEntry& e = space.groups()[g];
-    if (!e.group.contains(r.layer))
-      continue;
+  for (int g : ctx.holding[static_cast<size_t>(r.layer)]) {
+    const GroupEntry& e = ctx.space.group(g);
     for (size_t i = 0; i < e.candidates.size(); ++i) {
       if (!is_merged(e.candidates[i].strategy))
         continue;
       ++r.merged_candidates;
-      const CandidateEval& ce = ev.at(CandidateRef{static_cast<int>(g), static_cast<int>(i)});
+      const CandidateEval& ce = ctx.ev.at(CandidateRef{g, static_cast<int>(i)});
       if (!ce.prediction.feasible)
         add_reason(tallies, ce.prediction.reason);
-      else if (at(cost, static_cast<int>(g), static_cast<int>(i)) >= kExcluded)
+      else if (at(ctx.cost, g, static_cast<int>(i)) >= kExcluded)
         add_reason(tallies, std::string("failed when measured (") +
                                 (ce.measurement ? measure_status_name(ce.measurement->status)
                                                 : "no measurement") +
@@ -131,8 +148,8 @@ void explain_none(const SearchSpace& space, const Evaluation& ev, const CostMatr
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   if (r.merged_candidates > 0)
     return;
-  const std::string blocker = brick_blocker(space.graph(), Group{r.layer, r.layer});
-  r.reasons.emplace_back(space.merged_strategies().empty()
+  const std::string blocker = brick_blocker(ctx.space.graph(), Group{r.layer, r.layer});
+  r.reasons.emplace_back(ctx.space.merged_strategies().empty()
                              ? "the experiment lists no merged strategy (search.strategies)"
                          : blocker.empty() ? "no group holding it has a merged candidate"
                                            : blocker,
@@ -193,15 +210,29 @@ std::string brick_text(const Candidate& c) {
   return is_merged(c.strategy) ? " " + c.brick.str() : std::string();
 }
 
-// What the times of a runner-up are: the plan's costs, which are the model's predictions, the
-// measurements, or (a re-plan) a mix of measured times and scaled predictions.
-std::string basis(const RunnerUp& r) {
-  if (r.cost_ms == r.predicted_ms && r.layerwise_cost_ms == r.layerwise_predicted_ms)
+// What a time of the plan's cost matrix is: the model's prediction, a measurement, or (a
+// re-plan, unmeasured) the prediction scaled by the measured / predicted ratio. A sum over
+// layers (`sum`) may mix the last two.
+std::string basis(double cost, double predicted, const std::optional<double>& measured, bool sum) {
+  if (cost == predicted)
     return "predicted";
-  if (r.measured_ms && r.layerwise_measured_ms && r.cost_ms == *r.measured_ms &&
-      r.layerwise_cost_ms == *r.layerwise_measured_ms)
+  if (measured && cost == *measured)
     return "measured";
-  return "measured where measured, else predicted x scale";
+  if (sum || predicted <= 0)
+    return "measured where measured, else predicted x scale";
+  return fmt::format("predicted x {:.4g}", cost / predicted);
+}
+
+// "1.2 ms vs 1.0 ms layerwise (predicted)", or each side labelled when they differ.
+std::string times_text(const RunnerUp& r) {
+  const std::string own = basis(r.cost_ms, r.predicted_ms, r.measured_ms, false);
+  const std::string lw =
+      basis(r.layerwise_cost_ms, r.layerwise_predicted_ms, r.layerwise_measured_ms, true);
+  if (own == lw)
+    return fmt::format("{:.4f} ms vs {:.4f} ms layerwise ({})", r.cost_ms, r.layerwise_cost_ms,
+                       own);
+  return fmt::format("{:.4f} ms ({}) vs {:.4f} ms layerwise ({})", r.cost_ms, own,
+                     r.layerwise_cost_ms, lw);
 }
 
 // "the plan's #4 a .. b (padded 4x4), which overlaps it, gives" (several: "... which overlap
@@ -241,9 +272,8 @@ std::string none_text(const RunnerUp& r) {
 std::string runner_up_text(const RunnerUp& r, const PlanSummary& plan) {
   if (r.verdict == RunnerUpVerdict::kNone)
     return none_text(r);
-  std::string out = fmt::format("{} {}{}: {:.4f} ms vs {:.4f} ms layerwise ({})", r.layer_names,
-                                strategy_name(r.candidate.strategy), brick_text(r.candidate),
-                                r.cost_ms, r.layerwise_cost_ms, basis(r));
+  std::string out = fmt::format("{} {}{}: {}", r.layer_names, strategy_name(r.candidate.strategy),
+                                brick_text(r.candidate), times_text(r));
   const double slower = r.layerwise_cost_ms > 0 ? r.cost_ms / r.layerwise_cost_ms : 0.0;
   const double faster = r.cost_ms > 0 ? r.layerwise_cost_ms / r.cost_ms : 0.0;
   switch (r.verdict) {
@@ -259,7 +289,8 @@ std::string runner_up_text(const RunnerUp& r, const PlanSummary& plan) {
     return out + fmt::format(": {}x faster alone, but {} more: a plan with it is {:.4f} ms slower",
                              times(faster), rivals_text(r, plan), r.plan_loss_ms);
   case RunnerUpVerdict::kMissed:
-    return out + fmt::format("; a plan with it is {:.4f} ms faster: the searcher did not find it",
+    return out + fmt::format("; a plan with it is {:.4f} ms faster, which the searcher did not "
+                             "find (only dp is exact)",
                              -r.plan_loss_ms);
   case RunnerUpVerdict::kNone: break;
   }
@@ -309,7 +340,7 @@ const char* verdict_name(RunnerUpVerdict v) {
 std::vector<RunnerUp> runner_ups(const Plan& plan, const SearchSpace& space, const Evaluation& ev,
                                  const CostMatrix& cost) {
   BRICKDL_CHECK(plan_tiles_graph(space, plan), "runner_ups: the plan does not tile the graph");
-  const Tilings tilings = best_tilings(space, cost);
+  const Context ctx = make_context(space, ev, cost);
   std::vector<RunnerUp> out;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
@@ -318,9 +349,9 @@ std::vector<RunnerUp> runner_ups(const Plan& plan, const SearchSpace& space, con
     RunnerUp r;
     r.step = static_cast<int>(i);
     r.layer = space.group(step.group).group.first;
-    const Choice ch = choose(space, cost, tilings, r.layer);
+    const Choice ch = choose(ctx, r.layer);
     if (ch.group < 0) {
-      explain_none(space, ev, cost, r);
+      explain_none(ctx, r);
     } else {
       fill_times(space, ev, cost, ch, r);
       r.plan_loss_ms = ch.forced - plan.cost_ms;
