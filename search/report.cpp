@@ -373,16 +373,24 @@ nlohmann::json space_json(const TuneReport& r) {
           {"pruned", pruned}};
 }
 
-// Each group of the plan gets "runner_up": the runner-up of a layerwise group, null for a
-// merged one.
-void add_runner_ups(const TuneReport& r, nlohmann::json& plan_json) {
+// "runner_ups": one entry per group of the plan, in its order: the runner-up of a layerwise
+// group ("step": its 0-based index in plan.groups, "layer": the layer it runs; the runner-up's
+// own group is "first_layer" .. "last_layer", "layers"), null for a merged one. Beside "plan",
+// not in it: brickdl-run --plan reads plan.groups and refuses keys it does not know.
+nlohmann::json runner_ups_json(const TuneReport& r) {
   const PlanSummary& plan = r.replanned ? *r.replanned : r.predicted;
-  nlohmann::json& groups = plan_json["groups"];
-  for (auto& g : groups)
-    g["runner_up"] = nullptr;
-  for (const RunnerUp& u : r.runner_ups)
-    if (u.step >= 0 && static_cast<size_t>(u.step) < groups.size())
-      groups[static_cast<size_t>(u.step)]["runner_up"] = runner_up_json(u, plan);
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < plan.groups.size(); ++i)
+    out.push_back(nullptr);
+  for (const RunnerUp& u : r.runner_ups) {
+    if (u.step < 0 || static_cast<size_t>(u.step) >= plan.groups.size())
+      continue;
+    nlohmann::json j = runner_up_json(u, plan);
+    j["step"] = u.step;
+    j["layer"] = plan.groups[static_cast<size_t>(u.step)].layer_names;
+    out[static_cast<size_t>(u.step)] = std::move(j);
+  }
+  return out;
 }
 
 } // namespace
@@ -415,7 +423,7 @@ nlohmann::json report_json(const TuneReport& r) {
       {"alternatives", alts},
   };
   out["subgraphs"] = subgraphs_json(r.subgraphs);
-  add_runner_ups(r, out["plan"]);
+  out["runner_ups"] = runner_ups_json(r);
   // Which device the plan is for: the measuring target when it re-planned, else the model's
   // GPU spec; and where the measured times come from.
   out["plan_for"] = r.replanned ? r.target : r.gpu_spec;

@@ -15,9 +15,15 @@
 //     #  layers            strategy  brick  pred ms  meas ms  lw pred  lw meas  speedup  xbound
 //     4  l1.0.conv2 .. add padded    4x4     0.3121        -   0.3897        -    1.25*    1.00
 //
-//   runner-ups   "why these groups stay layerwise": per layerwise group of the plan, its
-//                best merged runner-up and why it lost (search/runner_up.h); in plan.json each
-//                plan group's "runner_up" (null for merged groups)
+//   runner-ups   "why these groups stay layerwise": per layerwise group of the plan (one
+//                layer L), its runner-up = over every group G holding L and every usable
+//                padded / memoized candidate c of G, the (G, c) whose best plan holding it
+//                costs least (the plan's cost matrix); then why it lost: slower than G's
+//                layers run layerwise ("0.0421 ms vs 0.0398 ms layerwise: 1.06x slower"),
+//                or faster alone but overlapping plan groups (named) save more, or a tie, or
+//                none usable (the reasons, with counts); search/runner_up.h defines each.
+//                In plan.json "runner_ups", beside "plan" and aligned with plan.groups (null
+//                for merged groups): plan.groups itself stays what brickdl-run --plan reads
 //   totals       end to end, predicted and (when every group was measured) measured
 //
 // speedup = the group's layers run layerwise / the chosen candidate: measured when both were

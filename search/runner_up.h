@@ -3,7 +3,7 @@
 //
 //   plan + space + evaluation + the cost matrix the plan was made with ──runner_ups()──►
 //        one RunnerUp per layerwise step of the plan (the report's "why these groups stay
-//        layerwise" section, and plan.json's per-group "runner_up")
+//        layerwise" section, and plan.json's "runner_ups", one per plan group)
 //
 // Definition. A layerwise step runs one layer L. Its runner-up is the best way the plan could
 // have merged L: over every group G of the space that holds L, and every usable merged

@@ -139,8 +139,8 @@ void print_row(const StrategyRow& r, const StrategyRow& lw, std::ostream& os) {
   if (!r.candidate && r.strategy != Strategy::kLayerwise) {
     os << fmt::format("  {:<9}  no usable candidate of {}:\n", strategy_name(r.strategy),
                       r.candidates);
-    for (const auto& [reason, n] : r.reasons)
-      os << fmt::format("  {:>9}  {:>12}  {}\n", "", n, reason);
+    for (const auto& [reason, n] : r.reasons) // a structural reason has no count
+      os << fmt::format("  {:>9}  {:>12}  {}\n", "", n > 0 ? std::to_string(n) : "", reason);
     return;
   }
   os << fmt::format(kRowFormat, strategy_name(r.strategy),

@@ -159,21 +159,15 @@ void expect_counts_add_up(const std::string& text, const json& space) {
   EXPECT_EQ(sum_counts(space.at("infeasible_reasons")), space.at("infeasible").get<int64_t>());
 }
 
-TEST_F(TuneReport, SmallGraphGolden) {
-  std::ofstream(dir_ / "report.yaml") << kExperiment;
-  std::string out = tune((dir_ / "report.yaml").string(), "small");
-  const json plan = plan_json("small");
-  expect_counts_add_up(out, plan.at("space"));
-
-  // The counts by hand. Groups of <= 4 layers with one output: a1 a2 a3 sum w1 w2 gap flat fc
-  // alone, [a1..a2] [a1..a3] [a1..sum] [a2..a3] [a2..sum] [a3..sum] [a2..w1] [a3..w1]
-  // [sum..w1] [a3..w2] [sum..w2] [w1..w2] = 21 (multi-layer groups with gap, flat or fc could
-  // only run layerwise and are left out). Each lists 2 strategies x 4 bricks x 2 channel blocks =
-  // 16 merged configurations, singletons 1 layerwise more: 21 x 16 + 9 = 345 enumerated. gap,
-  // flat, fc have no bricks: 3 x 16 never built. The 18 others build bricks 4, 8, 32 with all
-  // channels: 18 x 2 x 3 = 108 built (+ 9 layerwise = 117); brick 64 repeats 32 (18 x 2 x 2 = 72)
-  // and block 4096 repeats 0 (18 x 2 x 3 = 108).
-  const json& space = plan.at("space");
+// The counts of kExperiment by hand. Groups of <= 4 layers with one output: a1 a2 a3 sum w1 w2
+// gap flat fc alone, [a1..a2] [a1..a3] [a1..sum] [a2..a3] [a2..sum] [a3..sum] [a2..w1] [a3..w1]
+// [sum..w1] [a3..w2] [sum..w2] [w1..w2] = 21 (multi-layer groups with gap, flat or fc could only
+// run layerwise and are left out). Each lists 2 strategies x 4 bricks x 2 channel blocks = 16
+// merged configurations, singletons 1 layerwise more: 21 x 16 + 9 = 345 enumerated. gap, flat,
+// fc have no bricks: 3 x 16 never built. The 18 others build bricks 4, 8, 32 with all channels:
+// 18 x 2 x 3 = 108 built (+ 9 layerwise = 117); brick 64 repeats 32 (18 x 2 x 2 = 72) and block
+// 4096 repeats 0 (18 x 2 x 3 = 108).
+void expect_hand_counts(const json& space) {
   EXPECT_EQ(space.at("groups"), 21);
   EXPECT_EQ(space.at("enumerated"), 345);
   EXPECT_EQ(space.at("candidates"), 117);
@@ -190,33 +184,46 @@ TEST_F(TuneReport, SmallGraphGolden) {
               std::string::npos)
         << reason;
   }
+}
 
-  // The subgraphs come first, named.
+// The subgraphs come first, named; the wide pair (3072 channels) has no feasible merged
+// candidate, and the report says why with the counts of the strategy's candidates (one group,
+// bricks 4, 8, 32).
+void expect_subgraphs(const std::string& out, const json& plan) {
   const size_t bottleneck = out.find("\nbottleneck: a1 .. a3"), wide = out.find("\nwide pair: "),
                plan_at = out.find("\nplan dp (model):");
   EXPECT_LT(bottleneck, wide);
   EXPECT_LT(wide, plan_at);
   ASSERT_EQ(plan.at("subgraphs").size(), 2u);
   EXPECT_EQ(plan.at("subgraphs")[1].at("name"), "wide pair");
-  // w1 and w2 have 3072 channels: neither strategy has a feasible candidate, and the report
-  // says why with the counts of the strategy's candidates (2 groups' bricks 4, 8, 32).
   for (int s : {1, 2}) {
     const json& row = plan.at("subgraphs")[1].at("strategies")[s];
     EXPECT_TRUE(row.at("best").is_null()) << row;
     EXPECT_EQ(sum_counts(row.at("reasons")), row.at("candidates").get<int64_t>());
     EXPECT_EQ(row.at("candidates"), 3);
   }
+}
 
-  // Runner-ups: every layerwise group of the plan has one, merged groups none; this plan holds
-  // all three kinds of losses.
+// Every layerwise group of the plan has a runner-up (plan.json "runner_ups", aligned with
+// plan.groups), merged groups none; the text says the same. Returns the verdicts seen.
+std::set<std::string> expect_runner_ups(const std::string& out, const json& plan) {
   std::set<std::string> verdicts;
-  for (const json& g : plan.at("plan").at("groups")) {
-    const json& r = g.at("runner_up");
+  const json& groups = plan.at("plan").at("groups");
+  const json& ups = plan.at("runner_ups");
+  EXPECT_EQ(ups.size(), groups.size());
+  for (size_t i = 0; i < groups.size() && i < ups.size(); ++i) {
+    const json &g = groups[i], &r = ups[i];
+    EXPECT_FALSE(g.contains("runner_up")) << "brickdl-run --plan reads plan.groups";
     if (g.at("strategy") != "layerwise") {
       EXPECT_TRUE(r.is_null()) << g;
       continue;
     }
-    ASSERT_TRUE(r.is_object()) << g;
+    if (!r.is_object()) {
+      ADD_FAILURE() << "no runner-up for " << g;
+      continue;
+    }
+    EXPECT_EQ(r.at("step"), i);
+    EXPECT_EQ(r.at("layer"), g.at("layers"));
     verdicts.insert(r.at("verdict").get<std::string>());
     EXPECT_NE(out.find(g.at("layers").get<std::string>() + ": " + r.at("text").get<std::string>()),
               std::string::npos)
@@ -228,19 +235,31 @@ TEST_F(TuneReport, SmallGraphGolden) {
     if (r.at("verdict") == "neighbour")
       EXPECT_FALSE(r.at("rivals").empty()) << r;
   }
-  EXPECT_EQ(verdicts, (std::set<std::string>{"slower", "neighbour", "none"}));
+  return verdicts;
+}
 
-  // The legend explains every column of the plan table and of the subgraph tables.
-  const std::vector<std::string> legend = block(out, "legend (");
-  std::string legend_text;
-  for (const std::string& l : legend)
-    legend_text += l + "\n";
+// The legend explains every column of the plan table and of the subgraph tables.
+void expect_legend(const std::string& out) {
+  std::string legend;
+  for (const std::string& l : block(out, "legend ("))
+    legend += l + "\n";
   for (const char* column :
        {"#",        "layers",  "strategy", "brick",    "pred ms",       "meas ms",  "lw pred",
         "lw meas",  "speedup", "*",        "DRAM MB",  "bound MB",      "xbound",   "pred spd",
         "meas spd", "L1 /lw",  "L2 /lw",   "DRAM /lw", "meas DRAM /lw", "runner-up"})
-    EXPECT_NE(legend_text.find(column), std::string::npos) << column;
+    EXPECT_NE(legend.find(column), std::string::npos) << column;
+}
 
+TEST_F(TuneReport, SmallGraphGolden) {
+  std::ofstream(dir_ / "report.yaml") << kExperiment;
+  std::string out = tune((dir_ / "report.yaml").string(), "small");
+  const json plan = plan_json("small");
+  expect_counts_add_up(out, plan.at("space"));
+  expect_hand_counts(plan.at("space"));
+  expect_subgraphs(out, plan);
+  // This plan holds all three kinds of losses.
+  EXPECT_EQ(expect_runner_ups(out, plan), (std::set<std::string>{"slower", "neighbour", "none"}));
+  expect_legend(out);
   // Golden: the text, with the run's wall time masked.
   out = std::regex_replace(out, std::regex(R"(\) in [0-9.]+ s;)"), ") in <s> s;");
   expect_golden("tune_report.txt", out);
@@ -280,6 +299,7 @@ TEST_F(TuneReport, ResNet50LayerwiseGroupsHaveRunnerUps) {
       tune((fs::path(BRICKDL_SOURCE_DIR) / "experiments/resnet50.yaml").string(), "r50");
   const json plan = plan_json("r50");
   expect_counts_add_up(out, plan.at("space"));
+  EXPECT_FALSE(expect_runner_ups(out, plan).empty());
   const std::vector<std::string> section = block(out, "why these groups stay layerwise");
   int layerwise = 0;
   bool layer3_0 = false;
@@ -288,7 +308,7 @@ TEST_F(TuneReport, ResNet50LayerwiseGroupsHaveRunnerUps) {
     if (g.at("strategy") != "layerwise")
       continue;
     ++layerwise;
-    const json& r = g.at("runner_up");
+    const json& r = plan.at("runner_ups").at(i);
     ASSERT_TRUE(r.is_object()) << g;
     const std::string step = "#" + std::to_string(i + 1);
     const std::string line = step + std::string(step.size() < 4 ? 4 - step.size() : 0, ' ') + " " +
