@@ -166,6 +166,11 @@ public:
   bool execute(); // false when a stop request ended it
 
 private:
+  // The report's subgraph tables and runner-ups of the reported plan, under its cost matrix.
+  void explain(const Plan& plan, const CostMatrix& cost) {
+    report_.subgraphs = summarize_subgraphs(space_, ev_, cost, plan);
+    report_.runner_ups = runner_ups(plan, space_, ev_, cost);
+  }
   bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
   void store_space();
   // State of the measuring phase.
@@ -535,11 +540,11 @@ bool Run::execute() {
   const auto t0 = Clock::now();
   ev_ = evaluate(space_, *ctx_.predictor);
   report_.groups = static_cast<int64_t>(space_.groups().size());
+  report_.enumerated = space_.enumerated();
   report_.candidates = space_.num_candidates();
   report_.feasible = ev_.feasible_count();
-  report_.pruned = space_.pruned();
-  for (const auto& [reason, n] : ev_.infeasible)
-    report_.pruned[reason] += n;
+  report_.structural = space_.pruned();
+  report_.infeasible = ev_.infeasible;
   ctx_.log.info(fmt::format("model: {} groups, {} candidates, {} feasible ({} model calls, "
                             "{:.2f} s)",
                             report_.groups, report_.candidates, report_.feasible, ev_.model_calls,
@@ -567,11 +572,13 @@ bool Run::execute() {
     BRICKDL_CHECK(final_plan.valid(), "no plan after measuring: " << final_plan.note);
     report_.replanned = summarize(final_plan, space_, ev_);
     ctx_.db->put_plan(plan_row(run_id_, "measured", final_plan, *report_.replanned, ev_));
+    explain(final_plan, combined.cost);
     for (const Plan& a : searcher_.alternatives(combined.cost)) {
       report_.alternatives.push_back(a.valid() ? summarize(a, space_, ev_) : PlanSummary{});
       report_.alternatives.back().label = a.label;
     }
   } else {
+    explain(model_plan, predicted);
     for (const Plan& a : searcher_.alternatives(predicted)) {
       report_.alternatives.push_back(a.valid() ? summarize(a, space_, ev_) : PlanSummary{});
       report_.alternatives.back().label = a.label;

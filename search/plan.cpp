@@ -134,6 +134,18 @@ nlohmann::json opt(const std::optional<double>& v) {
 }
 } // namespace
 
+nlohmann::json brick_json(const BrickShape& b) {
+  nlohmann::json j = {{"d", b.d}, {"h", b.h}, {"w", b.w}, {"cb", b.cb}};
+  // nb only when a unit computes several images: absent means 1 (kernels/plan_io.h), so plans
+  // without batch blocks read as they did before nb existed (the database keeps this text, and
+  // the committed result set compares it).
+  if (b.nb != 1)
+    j["nb"] = b.nb;
+  if (b.cl != 1) // likewise the thread block cluster
+    j["cl"] = b.cl;
+  return j;
+}
+
 nlohmann::json to_json(const PlanSummary& s) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& r : s.groups) {
@@ -152,14 +164,7 @@ nlohmann::json to_json(const PlanSummary& s) {
         {"dram_lower_bound", r.dram_lower_bound},
     };
     if (c.strategy != Strategy::kLayerwise) {
-      g["brick"] = {{"d", c.brick.d}, {"h", c.brick.h}, {"w", c.brick.w}, {"cb", c.brick.cb}};
-      // nb only when a unit computes several images: absent means 1 (kernels/plan_io.h), so
-      // plans without batch blocks read as they did before nb existed (the database keeps this
-      // text, and the committed result set compares it).
-      if (c.brick.nb != 1)
-        g["brick"]["nb"] = c.brick.nb;
-      if (c.brick.cl != 1) // likewise the thread block cluster
-        g["brick"]["cl"] = c.brick.cl;
+      g["brick"] = brick_json(c.brick);
       g["threads"] = c.threads;
     }
     groups.push_back(std::move(g));

@@ -76,5 +76,8 @@ struct PlanSummary {
 PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluation& evaluation);
 
 nlohmann::json to_json(const PlanSummary& summary);
+// A merged candidate's brick as plan.json writes it ({"d", "h", "w", "cb"}, "nb" / "cl" when not
+// 1).
+nlohmann::json brick_json(const BrickShape& brick);
 
 } // namespace brickdl::search

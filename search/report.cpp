@@ -147,63 +147,161 @@ void print_time_labels(const TuneReport& r, std::ostream& os) {
                     r.target, r.gpu_spec, r.scale);
 }
 
+namespace {
+
+template <typename Map> int64_t sum_of(const Map& m) {
+  int64_t n = 0;
+  for (const auto& [k, v] : m)
+    n += v;
+  return n;
+}
+
+// Reasons with their counts, most frequent first (then by text).
+std::vector<std::pair<std::string, int64_t>> by_count(const TuneReport& r, bool structural) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  if (structural)
+    out.assign(r.structural.begin(), r.structural.end());
+  else
+    for (const auto& [kind, t] : r.infeasible)
+      out.emplace_back(t.str(), t.count);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+// The space's counts, which add up: enumerated = never built + built; built = feasible +
+// infeasible; each list of reasons sums to its total.
+void print_space(const TuneReport& r, std::ostream& os) {
+  const int64_t never_built = sum_of(r.structural), infeasible = total_count(r.infeasible);
+  os << fmt::format("space: {} groups; {} candidates enumerated = {} never built (structurally "
+                    "pruned) + {} built and predicted\n",
+                    r.groups, r.enumerated, never_built, r.candidates);
+  if (never_built > 0)
+    os << fmt::format("  never built ({}), by reason:\n", never_built);
+  for (const auto& [reason, n] : by_count(r, true))
+    os << fmt::format("  {:>10}  {}\n", n, reason);
+  os << fmt::format("  built ({}) = {} feasible + {} infeasible under the model{}\n", r.candidates,
+                    r.feasible, infeasible, infeasible > 0 ? ", by reason:" : "");
+  for (const auto& [reason, n] : by_count(r, false))
+    os << fmt::format("  {:>10}  {}\n", n, reason);
+}
+
+void print_measured(const TuneReport& r, std::ostream& os) {
+  if (r.validation) {
+    print_validation(r, *r.validation, os);
+    return;
+  }
+  if (r.backend == "none")
+    return;
+  os << fmt::format("measured: {} now, {} from the database, {} failed", r.measured, r.resumed,
+                    r.failed);
+  if (!r.stopped_by.empty())
+    os << "; stopped by " << r.stopped_by;
+  if (r.dropped > 0)
+    os << fmt::format("; {} in flight dropped", r.dropped);
+  os << fmt::format("; unmeasured predictions scaled by {:.4g}\n", r.scale);
+  print_workers(r, os);
+}
+
+// What the times of the subgraph tables and runner-ups are.
+std::string times_note(const TuneReport& r) {
+  if (!r.replanned)
+    return fmt::format("pred = the model's prediction for {}; meas = measured (- = not measured)",
+                       r.gpu_spec);
+  return fmt::format("pred = the model's prediction for {}; meas = measured on {}; the best "
+                     "candidate is chosen as the re-plan costs it (measured where measured, else "
+                     "predicted x {:.4g})",
+                     r.gpu_spec, r.target, r.scale);
+}
+
+void print_runner_ups(const TuneReport& r, const PlanSummary& plan, std::ostream& os) {
+  if (r.runner_ups.empty())
+    return;
+  os << "\nwhy these groups stay layerwise (runner-up: the merged candidate, of any group holding "
+        "the layer, whose best plan costs least):\n";
+  for (const RunnerUp& u : r.runner_ups)
+    os << fmt::format("  #{:<3} {}: {}\n", u.step + 1,
+                      plan.groups.at(static_cast<size_t>(u.step)).layer_names,
+                      runner_up_text(u, plan));
+}
+
+void print_alternatives(const TuneReport& r, std::ostream& os) {
+  if (r.alternatives.empty())
+    return;
+  os << "\npartitions (speedup: layerwise / partition, predicted and measured):\n";
+  os << fmt::format("  {:<24}  {:>10}  {:>10}  {:>8}  {:>8}\n", "partition", "pred ms", "meas ms",
+                    "speedup", "meas spd");
+  for (const auto& a : r.alternatives) {
+    if (a.groups.empty()) {
+      os << fmt::format("  {:<24}  {:>10}\n", a.label, "infeasible");
+      continue;
+    }
+    os << fmt::format("  {:<24}  {:>10.4f}  {:>10}  {:>8.3f}  {:>8}\n", a.label, a.predicted_ms,
+                      ms(a.measured_ms),
+                      a.predicted_ms > 0 ? a.layerwise_predicted_ms / a.predicted_ms : 0.0,
+                      a.measured_ms && a.layerwise_measured_ms && *a.measured_ms > 0
+                          ? fmt::format("{:.3f}", *a.layerwise_measured_ms / *a.measured_ms)
+                          : std::string("-"));
+  }
+}
+
+} // namespace
+
+std::string report_legend() {
+  return "legend (times in ms; pred = the model's prediction, meas = a measured median, - = "
+         "none):\n"
+         "  #          the group's step in the plan, in topological order\n"
+         "  layers     its first .. last layer\n"
+         "  strategy   layerwise = one library kernel per layer; padded / memoized = one merged "
+         "kernel\n"
+         "  brick      output brick h x w (d x h x w in 3-D); /cN channel block, /nN images per "
+         "unit,\n"
+         "             /xN CTAs per cluster\n"
+         "  pred ms    predicted time of the chosen candidate; meas ms: its measured time\n"
+         "  lw pred    the same layers run layerwise, predicted; lw meas: measured (every "
+         "layer's)\n"
+         "  speedup    layerwise / chosen: measured when both were measured, else predicted and "
+         "marked *\n"
+         "  DRAM MB    predicted DRAM traffic (10^6 bytes); bound MB: the compulsory traffic, "
+         "every "
+         "input,\n"
+         "             weight and output once; xbound = DRAM MB / bound MB\n"
+         "  subgraphs  pred spd, meas spd = layerwise / strategy, predicted, measured; L1 /lw, L2 "
+         "/lw,\n"
+         "             DRAM /lw = predicted bytes at that level / layerwise's; meas DRAM /lw = "
+         "measured\n"
+         "             DRAM bytes (GPU counters) / layerwise's\n"
+         "  runner-up  the merged candidate whose best plan costs least, its time vs the same "
+         "layers run\n"
+         "             layerwise, and why it lost (search/runner_up.h)\n";
+}
+
 void print_report(const TuneReport& r, std::ostream& os) {
   os << fmt::format("experiment {}: {} batch {} {}; model {} for {}; searcher {}\n", r.experiment,
                     r.model, r.batch, r.precision, r.model_version, r.gpu_spec, r.searcher);
   os << fmt::format("run {} ({}) in {:.1f} s; target {}\n", r.run_id, r.status, r.seconds,
                     r.target);
-  int64_t pruned = 0;
-  for (const auto& [reason, n] : r.pruned)
-    pruned += n;
-  os << fmt::format("space: {} groups, {} candidates ({} feasible), {} pruned\n", r.groups,
-                    r.candidates, r.feasible, pruned);
-  std::vector<std::pair<std::string, int64_t>> reasons(r.pruned.begin(), r.pruned.end());
-  std::stable_sort(reasons.begin(), reasons.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [reason, n] : reasons)
-    os << fmt::format("  {:>8}  {}\n", n, reason);
-  if (r.validation)
-    print_validation(r, *r.validation, os);
-  else if (r.backend != "none") {
-    os << fmt::format("measured: {} now, {} from the database, {} failed", r.measured, r.resumed,
-                      r.failed);
-    if (!r.stopped_by.empty())
-      os << "; stopped by " << r.stopped_by;
-    if (r.dropped > 0)
-      os << fmt::format("; {} in flight dropped", r.dropped);
-    os << fmt::format("; unmeasured predictions scaled by {:.4g}\n", r.scale);
-    print_workers(r, os);
+  print_space(r, os);
+  print_measured(r, os);
+  const PlanSummary& plan = r.replanned ? *r.replanned : r.predicted;
+  if (!r.subgraphs.empty()) {
+    os << "\nsubgraphs named by the experiment, each against its layers run layerwise (" +
+              times_note(r) + "):\n";
+    print_subgraphs(r.subgraphs, plan, os);
   }
   os << '\n';
-  const PlanSummary& plan = r.replanned ? *r.replanned : r.predicted;
   os << "plan " << plan.label << (r.replanned ? " (re-planned with measurements)" : " (model)")
      << ":\n";
   print_plan(plan, os);
-  os << "speedup: the group's layers run layerwise / the chosen candidate; * = predicted "
-        "(not both measured)\n";
+  os << report_legend();
   print_time_labels(r, os);
   if (r.validation)
     print_validated_groups(*r.validation, os);
   if (r.replanned)
     os << fmt::format("the model's own plan: {:.4f} ms predicted in {} groups\n",
                       r.predicted.predicted_ms, r.predicted.groups.size());
-  if (!r.alternatives.empty()) {
-    os << "\npartitions (speedup: layerwise / partition, predicted and measured):\n";
-    os << fmt::format("  {:<24}  {:>10}  {:>10}  {:>8}  {:>8}\n", "partition", "pred ms", "meas ms",
-                      "speedup", "meas spd");
-    for (const auto& a : r.alternatives) {
-      if (a.groups.empty()) {
-        os << fmt::format("  {:<24}  {:>10}\n", a.label, "infeasible");
-        continue;
-      }
-      os << fmt::format("  {:<24}  {:>10.4f}  {:>10}  {:>8.3f}  {:>8}\n", a.label, a.predicted_ms,
-                        ms(a.measured_ms),
-                        a.predicted_ms > 0 ? a.layerwise_predicted_ms / a.predicted_ms : 0.0,
-                        a.measured_ms && a.layerwise_measured_ms && *a.measured_ms > 0
-                            ? fmt::format("{:.3f}", *a.layerwise_measured_ms / *a.measured_ms)
-                            : std::string("-"));
-    }
-  }
+  print_runner_ups(r, plan, os);
+  print_alternatives(r, os);
   os << '\n';
   print_end_to_end(plan, r.target, os);
 }
@@ -249,15 +347,58 @@ nlohmann::json validation_json(const PlanValidation& v) {
           {"groups", groups}};
 }
 
+nlohmann::json reasons_json(const std::vector<std::pair<std::string, int64_t>>& reasons) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [reason, n] : reasons)
+    out.push_back({{"reason", reason}, {"count", n}});
+  return out;
+}
+
+// enumerated = never_built + candidates; candidates = feasible + infeasible; each reasons list
+// sums to its total. "pruned" (both kinds by reason) is kept for older readers.
+nlohmann::json space_json(const TuneReport& r) {
+  nlohmann::json pruned = nlohmann::json::object();
+  for (const auto& [reason, n] : r.structural)
+    pruned[reason] = n;
+  for (const auto& [kind, t] : r.infeasible)
+    pruned[t.str()] = t.count;
+  return {{"groups", r.groups},
+          {"enumerated", r.enumerated},
+          {"never_built", sum_of(r.structural)},
+          {"candidates", r.candidates},
+          {"feasible", r.feasible},
+          {"infeasible", total_count(r.infeasible)},
+          {"never_built_reasons", reasons_json(by_count(r, true))},
+          {"infeasible_reasons", reasons_json(by_count(r, false))},
+          {"pruned", pruned}};
+}
+
+// "runner_ups": one entry per group of the plan, in its order: the runner-up of a layerwise
+// group ("step": its 0-based index in plan.groups, "layer": the layer it runs; the runner-up's
+// own group is "first_layer" .. "last_layer", "layers"), null for a merged one. Beside "plan",
+// not in it: brickdl-run --plan reads plan.groups and refuses keys it does not know.
+nlohmann::json runner_ups_json(const TuneReport& r) {
+  const PlanSummary& plan = r.replanned ? *r.replanned : r.predicted;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < plan.groups.size(); ++i)
+    out.push_back(nullptr);
+  for (const RunnerUp& u : r.runner_ups) {
+    if (u.step < 0 || static_cast<size_t>(u.step) >= plan.groups.size())
+      continue;
+    nlohmann::json j = runner_up_json(u, plan);
+    j["step"] = u.step;
+    j["layer"] = plan.groups[static_cast<size_t>(u.step)].layer_names;
+    out[static_cast<size_t>(u.step)] = std::move(j);
+  }
+  return out;
+}
+
 } // namespace
 
 nlohmann::json report_json(const TuneReport& r) {
   nlohmann::json alts = nlohmann::json::array();
   for (const auto& a : r.alternatives)
     alts.push_back(to_json(a));
-  nlohmann::json pruned = nlohmann::json::object();
-  for (const auto& [reason, n] : r.pruned)
-    pruned[reason] = n;
   nlohmann::json out = {
       {"experiment", r.experiment},
       {"model", r.model},
@@ -270,11 +411,7 @@ nlohmann::json report_json(const TuneReport& r) {
       {"searcher", r.searcher},
       {"run_id", r.run_id},
       {"status", r.status},
-      {"space",
-       {{"groups", r.groups},
-        {"candidates", r.candidates},
-        {"feasible", r.feasible},
-        {"pruned", pruned}}},
+      {"space", space_json(r)},
       {"measurements",
        {{"measured", r.measured},
         {"resumed", r.resumed},
@@ -285,6 +422,8 @@ nlohmann::json report_json(const TuneReport& r) {
       {"model_plan", to_json(r.predicted)},
       {"alternatives", alts},
   };
+  out["subgraphs"] = subgraphs_json(r.subgraphs);
+  out["runner_ups"] = runner_ups_json(r);
   // Which device the plan is for: the measuring target when it re-planned, else the model's
   // GPU spec; and where the measured times come from.
   out["plan_for"] = r.replanned ? r.target : r.gpu_spec;

@@ -1,15 +1,34 @@
 #pragma once
-// The closing report of a tuning run: a header (what was tuned, where, how much of the space
-// the model kept and why the rest went, how much was measured and what stopped it), the plan
-// table and the end-to-end totals; the same as JSON for plan.json.
+// The closing report of a tuning run, as text (report.txt, stdout) and as JSON (plan.json):
 //
-// One row per group of the plan (columns abridged here):
+//   header       what was tuned, where; the space's counts, which add up:
+//                  enumerated = never built (structurally pruned, by reason) + built
+//                  built      = feasible + infeasible under the model (by kind of reason,
+//                               each number of a kind shown as its range: "need 180–1189 KiB")
+//                and how much was measured and what stopped it
+//   subgraphs    the experiment's named subgraphs first (search/subgraph_report.h): per
+//                subgraph, layerwise vs the best padded vs the best memoized candidate, times
+//                and bytes per level relative to layerwise, or why a strategy has none
+//   plan table   one row per group of the plan (columns abridged here), then the legend
+//                (report_legend(): every column explained, once)
 //
-//   #  layers            strategy  brick  pred ms  meas ms  lw pred  lw meas  speedup  xbound
-//   4  l1.0.conv2 .. add padded    4x4     0.3121        -   0.3897        -    1.25*    1.00
+//     #  layers            strategy  brick  pred ms  meas ms  lw pred  lw meas  speedup  xbound
+//     4  l1.0.conv2 .. add padded    4x4     0.3121        -   0.3897        -    1.25*    1.00
+//
+//   runner-ups   "why these groups stay layerwise": per layerwise group of the plan (one
+//                layer L), its runner-up = over every group G holding L and every usable
+//                padded / memoized candidate c of G, the (G, c) whose best plan holding it
+//                costs least (the plan's cost matrix); then why it lost: slower than G's
+//                layers run layerwise ("0.0421 ms vs 0.0398 ms layerwise: 1.06x slower"),
+//                or faster alone but overlapping plan groups (named) save more, or a tie, or
+//                none usable (the reasons, with counts); search/runner_up.h defines each.
+//                In plan.json "runner_ups", beside "plan" and aligned with plan.groups (null
+//                for merged groups): plan.groups itself stays what brickdl-run --plan reads
+//   totals       end to end, predicted and (when every group was measured) measured
 //
 // speedup = the group's layers run layerwise / the chosen candidate: measured when both were
-// measured, else predicted (marked *). DRAM MB is predicted; bound MB the compulsory traffic.
+// measured, else predicted (marked *). Predicted values are the model's for the GPU spec; no
+// column mixes predicted and measured values without saying so.
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -18,7 +37,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/evaluation.h"
 #include "search/plan.h"
+#include "search/runner_up.h"
+#include "search/subgraph_report.h"
 
 namespace brickdl::search {
 
@@ -66,8 +88,11 @@ struct TuneReport {
   int64_t run_id = 0;
   std::string status; // complete | aborted
 
-  int64_t groups = 0, candidates = 0, feasible = 0;
-  std::map<std::string, int64_t> pruned; // structural and model, by reason
+  // enumerated = candidates + the sum of `structural`; candidates = feasible + the sum of
+  // `infeasible` (search/search_space.h, search/evaluation.h).
+  int64_t groups = 0, enumerated = 0, candidates = 0, feasible = 0;
+  std::map<std::string, int64_t> structural; // never built, by reason
+  ReasonTallies infeasible;                  // built, rejected by the model, by kind of reason
 
   int measured = 0;                 // measured in this run
   int resumed = 0;                  // taken from the database
@@ -82,10 +107,16 @@ struct TuneReport {
   PlanSummary predicted;                    // the model's plan
   std::optional<PlanSummary> replanned;     // with measurements (a measuring backend)
   std::vector<PlanSummary> alternatives;    // partitions mode: each partition × strategy
+  std::vector<SubgraphSummary> subgraphs;   // the experiment's named subgraphs
+  std::vector<RunnerUp> runner_ups;         // the reported plan's layerwise steps, in order
   double seconds = 0;                       // wall time of the run
 };
 
 void print_report(const TuneReport& report, std::ostream& os);
 nlohmann::json report_json(const TuneReport& report);
+
+// The legend of the report's columns (plan table, subgraph tables, runner-ups): a few lines,
+// printed once under the plan table; tools print it in their help too.
+std::string report_legend();
 
 } // namespace brickdl::search

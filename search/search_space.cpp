@@ -11,13 +11,17 @@ namespace brickdl::search {
 
 namespace {
 
-constexpr const char* kReasonNotSpatial = "layer without spatial extent: layerwise only";
+constexpr const char* kReasonNotSpatial =
+    "a layer without bricks (no spatial extent, or a transposed conv): layerwise only";
 constexpr const char* kReasonBrickCovers =
     "brick larger than every tensor of the group: same work as a smaller brick";
 constexpr const char* kReasonChannelsCover =
     "channel block covers all channels: same work as another channel block";
 constexpr const char* kReasonBatchCovers =
     "batch block covers the whole batch: same work as another batch block";
+constexpr const char* kReasonClusters =
+    "cluster of several CTAs with memoized units or a channel block: clusters run padded units of "
+    "every channel only";
 
 // Largest spatial extent and channel count over the tensors a group reads and writes.
 struct GroupExtent {
@@ -42,24 +46,19 @@ GroupExtent group_extent(const Graph& g, const Group& grp) {
 
 // The brick sizes worth trying for a group: every size smaller than the largest tensor
 // extent, plus the smallest one that covers it (larger ones repeat its work).
-std::vector<int> useful_sizes(const std::vector<int>& sorted, int64_t extent, int64_t* pruned) {
+std::vector<int> useful_sizes(const std::vector<int>& sorted, int64_t extent) {
   std::vector<int> out;
-  bool covered = false;
   for (int s : sorted) {
-    if (covered) {
-      ++*pruned;
-      continue;
-    }
     out.push_back(s);
-    covered = s >= extent;
+    if (s >= extent)
+      break;
   }
   return out;
 }
 
 // Channel blocks: 0 (all channels) and any block >= the channel count do the same work;
 // keep one of them (0 when listed, else the smallest covering block).
-std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t channels,
-                                       int64_t* pruned) {
+std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t channels) {
   const bool has_all = std::find(blocks.begin(), blocks.end(), 0) != blocks.end();
   std::vector<int> out;
   bool covering_kept = has_all;
@@ -71,8 +70,6 @@ std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t c
     } else if (!covering_kept) {
       out.push_back(cb);
       covering_kept = true;
-    } else {
-      ++*pruned;
     }
   }
   return out;
@@ -80,16 +77,15 @@ std::vector<int> useful_channel_blocks(const std::vector<int>& blocks, int64_t c
 
 // Batch blocks (sorted, unique): a block >= the batch computes every image in one unit, so
 // blocks above the batch are clamped to it and kept once (batch 8 with 1, 2, 4, 8, 16 keeps 1,
-// 2, 4, 8; batch 1 keeps only 1).
-std::vector<int> useful_batch_blocks(const std::vector<int>& sorted, int64_t batch,
-                                     int64_t* pruned) {
+// 2, 4, 8; batch 1 keeps only 1). Per listed block: its clamped value, or 0 when an earlier
+// block clamps to the same value.
+std::vector<int> clamped_batch_blocks(const std::vector<int>& sorted, int64_t batch) {
   std::vector<int> out;
+  int last = 0;
   for (int nb : sorted) {
     const int clamped = static_cast<int>(BrickShape::images_per_unit(nb, batch));
-    if (!out.empty() && out.back() == clamped)
-      ++*pruned;
-    else
-      out.push_back(clamped);
+    out.push_back(clamped == last ? 0 : clamped);
+    last = clamped;
   }
   return out;
 }
@@ -155,42 +151,56 @@ int SearchSpace::singleton(int layer) const {
   return i;
 }
 
+namespace {
+
+// The listed (sorted, duplicate-free) values of every candidate dimension of a merged group.
+struct ListedValues {
+  std::vector<int> sizes, blocks, batch, clusters, threads;
+  explicit ListedValues(const SearchSpaceConfig& c)
+      : sizes(sorted_unique(c.brick_sizes)), blocks(sorted_unique(c.channel_blocks)),
+        batch(sorted_unique(c.batch_blocks)), clusters(sorted_unique(c.clusters)),
+        threads(sorted_unique(c.threads)) {}
+  // Merged configurations per strategy: the product of the lists.
+  int64_t product() const {
+    int64_t n = 1;
+    for (const auto* v : {&sizes, &blocks, &batch, &clusters, &threads})
+      n *= static_cast<int64_t>(v->size());
+    return n;
+  }
+};
+
+bool has(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+} // namespace
+
+// Every listed combination (strategy × size × channel block × batch block × cluster × threads)
+// becomes a candidate or is counted under the first reason that removes it, so the listed
+// product is exactly the candidates plus pruned_.
 void SearchSpace::add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& config) {
   const Group& grp = e->group;
-  const std::vector<int> threads = sorted_unique(config.threads);
-  const int64_t per_brick =
-      static_cast<int64_t>(merged_strategies_.size()) * static_cast<int64_t>(threads.size());
+  const ListedValues listed(config);
   const GroupExtent ext = group_extent(graph_, grp);
-  int64_t pruned_sizes = 0, pruned_blocks = 0, pruned_batch = 0;
-  const std::vector<int> bricks =
-      useful_sizes(sorted_unique(config.brick_sizes), ext.spatial, &pruned_sizes);
-  const std::vector<int> blocks =
-      useful_channel_blocks(sorted_unique(config.channel_blocks), ext.channels, &pruned_blocks);
-  const std::vector<int> batch_blocks =
-      useful_batch_blocks(sorted_unique(config.batch_blocks), graph_.batch(), &pruned_batch);
-  // Each reason counts the candidates it removed from the listed (duplicate-free) product.
-  const auto n_blocks = static_cast<int64_t>(blocks.size());
-  const auto n_batch = static_cast<int64_t>(batch_blocks.size());
-  const auto n_bricks = static_cast<int64_t>(bricks.size());
-  if (pruned_sizes > 0)
-    pruned_[kReasonBrickCovers] +=
-        pruned_sizes * per_brick * (n_blocks + pruned_blocks) * (n_batch + pruned_batch);
-  if (pruned_blocks > 0)
-    pruned_[kReasonChannelsCover] +=
-        pruned_blocks * per_brick * n_bricks * (n_batch + pruned_batch);
-  if (pruned_batch > 0)
-    pruned_[kReasonBatchCovers] += pruned_batch * per_brick * n_bricks * n_blocks;
+  const std::vector<int> sizes = useful_sizes(listed.sizes, ext.spatial);
+  const std::vector<int> blocks = useful_channel_blocks(listed.blocks, ext.channels);
+  const std::vector<int> batch = clamped_batch_blocks(listed.batch, graph_.batch());
   const bool three_d = graph_.layer(grp.last).out.spatial_rank == 3;
-  const std::vector<int> clusters = sorted_unique(config.clusters);
   for (Strategy s : merged_strategies_)
-    for (int b : bricks)
-      for (int cb : blocks)
-        for (int nb : batch_blocks)
-          for (int cl : clusters) {
-            // Clusters run padded units of every channel (core/candidate.h cluster_problem).
-            if (cl > 1 && (s != Strategy::kPadded || cb != 0))
-              continue;
-            for (int t : threads) {
+    for (int b : listed.sizes)
+      for (int cb : listed.blocks)
+        for (int nb : batch)
+          for (int cl : listed.clusters)
+            for (int t : listed.threads) {
+              const char* why = !has(sizes, b)     ? kReasonBrickCovers
+                                : !has(blocks, cb) ? kReasonChannelsCover
+                                : nb == 0          ? kReasonBatchCovers
+                                : cl > 1 && (s != Strategy::kPadded || cb != 0) ? kReasonClusters
+                                                                                : nullptr;
+              if (why != nullptr) {
+                ++pruned_[why];
+                continue;
+              }
               Candidate c;
               c.group = grp;
               c.strategy = s;
@@ -198,7 +208,6 @@ void SearchSpace::add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& 
               c.threads = t;
               e->candidates.push_back(c);
             }
-          }
 }
 
 int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
@@ -213,14 +222,13 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
     e.layerwise = 0;
     e.candidates.push_back(layerwise_candidate(grp));
   }
+  // Enumerated: the layerwise candidate of a singleton and every listed merged configuration.
+  const int64_t listed =
+      static_cast<int64_t>(merged_strategies_.size()) * ListedValues(config).product();
+  enumerated_ += (grp.size() == 1 ? 1 : 0) + listed;
   if (e.mergeable) {
     add_merged_candidates(&e, config);
-  } else {
-    const int64_t listed = static_cast<int64_t>(merged_strategies_.size()) *
-                           static_cast<int64_t>(sorted_unique(config.brick_sizes).size()) *
-                           static_cast<int64_t>(config.channel_blocks.size()) *
-                           static_cast<int64_t>(sorted_unique(config.batch_blocks).size()) *
-                           static_cast<int64_t>(sorted_unique(config.threads).size());
+  } else if (listed > 0) {
     pruned_[kReasonNotSpatial] += listed;
   }
   groups_.push_back(std::move(e));
@@ -379,6 +387,12 @@ SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& conf
     sp.partitions_.push_back(std::move(idx));
     sp.partition_labels_.push_back(fmt::format("{}", fmt::join(config.partitions[p], "+")));
   }
+  int64_t pruned = 0;
+  for (const auto& [reason, n] : sp.pruned_)
+    pruned += n;
+  BRICKDL_CHECK(sp.enumerated_ == sp.num_candidates() + pruned,
+                "enumerated " << sp.enumerated_ << " != " << sp.num_candidates() << " built + "
+                              << pruned << " pruned");
   return sp;
 }
 

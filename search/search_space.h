@@ -7,8 +7,12 @@
 //                read outside the group (inputs from outside are allowed: residual skips)
 //        candidates per group: layerwise (singleton groups only) + bricks × channel blocks ×
 //                batch blocks × merged strategies × threads
-//        pruned: structural duplicates, counted per reason (the model's infeasibility is
-//                counted by evaluate(), see search/evaluation.h)
+//        enumerated = candidates + pruned: every listed combination (the layerwise candidate of
+//                a singleton, and merged strategies × sizes × channel blocks × batch blocks ×
+//                clusters × threads, each list without duplicates) is either built or counted
+//                under the first structural reason that leaves it out (same work as another
+//                candidate, a layer without bricks, a cluster that cannot run it); the model's
+//                infeasibility is counted by evaluate(), see search/evaluation.h
 //
 // Layerwise runs every layer as its own library kernel, so a layerwise group of k layers is
 // the same work as k layerwise singletons; only singletons carry the layerwise candidate. It
@@ -67,8 +71,10 @@ public:
   int find(const Group& g) const; // index, or -1
   int singleton(int layer) const; // the group [layer, layer]
 
-  // Candidates left out before the model ran, by reason.
+  // Candidates left out before the model ran (never built), by reason.
   const std::map<std::string, int64_t>& pruned() const { return pruned_; }
+  // Every listed combination of the space's groups: num_candidates() + the pruned ones.
+  int64_t enumerated() const { return enumerated_; }
 
   // Explicit partitions (config.partitions) as group indices, and their labels ("3+3").
   const std::vector<std::vector<int>>& partitions() const { return partitions_; }
@@ -97,6 +103,7 @@ private:
   std::vector<GroupEntry> groups_;
   std::vector<std::vector<int>> ending_at_, starting_at_;
   std::map<std::string, int64_t> pruned_;
+  int64_t enumerated_ = 0;
   std::vector<std::vector<int>> partitions_;
   std::vector<std::string> partition_labels_;
   std::vector<int> subgraphs_;

@@ -186,9 +186,9 @@ TEST_F(DriverTest, ModelOnlyStoresPredictionsAndThePlan) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM plan_groups"), static_cast<int64_t>(dp.steps.size()));
   // Infeasible candidates are counted with their reason.
   int64_t infeasible = 0;
-  for (const auto& [reason, n] : r.report.pruned)
+  for (const auto& [reason, tally] : r.report.infeasible)
     if (reason == "fake: too much shared memory")
-      infeasible = n;
+      infeasible = tally.count;
   EXPECT_EQ(infeasible, r.report.candidates - r.report.feasible);
   EXPECT_GT(infeasible, 0);
 }

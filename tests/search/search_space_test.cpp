@@ -137,7 +137,12 @@ TEST(SearchSpace, ClustersArePaddedWithEveryChannel) {
   EXPECT_EQ(configs, (std::vector<std::string>{"layerwise", "padded 4x4 t256", "padded 4x4/x4 t256",
                                                "padded 4x4/x8 t256", "padded 4x4/c32 t256",
                                                "memoized 4x4 t256", "memoized 4x4/c32 t256"}));
-  EXPECT_TRUE(sp.pruned().empty());
+  // Listed: 2 strategies x 2 blocks x 3 clusters = 12 merged; built 6; the other 6 (padded /c32
+  // on 4 or 8 CTAs, memoized on 4 or 8 CTAs with either block) are counted, never built.
+  ASSERT_EQ(sp.pruned().size(), 1u);
+  EXPECT_EQ(sp.pruned().begin()->first.find("cluster of several CTAs"), 0u);
+  EXPECT_EQ(sp.pruned().begin()->second, 6);
+  EXPECT_EQ(sp.enumerated(), 1 + 12);
 }
 
 TEST(SearchSpace, PrunedCountsAddUpWithEveryReason) {
@@ -160,6 +165,9 @@ TEST(SearchSpace, PrunedCountsAddUpWithEveryReason) {
     pruned += n;
   EXPECT_EQ(pruned, 3 * 3 * 3 * 2 * 2 - 2 * 2 * 2 * 2 * 2);
   EXPECT_EQ(sp.pruned().size(), 3u);
+  // Enumerated = the layerwise candidate + every listed combination = built + pruned.
+  EXPECT_EQ(sp.enumerated(), 1 + 3 * 3 * 3 * 2 * 2);
+  EXPECT_EQ(sp.enumerated(), sp.num_candidates() + pruned);
 
   cfg.batch_blocks = {0};
   EXPECT_THROW(SearchSpace::build(g, cfg), UserError);
@@ -197,6 +205,7 @@ TEST(SearchSpace, NonSpatialLayersAreLayerwiseOnly) {
   // gap, flatten, linear: 3 layers × 1 brick × 2 merged strategies pruned with one reason.
   ASSERT_EQ(sp.pruned().size(), 1u);
   EXPECT_EQ(sp.pruned().begin()->second, 6);
+  EXPECT_EQ(sp.enumerated(), sp.num_candidates() + 6);
 }
 
 TEST(SearchSpace, ConvTransposeRunsLayerwiseOnly) {

@@ -361,8 +361,8 @@ TEST(Evaluation, PredictsEachWorkloadConfigurationOnce) {
     EXPECT_EQ(ev.groups[a].candidates[i].prediction.time_ms,
               ev.groups[c].candidates[i].prediction.time_ms);
   int64_t infeasible = 0;
-  for (const auto& [r, n] : ev.infeasible)
-    infeasible += n;
+  for (const auto& [r, tally] : ev.infeasible)
+    infeasible += tally.count;
   EXPECT_EQ(infeasible + ev.feasible_count(), sp.num_candidates());
 }
 
