@@ -34,6 +34,7 @@
 #include "search/measurers.h"
 #include "search/predictor.h"
 #include "search/progress.h"
+#include "search/report.h"
 #include "search/searcher.h"
 
 namespace {
@@ -393,6 +394,7 @@ int main(int argc, char** argv) {
   app.add_flag("--each-target", a.each_target,
                "under mpirun: tune every target the worker ranks measure, one after another "
                "(default: the target most of them share; the others are refused)");
+  app.footer("The closing report's columns:\n" + search::report_legend());
   return run_tool("brickdl-tune", app, argc, argv, [&] {
     return under_mpi ? run_mpi(a, interrupt, stderr_buf) : run_experiments(a, interrupt, nullptr);
   });

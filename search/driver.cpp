@@ -219,6 +219,7 @@ private:
   // newest id when the run started with options.fresh (older ones are to be measured again),
   // else 0 (any).
   int64_t measured_after_id_ = 0;
+  std::optional<model::PaperUnfusedBaseline> paper_; // the paper's baseline (store_space)
 };
 
 // The paper's unfused baseline of the space's graph, when it can be built (an unfused graph
@@ -245,10 +246,25 @@ void put_paper_baseline(TuningDb& db, const Predictor& predictor,
                              prediction_row(p, bound), p.launches);
 }
 
+// The paper's baseline of the whole model: every layer's passes, each layer alone (as the
+// layerwise baseline adds its layers up).
+double paper_layerwise_ms(const Predictor& predictor, const model::PaperUnfusedBaseline& paper,
+                          int layers) {
+  double total = 0;
+  Candidate c;
+  c.strategy = Strategy::kLayerwise;
+  for (int id = 1; id < layers; ++id) {
+    c.group = paper.unfused_group({id, id});
+    total += predictor.predict(paper.graph(), c).time_ms;
+  }
+  return total;
+}
+
 void Run::store_space() {
   const std::vector<std::string> labels = group_labels(space_);
   TuningDb& db = *ctx_.db;
-  const std::optional<model::PaperUnfusedBaseline> paper = paper_baseline(space_.graph(), ctx_.log);
+  paper_ = paper_baseline(space_.graph(), ctx_.log);
+  const std::optional<model::PaperUnfusedBaseline>& paper = paper_;
   db.in_transaction([&] {
     std::unordered_map<std::string, int64_t> workloads;
     std::unordered_map<int64_t, bool> predicted;
@@ -557,6 +573,9 @@ bool Run::execute() {
   if (!model_plan.valid())
     throw UserError(fmt::format("experiment '{}': no plan: {}", exp_.name, model_plan.note));
   report_.predicted = summarize(model_plan, space_, ev_);
+  if (paper_)
+    report_.paper_layerwise_predicted_ms =
+        paper_layerwise_ms(*ctx_.predictor, *paper_, space_.graph().size());
   ctx_.db->put_plan(plan_row(run_id_, "predicted", model_plan, report_.predicted, ev_));
   if (stop_requested())
     return false;

@@ -107,9 +107,13 @@ struct TuneReport {
   PlanSummary predicted;                    // the model's plan
   std::optional<PlanSummary> replanned;     // with measurements (a measuring backend)
   std::vector<PlanSummary> alternatives;    // partitions mode: each partition × strategy
-  std::vector<SubgraphSummary> subgraphs;   // the experiment's named subgraphs
-  std::vector<RunnerUp> runner_ups;         // the reported plan's layerwise steps, in order
-  double seconds = 0;                       // wall time of the run
+  // The BrickDL paper's own baseline of the whole model, predicted (model/baseline.h
+  // 'paper-unfused': every layer's conv, bias, batch-norm and activation passes, each layer
+  // alone); unset when the unfused graph could not be built.
+  std::optional<double> paper_layerwise_predicted_ms;
+  std::vector<SubgraphSummary> subgraphs; // the experiment's named subgraphs
+  std::vector<RunnerUp> runner_ups;       // the reported plan's layerwise steps, in order
+  double seconds = 0;                     // wall time of the run
 };
 
 void print_report(const TuneReport& report, std::ostream& os);

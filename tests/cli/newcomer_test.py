@@ -228,8 +228,15 @@ class Tour(unittest.TestCase):
     def test_reports_explain_their_columns(self):
         for step in ("tune-cpu", "tune-a100", "tune-inline"):
             text = self.steps[step]
-            for word in ("xbound", "lw pred", "speedup"):
-                self.assertRegex(text, rf"(?m)^\s*{re.escape(word)}\b.*:", f"{step}: {word}")
+            self.assertIn("\nlegend (", text, step)
+            legend = text[text.index("\nlegend ("):]
+            for word in ("xbound = DRAM MB / bound MB", "lw pred ", "speedup ", "marked *",
+                         "pred ms "):
+                self.assertIn(word, legend, f"{step}: {word}")
+        # The same text in --help.
+        done = subprocess.run([os.path.join(BUILD, "apps", "brickdl-tune"), "--help"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertIn("xbound = DRAM MB / bound MB", done.stdout)
 
     def test_merge_keeps_validations_apart_and_loses_nothing(self):
         self.assertIn("runs +6 (0 already present)", self.steps["merge"])
