@@ -645,6 +645,30 @@ GpuSpec override_target(const std::string& name) {
   return *spec;
 }
 
+// The output folder: `output`, else out/<name>; with overrides, "-<their values>" appended (a
+// run with other values does not overwrite the file's own).
+std::string output_folder(const YamlValue& root, const std::string& name,
+                          const ExperimentOverrides& overrides) {
+  std::string dir = "out/" + name;
+  if (root.has("output")) {
+    dir = root.get("output").as_string();
+    if (dir.empty())
+      root.get("output").fail("the output folder must not be empty");
+  }
+  if (!overrides.empty()) { // a run with other values does not overwrite the file's own
+    std::string suffix;     // "H200, tf32, batch 8" → "-H200-tf32-batch-8"
+    for (char c : overrides.describe()) {
+      const bool keep = std::isalnum(static_cast<unsigned char>(c)) != 0;
+      if (keep || suffix.empty() || suffix.back() != '-')
+        suffix += keep ? c : '-';
+    }
+    while (!suffix.empty() && suffix.back() == '-')
+      suffix.pop_back();
+    dir += "-" + suffix;
+  }
+  return dir;
+}
+
 ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverrides& overrides) {
   if (!root.present())
     root.fail(std::string("the experiment is empty; ") + kMinimalExample);
@@ -699,23 +723,7 @@ ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverride
     if (cfg.database.empty())
       root.get("database").fail("the database path must not be empty");
   }
-  cfg.output_dir = "out/" + cfg.name;
-  if (root.has("output")) {
-    cfg.output_dir = root.get("output").as_string();
-    if (cfg.output_dir.empty())
-      root.get("output").fail("the output folder must not be empty");
-  }
-  if (!overrides.empty()) { // a run with other values does not overwrite the file's own
-    std::string suffix;     // "H200, tf32, batch 8" → "-H200-tf32-batch-8"
-    for (char c : overrides.describe()) {
-      const bool keep = std::isalnum(static_cast<unsigned char>(c)) != 0;
-      if (keep || suffix.empty() || suffix.back() != '-')
-        suffix += keep ? c : '-';
-    }
-    while (!suffix.empty() && suffix.back() == '-')
-      suffix.pop_back();
-    cfg.output_dir += "-" + suffix;
-  }
+  cfg.output_dir = output_folder(root, cfg.name, overrides);
   return cfg;
 }
 

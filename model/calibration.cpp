@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/detail/statistics.h"
 #include "core/error.h"
 #include "model/detail/memory.h"
 
@@ -14,30 +15,7 @@ namespace brickdl::model {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]])
-      ++j;
-    const double avg = 0.5 * static_cast<double>(i + j) + 1.0; // ranks are 1-based
-    for (size_t k = i; k <= j; ++k)
-      r[order[k]] = avg;
-    i = j + 1;
-  }
-  return r;
-}
+using brickdl::detail::median;
 
 // Least squares on the passive columns of a; zero elsewhere.
 Eigen::VectorXd solve_passive(const Eigen::MatrixXd& a, const Eigen::VectorXd& b,
@@ -207,23 +185,7 @@ std::vector<MeasuredRow> refit(const std::vector<MeasuredRow>& rows,
 } // namespace
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  BRICKDL_CHECK(a.size() == b.size(),
-                "spearman of vectors of sizes " << a.size() << " and " << b.size());
-  if (a.size() < 2)
-    return 0;
-  const std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = static_cast<double>(a.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  if (saa == 0 || sbb == 0)
-    return 0;
-  return sab / std::sqrt(saa * sbb);
+  return brickdl::detail::spearman(a, b).value_or(0);
 }
 
 Accuracy accuracy(const std::vector<MeasuredRow>& rows) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/detail/statistics.h"
 #include "core/error.h"
 #include "core/store/detail/access.h"
 #include "core/store/detail/process.h"
@@ -840,30 +841,7 @@ Comparison compare_runs(TuningDb& db, int64_t run_a, int64_t run_b, bool own_onl
 
 namespace {
 
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]])
-      ++j;
-    for (size_t k = i; k <= j; ++k)
-      r[order[k]] = 0.5 * static_cast<double>(i + j) + 1.0; // the average rank of the ties
-    i = j + 1;
-  }
-  return r;
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using brickdl::detail::median;
 
 // The points of every ok timing with a feasible prediction for its run's GPU spec.
 constexpr const char* kAccuracySql =
@@ -900,24 +878,6 @@ void finish_set(AccuracySet& set) {
 
 } // namespace
 
-std::optional<double> spearman(const std::vector<double>& x, const std::vector<double>& y) {
-  BRICKDL_CHECK(x.size() == y.size());
-  if (x.size() < 2)
-    return std::nullopt;
-  const std::vector<double> rx = ranks(x), ry = ranks(y);
-  const double n = static_cast<double>(x.size());
-  const double mean = (n + 1) / 2;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < rx.size(); ++i) {
-    sxy += (rx[i] - mean) * (ry[i] - mean);
-    sxx += (rx[i] - mean) * (rx[i] - mean);
-    syy += (ry[i] - mean) * (ry[i] - mean);
-  }
-  if (sxx == 0 || syy == 0)
-    return std::nullopt;
-  return sxy / std::sqrt(sxx * syy);
-}
-
 AccuracyStats accuracy_stats(const std::vector<double>& predicted,
                              const std::vector<double>& measured) {
   BRICKDL_CHECK(predicted.size() == measured.size());
@@ -932,16 +892,16 @@ AccuracyStats accuracy_stats(const std::vector<double>& predicted,
   s.n = static_cast<int>(error.size());
   if (s.n == 0)
     return s;
-  s.median_error = median_of(error);
+  s.median_error = median(error);
   s.worst_error = *std::max_element(error.begin(), error.end());
-  s.scale = median_of(ratio);
+  s.scale = median(ratio);
   std::vector<double> scaled;
   for (size_t i = 0; i < predicted.size(); ++i)
     if (measured[i] > 0 && predicted[i] > 0)
       scaled.push_back(std::abs(predicted[i] * s.scale - measured[i]) / measured[i]);
-  s.median_scaled_error = median_of(scaled);
+  s.median_scaled_error = median(scaled);
   s.worst_scaled_error = *std::max_element(scaled.begin(), scaled.end());
-  s.spearman = spearman(predicted, measured);
+  s.spearman = brickdl::detail::spearman(predicted, measured);
   return s;
 }
 

@@ -292,9 +292,6 @@ struct AccuracyFilter {
 std::vector<AccuracySet> accuracy(TuningDb& db, const AccuracyFilter& filter);
 AccuracyStats accuracy_stats(const std::vector<double>& predicted,
                              const std::vector<double>& measured);
-// Spearman's rank correlation with average ranks for ties; unset below 2 points or when one
-// side is constant.
-std::optional<double> spearman(const std::vector<double>& x, const std::vector<double>& y);
 
 // ---- export ----------------------------------------------------------------------------
 

@@ -22,16 +22,15 @@
 
 #include "core/error.h"
 #include "core/store/tuning_db.h"
+#include "tests/cli/golden.h"
 
 namespace brickdl {
 namespace {
 
-namespace fs = std::filesystem;
+using brickdl::testing::expect_golden;
+using brickdl::testing::read_file;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+namespace fs = std::filesystem;
 
 struct Result {
   int exit_code = -1;
@@ -63,17 +62,6 @@ protected:
     r.out = read_file(out);
     r.err = read_file(err);
     return r;
-  }
-
-  // Compares with tests/cli/golden/<name>, or rewrites it under BRICKDL_UPDATE_GOLDEN=1.
-  static void expect_golden(const std::string& name, const std::string& actual) {
-    const fs::path golden = fs::path(BRICKDL_SOURCE_DIR) / "tests/cli/golden" / name;
-    if (std::getenv("BRICKDL_UPDATE_GOLDEN")) {
-      std::ofstream(golden, std::ios::binary | std::ios::trunc) << actual;
-      return;
-    }
-    ASSERT_TRUE(fs::exists(golden)) << golden << " is missing (BRICKDL_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(actual, read_file(golden)) << "output differs from " << golden;
   }
 
   // The fixture database: one target, two runs of a 6-layer chain with three workloads.

@@ -23,17 +23,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/golden.h"
 #include "tests/cli/spawn.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using brickdl::testing::expect_golden;
+using brickdl::testing::read_file;
 using nlohmann::json;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // A bottleneck block (as ResNet-50's layer2.1: 512 channels on 28x28, batch 8) then two 1x1
 // convs of 3072 channels, too wide for any brick's shared memory on the A100, and a classifier.
@@ -91,17 +89,6 @@ protected:
   }
   json plan_json(const std::string& name) {
     return json::parse(read_file(dir_ / name / "plan.json"));
-  }
-
-  // Compares with tests/cli/golden/<name>, or rewrites it under BRICKDL_UPDATE_GOLDEN=1.
-  static void expect_golden(const std::string& name, const std::string& actual) {
-    const fs::path golden = fs::path(BRICKDL_SOURCE_DIR) / "tests/cli/golden" / name;
-    if (std::getenv("BRICKDL_UPDATE_GOLDEN")) {
-      std::ofstream(golden, std::ios::binary | std::ios::trunc) << actual;
-      return;
-    }
-    ASSERT_TRUE(fs::exists(golden)) << golden << " is missing (BRICKDL_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(actual, read_file(golden)) << "output differs from " << golden;
   }
 
   fs::path dir_;

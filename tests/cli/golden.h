@@ -1,0 +1,30 @@
+#pragma once
+// Golden-output checks of the CLI tests: an output is compared with tests/cli/golden/<name>,
+// or written there under BRICKDL_UPDATE_GOLDEN=1 (then review the diff).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace brickdl::testing {
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void expect_golden(const std::string& name, const std::string& actual) {
+  const std::filesystem::path golden =
+      std::filesystem::path(BRICKDL_SOURCE_DIR) / "tests/cli/golden" / name;
+  if (std::getenv("BRICKDL_UPDATE_GOLDEN")) {
+    std::ofstream(golden, std::ios::binary | std::ios::trunc) << actual;
+    return;
+  }
+  ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " is missing (BRICKDL_UPDATE_GOLDEN=1)";
+  EXPECT_EQ(actual, read_file(golden)) << "output differs from " << golden;
+}
+
+} // namespace brickdl::testing
