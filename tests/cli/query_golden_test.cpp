@@ -669,6 +669,7 @@ TEST_F(AnswersCli, ShowLabelsValidationsAndOverrides) {
   EXPECT_EQ(r.out.find("6966"), std::string::npos);
   r = ask("show 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("answers_show_overrides.txt", r.out);
   expect_line(r.out, "overrides", {"gpu H200", "(from the command line)"});
   r = ask("runs");
   expect_golden("answers_runs.txt", r.out);

@@ -252,6 +252,17 @@ TEST_F(TuneReport, SmallGraphGolden) {
   expect_golden("tune_report.txt", out);
 }
 
+// "Writing a first inline-graph experiment": the example in experiments/ tunes as it is, its
+// subgraph named in the report, merged into one group.
+TEST_F(TuneReport, InlineGraphExampleGolden) {
+  const fs::path exp = fs::path(BRICKDL_SOURCE_DIR) / "experiments/inline_resblock.yaml";
+  std::string out = tune(exp.string(), "inline");
+  EXPECT_NE(out.find("the block: conv1 .. add"), std::string::npos) << out;
+  EXPECT_EQ(plan_json("inline").at("plan").at("groups").size(), 1u);
+  out = std::regex_replace(out, std::regex(R"(\) in [0-9.]+ s;)"), ") in <s> s;");
+  expect_golden("tune_inline_resblock.txt", out);
+}
+
 // "brickdl-tune experiments/fig8_resnet50_subgraphs.yaml --backend none never names the 7
 // subgraphs": each is named, in the experiment's order, before the plan.
 TEST_F(TuneReport, ResNet50SubgraphsAreNamedFirst) {
