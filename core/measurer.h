@@ -50,6 +50,11 @@ struct MeasureResult {
   void summarize();
 };
 
+// Appended to a target by a measurer that only validates a GPU plan on the CPU
+// ("cpu:<model>#validation", search/measurers.h): its results are checks, never times.
+// brickdl-query, merge and the figure scripts tell them apart by this suffix.
+inline constexpr const char* kValidationTargetSuffix = "#validation";
+
 class Measurer {
 public:
   virtual ~Measurer() = default;

@@ -176,7 +176,7 @@ private:
 class ValidatingMeasurer final : public Measurer {
 public:
   explicit ValidatingMeasurer(std::unique_ptr<Measurer> inner) : inner_(std::move(inner)) {}
-  std::string target() const override { return inner_->target() + "#validation"; }
+  std::string target() const override { return inner_->target() + kValidationTargetSuffix; }
   std::string backend() const override { return inner_->backend(); }
   MeasureResult measure(const Graph& graph, const Candidate& candidate,
                         const MeasureOptions& options) override {

@@ -14,6 +14,7 @@
 
 #include "core/detail/statistics.h"
 #include "core/error.h"
+#include "core/measurer.h"
 #include "core/store/detail/access.h"
 #include "core/store/detail/process.h"
 #include "core/store/detail/sqlite.h"
@@ -139,7 +140,7 @@ std::string CandidateRef::config() const {
 
 namespace {
 
-constexpr std::string_view kValidationSuffix = "#validation";
+constexpr std::string_view kValidationSuffix = kValidationTargetSuffix; // core/measurer.h
 
 bool starts_with(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
