@@ -855,6 +855,20 @@ def draw_fig9(run, found, subgraphs, outdir):
 
 # ---- Figs 10 and 11 ------------------------------------------------------------------------
 
+def _bar_or_why(ax, x, width, parts, notes):
+    """One M | C bar pair at x from `parts` (memory, compute, source tag); a text `parts` is why
+    there is no bar (footnoted), None no bar at all. Returns the pair's top, or None."""
+    if isinstance(parts, str):
+        _missing_tag(ax, x, parts, notes)
+        return None
+    if parts is None:
+        return None
+    top = _mc_pair(ax, x, width, parts[0], parts[1])
+    if parts[2]:
+        _source_tag(ax, x, parts[2])
+    return top
+
+
 def _absolute_panel(ax, baselines, groups, notes):
     """Absolute M | C bar pairs. baselines [(key, tick label, (memory, compute, source) |
     reason | None)]: a bar pair each, and a line at its total; groups [(label, {strategy:
@@ -865,14 +879,10 @@ def _absolute_panel(ax, baselines, groups, notes):
         x = i * 1.1
         xs.append(x)
         letters.append(f"M  C\n{label}")
-        if isinstance(parts, str):
-            _missing_tag(ax, x, parts, notes)
+        bar_top = _bar_or_why(ax, x, width, parts, notes)
+        if bar_top is None:
             continue
-        if parts is None:
-            continue
-        top = max(top, _mc_pair(ax, x, width, parts[0], parts[1]))
-        if parts[2]:
-            _source_tag(ax, x, parts[2])
+        top = max(top, bar_top)
         _hline(ax, sum(parts[0].values()), key)
         lines.append(key)
     start = (len(baselines) - 1) * 1.1 + 1.5
@@ -883,15 +893,9 @@ def _absolute_panel(ax, baselines, groups, notes):
             x = base + j
             xs.append(x)
             letters.append(f"M  C\n{s.capitalize()}")
-            parts = bars.get(s)
-            if isinstance(parts, str):  # no bar: say why
-                _missing_tag(ax, x, parts, notes)
-                continue
-            if parts is None:
-                continue
-            top = max(top, _mc_pair(ax, x, width, parts[0], parts[1]))
-            if parts[2]:
-                _source_tag(ax, x, parts[2])
+            bar_top = _bar_or_why(ax, x, width, bars.get(s), notes)
+            if bar_top is not None:
+                top = max(top, bar_top)
     ax.set_xticks(xs, letters, fontsize=7)
     ax.set_xlim(min(xs) - 0.8, max(xs) + 0.8)
     for c, (label, _) in zip(centers, groups):

@@ -15,7 +15,9 @@ import figdata as fd  # noqa: E402
 import synthetic_db  # noqa: E402
 
 
-class FigDataTest(unittest.TestCase):
+class SyntheticDb:
+    """A fresh synthetic database (synthetic_db.py) for the test class, opened read-only."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -27,6 +29,9 @@ class FigDataTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.conn.close()
         cls.tmp.cleanup()
+
+
+class FigDataTest(SyntheticDb, unittest.TestCase):
 
     def assertBar(self, bar, total, dram, compute, ac=0.0, cf=0.0, places=9):
         self.assertAlmostEqual(bar.total, total, places=places)
@@ -217,21 +222,9 @@ def schema4_copy(src, dst):
     conn.close()
 
 
-class PaperBaselineTest(unittest.TestCase):
+class PaperBaselineTest(SyntheticDb, unittest.TestCase):
     """U, the paper's unfused cuDNN baseline: predicted (baseline_predictions), measured
     (variant.paper_unfused_ms), absent (older schema, missing rows), by hand."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.path = os.path.join(cls.tmp.name, "synthetic.db")
-        synthetic_db.build(cls.path)
-        cls.conn = fd.open_db(cls.path)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.conn.close()
-        cls.tmp.cleanup()
 
     assertBar = FigDataTest.assertBar
 
