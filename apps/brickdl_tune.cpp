@@ -8,7 +8,7 @@
 //                [--out DIR] [--fresh] [--top-k K] [--searcher S] [--max-group-len L]
 //                [--use-other-targets] [--quiet] [--progress]
 //   mpirun -np N brickdl-tune EXPERIMENT.yaml ... [--each-target]
-//                rank 0 tunes, ranks 1..N-1 measure (dist/mpi.h); a plain run is one process
+//                rank 0 tunes, ranks 1..N-1 measure (distributed/mpi.h); a plain run is one process
 //
 // Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
 #include <filesystem>
@@ -27,7 +27,7 @@
 #include "core/experiment.h"
 #include "core/onnx.h"
 #include "core/store/tuning_db.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 #include "model/report.h"
 #include "search/driver.h"
 #include "search/interrupt.h"
@@ -203,8 +203,8 @@ std::string target_slug(const std::string& target) {
   return out;
 }
 
-std::string host_of(const std::vector<dist::Hello>& hellos, int rank) {
-  for (const dist::Hello& h : hellos)
+std::string host_of(const std::vector<distributed::Hello>& hellos, int rank) {
+  for (const distributed::Hello& h : hellos)
     if (h.rank == rank)
       return h.host;
   return "?";
@@ -213,16 +213,16 @@ std::string host_of(const std::vector<dist::Hello>& hellos, int rank) {
 // Tunes experiment `index` on the MPI worker ranks: every worker prepares it and reports its
 // target; the target most workers share is tuned by them (every target in turn with
 // --each-target, each in a subfolder of the output named after it); the rest are refused.
-int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist::Workers& workers,
+int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, distributed::Workers& workers,
                     search::InterruptHandler& interrupt) {
   const search::Logger log(&std::cerr, a.quiet);
-  const std::string digest = dist::experiment_digest(
+  const std::string digest = distributed::experiment_digest(
       search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file),
       exp.measurement);
-  const std::vector<dist::Hello> hellos = workers.prepare(index, &interrupt.requested());
+  const std::vector<distributed::Hello> hellos = workers.prepare(index, &interrupt.requested());
   if (interrupt.requested())
     return search::InterruptHandler::kExitInterrupted;
-  const dist::Assignment assignment = dist::assign_workers(hellos, digest, a.each_target);
+  const distributed::Assignment assignment = distributed::assign_workers(hellos, digest, a.each_target);
   std::vector<search::WorkerStats> refused;
   std::string reasons;
   for (const auto& [rank, why] : assignment.refused) {
@@ -236,13 +236,13 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist:
     throw UserError(
         fmt::format("experiment '{}': no worker rank can measure it{}", exp.name, reasons));
   for (size_t k = 0; k < assignment.runs.size(); ++k) {
-    const dist::TargetGroup& group = assignment.runs[k];
+    const distributed::TargetGroup& group = assignment.runs[k];
     ExperimentConfig e = exp;
     if (k > 0)
       e.output_dir += "/" + target_slug(group.target);
     const std::unique_ptr<search::MeasurePool> pool = workers.pool(group, hellos);
     MeasureSite site{nullptr, pool.get(), refused};
-    for (const dist::TargetGroup& other : assignment.runs) // the other targets' ranks
+    for (const distributed::TargetGroup& other : assignment.runs) // the other targets' ranks
       if (&other != &group)
         for (int r : other.ranks)
           site.refused.push_back(search::WorkerStats{r, host_of(hellos, r), other.target, 0, 0, 0,
@@ -257,7 +257,7 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, dist:
 
 // Every experiment of the command line in turn, measured in this process or, with
 // `workers`, on the MPI worker ranks. Stops at the first that does not end with 0.
-int run_experiments(const Args& a, search::InterruptHandler& interrupt, dist::Workers* workers) {
+int run_experiments(const Args& a, search::InterruptHandler& interrupt, distributed::Workers* workers) {
   const std::vector<ExperimentConfig> experiments = load_all(a);
   if (a.each_target && !workers)
     search::Logger(&std::cerr, a.quiet)
@@ -289,8 +289,8 @@ int run_experiments(const Args& a, search::InterruptHandler& interrupt, dist::Wo
 // Rank 0 of an MPI job: tunes, then lets the workers go. A stop request (mpirun forwards
 // Ctrl-C as SIGTERM to every rank) leaves without MPI_Finalize; an error with workers still
 // measuring ends the whole job (MPI_Abort) once it is printed.
-int run_rank0(const Args& a, dist::Session& session, search::InterruptHandler& interrupt) {
-  dist::Workers workers(session);
+int run_rank0(const Args& a, distributed::Session& session, search::InterruptHandler& interrupt) {
+  distributed::Workers workers(session);
   int status = 0;
   try {
     status = run_experiments(a, interrupt, &workers);
@@ -315,9 +315,9 @@ int run_rank0(const Args& a, dist::Session& session, search::InterruptHandler& i
 
 // A worker rank of an MPI job: measures what rank 0 sends until it says quit. A worker's own
 // internal error ends the whole job (rank 0 would wait for its result forever).
-int run_worker(const Args& a, dist::Session& session, search::InterruptHandler& interrupt) {
+int run_worker(const Args& a, distributed::Session& session, search::InterruptHandler& interrupt) {
   try {
-    const int status = dist::serve(
+    const int status = distributed::serve(
         session, [&a](int i) { return load(a, a.experiments.at(static_cast<size_t>(i))); },
         interrupt.requested());
     if (status != 0)
@@ -332,7 +332,7 @@ int run_worker(const Args& a, dist::Session& session, search::InterruptHandler& 
 
 // Under an MPI launcher with more than one rank: rank 0 tunes, the others measure.
 int run_mpi(const Args& a, search::InterruptHandler& interrupt, std::streambuf* worker_stderr) {
-  dist::Session session(nullptr, nullptr);
+  distributed::Session session(nullptr, nullptr);
   if (session.rank() == 0) {
     interrupt.set_notice("interrupted: stopping now; candidates in flight on worker ranks are "
                          "dropped");
@@ -348,9 +348,9 @@ int main(int argc, char** argv) {
   // First, before any thread exists (see search/interrupt.h).
   brickdl::search::InterruptHandler interrupt;
   // Under mpirun every rank parses the same command line: only rank 0 reports its mistakes.
-  const bool under_mpi = dist::launcher_world_size() > 1;
+  const bool under_mpi = distributed::launcher_world_size() > 1;
   std::streambuf* const stderr_buf = std::cerr.rdbuf();
-  if (under_mpi && dist::launcher_rank() > 0) {
+  if (under_mpi && distributed::launcher_rank() > 0) {
     std::cout.rdbuf(nullptr);
     std::cerr.rdbuf(nullptr);
     interrupt.set_notice(""); // mpirun stops every rank at once: rank 0 says it

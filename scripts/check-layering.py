@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Checks the module layering of brickdl's C++ sources and that no include cycle exists.
 
-  apps ──► dist ──► search ──► model ───► core
-                      │  └──► kernels ─► core
-                      └─────► store ───► core
+  apps ──► distributed ──► search ──► model ───► core
+                             │  └──► kernels ─► core
+                             └─────► store ───► core
 
 A file may include (with "module/...") only headers of its own module and of the modules
 below it; tests/ and benchmarks/ may include anything. Exit 0: layered and acyclic; 1: the
@@ -15,16 +15,16 @@ import sys
 
 # Module of a path, most specific prefix first.
 MODULES = [("core/store/", "store"), ("core/", "core"), ("model/", "model"),
-           ("kernels/", "kernels"), ("search/", "search"), ("dist/", "dist"), ("apps/", "apps"),
-           ("tests/", "tests"), ("benchmarks/", "benchmarks")]
+           ("kernels/", "kernels"), ("search/", "search"), ("distributed/", "distributed"),
+           ("apps/", "apps"), ("tests/", "tests"), ("benchmarks/", "benchmarks")]
 ALLOWED = {
     "core": {"core"},
     "store": {"store", "core"},
     "model": {"model", "core"},
     "kernels": {"kernels", "core"},
     "search": {"search", "store", "model", "kernels", "core"},
-    "dist": {"dist", "search", "store", "model", "kernels", "core"},
-    "apps": {"apps", "dist", "search", "store", "model", "kernels", "core"},
+    "distributed": {"distributed", "search", "store", "model", "kernels", "core"},
+    "apps": {"apps", "distributed", "search", "store", "model", "kernels", "core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

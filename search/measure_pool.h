@@ -3,8 +3,8 @@
 //
 //   driver ──submit(job)──► MeasurePool ─┬─ LocalPool: one Measurer in this process, one job
 //          ◄──next()───────┘             │   at a time (a plain run)
-//                                        └─ dist::MpiPool: worker ranks, one job each
-//                                            (mpirun -np N brickdl-tune, dist/mpi_tuning.h)
+//                                        └─ distributed::MpiPool: worker ranks, one job each
+//                                            (mpirun -np N brickdl-tune, distributed/mpi_tuning.h)
 //
 // The driver keeps up to slots() jobs in flight and takes results in the order they finish,
 // so a slow or failing candidate holds only its own worker. A candidate's outcome is a

@@ -1,8 +1,8 @@
-// dist/mpi.h without MPI (CMake found no MPI): a Session cannot be made, and says why.
+// distributed/mpi.h without MPI (CMake found no MPI): a Session cannot be made, and says why.
 #include "core/error.h"
-#include "dist/mpi.h"
+#include "distributed/mpi.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 
 bool built_with_mpi() {
   return false;
@@ -56,4 +56,4 @@ int serve(Session&, const ExperimentLoader&, const std::atomic<bool>&) {
   throw InternalError("no MPI in this build");
 }
 
-} // namespace brickdl::dist
+} // namespace brickdl::distributed

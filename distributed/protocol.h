@@ -1,6 +1,6 @@
 #pragma once
 // What rank 0 and the worker ranks of an MPI tuning job say to each other, and the decisions
-// rank 0 takes on what they answer. No MPI in here: the transport is dist/mpi.h; this part is
+// rank 0 takes on what they answer. No MPI in here: the transport is distributed/mpi.h; this part is
 // tested on its own.
 //
 //   rank 0                                   worker rank r
@@ -25,7 +25,7 @@
 #include "core/measurer.h"
 #include "search/search_space.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 
 enum Tag : int { kPrepare = 1, kHello = 2, kJob = 3, kResult = 4, kQuit = 5 };
 
@@ -81,4 +81,4 @@ Assignment assign_workers(const std::vector<Hello>& hellos, const std::string& d
 int launcher_world_size();
 int launcher_rank();
 
-} // namespace brickdl::dist
+} // namespace brickdl::distributed

@@ -1,4 +1,4 @@
-// dist/protocol.h without MPI: the messages' JSON round trips, how rank 0 splits the workers
+// distributed/protocol.h without MPI: the messages' JSON round trips, how rank 0 splits the workers
 // among targets, the space digest, and the launcher's environment.
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@
 
 #include "core/error.h"
 #include "core/graph_builder.h"
-#include "dist/protocol.h"
+#include "distributed/protocol.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 namespace {
 
 using nlohmann::json;
@@ -535,4 +535,4 @@ TEST_F(LauncherEnv, SizeZeroMeansNoLauncher) {
 }
 
 } // namespace
-} // namespace brickdl::dist
+} // namespace brickdl::distributed

@@ -9,7 +9,7 @@
 //     └── ...
 //
 // Dynamic dispatch: a free worker gets the next candidate, results come back as they finish
-// (dist/protocol.h has the messages). Only rank 0 touches the database, so a killed rank
+// (distributed/protocol.h has the messages). Only rank 0 touches the database, so a killed rank
 // loses at most the candidates in flight, and rerunning the command resumes from the database.
 // Every wait polls (1 ms sleeps) instead of blocking in MPI: an idle worker takes no CPU from
 // a measuring one, and a stop request (SIGINT/SIGTERM, which mpirun sends every rank on
@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "core/experiment.h"
-#include "dist/protocol.h"
+#include "distributed/protocol.h"
 #include "search/measure_pool.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 
 bool built_with_mpi();
 
@@ -91,4 +91,4 @@ private:
 using ExperimentLoader = std::function<ExperimentConfig(int index)>;
 int serve(Session& session, const ExperimentLoader& load, const std::atomic<bool>& stop);
 
-} // namespace brickdl::dist
+} // namespace brickdl::distributed

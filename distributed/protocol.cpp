@@ -1,4 +1,4 @@
-#include "dist/protocol.h"
+#include "distributed/protocol.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 
 nlohmann::json to_json(const Hello& h) {
   return {{"rank", h.rank},     {"host", h.host},   {"target", h.target}, {"backend", h.backend},
@@ -234,4 +234,4 @@ int launcher_rank() {
   return 0;
 }
 
-} // namespace brickdl::dist
+} // namespace brickdl::distributed

@@ -1,5 +1,5 @@
-// The MPI transport of dist/mpi.h (built when CMake finds MPI; mpi_absent.cpp otherwise).
-#include "dist/mpi.h"
+// The MPI transport of distributed/mpi.h (built when CMake finds MPI; mpi_absent.cpp otherwise).
+#include "distributed/mpi.h"
 
 #include <mpi.h>
 
@@ -16,7 +16,7 @@
 #include "kernels/cuda/cuda_measurer.h"
 #include "search/measurers.h"
 
-namespace brickdl::dist {
+namespace brickdl::distributed {
 
 namespace {
 
@@ -355,4 +355,4 @@ int serve(Session& session, const ExperimentLoader& load, const std::atomic<bool
   }
 }
 
-} // namespace brickdl::dist
+} // namespace brickdl::distributed
