@@ -213,8 +213,8 @@ std::string host_of(const std::vector<distributed::Hello>& hellos, int rank) {
 // Tunes experiment `index` on the MPI worker ranks: every worker prepares it and reports its
 // target; the target most workers share is tuned by them (every target in turn with
 // --each-target, each in a subfolder of the output named after it); the rest are refused.
-int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, distributed::Workers& workers,
-                    search::InterruptHandler& interrupt) {
+int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index,
+                    distributed::Workers& workers, search::InterruptHandler& interrupt) {
   const search::Logger log(&std::cerr, a.quiet);
   const std::string digest = distributed::experiment_digest(
       search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file),
@@ -222,7 +222,8 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, distr
   const std::vector<distributed::Hello> hellos = workers.prepare(index, &interrupt.requested());
   if (interrupt.requested())
     return search::InterruptHandler::kExitInterrupted;
-  const distributed::Assignment assignment = distributed::assign_workers(hellos, digest, a.each_target);
+  const distributed::Assignment assignment =
+      distributed::assign_workers(hellos, digest, a.each_target);
   std::vector<search::WorkerStats> refused;
   std::string reasons;
   for (const auto& [rank, why] : assignment.refused) {
@@ -257,7 +258,8 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index, distr
 
 // Every experiment of the command line in turn, measured in this process or, with
 // `workers`, on the MPI worker ranks. Stops at the first that does not end with 0.
-int run_experiments(const Args& a, search::InterruptHandler& interrupt, distributed::Workers* workers) {
+int run_experiments(const Args& a, search::InterruptHandler& interrupt,
+                    distributed::Workers* workers) {
   const std::vector<ExperimentConfig> experiments = load_all(a);
   if (a.each_target && !workers)
     search::Logger(&std::cerr, a.quiet)

@@ -92,8 +92,9 @@ struct MeasurementConfig {
   int top_k = 3;                     // candidates measured per group
   std::vector<std::string> counters; // empty = the backend's defaults
   int cpu_threads = 0;               // CPU backend worker threads (0 = usable CPUs)
-  int device = 0;      // GPU ordinal to measure on (not YAML: MPI worker ranks set it, distributed/mpi.h)
-  double budget_s = 0; // stop measuring after this many seconds (0 = no limit)
+  int device =
+      0; // GPU ordinal to measure on (not YAML: MPI worker ranks set it, distributed/mpi.h)
+  double budget_s = 0;      // stop measuring after this many seconds (0 = no limit)
   int max_measurements = 0; // stop after this many candidates measured (0 = no limit)
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // What rank 0 and the worker ranks of an MPI tuning job say to each other, and the decisions
-// rank 0 takes on what they answer. No MPI in here: the transport is distributed/mpi.h; this part is
-// tested on its own.
+// rank 0 takes on what they answer. No MPI in here: the transport is distributed/mpi.h; this part
+// is tested on its own.
 //
 //   rank 0                                   worker rank r
 //     ── kPrepare {experiment} ───────────►    loads experiment i (same command line), builds

@@ -84,7 +84,8 @@ struct TuneContext {
   // stays the model's and the measurer only validates its merged groups
   // (search/plan_validation.h); its times never re-plan. In process only (no pool).
   bool validate_only = false;
-  // Where candidates are measured when set (MPI worker ranks, distributed/); `measurer` is then unused.
+  // Where candidates are measured when set (MPI worker ranks, distributed/); `measurer` is then
+  // unused.
   MeasurePool* pool = nullptr;
   TuningDb* db = nullptr; // required: every prediction and result goes there
   uint64_t seed = 1;
