@@ -6,9 +6,14 @@
 //   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--target GPU] [--precision P] [--batch N]
 //                [--input-size H,W | D,H,W] [--describe] [--backend B] [--db PATH]
 //                [--out DIR] [--fresh] [--top-k K] [--searcher S] [--max-group-len L]
-//                [--use-other-targets] [--quiet] [--progress]
+//                [--use-other-targets] [--quiet] [--progress] [--in-process | --worker-process]
 //   mpirun -np N brickdl-tune EXPERIMENT.yaml ... [--each-target]
-//                rank 0 tunes, ranks 1..N-1 measure (distributed/mpi.h); a plain run is one process
+//                rank 0 tunes, ranks 1..N-1 measure (distributed/mpi.h)
+//
+// A plain run measures the cuda backend in a worker process (distributed/process_pool.h): this
+// program started again with BRICKDL_MEASURE_WORKER set, which survives for the tuner what a
+// candidate may do to its process (a crash, a hang, a sticky CUDA error). --in-process
+// measures in the tuner itself (debugging); --worker-process uses a worker for cpu too.
 //
 // Exit status: 0 done, 2 bad input (UserError), 3 internal error, 130 interrupted.
 #include <filesystem>
@@ -28,6 +33,7 @@
 #include "core/onnx.h"
 #include "core/store/tuning_db.h"
 #include "distributed/mpi.h"
+#include "distributed/process_pool.h"
 #include "model/report.h"
 #include "search/driver.h"
 #include "search/interrupt.h"
@@ -49,6 +55,8 @@ struct Args {
   ExperimentOverrides overrides; // --target, --precision, --batch, --input-size
   bool fresh = false, use_other_targets = false, quiet = false, progress = false;
   bool each_target = false;
+  bool in_process = false, worker_process = false;
+  std::vector<std::string> self_argv; // how a worker process is started: this program again
 };
 
 // Marks a run aborted through a connection of its own (called from the interrupt watcher
@@ -256,6 +264,60 @@ int tune_on_workers(const Args& a, const ExperimentConfig& exp, int index,
   return 0;
 }
 
+// The backend a plain run measures `exp` with in a worker process, or "" to measure in this
+// process: cuda unless --in-process; cpu (named, not auto's fallback) with --worker-process.
+std::string worker_backend(const Args& a, const ExperimentConfig& exp) {
+  if (a.in_process || exp.measurement.backend == "none")
+    return "";
+  std::string why_not;
+  const std::string backend = search::resolve_backend(exp.measurement.backend, &why_not);
+  if (backend == "cuda" || (a.worker_process && exp.measurement.backend == "cpu"))
+    return backend;
+  return "";
+}
+
+// Tunes experiment `index` measuring in a worker process of `backend` (distributed/
+// process_pool.h): a candidate that crashes, hangs or leaves the device unusable is recorded
+// with its status, and a fresh worker takes the next.
+int tune_in_worker(const Args& a, const ExperimentConfig& exp, int index,
+                   const std::string& backend, search::InterruptHandler& interrupt) {
+  distributed::ProcessPoolOptions o;
+  o.argv = a.self_argv;
+  o.experiment = index;
+  o.backend = backend;
+  o.devices = {exp.measurement.device};
+  o.digest = distributed::experiment_digest(
+      search::SearchSpace::build(fuse_for_inference(exp.graph), exp.search, exp.file),
+      exp.measurement);
+  distributed::ProcessPool pool(std::move(o), &interrupt.requested());
+  if (interrupt.requested())
+    return search::InterruptHandler::kExitInterrupted;
+  search::Logger(&std::cerr, a.quiet)
+      .info("measuring on " + pool.target() + " (" + pool.backend() +
+            " backend) in a worker process, started afresh after a crash, a hang or a lost "
+            "device (--in-process: in this process)");
+  return tune_one(a, exp, MeasureSite{nullptr, &pool, {}, false}, interrupt);
+}
+
+// A measuring worker process (BRICKDL_MEASURE_WORKER set by the tuner that started it): the
+// experiment of the same command line, its search space and a measurer that leaves a lost
+// device to the process's end.
+int serve_as_worker(const Args& a, const distributed::WorkerEnvironment& env) {
+  return distributed::serve_measure_worker(env, [&a](const distributed::WorkerEnvironment& e) {
+    distributed::WorkerSetup s;
+    s.experiment = load(a, a.experiments.at(static_cast<size_t>(e.experiment)));
+    s.space = std::make_unique<search::SearchSpace>(search::SearchSpace::build(
+        fuse_for_inference(s.experiment.graph), s.experiment.search, s.experiment.file));
+    MeasurementConfig config = s.experiment.measurement;
+    config.device = e.device;
+    config.recover_in_process = false;
+    s.measurer = search::make_measurer(e.backend, config, search::Logger(&std::cerr, true));
+    if (!s.measurer)
+      throw UserError("backend '" + e.backend + "' measures nothing");
+    return s;
+  });
+}
+
 // Every experiment of the command line in turn, measured in this process or, with
 // `workers`, on the MPI worker ranks. Stops at the first that does not end with 0.
 int run_experiments(const Args& a, search::InterruptHandler& interrupt,
@@ -276,6 +338,8 @@ int run_experiments(const Args& a, search::InterruptHandler& interrupt,
     int status = 0;
     if (workers && exp.measurement.backend != "none") {
       status = tune_on_workers(a, exp, static_cast<int>(i), *workers, interrupt);
+    } else if (const std::string backend = worker_backend(a, exp); !backend.empty()) {
+      status = tune_in_worker(a, exp, static_cast<int>(i), backend, interrupt);
     } else {
       const search::MeasuringSetup setup =
           search::make_measuring(exp, search::Logger(&std::cerr, a.quiet));
@@ -396,8 +460,20 @@ int main(int argc, char** argv) {
   app.add_flag("--each-target", a.each_target,
                "under mpirun: tune every target the worker ranks measure, one after another "
                "(default: the target most of them share; the others are refused)");
+  auto* in_process = app.add_flag("--in-process", a.in_process,
+                                  "measure the cuda backend in this process, not in a worker "
+                                  "process (debugging: a crash or a sticky CUDA error then ends "
+                                  "or resets the whole run)");
+  app.add_flag("--worker-process", a.worker_process,
+               "measure the cpu backend in a worker process too (the cuda backend always is, "
+               "unless --in-process)")
+      ->excludes(in_process);
   app.footer("The closing report's columns:\n" + search::report_legend());
+  a.self_argv.assign(argv, argv + argc);
+  a.self_argv[0] = std::filesystem::read_symlink("/proc/self/exe").string();
   return run_tool("brickdl-tune", app, argc, argv, [&] {
+    if (const std::optional<distributed::WorkerEnvironment> env = distributed::worker_environment())
+      return serve_as_worker(a, *env);
     return under_mpi ? run_mpi(a, interrupt, stderr_buf) : run_experiments(a, interrupt, nullptr);
   });
 }

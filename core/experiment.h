@@ -92,8 +92,12 @@ struct MeasurementConfig {
   int top_k = 3;                     // candidates measured per group
   std::vector<std::string> counters; // empty = the backend's defaults
   int cpu_threads = 0;               // CPU backend worker threads (0 = usable CPUs)
-  int device =
-      0; // GPU ordinal to measure on (not YAML: MPI worker ranks set it, distributed/mpi.h)
+  // GPU ordinal to measure on (not YAML: MPI worker ranks and worker processes set it).
+  int device = 0;
+  // After a sticky device error, reset the device in this process (true: a run in process) or
+  // report the device lost and let the process end (false: a measuring worker process,
+  // distributed/process_pool.h). Not YAML.
+  bool recover_in_process = true;
   double budget_s = 0;      // stop measuring after this many seconds (0 = no limit)
   int max_measurements = 0; // stop after this many candidates measured (0 = no limit)
 };

@@ -12,6 +12,7 @@ constexpr std::pair<MeasureStatus, const char*> kStatus[] = {
     {MeasureStatus::kTimeout, "timeout"},
     {MeasureStatus::kWrongResult, "wrong_result"},
     {MeasureStatus::kUnsupported, "unsupported"},
+    {MeasureStatus::kCrashed, "crashed"},
 };
 
 double quantile(const std::vector<double>& sorted, double q) {

@@ -18,7 +18,17 @@
 
 namespace brickdl {
 
-enum class MeasureStatus { kOk, kCompileError, kLaunchError, kTimeout, kWrongResult, kUnsupported };
+// kCrashed: the worker process measuring the candidate died (a signal, an abort, an exit)
+// before it answered (distributed/process_pool.h); in process there is no such status.
+enum class MeasureStatus {
+  kOk,
+  kCompileError,
+  kLaunchError,
+  kTimeout,
+  kWrongResult,
+  kUnsupported,
+  kCrashed
+};
 const char* measure_status_name(MeasureStatus s);
 bool parse_measure_status(const std::string& s, MeasureStatus* out);
 
@@ -64,6 +74,12 @@ public:
   virtual std::string backend() const = 0; // "cpu" or "cuda"
   virtual MeasureResult measure(const Graph& graph, const Candidate& candidate,
                                 const MeasureOptions& options) = 0;
+  // True after a failure that left this process's device unusable (a sticky CUDA error, or a
+  // kernel still running) and that the measurer did not repair in place: a later result would
+  // be wrong. A measuring worker process (distributed/process_pool.h) reports the failed
+  // candidate, exits and is started afresh, as CUDA's documentation asks for these errors; in
+  // process the CUDA measurer resets the device instead (kernels/cuda/cuda_measurer.h).
+  virtual bool device_lost() const { return false; }
 };
 
 } // namespace brickdl

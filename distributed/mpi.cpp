@@ -20,7 +20,6 @@ namespace brickdl::distributed {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using search::WorkerStats;
 
 struct Message {
@@ -316,22 +315,7 @@ Hello prepare_here(Session& session, const ExperimentLoader& load, int index, Pr
 }
 
 nlohmann::json run_job(const nlohmann::json& job, Prepared& p) {
-  const auto t0 = Clock::now();
-  nlohmann::json out = {{"ticket", job.value("ticket", int64_t{-1})}};
-  try {
-    if (!p.measurer)
-      throw InternalError("a job before a successful prepare");
-    const search::CandidateRef ref{job.at("group").get<int>(), job.at("index").get<int>()};
-    if (ref.group < 0 || ref.group >= static_cast<int>(p.space->groups().size()) || ref.index < 0 ||
-        ref.index >= static_cast<int>(p.space->group(ref.group).candidates.size()))
-      throw InternalError(fmt::format("no candidate {}/{} in this space", ref.group, ref.index));
-    out["result"] = to_json(p.measurer->measure(p.space->graph(), p.space->candidate(ref),
-                                                p.experiment.measurement.options));
-  } catch (const std::exception& e) {
-    out["error"] = e.what();
-  }
-  out["wall_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-  return out;
+  return answer_job(job, p.space.get(), p.measurer.get(), p.experiment.measurement.options);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "distributed/protocol.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,25 @@
 #include "core/hash.h"
 
 namespace brickdl::distributed {
+
+nlohmann::json answer_job(const nlohmann::json& job, const search::SearchSpace* space,
+                          Measurer* measurer, const MeasureOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  nlohmann::json out = {{"ticket", job.value("ticket", int64_t{-1})}};
+  try {
+    if (!measurer || !space)
+      throw InternalError("a job before a successful prepare");
+    const search::CandidateRef ref{job.at("group").get<int>(), job.at("index").get<int>()};
+    if (ref.group < 0 || ref.group >= static_cast<int>(space->groups().size()) || ref.index < 0 ||
+        ref.index >= static_cast<int>(space->group(ref.group).candidates.size()))
+      throw InternalError(fmt::format("no candidate {}/{} in this space", ref.group, ref.index));
+    out["result"] = to_json(measurer->measure(space->graph(), space->candidate(ref), options));
+  } catch (const std::exception& e) {
+    out["error"] = e.what();
+  }
+  out["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
 
 nlohmann::json to_json(const Hello& h) {
   return {{"rank", h.rank},     {"host", h.host},   {"target", h.target}, {"backend", h.backend},

@@ -47,6 +47,12 @@ nlohmann::json to_json(const MeasureResult& r);
 // Throws InternalError on a malformed message.
 MeasureResult result_from_json(const nlohmann::json& j);
 
+// A worker's answer to a job {ticket, group, index} of `space`: {ticket, wall_s, result}, or
+// {ticket, wall_s, error} when there is no measurer, no such candidate, or the measurer threw
+// (a broken setup, not a failing candidate). MPI ranks and worker processes answer alike.
+nlohmann::json answer_job(const nlohmann::json& job, const search::SearchSpace* space,
+                          Measurer* measurer, const MeasureOptions& options);
+
 // A digest of a search space's groups and candidates: equal on every rank that built the
 // same space from the same experiment.
 std::string space_digest(const search::SearchSpace& space);

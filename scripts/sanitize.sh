@@ -8,7 +8,8 @@
 #         fatal) into ${BRICKDL_ASAN_BUILD_DIR:-build-asan}, then its whole ctest except the
 #         tests labelled `no_asan` (each says why in its CMakeLists.txt)
 #   tsan  the CPU merged executor's tests (kernels_tests: padded / memoized with threads, the
-#         plan executor, CpuMeasurer) built with ThreadSanitizer into
+#         plan executor, CpuMeasurer) and the measuring worker processes' (process_pool_tests:
+#         planted crashes, hangs and lost devices) built with ThreadSanitizer into
 #         ${BRICKDL_TSAN_BUILD_DIR:-build-tsan}, and run
 #
 # BRICKDL_JOBS sets the build's and ctest's parallelism (default 2). Leak reports are on; the
@@ -61,10 +62,11 @@ asan() {
 
 tsan() {
   local build=${BRICKDL_TSAN_BUILD_DIR:-$root/build-tsan}
-  echo "sanitize.sh: ThreadSanitizer build of the CPU merged executor's tests in $build"
+  echo "sanitize.sh: ThreadSanitizer build of the CPU merged executor's and the worker processes' tests in $build"
   configure "$build" "thread" || return 1
-  quiet_build "$build" kernels_tests || return 1
+  quiet_build "$build" kernels_tests process_pool_tests fault_measure_worker || return 1
   "$build/tests/kernels/kernels_tests" --gtest_brief=1 || return 1
+  "$build/tests/distributed/process_pool_tests" --gtest_brief=1 || return 1
 }
 
 case $what in

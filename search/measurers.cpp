@@ -20,6 +20,7 @@ std::unique_ptr<Measurer> make_cuda_measurer(const MeasurementConfig& config,
   cuda::CudaMeasurerOptions options;
   options.metrics = config.counters; // empty: the profiler's defaults
   options.device = config.device;
+  options.recover_in_process = config.recover_in_process;
   try {
     return cuda::make_cuda_measurer(options);
   } catch (const std::exception& e) {

@@ -100,17 +100,19 @@ void print_end_to_end(const PlanSummary& p, const std::string& target,
 
 namespace {
 
-// MPI runs: what each worker rank measured, its throughput over the measuring phase, and
-// why a refused one measured nothing.
+// MPI runs and worker processes: what each worker measured, its throughput over the
+// measuring phase, how often its process was replaced, and why a refused one measured nothing.
 void print_workers(const TuneReport& r, std::ostream& os) {
   for (const WorkerStats& w : r.workers) {
     if (!w.refused.empty()) {
-      os << fmt::format("  rank {} ({}): refused: {}\n", w.rank, w.host, w.refused);
+      os << fmt::format("  {} {} ({}): refused: {}\n", w.kind, w.rank, w.host, w.refused);
       continue;
     }
     os << fmt::format(
-        "  rank {} ({}): {} measured, {} failed, {:.1f} s busy, {:.3f} candidates/s\n", w.rank,
-        w.host, w.measured, w.failed, w.busy_s, r.measure_s > 0 ? w.measured / r.measure_s : 0.0);
+        "  {} {} ({}): {} measured, {} failed, {:.1f} s busy, {:.3f} candidates/s{}\n", w.kind,
+        w.rank, w.host, w.measured, w.failed, w.busy_s,
+        r.measure_s > 0 ? w.measured / r.measure_s : 0.0,
+        w.restarts ? fmt::format(", restarted {} times", w.restarts) : "");
   }
 }
 
@@ -342,7 +344,9 @@ nlohmann::json workers_json(const std::vector<WorkerStats>& workers) {
                    {"target", w.target},
                    {"measured", w.measured},
                    {"failed", w.failed},
-                   {"busy_s", w.busy_s}});
+                   {"busy_s", w.busy_s},
+                   {"kind", w.kind},
+                   {"restarts", w.restarts}});
     if (!w.refused.empty())
       out.back()["refused"] = w.refused;
   }
@@ -461,7 +465,7 @@ nlohmann::json report_json(const TuneReport& r) {
   if (r.dropped > 0)
     out["measurements"]["dropped"] = r.dropped;
   if (!r.workers.empty())
-    out["workers"] = workers_json(r.workers); // MPI runs only: plain runs keep their format
+    out["workers"] = workers_json(r.workers); // MPI and worker processes: in process, none
   return out;
 }
 

@@ -48,11 +48,13 @@ namespace brickdl::search {
 struct WorkerStats {
   int rank = 0;
   std::string host;
-  std::string target;  // its fingerprint
-  int measured = 0;    // results it returned in this run
-  int failed = 0;      // of which not ok
-  double busy_s = 0;   // summed wall time of its jobs
-  std::string refused; // why it measured nothing for this run ("" when it took part)
+  std::string target;        // its fingerprint
+  int measured = 0;          // results it returned in this run
+  int failed = 0;            // of which not ok
+  double busy_s = 0;         // summed wall time of its jobs
+  std::string refused;       // why it measured nothing for this run ("" when it took part)
+  std::string kind = "rank"; // "rank" (MPI) or "worker" (a worker process on this machine)
+  int restarts = 0;          // times its process was started afresh (worker processes)
 };
 
 // A run that plans for a GPU it does not have (backend auto without a GPU): the plan is the

@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS meta (
 -- The schema version is stated once, in the statement below: CMake reads it into the C++ store
 -- (kStoreSchemaVersion) and results/brickdl_store.py into the Python readers. Bumping it is
 -- this one edit plus a migration step in core/store/detail/schema.cpp.
-INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '5');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('application', 'brickdl'), ('schema_version', '6');
 
 -- Where a measurement was taken: 'cpu:<model>' or 'gpu:<name>/sm<cc>/drv<..>/cuda<..>/cudnn<..>',
 -- or 'model:<gpu spec name>' for model-only runs (predictions, nothing measured).
@@ -148,7 +148,8 @@ CREATE TABLE IF NOT EXISTS measurements (
   target_id     INTEGER NOT NULL REFERENCES targets(id),
   run_id        INTEGER NOT NULL REFERENCES runs(id),
   status        TEXT NOT NULL CHECK (status IN ('ok', 'compile_error', 'launch_error',
-                                                'timeout', 'wrong_result', 'unsupported')),
+                                                'timeout', 'wrong_result', 'unsupported',
+                                                'crashed')),
   error         TEXT NOT NULL DEFAULT '',
   median_ms     REAL, min_ms REAL, max_ms REAL, p25_ms REAL, p75_ms REAL,
   max_rel_error REAL,

@@ -78,6 +78,7 @@ public:
 
   std::string target() const override { return device_.fingerprint(); }
   std::string backend() const override { return "cuda"; }
+  bool device_lost() const override { return lost_; }
 
   // Failures are statuses (statuses.h); the samples of a failed measurement are dropped. The
   // job lives here, so that a failure that touched the device is checked before its buffers
@@ -85,6 +86,11 @@ public:
   MeasureResult measure(const Graph& graph, const Candidate& c,
                         const MeasureOptions& options) override {
     MeasureResult r;
+    if (lost_) { // a worker process measures nothing after losing its device
+      r.status = MeasureStatus::kLaunchError;
+      r.error = "the device was lost by an earlier candidate in this process";
+      return r;
+    }
     std::unique_ptr<Job> job;
     try {
       measure_impl(graph, c, options, r, job);
@@ -118,6 +124,13 @@ private:
     if (running)
       (void)job.release(); // its buffers die with the context; freeing them would wait
     job.reset();
+    if (needs_reset(state) && !opt_.recover_in_process) {
+      lost_ = true; // the process ends; its context (and a kernel still running) with it
+      r.counters["device_lost"] = 1;
+      r.error += "; the device is left unusable (" +
+                 std::string(running ? "a kernel still runs" : "a sticky error") + ")";
+      return;
+    }
     r.counters["device_reset"] = needs_reset(state) ? 1 : 0;
     if (needs_reset(state))
       session_.reset(running);
@@ -346,6 +359,7 @@ private:
   DeviceInfo device_;
   NvrtcCompiler compiler_;
   DeviceSession session_;
+  bool lost_ = false; // a device failure was left to the process to end (recover_in_process off)
 };
 
 } // namespace

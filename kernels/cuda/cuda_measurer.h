@@ -47,7 +47,9 @@
 // CUDA error), timeout (a memoized wait exceeded its limit, or the run exceeded
 // MeasureOptions::timeout_s), wrong_result. After a launch_error or timeout the device is
 // checked and reset only for a sticky error or work still running (statuses.h); the counter
-// "device_reset" (0 or 1) says which.
+// "device_reset" (0 or 1) says which. With recover_in_process off (a worker process) the device
+// is not reset: the measurer reports it lost ("device_lost" 1, device_lost()) and refuses
+// every later candidate; its process ends and a fresh one takes over.
 #include <functional>
 #include <memory>
 #include <string>
@@ -99,6 +101,11 @@ struct CudaMeasurerOptions {
   // Test seam: edits each plan after generation, before compilation (device tests use it to
   // plant a wrong, broken or endless kernel and check the status the measurer reports).
   std::function<void(KernelPlan&)> edit_plan;
+  // After a sticky error or a kernel still running: reset the device here (cudaDeviceReset,
+  // "device_reset" 1) or, false, leave it and report it lost (Measurer::device_lost(),
+  // "device_lost" 1): a measuring worker process then ends and is started afresh, which is
+  // what CUDA's documentation asks for after such errors.
+  bool recover_in_process = true;
 };
 
 // Throws CudaError when no device is available (check cuda_device_available() first).

@@ -140,6 +140,32 @@ CREATE TABLE IF NOT EXISTS baseline_predictions (
   PRIMARY KEY (workload_id, gpu_spec, model_version, baseline)
 );
 )sql"},
+    // Version 6 allows the measurement status `crashed`: the worker process that measured the
+    // candidate died (distributed/process_pool.h). The table is rebuilt for its CHECK
+    // constraint, as candidates above (ids kept: samples and counters refer to them).
+    {5, "allowing the measurement status 'crashed'", R"sql(
+CREATE TABLE measurements_v6 (
+  id            INTEGER PRIMARY KEY,
+  candidate_id  INTEGER NOT NULL REFERENCES candidates(id),
+  target_id     INTEGER NOT NULL REFERENCES targets(id),
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  status        TEXT NOT NULL CHECK (status IN ('ok', 'compile_error', 'launch_error',
+                                                'timeout', 'wrong_result', 'unsupported',
+                                                'crashed')),
+  error         TEXT NOT NULL DEFAULT '',
+  median_ms     REAL, min_ms REAL, max_ms REAL, p25_ms REAL, p75_ms REAL,
+  max_rel_error REAL,
+  created_at    TEXT NOT NULL,
+  UNIQUE (candidate_id, target_id, run_id)
+);
+INSERT INTO measurements_v6 (id, candidate_id, target_id, run_id, status, error, median_ms,
+                             min_ms, max_ms, p25_ms, p75_ms, max_rel_error, created_at)
+  SELECT id, candidate_id, target_id, run_id, status, error, median_ms, min_ms, max_ms, p25_ms,
+         p75_ms, max_rel_error, created_at FROM measurements ORDER BY id;
+DROP TABLE measurements;
+ALTER TABLE measurements_v6 RENAME TO measurements;
+CREATE INDEX IF NOT EXISTS measurements_by_candidate ON measurements(candidate_id, target_id);
+)sql"},
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion,
               "one migration step per schema version above 0");
