@@ -408,22 +408,8 @@ int run_mpi(const Args& a, search::InterruptHandler& interrupt, std::streambuf* 
   return run_worker(a, session, interrupt);
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  // First, before any thread exists (see search/interrupt.h).
-  brickdl::search::InterruptHandler interrupt;
-  // Under mpirun every rank parses the same command line: only rank 0 reports its mistakes.
-  const bool under_mpi = distributed::launcher_world_size() > 1;
-  std::streambuf* const stderr_buf = std::cerr.rdbuf();
-  if (under_mpi && distributed::launcher_rank() > 0) {
-    std::cout.rdbuf(nullptr);
-    std::cerr.rdbuf(nullptr);
-    interrupt.set_notice(""); // mpirun stops every rank at once: rank 0 says it
-  }
-
-  Args a;
-  CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for experiments"};
+// The command line's options, into `a`.
+void add_options(CLI::App& app, Args& a) {
   app.add_option("experiment", a.experiments,
                  "experiment YAML files (tuned in turn), or ONNX models (.onnx) tuned with the "
                  "defaults")
@@ -468,6 +454,25 @@ int main(int argc, char** argv) {
                "measure the cpu backend in a worker process too (the cuda backend always is, "
                "unless --in-process)")
       ->excludes(in_process);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // First, before any thread exists (see search/interrupt.h).
+  brickdl::search::InterruptHandler interrupt;
+  // Under mpirun every rank parses the same command line: only rank 0 reports its mistakes.
+  const bool under_mpi = distributed::launcher_world_size() > 1;
+  std::streambuf* const stderr_buf = std::cerr.rdbuf();
+  if (under_mpi && distributed::launcher_rank() > 0) {
+    std::cout.rdbuf(nullptr);
+    std::cerr.rdbuf(nullptr);
+    interrupt.set_notice(""); // mpirun stops every rank at once: rank 0 says it
+  }
+
+  Args a;
+  CLI::App app{"brickdl-tune: tunes merged execution of a CNN over bricks for experiments"};
+  add_options(app, a);
   app.footer("The closing report's columns:\n" + search::report_legend());
   a.self_argv.assign(argv, argv + argc);
   a.self_argv[0] = std::filesystem::read_symlink("/proc/self/exe").string();

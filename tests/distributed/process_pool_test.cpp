@@ -121,6 +121,33 @@ protected:
     return search::tune(ctx);
   }
 
+  // Five of the cleanly measured candidates, spread over their sorted keys, get a fault each
+  // (BRICKDL_TEST_FAULTS for the workers); key → the status each must be recorded with.
+  std::map<std::string, std::string> plant_faults(const std::map<std::string, std::string>& clean) {
+    const std::vector<std::string> keys = testing::candidate_keys(*space_);
+    const std::vector<std::pair<std::string, std::string>> plan = {{"segv", "crashed"},
+                                                                   {"abort", "crashed"},
+                                                                   {"exit", "crashed"},
+                                                                   {"hang", "timeout"},
+                                                                   {"sticky", "launch_error"}};
+    std::vector<std::string> measured_keys;
+    for (const auto& [key, row] : clean)
+      measured_keys.push_back(key);
+    std::map<std::string, std::string> expected; // key → status
+    std::string faults;
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const std::string& key =
+          measured_keys[(2 * k + 1) * measured_keys.size() / (2 * plan.size())];
+      const size_t index =
+          static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
+      EXPECT_EQ(keys.at(index), key);
+      faults += (faults.empty() ? "" : ",") + plan[k].first + ":" + std::to_string(index);
+      expected[key] = plan[k].second;
+    }
+    setenv("BRICKDL_TEST_FAULTS", faults.c_str(), 1);
+    return expected;
+  }
+
   fs::path dir_;
   std::string yaml_;
   ExperimentConfig exp_;
@@ -136,27 +163,7 @@ TEST_F(ProcessPoolFaults, PlantedFaultsAreRecordedAndTheRestMeasuredOnce) {
   for (const auto& [key, row] : clean)
     ASSERT_EQ(row.substr(0, 3), "ok|") << key;
 
-  // Five of those candidates, spread over the sorted keys, get a fault each.
-  const std::vector<std::string> keys = testing::candidate_keys(*space_);
-  const std::vector<std::pair<std::string, std::string>> plan = {{"segv", "crashed"},
-                                                                 {"abort", "crashed"},
-                                                                 {"exit", "crashed"},
-                                                                 {"hang", "timeout"},
-                                                                 {"sticky", "launch_error"}};
-  std::vector<std::string> measured_keys;
-  for (const auto& [key, row] : clean)
-    measured_keys.push_back(key);
-  std::map<std::string, std::string> expected; // key → status
-  std::string faults;
-  for (size_t k = 0; k < plan.size(); ++k) {
-    const std::string& key = measured_keys[(2 * k + 1) * measured_keys.size() / (2 * plan.size())];
-    const size_t index =
-        static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
-    ASSERT_EQ(keys.at(index), key);
-    faults += (faults.empty() ? "" : ",") + plan[k].first + ":" + std::to_string(index);
-    expected[key] = plan[k].second;
-  }
-  setenv("BRICKDL_TEST_FAULTS", faults.c_str(), 1);
+  const std::map<std::string, std::string> expected = plant_faults(clean);
 
   const std::string db_path = (dir_ / "faults.db").string();
   ProcessPool pool(options(2), nullptr);
