@@ -33,13 +33,14 @@
 // baseline in the precision's math: implicit-GEMM convs and unfused bias, batch-norm and
 // activation passes, CudnnLayerwise::Algorithms::kPaperUnfused), "variant.own_layerwise_ms" (our
 // single-layer kernels, validated), medians over the same repetitions, each cold. Beside each,
-// "..._warm_ms" times the same layer sequence without the flush (inputs, intermediates and
-// weights L2-warm from the previous run, as a framework runs layers back to back); the samples
-// stay the cold ones (the tuner compares cold to cold). What cuDNN ran per conv:
-// "cudnn_<math>.algo.<layer>" and ".math.<layer>" (cuDNN enum values, layer in the group) and
-// "cudnn_<math>.tensor_op_convs" (0 for fp32). 16-bit cuDNN reads 16-bit copies of the inputs
-// and weights made before the timing (CudnnLayerwise::bind), as the generated kernels do.
-// Without cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict
+// "..._kernel_ms" (with CUPTI) sums the sequence's kernels' own durations, so the GPU's idle
+// time between its launches shows, and "..._warm_ms" times the same layer sequence without the
+// flush (inputs, intermediates and weights L2-warm from the previous run, as a framework runs
+// layers back to back); the samples stay the cold ones (the tuner compares cold to cold). What
+// cuDNN ran per conv: "cudnn_<math>.algo.<layer>" and ".math.<layer>" (cuDNN enum values, layer in
+// the group) and "cudnn_<math>.tensor_op_convs" (0 for fp32). 16-bit cuDNN reads 16-bit copies of
+// the inputs and weights made before the timing (CudnnLayerwise::bind), as the generated kernels
+// do. Without cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict
 // FP32 whatever the precision; the tolerance follows the precision (kernels/validation.h,
 // tolerance_for).
 //
