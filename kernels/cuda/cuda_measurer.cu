@@ -234,8 +234,7 @@ private:
     j.r.counters["variant.own_layerwise_max_rel_error"] = own.max_rel_error;
     std::vector<double> own_ms;
     if (own.ok()) {
-      own_ms = measure_cold(session_, run_own, j.o, nullptr);
-      j.r.counters["variant.own_layerwise_ms"] = median(own_ms);
+      own_ms = measure_variant(j, run_own, "variant.own_layerwise");
       j.r.counters["variant.own_layerwise_warm_ms"] = median(measure_warm(session_, run_own, j.o));
     } else {
       j.r.counters["variant.own_layerwise_wrong"] = 1;
@@ -271,7 +270,7 @@ private:
       variant.publish();
       const std::string key = std::string("variant.cudnn_") + math_key(other);
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
-      j.r.counters[key + "_ms"] = median(measure_cold(session_, run_variant, j.o, nullptr));
+      measure_variant(j, run_variant, key);
       j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_variant, j.o));
       record_choices(variant, other, j.r.counters);
       record_choices(*baseline, math, j.r.counters);
@@ -285,8 +284,8 @@ private:
 
   // The BrickDL paper's own baseline (CudnnLayerwise::Algorithms::kPaperUnfused: implicit-GEMM
   // convs, bias, batch-norm and activation passes of their own) in the precision's math,
-  // validated and timed as a variant: "variant.paper_unfused_ms" (cold median), "_warm_ms",
-  // "_max_rel_error" and "_calls" (library calls per run). A refusal leaves it out.
+  // validated and timed as a variant: "variant.paper_unfused_ms" (cold median), "_kernel_ms",
+  // "_warm_ms", "_max_rel_error" and "_calls" (library calls per run). A refusal leaves it out.
   void measure_paper_variant(Job& j, Math math) {
     try {
       CudnnLayerwise paper(j.g, j.c.group, math, CudnnLayerwise::Algorithms::kPaperUnfused);
@@ -299,7 +298,7 @@ private:
       const std::string key = "variant.paper_unfused";
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
       j.r.counters[key + "_calls"] = paper.calls_per_run();
-      j.r.counters[key + "_ms"] = median(measure_cold(session_, run_paper, j.o, nullptr));
+      measure_variant(j, run_paper, key);
       j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_paper, j.o));
     } catch (const Unsupported& e) {
       session_.warn_once(std::string("the paper's unfused cuDNN baseline unavailable: ") +
@@ -321,6 +320,8 @@ private:
     j.r.counters["cudnn_calls_per_run"] = baseline.calls_per_run();
     j.r.samples_ms = measure_cold(session_, run, j.o, &j.r.counters);
     j.r.counters[std::string("variant.cudnn_") + math + "_ms"] = median(j.r.samples_ms);
+    if (const auto k = j.r.counters.find("kernel_time_ms"); k != j.r.counters.end())
+      j.r.counters[std::string("variant.cudnn_") + math + "_kernel_ms"] = k->second;
     j.r.counters[std::string("variant.cudnn_") + math + "_warm_ms"] =
         median(measure_warm(session_, run, j.o));
     measure_cupti(session_, run, j.o, opt_.metrics, j.r.counters);
@@ -341,6 +342,19 @@ private:
   }
 
   // ---- helpers --------------------------------------------------------------------------
+
+  // Cold samples of a variant's `run`: "<key>_ms" their median and, with CUPTI, "<key>_kernel_ms"
+  // the run's kernels' own durations summed (mean per run): what _ms adds to it is the GPU's
+  // idle time between the launches.
+  std::vector<double> measure_variant(Job& j, const std::function<void()>& run,
+                                      const std::string& key) {
+    std::map<std::string, double> own;
+    std::vector<double> samples = measure_cold(session_, run, j.o, &own);
+    j.r.counters[key + "_ms"] = median(samples);
+    if (const auto k = own.find("kernel_time_ms"); k != own.end())
+      j.r.counters[key + "_kernel_ms"] = k->second;
+    return samples;
+  }
 
   // Binds `cudnn` to the job's buffers (16-bit math: converts them, untimed).
   void bind(CudnnLayerwise& cudnn, Job& j) {

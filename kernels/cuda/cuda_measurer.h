@@ -7,8 +7,8 @@
 //   reference: cuDNN layerwise, strict FP32, exact algorithms (else the CPU reference ops)
 //   1 validation run  ──► compare (kernels/validation.h: |out−ref| <= atol + rtol·|ref|),
 //                         memo counters, error flag
-//   cold timing: warm-up runs; repetitions: [L2 flush: read sweep] event ─ kernels ─ event
-//                ──► samples
+//   cold timing: warm-up runs; repetitions: [L2 flush: read sweep] [spin] event ─ kernels ─
+//                event ──► samples
 //   (+ CUPTI activity: summed kernel durations); counter pass: CUPTI range profiler, one user
 //   range per run, replayed as many passes as the metrics need ──► MeasureResult::counters
 //
@@ -20,6 +20,7 @@
 //   detail/device_buffers   device memory, uploads, downloads of a group's data
 //   detail/generated_run    the generated kernels of a plan, loaded and launched
 //   detail/l2_flush         the L2 flush (read sweep; check_l2_flush below tests it)
+//   detail/launch_spin      the spin before each timed run (check_cold_timing tests it)
 //   detail/shared_memory.h  the static + dynamic shared-memory opt-in rule
 //   device_query.cu         cuda_device_available, query_device
 //   run_on_device.cu        run_on_device (tests, benchmarks)
@@ -32,13 +33,14 @@
 // baseline in the precision's math: implicit-GEMM convs and unfused bias, batch-norm and
 // activation passes, CudnnLayerwise::Algorithms::kPaperUnfused), "variant.own_layerwise_ms" (our
 // single-layer kernels, validated), medians over the same repetitions, each cold. Beside each,
-// "..._warm_ms" times the same layer sequence without the flush (inputs, intermediates and
-// weights L2-warm from the previous run, as a framework runs layers back to back); the samples
-// stay the cold ones (the tuner compares cold to cold). What cuDNN ran per conv:
-// "cudnn_<math>.algo.<layer>" and ".math.<layer>" (cuDNN enum values, layer in the group) and
-// "cudnn_<math>.tensor_op_convs" (0 for fp32). 16-bit cuDNN reads 16-bit copies of the inputs
-// and weights made before the timing (CudnnLayerwise::bind), as the generated kernels do.
-// Without cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict
+// "..._kernel_ms" (with CUPTI) sums the sequence's kernels' own durations, so the GPU's idle
+// time between its launches shows, and "..._warm_ms" times the same layer sequence without the
+// flush (inputs, intermediates and weights L2-warm from the previous run, as a framework runs
+// layers back to back); the samples stay the cold ones (the tuner compares cold to cold). What
+// cuDNN ran per conv: "cudnn_<math>.algo.<layer>" and ".math.<layer>" (cuDNN enum values, layer in
+// the group) and "cudnn_<math>.tensor_op_convs" (0 for fp32). 16-bit cuDNN reads 16-bit copies of
+// the inputs and weights made before the timing (CudnnLayerwise::bind), as the generated kernels
+// do. Without cuDNN, `layerwise` times our own single-layer kernels. The reference stays strict
 // FP32 whatever the precision; the tolerance follows the precision (kernels/validation.h,
 // tolerance_for).
 //
@@ -131,6 +133,22 @@ struct FlushCheck {
   int64_t l2_bytes = 0;
 };
 FlushCheck check_l2_flush(int device = 0);
+
+// Self-check of cold timing's spin (measure_cold.cuh, detail/launch_spin.h) on `device`: the
+// event-timed medians (default MeasureOptions: flushed, spin before the start event) of a run
+// that enqueues nothing, and of a run of `launches` empty single-thread kernels, with their
+// summed kernel time from CUPTI. With the spin before the start event the empty run times the
+// event pair only, far below the spin; had the spin been inside, it would be at least the spin.
+// Throws CudaError without a device.
+struct ColdTimingCheck {
+  double empty_run_ms = 0;
+  double empty_spin_us = 0;       // the spin before the empty run (no queuing: the floor)
+  double launches_ms = 0;         // median wall time of the run of `launches` kernels
+  double launches_kernel_ms = -1; // their summed durations per run; -1 without CUPTI
+  double launches_spin_us = 0;
+  int launches_short_runs = 0; // repetitions whose queuing outlasted the spin
+};
+ColdTimingCheck check_cold_timing(int device = 0, int launches = 64);
 
 // One run of `candidate` on device 0 with host data in and out (tests, benchmarks): inputs[k]
 // is the tensor of its k-th external input (KernelPlan::input_ids), `weights` cover the group.

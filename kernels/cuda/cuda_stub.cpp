@@ -65,6 +65,9 @@ std::unique_ptr<Measurer> make_cuda_measurer(const CudaMeasurerOptions&) {
 FlushCheck check_l2_flush(int) {
   throw CudaError(cuda_unavailable_reason());
 }
+ColdTimingCheck check_cold_timing(int, int) {
+  throw CudaError(cuda_unavailable_reason());
+}
 std::vector<float> run_on_device(const Graph&, const Candidate&, DeviceRunner,
                                  const std::vector<const kernels::Tensor*>&,
                                  const kernels::ModelWeights&) {

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "kernels/cuda/codegen.h"
@@ -83,7 +84,7 @@ const char* math_name(cudnnMathType_t m) {
   switch (m) {
   case CUDNN_DEFAULT_MATH: return "default";
   case CUDNN_TENSOR_OP_MATH: return "tensor_op";
-  case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tf32";
+  case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "allow_conversion";
   case CUDNN_FMA_MATH: return "fma";
   default: return "?";
   }
@@ -166,28 +167,26 @@ size_t element_bytes(Math math) {
   return detail::stored_element_bytes(storage_of(math));
 }
 
-// The math a conv descriptor asks for: FMA (strict), TF32 conversion, or 16-bit tensor ops.
+using LibraryMath = CudnnLayerwise::LibraryMath;
+static_assert(static_cast<int>(LibraryMath::kDefault) == CUDNN_DEFAULT_MATH &&
+              static_cast<int>(LibraryMath::kTensorOp) == CUDNN_TENSOR_OP_MATH &&
+              static_cast<int>(LibraryMath::kTensorOpAllowConversion) ==
+                  CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+              static_cast<int>(LibraryMath::kFma) == CUDNN_FMA_MATH);
+
+// The math a conv descriptor asks for (CudnnLayerwise::descriptor_math).
 cudnnMathType_t wanted_math(Math math) {
-  switch (math) {
-  case Math::kStrictFp32: return CUDNN_FMA_MATH;
-  case Math::kTf32: return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  default: return CUDNN_TENSOR_OP_MATH;
-  }
+  return static_cast<cudnnMathType_t>(CudnnLayerwise::descriptor_math(math));
 }
 
-// Whether a perf entry's math is on tensor cores.
-bool tensor_math(cudnnMathType_t m) {
-  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
-
-// Whether cudnnFind's entry `m` may serve `math`. Strict FP32 takes no tensor-op entry, and
-// the entry's own math does not decide how it runs: CUDNN_DEFAULT_MATH permits TF32 tensor
-// cores on Ampere and later, so a strict step always runs with the descriptor forced to
-// CUDNN_FMA_MATH (strict_fma below). TF32 takes what the library finds fastest for fp32 data
-// under CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, in the entry's own math; bf16 / fp16 what it
-// finds fastest for their data under CUDNN_TENSOR_OP_MATH.
+// Whether cudnnFind's entry `m` may serve `math` (CudnnLayerwise::accepts). For strict FP32 the
+// entry's own math does not decide how it runs: CUDNN_DEFAULT_MATH permits TF32 tensor cores on
+// Ampere and later, so a strict step always runs with the descriptor forced to CUDNN_FMA_MATH
+// (strict_fma below). TF32 takes what the library finds fastest for fp32 data under
+// CUDNN_DEFAULT_MATH, in the entry's own math; bf16 / fp16 what it finds fastest for their data
+// under CUDNN_TENSOR_OP_MATH.
 bool accepts(Math math, cudnnMathType_t m) {
-  return math != Math::kStrictFp32 || !tensor_math(m);
+  return CudnnLayerwise::accepts(math, static_cast<LibraryMath>(m));
 }
 
 // Puts strict step `s` on CUDNN_FMA_MATH with `algo`, if cuDNN runs `algo` under it (its
@@ -665,6 +664,8 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
   if (m.workspace_bytes > 0)
     BRICKDL_CUDA_CALL(cudaMalloc(&m.workspace, m.workspace_bytes));
   m.alloc_zeros(graph, group);
+  if (math == Math::kTf32 && tf32_disabled_by_environment(std::getenv("NVIDIA_TF32_OVERRIDE")))
+    desc << "(NVIDIA_TF32_OVERRIDE=0: cuDNN runs no TF32, FP32 FMA instead) ";
   m.description = desc.str();
 }
 

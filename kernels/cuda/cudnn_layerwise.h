@@ -17,9 +17,13 @@
 // Math: kStrictFp32 restricts convolutions to FMA kernels: the descriptor is forced to
 // CUDNN_FMA_MATH and only non-tensor-op algorithms qualify (a cudnnFind entry reported under
 // CUDNN_DEFAULT_MATH, which permits TF32 on Ampere and later, runs under FMA math or not at
-// all). kTf32 allows tensor-core TF32 conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, then
-// the math of the entry cudnnFind reports fastest), what frameworks run by default on Ampere
-// and later. Both keep fp32 tensors (CUDNN_DATA_FLOAT). kBf16 / kFp16 run on 16-bit tensors
+// all). kTf32 runs cuDNN's default math (CUDNN_DEFAULT_MATH, then the math of the entry
+// cudnnFind reports fastest): for fp32 data on Ampere and later that permits TF32 tensor cores,
+// what frameworks run by default there, and never a down-conversion of the fp32 inputs to FP16,
+// which only CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION permits: an entry of that math is refused
+// under every math mode (accepts). NVIDIA_TF32_OVERRIDE=0 in the environment turns TF32 off
+// in cuDNN: the "TF32" baseline is then FP32 FMA, and describe() says so. Both keep fp32
+// tensors (CUDNN_DATA_FLOAT). kBf16 / kFp16 run on 16-bit tensors
 // (CUDNN_DATA_BFLOAT16 / CUDNN_DATA_HALF: inputs, weights, biases, intermediates, output) with
 // FP32 accumulation (the convolution's compute type CUDNN_DATA_FLOAT) under
 // CUDNN_TENSOR_OP_MATH, as a framework runs a bf16 / fp16 model. The baseline of a graph runs
@@ -74,6 +78,33 @@ public:
   }
   static bool sixteen_bit(Math m) { return m == Math::kBf16 || m == Math::kFp16; }
 
+  // cuDNN's cudnnMathType_t by value (cudnn_layerwise.cu checks them against cudnn.h), so that
+  // the rules below are plain C++ and tested without cuDNN.
+  enum class LibraryMath { kDefault = 0, kTensorOp = 1, kTensorOpAllowConversion = 2, kFma = 3 };
+  // The math a conv descriptor asks for under `math`: strict FP32 FMA only; TF32 cuDNN's
+  // default (TF32 tensor cores permitted for fp32 data on Ampere and later, no down-conversion);
+  // bf16 / fp16 tensor ops on their own 16-bit data.
+  static LibraryMath descriptor_math(Math math) {
+    switch (math) {
+    case Math::kStrictFp32: return LibraryMath::kFma;
+    case Math::kTf32: return LibraryMath::kDefault;
+    default: return LibraryMath::kTensorOp;
+    }
+  }
+  // Whether a cudnnFind entry computed in `entry` may serve `math`. No math takes an entry that
+  // down-converts its inputs (ALLOW_CONVERSION: fp32 to FP16, which is neither fp32 nor TF32
+  // and would make a baseline faster by being less exact). Strict FP32 takes no tensor-op
+  // entry either (and runs what it takes forced to FMA math: CUDNN_DEFAULT_MATH permits TF32).
+  static bool accepts(Math math, LibraryMath entry) {
+    if (entry == LibraryMath::kTensorOpAllowConversion)
+      return false;
+    return math != Math::kStrictFp32 || entry != LibraryMath::kTensorOp;
+  }
+  // NVIDIA_TF32_OVERRIDE=0: NVIDIA's libraries run no TF32 in this process.
+  static bool tf32_disabled_by_environment(const char* override_value) {
+    return override_value && override_value[0] == '0' && override_value[1] == '\0';
+  }
+
   // Plans `group` of the fused `graph` on the current device, in `math` (which may differ from
   // math_for(graph.dtype()): the reference and the variants choose theirs). Throws
   // Unsupported or CudaError.
@@ -103,7 +134,7 @@ public:
   struct ConvChoice {
     int layer = 0;           // in the group (0 = group.first)
     std::string algo;        // "implicit_precomp_gemm", "bwd_data_1", ...
-    std::string math;        // "fma", "default", "tensor_op", "tf32"
+    std::string math;        // "fma", "default", "tensor_op" ("allow_conversion" is refused)
     int algo_id = 0;         // cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t
     int math_id = 0;         // cudnnMathType_t
     bool tensor_ops = false; // the math permits tensor cores (CUDNN_DEFAULT_MATH does on

@@ -89,6 +89,7 @@ std::shared_ptr<CompiledModule> run_nvrtc(const std::string& source, int arch,
   auto m = std::make_shared<CompiledModule>();
   m->arch = arch;
   m->log = std::move(log);
+  m->advisories = ptxas_advisories(m->log);
   size_t cubin_size = 0;
   BRICKDL_NVRTC_CALL(nvrtcGetCUBINSize(prog.get(), &cubin_size));
   m->cubin.resize(cubin_size);

@@ -20,10 +20,36 @@
 
 namespace brickdl::cuda {
 
+// The lines of a ptxas log that carry a performance advisory, "(C75dd)" (C7515, C7520: wgmma
+// serialized, ...), in log order. ptxas prints them as "info", not as warnings, and compiles
+// on, so a kernel that lost its overlap still loads and runs: the only trace is this line.
+inline std::vector<std::string> ptxas_advisories(const std::string& log) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin < log.size()) {
+    size_t end = log.find('\n', begin);
+    if (end == std::string::npos)
+      end = log.size();
+    for (size_t i = log.find("(C75", begin); i != std::string::npos && i + 7 <= end;
+         i = log.find("(C75", i + 1)) {
+      const auto digit = [&](size_t k) { return log[k] >= '0' && log[k] <= '9'; };
+      if (digit(i + 4) && digit(i + 5) && log[i + 6] == ')') {
+        lines.push_back(log.substr(begin, end - begin));
+        break;
+      }
+    }
+    begin = end + 1;
+  }
+  return lines;
+}
+
 struct CompiledModule {
-  int arch = 0;          // 80 for sm_80, ...
-  std::string cubin;     // binary image
-  std::string log;       // NVRTC + ptxas output
+  int arch = 0;      // 80 for sm_80, ...
+  std::string cubin; // binary image
+  std::string log;   // NVRTC + ptxas output
+  // ptxas_advisories(log) of this compile; empty when the module came from the disk cache
+  // (which keeps cubins only: the compile that wrote it saw them).
+  std::vector<std::string> advisories;
   std::string key;       // cache key (hex)
   double compile_ms = 0; // 0 when it came from a cache
   bool from_cache = false;

@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_measurer.h"
 #include "kernels/cuda/cudnn_layerwise.h"
 #include "kernels/cuda/cupti_profiler.h"
+#include "kernels/cuda/detail/launch_spin.h"
 #include "kernels/cuda/emulator.h"
 #include "kernels/merged_executor.h"
 #include "kernels/validation.h"
@@ -380,6 +381,75 @@ TEST(Device, StrictFp32CudnnRunsFmaMathOnly) {
     EXPECT_EQ(tf32.choices().size(),
               CudnnLayerwise(g, grp, CudnnLayerwise::Math::kStrictFp32).choices().size());
   }
+}
+
+// The TF32 baseline runs cuDNN's default math and never an algorithm that down-converts its
+// fp32 inputs to FP16 (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), found fastest or the paper's.
+TEST(Device, Tf32CudnnNeverDownConverts) {
+  BRICKDL_REQUIRE_GPU();
+  if (!CudnnLayerwise::is_supported())
+    GTEST_SKIP() << "built without cuDNN";
+  for (const Graph& g : {bottleneck(2, 14), decoder()}) {
+    const Group grp{1, g.size() - 1};
+    for (auto algos :
+         {CudnnLayerwise::Algorithms::kFastest, CudnnLayerwise::Algorithms::kPaperUnfused}) {
+      const CudnnLayerwise tf32(g, grp, CudnnLayerwise::Math::kTf32, algos);
+      SCOPED_TRACE(g.name() + ": " + tf32.describe());
+      ASSERT_FALSE(tf32.choices().empty());
+      for (const auto& c : tf32.choices()) {
+        EXPECT_NE(c.math_id,
+                  static_cast<int>(CudnnLayerwise::LibraryMath::kTensorOpAllowConversion));
+        EXPECT_NE(c.math, "allow_conversion");
+      }
+    }
+  }
+}
+
+// Cold timing's spin lies before the start event: a run that enqueues nothing times the event
+// pair alone, far below the spin (had the spin been inside, at least the spin); a run of 64
+// launches was queued whole before the GPU reached the start event, and its kernels' own time
+// is at most its wall time.
+TEST(Device, ColdTimingSpinPrecedesTheStartEvent) {
+  BRICKDL_REQUIRE_GPU();
+  const ColdTimingCheck c = check_cold_timing(0, 64);
+  std::cout << "cold timing: empty run " << c.empty_run_ms * 1e3 << " us (spin " << c.empty_spin_us
+            << " us); 64 launches " << c.launches_ms * 1e3 << " us wall, "
+            << c.launches_kernel_ms * 1e3 << " us kernels (spin " << c.launches_spin_us << " us, "
+            << c.launches_short_runs << " short)\n";
+  EXPECT_GE(c.empty_spin_us, detail::kSpinFloorUs);
+  EXPECT_LT(c.empty_run_ms * 1e3, 0.5 * c.empty_spin_us);
+  EXPECT_EQ(c.launches_short_runs, 0);
+  EXPECT_GT(c.launches_ms, 0);
+  if (c.launches_kernel_ms < 0)
+    GTEST_SKIP() << "no CUPTI: kernel time not checked";
+  EXPECT_GT(c.launches_kernel_ms, 0);
+  EXPECT_LE(c.launches_kernel_ms, c.launches_ms);
+}
+
+// Every cold time of the layerwise baseline has its kernel time beside it (with CUPTI), at most
+// the wall time: the difference is the GPU's idle time between the sequence's launches.
+TEST(Device, LayerwiseVariantsReportKernelTimeBesideWallTime) {
+  BRICKDL_REQUIRE_GPU();
+  const MeasureResult r = measure_layerwise(bottleneck(2, 28));
+  ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  EXPECT_GE(r.counters.at("launch_spin_us"), detail::kSpinFloorUs);
+  if (!r.counters.count("kernel_time_ms"))
+    GTEST_SKIP() << "no CUPTI kernel records";
+  EXPECT_LE(r.counters.at("kernel_time_ms"), r.median_ms);
+  int variants = 0;
+  for (const auto& [key, ms] : r.counters) {
+    const std::string suffix = "_kernel_ms";
+    if (key.rfind("variant.", 0) != 0 || key.size() < suffix.size() ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string wall = key.substr(0, key.size() - suffix.size()) + "_ms";
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(r.counters.count(wall));
+    EXPECT_GT(ms, 0);
+    EXPECT_LE(ms, r.counters.at(wall));
+    ++variants;
+  }
+  EXPECT_GE(variants, CudnnLayerwise::is_supported() ? 3 : 1); // cuDNN x2 + paper, or own
 }
 
 // The layerwise baseline reports warm timings (no flush between repetitions) beside the cold

@@ -169,6 +169,7 @@ template <int MATH, int NT> void check_wgmma_step(uint32_t seed) {
       dev::wgmma_store_b<MATH>(tile, dev::wgmma_b_offset(n, k, esize), B[k * N + n]);
   dev::Lanes<float, 4 * NT, 128> acc;
   dev::Lanes<float, S::a, 128> fa;
+  dev::Lanes<unsigned, 4, 128> ra; // A as the words the step reads (converted before the fence)
   for (int l = 0; l < 128; ++l) {
     const int w = l / 32, g = (l % 32) / 4, t = l % 4;
     for (int j = 0; j < S::a; ++j) {
@@ -177,8 +178,9 @@ template <int MATH, int NT> void check_wgmma_step(uint32_t seed) {
     }
     for (int i = 0; i < 4 * NT; ++i)
       acc(l)[i] = C[(16 * w + g + 8 * ((i / 2) % 2)) * N + 8 * (i / 4) + 2 * t + i % 2];
+    dev::wgmma_pack_a<MATH>(ra(l), fa(l), 1);
   }
-  dev::wgmma_step<MATH, NT>(acc, 0, fa, 0, dev::wgmma_desc(dev::smem_address(tile)));
+  dev::wgmma_step<MATH, NT>(acc, 0, ra, 0, dev::wgmma_desc(dev::smem_address(tile)));
   dev::emu::block_smem = saved;
   for (int l = 0; l < 128; ++l) {
     const int w = l / 32, g = (l % 32) / 4, t = l % 4;
@@ -204,6 +206,49 @@ TEST(WgmmaStep, HostStepIsTheRoundedProductThroughTheDescriptor) {
     check_wgmma_step<dev::kMathTf32, 4>(seed);
     check_wgmma_step<dev::kMathBf16, 4>(seed);
     check_wgmma_step<dev::kMathFp16, 2>(seed);
+  }
+}
+
+// The A words wgmma_pack_a makes before the fence are the registers cvt writes (TF32: the fp32
+// pattern rounded ties away; 16-bit: x[0] in the low half), and the host step reads back from
+// them exactly round_input: the conversion moved, the numbers did not (bit for bit, NaN a NaN).
+TEST(WgmmaStep, PackedAIsTheRegisterCvtWritesAndReadsBackAsRoundInput) {
+  const float tf32_in[1] = {1.f + 3 * std::ldexp(1.f, -12)};
+  EXPECT_EQ(dev::a_word<dev::kMathTf32>(tf32_in), 0x3f802000u); // 1 + 2^-10
+  const float pair[2] = {1.f, -2.f};
+  EXPECT_EQ(dev::a_word<dev::kMathBf16>(pair), 0xc0003f80u);
+  EXPECT_EQ(dev::a_word<dev::kMathFp16>(pair), 0xc0003c00u);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> values = {0.f,
+                               -0.f,
+                               nan,
+                               -nan,
+                               std::numeric_limits<float>::infinity(),
+                               7e4f,
+                               1e-30f,
+                               std::ldexp(3.f, -25),
+                               65519.f,
+                               1.f + std::ldexp(1.f, -8)};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-4.f, 4.f);
+  while (values.size() < 4000)
+    values.push_back(std::ldexp(u(rng), static_cast<int>(rng() % 60) - 30));
+  const auto same = [](float got, float want) {
+    return std::isnan(want) ? std::isnan(got) : dev::float_bits(got) == dev::float_bits(want);
+  };
+  for (size_t i = 0; i + 1 < values.size(); ++i) {
+    const float* x = &values[i];
+    ASSERT_TRUE(same(dev::a_value<dev::kMathTf32>(dev::a_word<dev::kMathTf32>(x), 0),
+                     dev::round_input<dev::kMathTf32>(x[0])))
+        << x[0];
+    for (int e = 0; e < 2; ++e) {
+      ASSERT_TRUE(same(dev::a_value<dev::kMathBf16>(dev::a_word<dev::kMathBf16>(x), e),
+                       dev::round_input<dev::kMathBf16>(x[e])))
+          << x[e];
+      ASSERT_TRUE(same(dev::a_value<dev::kMathFp16>(dev::a_word<dev::kMathFp16>(x), e),
+                       dev::round_input<dev::kMathFp16>(x[e])))
+          << x[e];
+    }
   }
 }
 

@@ -336,7 +336,7 @@ BRICKDL_DEVICE void wgmma_tile_start(Pix& pix, Acc& acc, const WgmmaConv& v, con
 // from `in`, B staged per step into the two weight tiles (the next step's while this one
 // multiplies), one warpgroup barrier per step:
 //
-//   stage B(0) | sync | gather A(0), stage B(1), wgmma(0), wait | sync | gather A(1), ...
+//   stage B(0) | sync | gather + convert A(0), stage B(1), fence, wgmma(0), wait | sync | ...
 template <int MATH, int NT, class Pix, class Acc>
 BRICKDL_DEVICE void wgmma_k_steps(Acc& acc, const Pix& pix, const WgmmaConv& v, const LayerDesc& L,
                                   const float* BRICKDL_RESTRICT w, const RegionBuf& in, int wg,
@@ -352,8 +352,10 @@ BRICKDL_DEVICE void wgmma_k_steps(Acc& acc, const Pix& pix, const WgmmaConv& v, 
   warpgroup_sync(wg);
   for (int k0 = k_lo, b = 0; k0 < k_hi; k0 += S::k, b ^= 1) {
     Lanes<float, S::a * kMaxMmaM, 128> fa;
+    Lanes<unsigned, 4 * kMaxMmaM, 128> ra; // A converted before the fence (mma.cuh)
     BRICKDL_FOR_EACH_WG_LANE(l) {
       mma_gather_a<MATH>(fa(l), pix(l), L, in, in_g, ci0, in_chan, k0, k_hi, v.kvol, v.MT, l & 3);
+      wgmma_pack_a<MATH>(ra(l), fa(l), v.MT);
       if (k0 + S::k < k_hi) { // the other tile: its last wgmma finished before the sync
         wgmma_stage_b<MATH, NT>(v.tiles + (b ^ 1) * kWgmmaTileFloats, w, v.K, k0 + S::k, k_hi,
                                 co_base, c1, l);
@@ -366,7 +368,7 @@ BRICKDL_DEVICE void wgmma_k_steps(Acc& acc, const Pix& pix, const WgmmaConv& v, 
     for (int mt = 0; mt < kMaxMmaM; ++mt) {
       if (mt >= v.MT)
         break;
-      wgmma_step<MATH, NT>(acc, 4 * mt * kMaxMmaN, fa, mt * S::a, desc);
+      wgmma_step<MATH, NT>(acc, 4 * mt * kMaxMmaN, ra, 4 * mt, desc);
     }
     wgmma_commit_and_wait();
     wgmma_fence_operands(acc, 4 * kMaxMmaM * kMaxMmaN);

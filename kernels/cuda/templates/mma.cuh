@@ -156,6 +156,13 @@ BRICKDL_DEVICE void mma_step(Acc& acc, int co, const FA& a, int ao, const FB& b,
 // precision's format (TF32 values as fp32 bit patterns, whose low 13 bits the hardware
 // truncates, already zero). A host twin reads B back through the same descriptor; a device test
 // checks both against each other.
+//
+// A reaches wgmma_step already converted: wgmma_pack_a turns a thread's gathered floats into
+// the 32-bit words the tensor cores read (cvt.rna.tf32; cvt.rn.{bf16,f16}x2) BEFORE
+// wgmma_fence. The PTX ISA leaves undefined a wgmma whose register operands were written
+// between the fence and it; ptxas repairs that by inserting a warpgroup arrive of its own and
+// serializing the wgmmas (warning C7520), so between the fence and the last wgmma no register
+// a wgmma reads is written.
 constexpr int kWgmmaLbo = 128; // bytes between core matrices adjacent in k
 constexpr int kWgmmaSbo = 256; // bytes between core matrices adjacent in n
 // kWgmmaTileFloats (group_desc.h): one B tile of up to kMaxMmaN n8 tiles.
@@ -204,6 +211,27 @@ template <int MATH> inline float wgmma_load_b(unsigned addr) {
   std::memcpy(&h, p, sizeof h);
   return MATH == kMathBf16 ? bits_float(static_cast<unsigned>(h) << 16) : half_value(h);
 }
+// One A word as the tensor cores read it from x[0 .. w): TF32 the rounded fp32 bit pattern,
+// BF16 / FP16 two rounded 16-bit values, x[0] in the lower half (as cvt.rn.{bf16,f16}x2 packs
+// them); a NaN becomes the canonical NaN, as cvt makes it.
+template <int MATH> inline unsigned a_word(const float* x) {
+  if (MATH == kMathTf32)
+    return std::isnan(x[0]) ? 0x7fffffffu : float_bits(round_tf32(x[0]));
+  const auto half = [](float v) -> unsigned {
+    if (MATH == kMathFp16)
+      return half_bits(round_fp16(v));
+    return std::isnan(v) ? 0x7fffu : float_bits(round_bf16(v)) >> 16;
+  };
+  return half(x[0]) | half(x[1]) << 16;
+}
+// Value e (0: the lower half) of A word `u`: what a_word rounded, exactly (TF32: the low 13 bits
+// dropped, as the hardware reads a TF32 register).
+template <int MATH> inline float a_value(unsigned u, int e) {
+  if (MATH == kMathTf32)
+    return bits_float(u & 0xffffe000u);
+  const unsigned h = e ? u >> 16 : u & 0xffffu;
+  return MATH == kMathBf16 ? bits_float(h << 16) : half_value(static_cast<unsigned short>(h));
+}
 [[noreturn]] inline void unplanned_path() {
   std::fprintf(stderr, "brickdl: a kernel path its plan did not compile was taken\n");
   std::abort();
@@ -214,10 +242,10 @@ template <class Acc> inline void wgmma_fence_operands(Acc&, int) {}
 inline void fence_proxy_async() {}
 inline void warpgroup_sync(int) {}
 
-// acc(l)[co .. co + 4·NT) += A·B, A from a(l)[ao ..] of the warpgroup's 128 threads, B through
-// `desc` (layout above).
-template <int MATH, int NT, class Acc, class FA>
-inline void wgmma_step(Acc& acc, int co, const FA& a, int ao, unsigned long long desc) {
+// acc(l)[co .. co + 4·NT) += A·B, A from the words a(l)[ao .. ao + 4) of the warpgroup's 128
+// threads (wgmma_pack_a), B through `desc` (layout above).
+template <int MATH, int NT, class Acc, class RA>
+inline void wgmma_step(Acc& acc, int co, const RA& a, int ao, unsigned long long desc) {
   using S = MmaShape<MATH>;
   constexpr int esize = MATH == kMathTf32 ? 4 : 2;
   const unsigned start = static_cast<unsigned>(desc & 0x3fffu) << 4;
@@ -229,8 +257,7 @@ inline void wgmma_step(Acc& acc, int co, const FA& a, int ao, unsigned long long
     const int w = l >> 5, g = (l & 31) >> 2, t = l & 3;
     for (int r = 0; r < 4; ++r)
       for (int e = 0; e < S::w; ++e)
-        A[16 * w + g + 8 * (r % 2)][(t + 4 * (r / 2)) * S::w + e] =
-            round_input<MATH>(a(l)[ao + r * S::w + e]);
+        A[16 * w + g + 8 * (r % 2)][(t + 4 * (r / 2)) * S::w + e] = a_value<MATH>(a(l)[ao + r], e);
   }
   for (int n = 0; n < 8 * NT; ++n)
     for (int k = 0; k < S::k; ++k) {
@@ -263,6 +290,10 @@ template <int MATH> BRICKDL_DEVICE void wgmma_store_b(float* tile, int byte, flo
   } else {
     *reinterpret_cast<unsigned short*>(p) = static_cast<unsigned short>(pack2<MATH>(v, 0.f));
   }
+}
+// One A word from x[0 .. w) (emulated twin above).
+template <int MATH> BRICKDL_DEVICE unsigned a_word(const float* x) {
+  return MATH == kMathTf32 ? to_tf32(x[0]) : pack2<MATH>(x[0], x[1]);
 }
 // A path codegen's defines left out was taken: the launch fails instead of computing nothing.
 BRICKDL_DEVICE void unplanned_path() {
@@ -314,14 +345,12 @@ BRICKDL_DEVICE void warpgroup_sync(int wg) {
                  : "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "l"(desc));                         \
   }
 
-template <int MATH, int NT, class Acc, class FA>
-BRICKDL_DEVICE void wgmma_step(Acc& acc, int co, const FA& a, int ao, unsigned long long desc) {
+// Reads A words a(0)[ao .. ao + 4) converted before the fence (wgmma_pack_a): no instruction
+// between wgmma_fence and here writes a register this wgmma reads.
+template <int MATH, int NT, class Acc, class RA>
+BRICKDL_DEVICE void wgmma_step(Acc& acc, int co, const RA& a, int ao, unsigned long long desc) {
   float* c = acc(0) + co;
-  const float* x = a(0) + ao;
-  unsigned r[4];
-  BRICKDL_UNROLL
-  for (int i = 0; i < 4; ++i)
-    r[i] = MATH == kMathTf32 ? to_tf32(x[i]) : pack2<MATH>(x[2 * i], x[2 * i + 1]);
+  const unsigned* r = a(0) + ao;
   if constexpr (NT == 1) {
     BRICKDL_WGMMA_ASM("8", "{%0, %1, %2, %3}", "{%4, %5, %6, %7}", "%8", "+f"(c[0]), "+f"(c[1]),
                       "+f"(c[2]), "+f"(c[3]))
@@ -341,6 +370,20 @@ BRICKDL_DEVICE void wgmma_step(Acc& acc, int co, const FA& a, int ao, unsigned l
 #undef BRICKDL_WGMMA_ASM
 
 #endif
+
+// A thread's A fragments of its MT m tiles (floats fa[mt · S::a ..], mma_gather_a) as the words
+// wgmma_step reads: word 4 · mt + i from values (4 · mt + i) · w ... Call it before wgmma_fence.
+template <int MATH> BRICKDL_DEVICE void wgmma_pack_a(unsigned* ra, const float* fa, int MT) {
+  using S = MmaShape<MATH>;
+  BRICKDL_UNROLL
+  for (int mt = 0; mt < kMaxMmaM; ++mt) {
+    if (mt >= MT)
+      break;
+    BRICKDL_UNROLL
+    for (int i = 0; i < 4; ++i)
+      ra[4 * mt + i] = a_word<MATH>(fa + mt * S::a + i * S::w);
+  }
+}
 
 } // namespace dev
 } // namespace brickdl
