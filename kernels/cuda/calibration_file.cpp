@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -153,6 +154,28 @@ std::string utc_timestamp(std::time_t t) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string calibration_table(const CalibrationFile& f) {
+  std::string t = "calibration of " + f.device.name + " against spec " + f.spec + "\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-26s %12s %12s %8s\n", "value", "measured", "spec", "ratio");
+  t += line;
+  for (const auto& [k, v] : f.values) {
+    std::snprintf(line, sizeof line, "  %-26s %12.4g %12.4g %8.2f\n", k.c_str(), v.value, v.spec,
+                  v.spec > 0 ? v.value / v.spec : 0.0);
+    t += line;
+  }
+  for (const auto& [k, r] : f.reference) {
+    std::snprintf(line, sizeof line, "  %-26s %12.4g %12s %8s  (reference, not applied)\n",
+                  k.c_str(), r.value, "-", "-");
+    t += line;
+  }
+  for (const auto& [k, why] : f.failed)
+    t += "  " + k + ": FAILED: " + why + "\n";
+  t += "  " + std::to_string(f.metrics.size()) + " CUPTI values, " +
+       std::to_string(f.unknown_metrics.size()) + " metric names unknown on this chip\n";
+  return t;
 }
 
 std::string calibration_json(const CalibrationFile& f) {

@@ -106,6 +106,10 @@ int calibration_exit_status(const CalibrationFile& f);
 // "2026-12-02T16:00:00Z".
 std::string utc_timestamp(std::time_t t);
 
+// A short table for the terminal: each value next to the spec's guess, each reference, each
+// failure with its reason, and the counts of metrics collected and unknown.
+std::string calibration_table(const CalibrationFile& f);
+
 // The file's text: one JSON object, keys as in docs/kernels.md (Calibration), 2-space indent.
 std::string calibration_json(const CalibrationFile& f);
 
