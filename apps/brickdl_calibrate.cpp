@@ -12,8 +12,8 @@
 //                           reference (shown, never applied)
 //
 // --plan prints the convs it would run (the model's choice, its prediction) and needs no GPU;
-// --precompile DIR compiles their kernels into an NVRTC cache for sm_90 (no GPU either), so a
-// lent GPU's minutes go to measuring.
+// --precompile DIR compiles their kernels (of a full and of a --quick run) into an NVRTC cache
+// for sm_90 (no GPU either), so a lent GPU's minutes go to measuring.
 //
 // Exit status: 0 all measured; 1 some measurement failed (the file is still written, with its
 // `failed` entries); 2 bad flags or an unknown spec; 3 internal error; 4 no usable GPU (one line
@@ -63,7 +63,7 @@ struct Options {
   std::string precompile;
 };
 
-// How much each part runs: the full calibration, or --quick (about a third of the GPU time).
+// How much each part runs: the full calibration, or --quick (fewer runs, smaller buffers).
 struct Effort {
   double conv_target_ms;   // the spec's guess for one run of the conv
   int conv_repetitions;    // cold runs per conv (median)
@@ -470,15 +470,18 @@ int precompile(const Options& o) {
   if (!cuda::NvrtcCompiler::is_supported())
     throw UserError("--precompile: brickdl was built without NVRTC");
   int compiled = 0;
-  for (const ConvRun& r : plan_convs(spec, effort(o.quick), nullptr)) {
+  std::vector<ConvRun> runs = plan_convs(spec, effort(false), nullptr);
+  for (ConvRun& r : plan_convs(spec, effort(true), nullptr)) // --quick's batches may differ
+    runs.push_back(std::move(r));
+  for (const ConvRun& r : runs) {
     if (!r.problem.empty())
       continue;
     compiler.compile(cuda::plan_kernels(r.graph, r.candidate, codegen_for(r.wgmma, nullptr)).source,
                      90);
     ++compiled;
   }
-  std::cout << "brickdl-calibrate: " << compiled << " conv kernels in " << o.precompile << " ("
-            << compiler.hits() << " already there)\n";
+  std::cout << "brickdl-calibrate: " << compiled << " conv kernels (full and --quick) in "
+            << o.precompile << " (" << compiler.hits() << " already there)\n";
   return 0;
 }
 
@@ -526,7 +529,8 @@ int main(int argc, char** argv) {
                  "the device's name, else H200)");
   app.add_option("--device", o.device, "CUDA device ordinal (default 0)");
   app.add_option("--out", o.out, "the calibration file to write (JSON)");
-  app.add_flag("--quick", o.quick, "about a third of the GPU time: fewer runs, smaller buffers");
+  app.add_flag("--quick", o.quick,
+               "less GPU time: fewer runs, smaller buffers, no cuDNN reference");
   app.add_flag("--plan", o.plan, "print the convs it would time and exit (no GPU needed)");
   app.add_option("--precompile", o.precompile,
                  "compile the convs' kernels for sm_90 into this NVRTC cache and exit (no GPU)");
