@@ -73,7 +73,7 @@ public:
     opt_.codegen.max_smem_bytes =
         static_cast<int>(std::min<int64_t>(opt_.codegen.max_smem_bytes, device_.smem_optin_bytes));
     opt_.codegen.max_cluster = std::min(opt_.codegen.max_cluster, max_cluster_for(device_.cc));
-    opt_.codegen.wgmma = wgmma_for(device_.cc);
+    opt_.codegen.wgmma = o.allow_wgmma && wgmma_for(device_.cc);
   }
 
   std::string target() const override { return device_.fingerprint(); }

@@ -99,7 +99,11 @@ struct CudaMeasurerOptions {
   bool use_cudnn = true;            // reference and layerwise baseline (when built with cuDNN)
   bool use_cupti = true;            // kernel records and counters (when built with CUPTI)
   std::vector<std::string> metrics; // range-profiler metrics; empty = the profiler's defaults
-  CodegenOptions codegen;           // max_smem_bytes is lowered to the device's opt-in maximum
+  CodegenOptions codegen; // max_smem_bytes is lowered to the device's opt-in maximum; wgmma is
+                          // the device's (wgmma_for), unless allow_wgmma is false
+  // false: tensor-core convs run mma.sync even on a device with wgmma (brickdl-calibrate times
+  // both instruction kinds on one GPU with the same blocks).
+  bool allow_wgmma = true;
   // Test seam: edits each plan after generation, before compilation (device tests use it to
   // plant a wrong, broken or endless kernel and check the status the measurer reports).
   std::function<void(KernelPlan&)> edit_plan;

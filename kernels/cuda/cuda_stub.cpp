@@ -75,3 +75,23 @@ std::vector<float> run_on_device(const Graph&, const Candidate&, DeviceRunner,
 }
 
 } // namespace brickdl::cuda
+
+// ---- brickdl-calibrate's micro-measurements -----------------------------------------------
+#include "kernels/cuda/calibration.h"
+
+namespace brickdl::cuda {
+
+StreamTiming measure_dram_read(int, int64_t, int, double) {
+  throw CudaError(cuda_unavailable_reason());
+}
+StreamTiming measure_l2_read(int, int64_t, int, int, double) {
+  throw CudaError(cuda_unavailable_reason());
+}
+LaunchGapTiming measure_launch_gap(int, int, int, double) {
+  throw CudaError(cuda_unavailable_reason());
+}
+std::string cupti_chip(int) {
+  throw CudaError(cuda_unavailable_reason());
+}
+
+} // namespace brickdl::cuda

@@ -265,10 +265,12 @@ std::vector<std::string> CuptiProfiler::default_metrics() {
 
 std::vector<std::string> CuptiProfiler::unknown_metrics(const std::string& chip,
                                                         const std::vector<std::string>& metrics) {
-  HostObject host(chip, nullptr);
+  // One host object per name: after a failed add, CUPTI 13 refuses every later name on the
+  // same object (known ones included), so one unknown metric would hide all that follow it.
+  (void)HostObject(chip, nullptr); // an unknown chip throws here, whatever the list
   std::vector<std::string> unknown;
   for (const auto& m : metrics)
-    if (!host.try_add(m.c_str()))
+    if (!HostObject(chip, nullptr).try_add(m.c_str()))
       unknown.push_back(m);
   return unknown;
 }

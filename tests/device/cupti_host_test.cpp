@@ -3,6 +3,9 @@
 // backend's pure decision rules (device recovery, shared-memory opt-in), which never skip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "kernels/cuda/calibration_file.h"
 #include "kernels/cuda/cupti_profiler.h"
 #include "kernels/cuda/detail/shared_memory.h"
 #include "kernels/cuda/statuses.h"
@@ -32,6 +35,45 @@ TEST(CuptiHost, UnknownMetricsAreReported) {
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(unknown[0], "brickdl__no_such.sum");
   EXPECT_THROW(CuptiProfiler::unknown_metrics("NOCHIP", {"dram__bytes_read.sum"}), CudaError);
+}
+
+// CUPTI refuses every name added after an unknown one to the same host object; each name is
+// checked on its own, so a known metric after an unknown one stays known.
+TEST(CuptiHost, AKnownMetricAfterAnUnknownOneStaysKnown) {
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
+  const auto unknown = CuptiProfiler::unknown_metrics(
+      "GH100", {"brickdl__no_such.sum", "dram__bytes_read.sum", "sm__cycles_elapsed.avg"});
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0], "brickdl__no_such.sum");
+}
+
+// brickdl-calibrate's tensor-pipe metrics: all known on Hopper. On the A100 the wgmma ones
+// (gmma) and the per-instruction tensor-path operations are unknown, the tensor pipe's activity
+// and mma.sync instructions known; the calibration file lists the unknown, never fails on them.
+TEST(CuptiHost, CalibrationMetricsExistWhereTheirInstructionsDo) {
+  if (!CuptiProfiler::is_supported())
+    GTEST_SKIP() << "built without CUPTI";
+  const auto metrics = calibration_metrics();
+  EXPECT_TRUE(CuptiProfiler::unknown_metrics("GH100", metrics).empty());
+  const auto on_a100 = CuptiProfiler::unknown_metrics("GA100", metrics);
+  const auto unknown_on_a100 = [&](const std::string& m) {
+    return std::find(on_a100.begin(), on_a100.end(), m) != on_a100.end();
+  };
+  int gmma = 0;
+  for (const auto& m : metrics) {
+    SCOPED_TRACE(m);
+    if (m.find("gmma") != std::string::npos) {
+      ++gmma;
+      EXPECT_TRUE(unknown_on_a100(m));
+    } else if (m.find("ops_path") == std::string::npos) {
+      EXPECT_FALSE(unknown_on_a100(m));
+    }
+  }
+  EXPECT_EQ(gmma, 3);
+  const int passes = CuptiProfiler::passes("GH100", metrics);
+  EXPECT_GE(passes, 1);
+  EXPECT_LE(passes, 16); // each pass replays the conv once: a few, not dozens
 }
 
 // The recovery rule of statuses.h: a reset only for a sticky error or work still running.
