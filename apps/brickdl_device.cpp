@@ -3,7 +3,10 @@
 // (scripts/device/run.sh) records it first; a user checks with it whether a spec fits a GPU.
 //
 // Exit status: 0 printed; 2 bad flags or an unknown spec; 3 internal error; 4 no usable GPU
-// (one line saying why: no driver, no device, or brickdl built without CUDA).
+// (one line on stderr saying why: no driver, no device, or brickdl built without CUDA; NVRTC's
+// version, or "none", still on stdout, as "nvrtc_version: X.Y" or {"gpu": false, ...}).
+// With a GPU the driver's, the CUDA runtime's, cuDNN's and NVRTC's versions are among the
+// attributes (driver_version, runtime_version, cudnn_version, nvrtc_version).
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,6 +18,7 @@
 #include "core/gpu_spec.h"
 #include "kernels/cuda/cuda_measurer.h"
 #include "kernels/cuda/device_attributes.h"
+#include "kernels/cuda/nvrtc_compiler.h"
 
 namespace {
 
@@ -27,6 +31,10 @@ struct Options {
   std::optional<std::string> spec;
   bool json = false;
 };
+
+std::string nvrtc_version() {
+  return cuda::NvrtcCompiler::is_supported() ? cuda::NvrtcCompiler::version() : "none";
+}
 
 const GpuSpec* chosen_spec(const Options& o, const cuda::DeviceAttributes& a) {
   if (!o.spec)
@@ -46,6 +54,10 @@ int run(const Options& o) {
     chosen_spec(o, {}); // an unknown name is bad input whether or not there is a GPU
   if (!cuda::cuda_device_available()) {
     std::cerr << "brickdl-device: no GPU: " << cuda::cuda_unavailable_reason() << "\n";
+    // What is known without a device: NVRTC's version, which decides whether a precompiled
+    // NVRTC cache is used here (its key holds it; scripts/device/run.sh compares).
+    std::cout << (o.json ? "{\"gpu\": false, \"nvrtc_version\": \"" + nvrtc_version() + "\"}\n"
+                         : "nvrtc_version: " + nvrtc_version() + "\n");
     return kNoGpu;
   }
   if (o.device < 0 || o.device >= cuda::cuda_device_count())

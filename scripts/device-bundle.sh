@@ -10,7 +10,8 @@
 #    MPI's libraries, which would also raise the glibc it needs to 2.36); --from-build packs
 #    what an existing build BUILD already holds instead (the dry-run test packs build/);
 # 2. copies them, stripped, to DIR/bin: brickdl-tune, brickdl-query, brickdl-device,
-#    cuda_device_tests, cuda_toolkit_tests, gpu_bench;
+#    cuda_device_tests, cuda_toolkit_tests, gpu_bench, and brickdl-calibrate when the build
+#    has it (run.sh skips its stage, saying so, when the bundle lacks it);
 # 3. copies the shared libraries they load that a bare machine may lack to DIR/lib (ldd's
 #    closure, less the base system of DIR/system-libs.txt and the GPU libraries), and Debian's
 #    libstdc++ / libgcc_s to DIR/lib/fallback (used only if the machine's are too old);
@@ -19,10 +20,15 @@
 #    toolkit folders, then Python site-packages, then the linker cache);
 # 5. copies the experiments, the framework baselines, the summary script and the store's
 #    schema, DIR/run.sh (scripts/device/run.sh) and a MANIFEST.txt (revision, sizes, sums);
-# 6. compiles the generated kernels of the run's experiments for sm_90 (brickdl-precompile)
-#    into DIR/nvrtc-cache.tar.xz, which run.sh unpacks as its NVRTC cache: the GPU's minutes
-#    go to measuring (--no-precompile leaves it out). xz, not gzip: 2.4 MB where gzip took
-#    5.8 MB of the 30 MiB (89 cubins, 27 MB unpacked).
+# 6. compiles the generated kernels of the run's experiments (brickdl-precompile) and of the
+#    device tests that compare kernels with a reference (cuda_device_test_kernels, the cases of
+#    tests/device/device_cases.h) for the H200's sm_90a into DIR/nvrtc-cache.tar.xz, which
+#    run.sh unpacks as its NVRTC cache: the GPU's minutes go to measuring and testing, not to
+#    NVRTC (--no-precompile leaves it out). MANIFEST.txt records the NVRTC that compiled them
+#    and the architecture ("nvrtc-cache: NVRTC 13.0 sm_90a N kernels S s each"): their keys hold
+#    both, and run.sh says whether they match the machine's. xz, not gzip: 2.4 MB where gzip
+#    took 5.8 MB of the 30 MiB (89 cubins, 27 MB unpacked); the device tests' 62 kernels add
+#    9.4 MB unpacked, 0.96 MB in xz alone, and took 105 s to compile on 2 busy cores (40 s of CPU).
 #
 # DIR must stay under 30 MiB: it travels with the source tree to the GPU machine (the device
 # tool's carry). Exit status: 0 done; 1 the build failed or DIR is too large; 2 bad usage.
@@ -69,7 +75,9 @@ files=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.y
   results/brickdl_store.py results/gpu_summary.py core/store/schema.sql)
 
 # ---- 1. build -------------------------------------------------------------------------------
-targets=(brickdl-precompile)
+# brickdl-calibrate: bundled when this checkout has it (run.sh skips its stage otherwise).
+[ -f "$root/apps/brickdl_calibrate.cpp" ] && programs+=(apps/brickdl-calibrate)
+targets=(brickdl-precompile cuda_device_test_kernels)
 for p in "${programs[@]}"; do targets+=("$(basename "$p")"); done
 if [ $build_it -eq 1 ]; then
   echo "device-bundle: building ${targets[*]} in $build"
@@ -143,7 +151,17 @@ if [ $precompile -eq 1 ]; then
   for f in "${tuned[@]}"; do # predicted for the H200, as run.sh does on one
     sed -E "s/^(  gpu: )[A-Za-z0-9-]+/\1H200/" "$root/$f" >"$pre/$(basename "$f")"
   done
-  "$build/apps/brickdl-precompile" --arch 90 --cache "$pre/nvrtc-cache" "$pre"/*.yaml
+  [ -x "$build/tests/device/cuda_device_test_kernels" ] || { echo "device-bundle:" \
+    "$build/tests/device/cuda_device_test_kernels is missing (build it first)" >&2; exit 1; }
+  "$build/apps/brickdl-precompile" --arch 90 --cache "$pre/nvrtc-cache" "$pre"/*.yaml |
+    tee "$pre/precompile.log"
+  "$build/tests/device/cuda_device_test_kernels" --arch 90 --spec H200 \
+    --cache "$pre/nvrtc-cache" | tee -a "$pre/precompile.log"
+  # The NVRTC that compiled them, and how long one took here: run.sh's verdict line.
+  nvrtc=$(grep -o '(NVRTC [0-9.]*)' "$pre/precompile.log" | tail -1 | tr -d '()' | cut -d' ' -f2)
+  each=$(awk '/ compiled in / {for (i = 1; i < NF; ++i) if ($(i + 1) == "compiled") {
+    n += $i; s += $(i + 3)}} END {printf "%.1f", n ? s / n : 1}' "$pre/precompile.log")
+  cache_line="nvrtc-cache: NVRTC $nvrtc sm_90a $(ls "$pre/nvrtc-cache" | wc -l) kernels $each s each"
   tar -C "$pre" -cJf "$dir/nvrtc-cache.tar.xz" nvrtc-cache
   rm -rf "$pre"
 fi
@@ -154,6 +172,7 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || rev="$rev+uncommitted"
 {
   echo "brickdl device bundle, revision $rev, built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "device code: ${archs}($(nvcc --version 2>/dev/null | tail -1))"
+  if [ -n "${cache_line:-}" ]; then echo "$cache_line"; fi
   echo "made on: $(grep PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2), $(ldd --version | head -1)"
   echo "needs: glibc $(cd "$dir" && for f in bin/* lib/*.so*; do objdump -T "$f" 2>/dev/null; done |
     grep -o 'GLIBC_[0-9.]*' | sort -V -u | tail -1 | cut -d_ -f2) or newer"

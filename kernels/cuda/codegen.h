@@ -15,6 +15,7 @@
 //
 // Tensors the kernels read and write are dense NCDHW (as kernels/tensor.h); memoized
 // intermediates are bricked inside KernelArgs::memo.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +52,18 @@ inline int max_cluster_for(int cc) {
 // which runs on 9.0 only (H100, H200).
 inline bool wgmma_for(int cc) {
   return cc == 90;
+}
+
+// The options the generated kernels of a run on a device are planned with (run_on_device, the
+// device tests): its opt-in shared memory, its clusters, wgmma on 9.0. One definition, so that
+// kernels compiled ahead for a device (tests/device/device_test_kernels.cpp) carry the same
+// source, hence the same NVRTC cache key, as those the device compiles.
+inline CodegenOptions codegen_for_device(int cc, int64_t smem_optin_bytes) {
+  CodegenOptions co;
+  co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, smem_optin_bytes));
+  co.max_cluster = max_cluster_for(cc);
+  co.wgmma = wgmma_for(cc);
+  return co;
 }
 
 // A tensor a launch reads: external input slot `index` of the group, or the output of the

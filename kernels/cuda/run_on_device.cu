@@ -16,11 +16,7 @@ namespace {
 
 void run_generated(const Graph& g, const Candidate& c, const DeviceInfo& dev,
                    const detail::GroupBuffers& buf, const kernels::ModelWeights& weights) {
-  CodegenOptions co;
-  co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
-  co.max_cluster = max_cluster_for(dev.cc);
-  co.wgmma = wgmma_for(dev.cc);
-  const KernelPlan plan = plan_kernels(g, c, co);
+  const KernelPlan plan = plan_kernels(g, c, codegen_for_device(dev.cc, dev.smem_optin_bytes));
   NvrtcCompiler compiler(default_cache_dir());
   detail::GeneratedRun run(g, plan, compiler.compile(plan.source, dev.cc)->cubin, buf, weights,
                            static_cast<long long>(5e3) * dev.clock_khz);

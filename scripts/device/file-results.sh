@@ -3,8 +3,8 @@
 #
 #   scripts/device/file-results.sh FETCHED_OUT [NAME]
 #
-# copies summary.txt, summary.csv, env.txt, console.log, logs.tar.gz and brickdl.db (when
-# under 8 MiB) to results/gpu/NAME/ (default NAME: <UTC date>-<GPU name from env.txt>) and adds
+# copies summary.txt, summary.csv, env.txt, console.log, logs.tar.gz, calibration.json (the
+# calibrate stage's, when the run has one) and brickdl.db (when under 8 MiB) to results/gpu/NAME/ (default NAME: <UTC date>-<GPU name from env.txt>) and adds
 # the run's line to the table in results/gpu/README.md: what ran (the stages and their
 # outcome) and the verdict lines. Commit the folder and the README afterwards.
 set -euo pipefail
@@ -18,7 +18,7 @@ slug=$(echo "${gpu:-unknown-gpu}" | sed 's/^NVIDIA //; s/[^A-Za-z0-9]\+/-/g; s/-
 name=${2:-$(date -u +%Y-%m-%d)-$slug}
 dest=$root/results/gpu/$name
 mkdir -p "$dest"
-for f in summary.txt summary.csv env.txt console.log logs.tar.gz; do
+for f in summary.txt summary.csv env.txt console.log logs.tar.gz calibration.json; do
   [ -f "$src/$f" ] && cp "$src/$f" "$dest/$f"
 done
 if [ -f "$src/brickdl.db" ]; then

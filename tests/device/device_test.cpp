@@ -6,7 +6,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "core/graph_builder.h"
@@ -19,6 +18,7 @@
 #include "kernels/merged_executor.h"
 #include "kernels/validation.h"
 #include "kernels/weights.h"
+#include "tests/device/device_cases.h"
 #include "tests/device/test_graphs.h"
 
 namespace brickdl::cuda {
@@ -89,82 +89,30 @@ double max_abs(const std::vector<float>& v) {
 // The code generator's options as run_on_device sets them for device 0.
 CodegenOptions device_codegen() {
   const DeviceInfo dev = query_device(0);
-  CodegenOptions co;
-  co.max_smem_bytes = static_cast<int>(std::min<int64_t>(co.max_smem_bytes, dev.smem_optin_bytes));
-  co.max_cluster = max_cluster_for(dev.cc);
-  co.wgmma = wgmma_for(dev.cc);
-  return co;
+  return codegen_for_device(dev.cc, dev.smem_optin_bytes);
 }
 
+using test_support::chain3d;
+using test_support::DeviceCase;
+
 Candidate make(Group g, Strategy s, BrickShape b, int threads = 128) {
-  Candidate c;
-  c.group = g;
-  c.strategy = s;
-  c.brick = b;
-  c.threads = threads;
-  return c;
+  return test_support::make_candidate(g, s, b, threads);
 }
 
 Graph bottleneck(int batch, int64_t image, int64_t channels = 64) {
-  return test_support::bottleneck_block(TensorShape{batch, channels, 1, image, image, 2}, 32);
+  return test_support::device_bottleneck(batch, image, channels);
 }
 
-Graph chain3d(int64_t image) {
-  GraphBuilder b("chain3d", TensorShape{1, 3, image, image, image, 3});
-  int x = b.input();
-  for (int i = 1; i <= 3; ++i)
-    x = b.relu(b.conv3d(x, 3, 3, 1, 1, 1, 1, true, "c" + std::to_string(i)));
-  return fuse_for_inference(b.build());
-}
-
+// The cases of these four tests are device_cases.h's: the device bundle compiles their kernels
+// ahead (device_test_kernels.cpp), so a lent GPU's minutes go to running them.
 TEST(Device, GeneratedKernelsMatchTheCpuReference) {
   BRICKDL_REQUIRE_GPU();
-  std::vector<std::pair<Graph, std::vector<Candidate>>> cases;
-  const Graph bn = bottleneck(2, 20);
-  cases.push_back({bn,
-                   {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
-                    make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
-                    make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}});
-  // Batch blocks (the last one ragged), the persistent memoized grid, and the 96-channel
-  // input streamed through two chunk buffers with cp.async: padded conv1 .. conv3 (its only
-  // reader is conv1) and memoized conv1 alone (20x20 bricks of 16 channels: core/group.h
-  // memoized_stream_chunk streams it).
-  const Graph wide = bottleneck(3, 20, 96);
-  cases.push_back({wide,
-                   {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0, 2}),
-                    make({1, 3}, Strategy::kPadded, {1, 4, 4, 16, 2}),
-                    make({1, 4}, Strategy::kMemoized, {1, 8, 8, 16, 2}, 256),
-                    make({1, 4}, Strategy::kPadded, {1, 4, 4, 0, 3}, 512),
-                    make({1, 4}, Strategy::kMemoized, {1, 8, 8, 32, 3}, 512),
-                    make({1, 1}, Strategy::kMemoized, {1, 20, 20, 16}, 128)}});
-  const Graph c3 = chain3d(18);
-  cases.push_back({c3,
-                   {make({1, 3}, Strategy::kPadded, {4, 4, 4, 0}),
-                    make({1, 3}, Strategy::kMemoized, {8, 8, 8, 0}, 256),
-                    make({2, 3}, Strategy::kMemoized, {3, 5, 7, 0}, 96)}});
-  // Random 2-D chains with stride, dilation and ragged bricks.
-  std::mt19937 rng(7);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int t = 0; t < 4; ++t) {
-    GraphBuilder b("random", TensorShape{pick(1, 3), pick(1, 8), 1, pick(9, 30), pick(9, 30), 2});
-    int x = b.input();
-    for (int l = 0; l < 3; ++l) {
-      const int k = pick(0, 1) * 2 + 1, s = pick(0, 3) == 0 ? 2 : 1, dil = pick(1, 2);
-      x = b.relu(b.conv2d(x, pick(2, 12), k, s, dil * (k - 1) / 2, dil, 1, true));
-    }
-    const Graph g = fuse_for_inference(b.build());
-    const BrickShape brick{1, pick(2, 9), pick(2, 9), pick(0, 1) ? 0 : 4, pick(1, 2)};
-    cases.push_back({g,
-                     {make({1, 3}, Strategy::kPadded, brick, 32 * pick(1, 8)),
-                      make({1, 3}, Strategy::kMemoized, brick, 32 * pick(1, 8))}});
-  }
-  for (const auto& [g, cands] : cases) {
-    for (const Candidate& c : cands) {
-      SCOPED_TRACE(g.name() + " " + c.config_str());
-      const Data d = make_data(g, c.group);
-      const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-      EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 1e-4, 1e-5), 1.0);
-    }
+  for (const DeviceCase& k : test_support::generated_cases()) {
+    SCOPED_TRACE(k.label);
+    const Data d = make_data(k.graph, k.candidate.group);
+    const auto out =
+        run_on_device(k.graph, k.candidate, DeviceRunner::kGenerated, d.ptrs, d.weights);
+    EXPECT_LE(worst(out, cpu_reference(k.graph, k.candidate.group, d), 1e-4, 1e-5), 1.0);
   }
 }
 
@@ -176,29 +124,27 @@ TEST(Device, GeneratedKernelsMatchTheCpuReference) {
 TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
   BRICKDL_REQUIRE_GPU();
   const CodegenOptions co = device_codegen();
-  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
-    const Graph g = test_support::bottleneck_block(TensorShape{2, 32, 1, 20, 20, 2}, 32, t);
-    for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
-                               make({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
-                               make({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})}) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
-      const Data d = make_data(g, c.group);
-      const KernelPlan plan = plan_kernels(g, c, co);
-      ASSERT_EQ(plan_paths(plan).convs_fma, 0); // every conv on tensor cores
-      const auto host = emulated(g, plan, d);
-      const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-      const double scale = max_abs(host);
-      // 16-bit storage rounds every stored value: a device order of fp32 additions that differs
-      // from the host's can move one across a rounding boundary (a unit of the format), also
-      // in an intermediate later layers read; fp32 storage differs only in that order.
-      const double unit = t == DType::kBF16 ? 0x1p-8 : t == DType::kF16 ? 0x1p-11 : 0.0;
-      EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0) << "device vs host emulation";
-      const double tol = t == DType::kBF16 ? 0.03 : 0.005; // norm-wise, 3 layers, K <= 288
-      EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "vs fp32";
-      if (t == DType::kTF32 && c.strategy == Strategy::kLayerwise) {
-        const auto cudnn = run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights);
-        EXPECT_LE(worst(cudnn, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "cuDNN";
-      }
+  for (const DeviceCase& k : test_support::tensor_core_cases()) {
+    SCOPED_TRACE(k.label);
+    const Graph& g = k.graph;
+    const Candidate& c = k.candidate;
+    const DType t = g.dtype();
+    const Data d = make_data(g, c.group);
+    const KernelPlan plan = plan_kernels(g, c, co);
+    ASSERT_EQ(plan_paths(plan).convs_fma, 0); // every conv on tensor cores
+    const auto host = emulated(g, plan, d);
+    const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+    const double scale = max_abs(host);
+    // 16-bit storage rounds every stored value: a device order of fp32 additions that differs
+    // from the host's can move one across a rounding boundary (a unit of the format), also
+    // in an intermediate later layers read; fp32 storage differs only in that order.
+    const double unit = t == DType::kBF16 ? 0x1p-8 : t == DType::kF16 ? 0x1p-11 : 0.0;
+    EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0) << "device vs host emulation";
+    const double tol = t == DType::kBF16 ? 0.03 : 0.005; // norm-wise, 3 layers, K <= 288
+    EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "vs fp32";
+    if (t == DType::kTF32 && c.strategy == Strategy::kLayerwise) {
+      const auto cudnn = run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights);
+      EXPECT_LE(worst(cudnn, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "cuDNN";
     }
   }
 }
@@ -213,28 +159,21 @@ TEST(Device, WgmmaKernelsMatchTheirHostEmulation) {
   if (!wgmma_for(query_device(0).cc))
     GTEST_SKIP() << "wgmma needs compute capability 9.0";
   const CodegenOptions co = device_codegen();
-  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16}) {
-    for (int64_t ch : {8, 16, 96}) { // n tiles of 8, 16, 32 channels
-      const Graph g = test_support::bottleneck_block(TensorShape{2, ch, 1, 20, 20, 2},
-                                                     std::max<int64_t>(ch / 2, 8), t);
-      for (const Candidate& c : {make({1, 4}, Strategy::kPadded, {1, 8, 8, 0}, 128),
-                                 make({1, 4}, Strategy::kPadded, {1, 16, 16, 0}, 256),
-                                 make({1, 4}, Strategy::kMemoized, {1, 8, 8, 0}, 256)}) {
-        SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(ch) + " channels " +
-                     c.config_str());
-        const Data d = make_data(g, c.group);
-        const KernelPlan plan = plan_kernels(g, c, co);
-        const PlanPaths paths = plan_paths(plan);
-        ASSERT_GT(paths.convs_wgmma, 0);
-        ASSERT_EQ(paths.convs_wgmma, paths.convs_mma);
-        const auto host = emulated(g, plan, d);
-        const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-        const double scale = max_abs(host);
-        const double unit = t == DType::kBF16 ? 0x1p-8 : t == DType::kF16 ? 0x1p-11 : 0.0;
-        EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0)
-            << "device vs host emulation";
-      }
-    }
+  for (const DeviceCase& k : test_support::wgmma_cases()) {
+    SCOPED_TRACE(k.label);
+    const Graph& g = k.graph;
+    const Candidate& c = k.candidate;
+    const DType t = g.dtype();
+    const Data d = make_data(g, c.group);
+    const KernelPlan plan = plan_kernels(g, c, co);
+    const PlanPaths paths = plan_paths(plan);
+    ASSERT_GT(paths.convs_wgmma, 0);
+    ASSERT_EQ(paths.convs_wgmma, paths.convs_mma);
+    const auto host = emulated(g, plan, d);
+    const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+    const double scale = max_abs(host);
+    const double unit = t == DType::kBF16 ? 0x1p-8 : t == DType::kF16 ? 0x1p-11 : 0.0;
+    EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0) << "device vs host emulation";
   }
 }
 
@@ -245,19 +184,17 @@ TEST(Device, ClusterKernelsMatchTheirHostEmulation) {
   BRICKDL_REQUIRE_GPU();
   if (query_device(0).cc < 90)
     GTEST_SKIP() << "thread block clusters need sm_90";
-  for (DType t : {DType::kF32, DType::kTF32}) {
-    const Graph g = test_support::bottleneck_block(TensorShape{2, 128, 1, 10, 10, 2}, 128, t);
-    for (int cl : {2, 8, 16}) { // 16 ranks: 8 of the 128 channels each
-      const Candidate c = make({1, 4}, Strategy::kPadded, {1, 10, 10, 0, 1, cl}, 128);
-      SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
-      const Data d = make_data(g, c.group);
-      const KernelPlan plan = plan_kernels(g, c);
-      ASSERT_EQ(plan.launches[0].desc.cluster, cl);
-      const auto host = emulated(g, plan, d);
-      const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
-      const double scale = max_abs(host);
-      EXPECT_LE(worst(out, host, 0, 1e-5 * scale), 1.0) << "device vs host emulation";
-    }
+  for (const DeviceCase& k : test_support::cluster_cases()) {
+    SCOPED_TRACE(k.label);
+    const Graph& g = k.graph;
+    const Candidate& c = k.candidate;
+    const Data d = make_data(g, c.group);
+    const KernelPlan plan = plan_kernels(g, c);
+    ASSERT_EQ(plan.launches[0].desc.cluster, c.brick.cl);
+    const auto host = emulated(g, plan, d);
+    const auto out = run_on_device(g, c, DeviceRunner::kGenerated, d.ptrs, d.weights);
+    const double scale = max_abs(host);
+    EXPECT_LE(worst(out, host, 0, 1e-5 * scale), 1.0) << "device vs host emulation";
   }
 }
 
