@@ -22,7 +22,8 @@
 #    schema, DIR/run.sh (scripts/device/run.sh) and a MANIFEST.txt (revision, sizes, sums);
 # 6. compiles the generated kernels of the run's experiments (brickdl-precompile) and of the
 #    device tests that compare kernels with a reference (cuda_device_test_kernels, the cases of
-#    tests/device/device_cases.h) for the H200's sm_90a into DIR/nvrtc-cache.tar.xz, which
+#    tests/device/device_cases.h) and brickdl-calibrate's convs (--precompile) for the H200's
+#    sm_90a into DIR/nvrtc-cache.tar.xz, which
 #    run.sh unpacks as its NVRTC cache: the GPU's minutes go to measuring and testing, not to
 #    NVRTC (--no-precompile leaves it out). MANIFEST.txt records the NVRTC that compiled them
 #    and the architecture ("nvrtc-cache: NVRTC 13.0 sm_90a N kernels S s each"): their keys hold
@@ -157,6 +158,11 @@ if [ $precompile -eq 1 ]; then
     tee "$pre/precompile.log"
   "$build/tests/device/cuda_device_test_kernels" --arch 90 --spec H200 \
     --cache "$pre/nvrtc-cache" | tee -a "$pre/precompile.log"
+  # The calibration's convs (a full and a --quick run), so its stage measures, not compiles.
+  if [ -x "$build/apps/brickdl-calibrate" ]; then
+    "$build/apps/brickdl-calibrate" --spec H200 --precompile "$pre/nvrtc-cache" |
+      tee -a "$pre/precompile.log"
+  fi
   # The NVRTC that compiled them, and how long one took here: run.sh's verdict line.
   nvrtc=$(grep -o '(NVRTC [0-9.]*)' "$pre/precompile.log" | tail -1 | tr -d '()' | cut -d' ' -f2)
   each=$(awk '/ compiled in / {for (i = 1; i < NF; ++i) if ($(i + 1) == "compiled") {
