@@ -4,7 +4,8 @@
 //
 //   brickdl-tune MODEL.onnx [--batch N] [--target GPU] ...   (an experiment with defaults)
 //   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--target GPU] [--precision P] [--batch N]
-//                [--input-size H,W | D,H,W] [--describe] [--backend B] [--db PATH]
+//                [--input-size H,W | D,H,W] [--calibration FILE] [--describe] [--backend B] [--db
+//                PATH]
 //                [--out DIR] [--fresh] [--top-k K] [--searcher S] [--max-group-len L]
 //                [--use-other-targets] [--quiet] [--progress] [--in-process | --worker-process]
 //   mpirun -np N brickdl-tune EXPERIMENT.yaml ... [--each-target]
@@ -52,7 +53,7 @@ struct Args {
   bool describe = false;
   std::optional<std::string> backend, db, out, searcher;
   std::optional<int> top_k, max_group_len;
-  ExperimentOverrides overrides; // --target, --precision, --batch, --input-size
+  ExperimentOverrides overrides; // --target, --precision, --batch, --input-size, --calibration
   bool fresh = false, use_other_targets = false, quiet = false, progress = false;
   bool each_target = false;
   bool in_process = false, worker_process = false;
@@ -426,6 +427,9 @@ void add_options(CLI::App& app, Args& a) {
                  "over the experiment's `input_size`: H,W or D,H,W")
       ->delimiter(',')
       ->expected(2, 3);
+  app.add_option("--calibration", a.overrides.calibration,
+                 "a device calibration (brickdl-calibrate's JSON, docs/calibration.md) over the "
+                 "target's spec, over the experiment's `target.calibration`");
   app.add_flag("--describe", a.describe,
                "print the experiment, its graph and the model's layer report, then exit");
   // Names are checked against the registries with the experiment's (search::check_names).

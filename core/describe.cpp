@@ -106,6 +106,25 @@ std::string measurement_str(const MeasurementConfig& m) {
   return s;
 }
 
+// The calibration's summary, its notes, and what it shows but never applies (what failed,
+// the reference values, the CUPTI metrics).
+template <class Line> void describe_calibration(const AppliedCalibration& c, const Line& line) {
+  line("calibration", c.summary() + " (" + c.given_by + " " + c.file + ")");
+  for (const CalibratedField& f : c.fields)
+    if (!f.how.empty())
+      line("", f.key + ": " + f.how);
+  for (const std::string& n : c.notes)
+    line("", "note: " + n);
+  for (const auto& [key, why] : c.source.failed)
+    line("", "not measured: " + key + ": " + why);
+  for (const CalibrationValue& v : c.source.reference)
+    line("", fmt::format("reference (shown, not applied): {} {:g}{}", v.key, v.value,
+                         v.how.empty() ? "" : " (" + v.how + ")"));
+  if (!c.source.metrics.empty() || !c.source.unknown_metrics.empty())
+    line("", fmt::format("CUPTI metrics (shown, not applied): {} read, {} unknown to CUPTI",
+                         c.source.metrics.size(), c.source.unknown_metrics.size()));
+}
+
 } // namespace
 
 std::string describe_op(const Layer& l) {
@@ -180,6 +199,8 @@ void describe_experiment(const ExperimentConfig& e, std::ostream& os) {
   line("target", gpu_str(e.gpu));
   if (!e.gpu.source.empty())
     line("", "source: " + e.gpu.source);
+  if (e.calibration)
+    describe_calibration(*e.calibration, line);
   line("search", search_str(e.search));
   for (const auto& s : e.search.subgraphs)
     line("", fmt::format("subgraph '{}': {} .. {}", s.name, s.first, s.last));

@@ -128,7 +128,7 @@ const std::vector<GpuField>& gpu_fields() {
 }
 
 std::vector<std::string> target_keys() {
-  std::vector<std::string> keys = {"gpu", "source"};
+  std::vector<std::string> keys = {"gpu", "source", "calibration"};
   for (const auto& f : gpu_fields())
     keys.emplace_back(f.name);
   return keys;
@@ -179,7 +179,8 @@ std::vector<std::string> override_fields(const YamlValue& t, GpuSpec* spec) {
   return overridden;
 }
 
-GpuSpec read_target(const YamlValue& root) {
+// `explicit_fields` (optional) receives the GpuSpec fields the target sets itself.
+GpuSpec read_target(const YamlValue& root, std::vector<std::string>* explicit_fields = nullptr) {
   std::vector<std::string> valid_gpus = gpu_spec_names();
   valid_gpus.push_back("custom");
   const YamlValue t = root.require("target", "the GPU the experiment targets, e.g. target: "
@@ -197,6 +198,8 @@ GpuSpec read_target(const YamlValue& root) {
   t.expect_keys(target_keys(), "target");
   GpuSpec spec = base_spec(t, t.require("gpu", "a named GPU (" + join_names(valid_gpus) + ")"));
   const std::vector<std::string> overridden = override_fields(t, &spec);
+  if (explicit_fields)
+    *explicit_fields = overridden;
   if (t.has("source"))
     spec.source = t.get("source").as_string();
   if (spec.name != "custom" && !overridden.empty())
@@ -645,6 +648,40 @@ GpuSpec override_target(const std::string& name) {
   return *spec;
 }
 
+// The device calibration of the target (--calibration, else target.calibration unless
+// --target replaced the file's target), applied over cfg->gpu for the experiment's precision.
+// `explicit_fields`: the GpuSpec fields the target sets itself, which keep their values.
+void read_calibration(const YamlValue& root, const ExperimentOverrides& o,
+                      const std::vector<std::string>& explicit_fields, ExperimentConfig* cfg) {
+  std::string path, given_by;
+  SourceLocation at;
+  if (o.calibration) {
+    path = *o.calibration;
+    given_by = "--calibration";
+    at = flag_location("--calibration");
+    if (path.empty())
+      throw UserError(at, "expected the path of a calibration file, got an empty one");
+  } else if (!o.gpu && root.get("target").is_map() && root.get("target").has("calibration")) {
+    const YamlValue v = root.get("target").get("calibration");
+    path = v.as_string();
+    if (path.empty())
+      v.fail("expected the path of a calibration file, got an empty one");
+    given_by = "target.calibration";
+    at = v.where();
+    // Relative to the experiment file, as an ONNX model is: the two travel together.
+    if (std::filesystem::path(path).is_relative() && !cfg->file.empty())
+      path = (std::filesystem::path(cfg->file).parent_path() / path).lexically_normal().string();
+  } else {
+    return;
+  }
+  const GpuCalibration cal = read_gpu_calibration(path, at);
+  AppliedCalibration applied =
+      apply_gpu_calibration(cal, cfg->precision, explicit_fields, &cfg->gpu);
+  applied.file = o.calibration ? *o.calibration : root.get("target").get("calibration").as_string();
+  applied.given_by = given_by;
+  cfg->calibration = std::move(applied);
+}
+
 // The output folder: `output`, else out/<name>; with overrides, "-<their values>" appended (a
 // run with other values does not overwrite the file's own).
 std::string output_folder(const YamlValue& root, const std::string& name,
@@ -713,7 +750,9 @@ ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverride
   if (cfg.name.empty())
     cfg.name = cfg.model;
 
-  cfg.gpu = overrides.gpu ? override_target(*overrides.gpu) : read_target(root);
+  std::vector<std::string> explicit_fields;
+  cfg.gpu = overrides.gpu ? override_target(*overrides.gpu) : read_target(root, &explicit_fields);
+  read_calibration(root, overrides, explicit_fields, &cfg);
   cfg.search = read_search(root, cfg);
   if (root.has("seed"))
     cfg.seed = root.get("seed").as_uint64();
@@ -750,6 +789,8 @@ std::string ExperimentOverrides::describe() const {
     std::vector<int> v(input_size.begin(), input_size.end());
     parts.push_back("input_size " + detail::list_str(v));
   }
+  if (calibration)
+    parts.push_back("calibration " + std::filesystem::path(*calibration).stem().string());
   return join_names(parts);
 }
 

@@ -26,6 +26,10 @@
 //                   spec of core/gpu_spec.h or `custom`, which needs every field without a
 //                   default (all but registers_per_thread_max and max_threads_per_block).
 //                   Fields are > 0 (launch_overhead_us and atomic_ns may be 0).
+//                   calibration: FILE, a device calibration (core/gpu_calibration.h), relative
+//                   to the experiment file, measured against the spec `gpu:` names: its
+//                   measured values replace the spec's; a field the target also sets itself
+//                   keeps the experiment's value (said in the calibration's summary).
 //   search          brick_sizes: powers of two from 1 to 64; channel_blocks 0 to 65536;
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
 //                   above the batch act as the batch); clusters: CTAs per padded unit, 1 to
@@ -49,6 +53,7 @@
 
 #include "core/candidate.h"
 #include "core/error.h"
+#include "core/gpu_calibration.h"
 #include "core/gpu_spec.h"
 #include "core/graph.h"
 #include "core/measurer.h"
@@ -102,17 +107,19 @@ struct MeasurementConfig {
   int max_measurements = 0; // stop after this many candidates measured (0 = no limit)
 };
 
-// Values given on a command line (brickdl-tune --target, --precision, --batch, --input-size)
-// over those of an experiment file, for any experiment: they act as if the file said them
-// (`target: {gpu: NAME}` with none of the file's own target fields, `precision`, `batch`,
-// `input_size`), and a run records them (its configuration's "overrides"). A bad value is a
-// UserError naming the flag.
+// Values given on a command line (brickdl-tune --target, --precision, --batch, --input-size,
+// --calibration) over those of an experiment file, for any experiment: they act as if the file
+// said them (`target: {gpu: NAME}` with none of the file's own target fields, its calibration
+// included; `precision`, `batch`, `input_size`; `target.calibration: FILE` with FILE relative to
+// the working directory, over the target's own), and a run records them (its configuration's
+// "overrides"). A bad value is a UserError naming the flag.
 struct ExperimentOverrides {
   std::optional<std::string> gpu;       // a named GPU spec
   std::optional<std::string> precision; // fp32 | tf32 | bf16 | fp16
   std::optional<int> batch;
-  std::vector<int64_t> input_size; // [H, W] or [D, H, W]; empty: not given
-  bool empty() const { return !gpu && !precision && !batch && input_size.empty(); }
+  std::vector<int64_t> input_size;        // [H, W] or [D, H, W]; empty: not given
+  std::optional<std::string> calibration; // a calibration file (core/gpu_calibration.h)
+  bool empty() const { return !gpu && !precision && !batch && input_size.empty() && !calibration; }
   // "H200, tf32, batch 8" for messages and folder names ("" when empty).
   std::string describe() const;
 };
@@ -130,7 +137,10 @@ struct ExperimentConfig {
   DType precision = DType::kF32;
   SourceLocation precision_at; // where it was given (empty key: the default)
 
-  GpuSpec gpu; // named spec with overrides applied
+  GpuSpec gpu; // named spec with overrides (and a calibration) applied
+  // The device calibration applied to `gpu` (target.calibration or --calibration); unset
+  // without one. gpu.name is then its spec_name ("H200+cal-1a2b3c4d") when it applied anything.
+  std::optional<AppliedCalibration> calibration;
   SearchSpaceConfig search;
   MeasurementConfig measurement;
   uint64_t seed = 1;

@@ -39,6 +39,14 @@ struct GpuSpec {
   double launch_overhead_us = 0; // per kernel launch, back to back in a stream
   double atomic_ns = 0;          // cost of one uncontended global atomic (estimate)
   std::string source;            // where the numbers come from
+  // The rates above that a device calibration measured (core/gpu_calibration.h). A datasheet
+  // rate is a peak that the model derates by its efficiencies (model/cost_model.h Coefficients);
+  // a measured one is what kernels achieve on the device, which the model must not derate again
+  // (model/detail/memory.cpp resolve). All false for the named specs.
+  struct Measured {
+    bool dram_bandwidth = false, l2_bandwidth = false;      // achieved GB/s
+    bool mma_sync_fraction = false, wgmma_fraction = false; // achieved share of the peak
+  } measured;
 };
 
 // The named specs: A100-40GB, A100-80GB, H100-SXM, H200.

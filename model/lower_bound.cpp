@@ -266,6 +266,8 @@ LowerBound CostModel::lower_bound(const Graph& graph, const Group& group) const 
     propagate_sets(geometry, s);
     lb = compulsory_work(geometry, s);
   }
+  // The spec's DRAM bandwidth: the peak, or on a calibrated spec the achieved bandwidth it
+  // measured, which no prediction exceeds either (memory.cpp resolve takes it as it is).
   const double t_mem = lb.dram_bytes / (gpu_.dram_bandwidth_gbs * 1e9);
   const double t_flop = lb.flops / detail::peak_flops(gpu_, graph.dtype());
   lb.time_ms = std::max(t_mem, t_flop) * 1e3;

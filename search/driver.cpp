@@ -79,8 +79,14 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
       overrides["batch"] = *o.batch;
     if (!o.input_size.empty())
       overrides["input_size"] = o.input_size;
+    if (o.calibration)
+      overrides["calibration"] = *o.calibration;
     out["overrides"] = overrides;
   }
+  // The device calibration over the spec: its measured values, which fields are measured and
+  // which the spec's own (brickdl-query show prints its summary); absent without one.
+  if (e.calibration)
+    out["calibration"] = e.calibration->json();
   return out;
 }
 
@@ -648,6 +654,8 @@ TuneReport report_header(const TuneContext& ctx, const std::string& searcher) {
   rep.precision = dtype_name(exp.precision);
   rep.gpu_spec = ctx.predictor->gpu_name();
   rep.model_version = ctx.predictor->version();
+  if (exp.calibration)
+    rep.calibration = exp.calibration->summary();
   if (ctx.pool) {
     rep.backend = ctx.pool->backend();
     rep.target = ctx.pool->target();

@@ -305,6 +305,8 @@ namespace {
 void print_report_text(const TuneReport& r, std::ostream& os) {
   os << fmt::format("experiment {}: {} batch {} {}; model {} for {}; searcher {}\n", r.experiment,
                     r.model, r.batch, r.precision, r.model_version, r.gpu_spec, r.searcher);
+  if (!r.calibration.empty())
+    os << "spec " << r.gpu_spec << ": " << r.calibration << '\n';
   os << fmt::format("run {} ({}) in {:.1f} s; target {}\n", r.run_id, r.status, r.seconds,
                     r.target);
   print_space(r, os);
@@ -459,6 +461,8 @@ nlohmann::json report_json(const TuneReport& r) {
   // Which device the plan is for: the measuring target when it re-planned, else the model's
   // GPU spec; and where the measured times come from.
   out["plan_for"] = r.replanned ? r.target : r.gpu_spec;
+  if (!r.calibration.empty()) // absent without one: plans of plain specs read as before
+    out["calibration"] = r.calibration;
   out["measurements"]["measured_on"] = r.backend == "none" || r.validation ? "" : r.target;
   if (r.validation)
     out["validation"] = validation_json(*r.validation);

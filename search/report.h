@@ -85,6 +85,9 @@ struct TuneReport {
   std::string experiment, model, precision;
   int batch = 1;
   std::string gpu_spec, model_version;
+  // The device calibration over the spec (core/gpu_calibration.h AppliedCalibration::summary);
+  // "" without one.
+  std::string calibration;
   std::string target, backend; // the measurer's target and backend ("none": model only)
   std::string searcher;
   int64_t run_id = 0;

@@ -248,6 +248,8 @@ void print_run_header(const RunSummary& r, std::ostream& os) {
   os << "\n";
   os << fmt::format("  model      {}, batch {}, {}\n", r.model, r.batch, r.precision);
   os << fmt::format("  gpu spec   {}\n", r.gpu_spec);
+  if (!r.calibration.empty())
+    os << fmt::format("             {}\n", r.calibration); // of the spec above
   os << fmt::format("  target     {} ({}; {})\n", r.target, r.backend, r.kind);
   if (!r.overrides.empty())
     os << fmt::format("  overrides  {} (from the command line)\n", join_names(r.overrides));

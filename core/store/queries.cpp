@@ -529,14 +529,17 @@ std::vector<RunRow> runs(TuningDb& db) {
 
 namespace {
 
-// The run's --fresh flag and command-line overrides, as its configuration recorded them (a
-// configuration that is no JSON, or lacks them, has none).
+// The run's --fresh flag, command-line overrides and calibration, as its configuration recorded
+// them (a configuration that is no JSON, or lacks them, has none).
 void read_config_notes(RunSummary& r) {
   const nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
   if (!config.is_object())
     return;
   if (auto f = config.find("fresh"); f != config.end() && f->is_boolean())
     r.fresh = f->get<bool>();
+  if (auto c = config.find("calibration"); c != config.end() && c->is_object())
+    if (auto s = c->find("summary"); s != c->end() && s->is_string())
+      r.calibration = s->get<std::string>();
   auto o = config.find("overrides");
   if (o == config.end() || !o->is_object())
     return;

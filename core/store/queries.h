@@ -156,6 +156,9 @@ struct RunSummary {
   // What the command line changed in the experiment (the config's "overrides": "gpu",
   // "precision", "batch", "input_size"), as "key value" texts; empty when nothing.
   std::vector<std::string> overrides;
+  // The device calibration over the spec, as the config's "calibration" summarised it
+  // (core/gpu_calibration.h); "" without one.
+  std::string calibration;
 };
 
 // The best `ok` measurement of a workload among some measurements (of a run, on a target).

@@ -77,10 +77,24 @@ double L2Window::conflicts(const ReuseSplit& s, double claimed) const {
 }
 
 ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c) {
+  // A measured bandwidth (GB/s achieved by a streaming kernel on the device) replaces peak ×
+  // default efficiency; derating it by 0.85 again would charge the DRAM twice for the same loss.
+  const Coefficients defaults;
   ResolvedCoefficients r;
-  r.dram_efficiency = c.dram_efficiency;
-  r.l2_efficiency = c.l2_efficiency;
+  r.dram_efficiency = gpu.measured.dram_bandwidth ? c.dram_efficiency / defaults.dram_efficiency
+                                                  : c.dram_efficiency;
+  r.l2_efficiency =
+      gpu.measured.l2_bandwidth ? c.l2_efficiency / defaults.l2_efficiency : c.l2_efficiency;
   r.compute_efficiency = c.compute_efficiency;
+  // A spec's fraction is of the library's rate (the library reaches "the whole peak", derated
+  // like every kernel by compute_efficiency); a measured one is of the peak itself (achieved
+  // TFLOP/s of a generated kernel / the datasheet's): divided by the default efficiency, the
+  // roofline's product is the measured rate.
+  r.mma_sync_fraction = gpu.measured.mma_sync_fraction
+                            ? gpu.mma_sync_fraction / defaults.compute_efficiency
+                            : gpu.mma_sync_fraction;
+  r.wgmma_fraction = gpu.measured.wgmma_fraction ? gpu.wgmma_fraction / defaults.compute_efficiency
+                                                 : gpu.wgmma_fraction;
   r.atomic_ns = c.atomic_ns >= 0 ? c.atomic_ns : gpu.atomic_ns;
   r.launch_us = c.launch_us >= 0 ? c.launch_us : gpu.launch_overhead_us;
   r.conflict_ns = c.conflict_ns >= 0 ? c.conflict_ns : r.atomic_ns;

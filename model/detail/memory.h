@@ -161,9 +161,17 @@ struct L2Window {
   double conflicts(const ReuseSplit& s, double claimed) const;
 };
 
+// The coefficients with the spec's defaults filled in. A rate the spec carries as measured on
+// the device (GpuSpec::measured, core/gpu_calibration.h) is already what kernels achieve: its
+// efficiency is the coefficient's ratio to the default (1 with the defaults, so the measured
+// rate is taken as it is; a fitted coefficient, model/calibration.h, keeps its correction).
+// The tensor fractions are in the model's terms: of the rate the library reaches (the peak ×
+// compute_efficiency, which the roofline applies to every kernel), so a measured share of the
+// peak itself is divided by the default compute efficiency here.
 struct ResolvedCoefficients {
   double dram_efficiency, l2_efficiency, compute_efficiency;
   double atomic_ns, launch_us, conflict_ns, barrier_ns, l2_share_bytes;
+  double mma_sync_fraction, wgmma_fraction; // merged tensor-core convs (strategies.h)
 };
 ResolvedCoefficients resolve(const GpuSpec& gpu, const Coefficients& c);
 

@@ -129,11 +129,13 @@ inline bool any_merged_tensor_conv(const GroupGeometry& g, bool padded) {
   return false;
 }
 
-// The share of the tensor peak our merged kernels' tensor-core convs reach on `gpu` with
+// The share of the tensor rate our merged kernels' tensor-core convs reach on `gpu` with
 // `threads` threads per block: wgmma where the target has it and the block is whole warpgroups,
-// else mma.sync (core/gpu_spec.h).
-inline double merged_mma_fraction(const GpuSpec& gpu, int threads) {
-  return uses_wgmma(gpu.wgmma_fraction > 0, threads) ? gpu.wgmma_fraction : gpu.mma_sync_fraction;
+// else mma.sync (core/gpu_spec.h), as resolved (memory.h ResolvedCoefficients: a measured
+// share of the peak in the model's terms).
+inline double merged_mma_fraction(const GpuSpec& gpu, const ResolvedCoefficients& coef,
+                                  int threads) {
+  return uses_wgmma(gpu.wgmma_fraction > 0, threads) ? coef.wgmma_fraction : coef.mma_sync_fraction;
 }
 
 // What `units` computations of a streamed conv cost beyond one pass (kernels/cuda/templates/
@@ -205,7 +207,7 @@ inline void add_merged_kernel_time(const GroupGeometry& g, const StrategyContext
   const double fma_cost = peak_flops(ctx.gpu, dtype) / peak_flops(ctx.gpu, DType::kF32);
   const double mma_cost =
       has_tensor_math(dtype)
-          ? 1.0 / std::max(1e-3, merged_mma_fraction(ctx.gpu, ctx.candidate.threads))
+          ? 1.0 / std::max(1e-3, merged_mma_fraction(ctx.gpu, ctx.coef, ctx.candidate.threads))
           : 1.0;
   // Distributed shared memory (cluster kernels) crosses the SM-to-SM network: charged at the
   // L2 bandwidth until a GPU measures it (memory.h).
