@@ -207,10 +207,16 @@ void read_header(const Reader& r, const Json& root, GpuCalibration& cal) {
     cal.brickdl = r.text(root["brickdl"], "brickdl");
 }
 
-// "0.62 (measured, tf32; spec 0.75)" or "0.5 (the experiment's; measured 0.62 not applied)".
+// "0.62 (measured of the peak, tf32; spec 0.75 of the library's rate)", "4100 (measured; spec
+// 4800)" or "0.5 (the experiment's; measured 0.62 not applied)". A measured tensor fraction is
+// of the datasheet's peak, the spec's of the library's rate (model/detail/memory.cpp resolve):
+// said, so that no reader compares the two numbers as if they were alike.
 std::string field_text(const CalibratedField& f) {
   const auto dot = f.key.find('.');
   const std::string precision = dot == std::string::npos ? "" : ", " + f.key.substr(dot + 1);
+  if (f.applied && dot != std::string::npos)
+    return fmt::format("{} {:g} (measured of the peak{}; spec {:g} of the library's rate)", f.field,
+                       f.value, precision, f.spec);
   if (f.applied)
     return fmt::format("{} {:g} (measured{}; spec {:g})", f.field, f.value, precision, f.spec);
   return fmt::format("{} {:g} (the experiment's; measured {:g}{} not applied)", f.field, f.used,

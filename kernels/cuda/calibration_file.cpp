@@ -161,11 +161,23 @@ std::string calibration_table(const CalibrationFile& f) {
   char line[160];
   std::snprintf(line, sizeof line, "  %-26s %12s %12s %8s\n", "value", "measured", "spec", "ratio");
   t += line;
+  bool fractions = false;
   for (const auto& [k, v] : f.values) {
-    std::snprintf(line, sizeof line, "  %-26s %12.4g %12.4g %8.2f\n", k.c_str(), v.value, v.spec,
-                  v.spec > 0 ? v.value / v.spec : 0.0);
+    // A tensor fraction is measured of the datasheet's peak; the spec's is of the library's
+    // rate (the model derates both by its compute efficiency): their ratio means nothing.
+    const bool fraction = k.find("_fraction.") != std::string::npos;
+    fractions |= fraction;
+    if (fraction)
+      std::snprintf(line, sizeof line, "  %-26s %12.4g %12.4g %8s\n", k.c_str(), v.value, v.spec,
+                    "*");
+    else
+      std::snprintf(line, sizeof line, "  %-26s %12.4g %12.4g %8.2f\n", k.c_str(), v.value, v.spec,
+                    v.spec > 0 ? v.value / v.spec : 0.0);
     t += line;
   }
+  if (fractions)
+    t += "  * measured: of the tensor peak; spec: of the library's rate, which the model takes "
+         "as its compute efficiency times the peak (docs/calibration.md)\n";
   for (const auto& [k, r] : f.reference) {
     std::snprintf(line, sizeof line, "  %-26s %12.4g %12s %8s  (reference, not applied)\n",
                   k.c_str(), r.value, "-", "-");

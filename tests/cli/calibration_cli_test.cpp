@@ -64,7 +64,8 @@ TEST_F(CalibrationCli, TheTunerSaysItInTheReportThePlanAndTheRun) {
       << err;
   EXPECT_NE(out.find("for H200+cal-"), std::string::npos) << out;
   EXPECT_NE(out.find(": H200 calibrated by h200_synthetic.json (measured 2026-12-02T16:00:00Z "
-                     "on SYNTHETIC (no device)): wgmma_fraction 0.3 (measured, tf32; spec 0.75)"),
+                     "on SYNTHETIC (no device)): wgmma_fraction 0.3 (measured of the peak, tf32; "
+                     "spec 0.75 of the library's rate)"),
             std::string::npos)
       << out;
   const nlohmann::json plan = nlohmann::json::parse(read_file(dir_ / "out" / "plan.json"));

@@ -124,7 +124,9 @@ TEST(GpuCalibration, AppliesTheExperimentsPrecisionAndNamesTheSpec) {
   EXPECT_EQ(tf32.name.rfind("H200+cal-", 0), 0u) << tf32.name;
   EXPECT_EQ(tf32.name.size(), std::string("H200+cal-").size() + 8);
   EXPECT_EQ(a.spec_name, tf32.name);
-  EXPECT_NE(a.summary().find("wgmma_fraction 0.3 (measured, tf32; spec 0.75)"), std::string::npos)
+  EXPECT_NE(a.summary().find(
+                "wgmma_fraction 0.3 (measured of the peak, tf32; spec 0.75 of the library's rate)"),
+            std::string::npos)
       << a.summary();
   EXPECT_NE(a.summary().find("dram_bandwidth_gbs 4000 (measured; spec 4800)"), std::string::npos);
   EXPECT_NE(a.summary().find("the rest are the spec's"), std::string::npos);
