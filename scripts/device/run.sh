@@ -20,11 +20,16 @@
 #                          versions), where NVRTC / cuDNN / CUPTI were found, ldd of every
 #                          binary, and whether the bundle's NVRTC cache fits this NVRTC (one
 #                          line: "NVRTC cache: compiled by NVRTC X.Y for sm_90a; ...")
-#   dev_wgmma         50   Device.WgmmaKernelsMatchTheirHostEmulation       each device test in
-#   dev_tensor_core   40   Device.TensorCoreKernelsMatchTheirHostEmulation  a process of its own
-#   dev_sticky        30   Device.MeasurerResetsTheDeviceOnlyAfterStickyErrors  (a crash or a
-#   dev_statuses      30   Device.MeasurerStatusesForFailingCandidates     sticky error in one
-#                          takes no other); their kernels come compiled in the bundle's cache
+#   dev_wgmma         50   Device.WgmmaKernelsMatchTheirHostEmulation
+#   dev_tensor_core   40   Device.TensorCoreKernelsMatchTheirHostEmulation
+#   dev_sticky        30   Device.MeasurerResetsTheDeviceOnlyAfterStickyErrors (in process)
+#   dev_worker        40   ProcessPoolFaults.OnTheGpuATrapAndAnEndlessKernelCostOneCandidateEach
+#                          (bin/process_pool_tests: the same faults in measuring worker
+#                          processes, as brickdl-tune measures by default)
+#   dev_statuses      30   Device.MeasurerStatusesForFailingCandidates
+#                          each device test in a process of its own (a crash or a sticky error
+#                          in one takes no other); their kernels come compiled in the bundle's
+#                          cache (dev_worker's few are compiled there)
 #   calibrate         45   bin/brickdl-calibrate --spec SPEC: OUT/calibration.json (skipped,
 #                          said, when the bundle has no brickdl-calibrate)
 #   tune_fp32         75   ResNet-50's first two bottleneck blocks, cuda backend, fp32: every
@@ -33,7 +38,7 @@
 #                          calibration.json when brickdl-tune has the flag
 #   tune_tf32         75   the same in tf32 (gpu_check_resnet50_tf32.yaml)
 #                   ----
-#                    365   + 25 s kept for the last summary and archive = 390 <= the budget, 400
+#                    405   + 25 s kept for the last summary and archive = 430 <= the budget, 440
 #   then, as time allows (each cut to what is left, skipped under 10 s):
 #   dev_cluster       30   Device.ClusterKernelsMatchTheirHostEmulation
 #   dev_generated     45   Device.GeneratedKernelsMatchTheCpuReference
@@ -62,7 +67,7 @@
 # 2 bad usage; 3 no GPU here (one line; the libraries were resolved first); 4 a library the
 # bundle needs is missing here (env.txt says which and where it was looked for).
 #
-# Environment: BRICKDL_DEVICE_BUDGET_S (default 400: the device tool ends the command at about
+# Environment: BRICKDL_DEVICE_BUDGET_S (default 440: the device tool ends the command at about
 # 480 s, and the machine's start and the transfers come out of the same lease) caps the whole
 # run; BRICKDL_DEVICE_SPEC forces the model's GPU spec (default: the one matching the device's
 # name, else H200); BRICKDL_DEVICE_REHEARSAL=1 rehearses the whole run on a machine without a
@@ -72,6 +77,33 @@
 set -uo pipefail
 
 # ---- set-up ----------------------------------------------------------------------------------
+# The programs and libraries travel packed (device-bundle.sh: programs.tar.xz, about a fifth of
+# their size, so that the source tree and the bundle stay under the device tool's 64 MiB);
+# unpacked into the bundle before anything runs, once: a second run finds bin/ there. By tar
+# and xz, else by Python's tarfile (a machine may lack the xz program). Exit 4 when neither can.
+unpack_programs() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  [ -d "$here/bin" ] && return 0
+  if [ ! -f "$here/programs.tar.xz" ]; then
+    echo "run.sh: the bundle has neither bin/ nor programs.tar.xz: rebuild it" \
+      "(scripts/device-bundle.sh)" >&2
+    exit 4
+  fi
+  if ! tar -C "$here" -xJf "$here/programs.tar.xz" 2>/dev/null; then
+    rm -rf "$here/bin" "$here/lib"
+    python3 - "$here/programs.tar.xz" "$here" <<'PY' || rm -rf "$here/bin" "$here/lib"
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as t:
+    t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+PY
+  fi
+  if [ ! -d "$here/bin" ]; then
+    echo "run.sh: $here/programs.tar.xz could not be unpacked (tar and Python both failed)" >&2
+    exit 4
+  fi
+}
+
 # setup_run OUT: the run's folders and settings. plan=1 (--plan) prints instead of running.
 setup_run() {
   bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -81,7 +113,7 @@ setup_run() {
   mkdir -p "$logs"
   stages=$work/stages.txt
   : >"$stages"
-  budget=${BRICKDL_DEVICE_BUDGET_S:-400}
+  budget=${BRICKDL_DEVICE_BUDGET_S:-440}
   t0=$SECONDS
   reserve=25 # kept for the last summary and the archive
   failed=0
@@ -356,6 +388,22 @@ device_test() {
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | sed "s/^/    /"
 }
 
+# The measuring worker processes on the GPU (bin/process_pool_tests, its GPU test alone): a
+# trapping and an endless kernel each cost one candidate and one worker process, the tune goes
+# on in a fresh one, and a rerun measures nothing (tests/distributed/process_pool_test.cpp).
+worker_test() {
+  local name=dev_worker filter=ProcessPoolFaults.OnTheGpuATrapAndAnEndlessKernelCostOneCandidateEach
+  stage "$name" 40 env BRICKDL_CACHE_DIR="$work/nvrtc-cache" LD_LIBRARY_PATH="$libpath" \
+    "$bundle/bin/process_pool_tests" --gtest_filter="$filter"
+  [ "$stage_rc" -ge 0 ] || return 0
+  if grep -q '^\[  SKIPPED \]' "$logs/$name.log"; then
+    say "$name: the test was SKIPPED on a machine with a GPU"
+    sed -i "s/^$name ok /$name skipped-tests /" "$stages"
+    failed=1
+  fi
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | sed "s/^/    /"
+}
+
 # The calibration (bin/brickdl-calibrate, exit 0 ok, 1 some measurement failed but the file is
 # written, 2 bad usage, 4 no GPU) into OUT/calibration.json; the tunes read it.
 calibrate() {
@@ -425,6 +473,7 @@ run_stages() {
   device_test dev_wgmma 50 Device.WgmmaKernelsMatchTheirHostEmulation
   device_test dev_tensor_core 40 Device.TensorCoreKernelsMatchTheirHostEmulation
   device_test dev_sticky 30 Device.MeasurerResetsTheDeviceOnlyAfterStickyErrors
+  worker_test
   device_test dev_statuses 30 Device.MeasurerStatusesForFailingCandidates
   calibrate
   tune tune_fp32 gpu_check_resnet50.yaml 45
@@ -463,6 +512,7 @@ main() {
   fi
   [ $# -eq 1 ] || usage
   mkdir -p "$1" || usage
+  unpack_programs
   setup_run "$(cd "$1" && pwd)"
   exec > >(tee -a "$out/console.log") 2>&1
   say "bundle $bundle -> $out (budget ${budget}s)"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The device bundle's dry run (ctest device_bundle_dry_run), on a machine without a GPU:
-#   1. scripts/device-bundle.sh packs this build (under its 30 MiB limit);
+#   1. scripts/device-bundle.sh packs this build (under its 30 MiB limit, its programs and
+#      libraries in programs.tar.xz), which run.sh unpacks first, with or without the xz
+#      program;
 #   2. DIR/run.sh resolves every library the bundle needs with only the bundle's libraries and
 #      the GPU libraries it finds (ldd: nothing missing, nothing from elsewhere) and exits 3
 #      with one "no GPU here" line;
@@ -42,12 +44,28 @@ step "packing the bundle"
 "$root/scripts/device-bundle.sh" --no-precompile --from-build "$build" "$tmp/bundle" ||
   fail "device-bundle.sh exited $?"
 step "packed"
-for f in run.sh MANIFEST.txt gpu-libs.txt system-libs.txt bin/brickdl-tune bin/brickdl-device \
-  bin/cuda_device_tests results/gpu_summary.py experiments/gpu_check_resnet50.yaml; do
+for f in run.sh MANIFEST.txt gpu-libs.txt system-libs.txt programs.tar.xz \
+  results/gpu_summary.py experiments/gpu_check_resnet50.yaml; do
   [ -e "$tmp/bundle/$f" ] || fail "the bundle lacks $f"
 done
+[ -e "$tmp/bundle/bin" ] && fail "the bundle's bin/ travels unpacked"
 size=$(du -sb "$tmp/bundle" | cut -f1)
 [ "$size" -le $((30 * 1024 * 1024)) ] || fail "the bundle is $size bytes"
+# run.sh unpacks the programs first (no GPU: exit 3), by Python's tarfile where xz fails.
+mkdir -p "$tmp/noxz"
+printf '#!/bin/sh\necho "xz: not on this machine" >&2\nexit 127\n' >"$tmp/noxz/xz"
+chmod +x "$tmp/noxz/xz"
+variant "$tmp/packed"
+(cd "$tmp" && PATH="$tmp/noxz:$PATH" "$tmp/packed/run.sh" "$tmp/out0" >"$tmp/log0" 2>&1)
+rc=$?
+[ $rc -eq 3 ] && [ -x "$tmp/packed/bin/brickdl-tune" ] ||
+  { cat "$tmp/log0"; fail "run.sh without xz: exit $rc, or the programs not unpacked"; }
+(cd "$tmp" && "$tmp/bundle/run.sh" "$tmp/out0b" >"$tmp/log0" 2>&1)
+for f in bin/brickdl-tune bin/brickdl-device bin/cuda_device_tests bin/process_pool_tests \
+  bin/fault_measure_worker; do
+  [ -x "$tmp/bundle/$f" ] || { cat "$tmp/log0"; fail "run.sh did not unpack $f"; }
+done
+step "unpacked"
 
 # brickdl-device without a GPU: exit 4 and why; an unknown spec: exit 2 naming the known ones.
 # Without a GPU it still says NVRTC's version (run.sh's NVRTC cache verdict needs it).
@@ -97,13 +115,11 @@ grep -q 'MISSING libbrickdl-not-there.so.1' "$tmp/log3" || fail "the missing lib
 #    MANIFEST.txt names the NVRTC that compiled it: this machine's (used), then another one
 #    (differs: every kernel compiled here).
 step "the NVRTC cache"
-mkdir -p "$tmp/c/nvrtc-cache" "$tmp/noxz"
+mkdir -p "$tmp/c/nvrtc-cache"
 echo one >"$tmp/c/nvrtc-cache/a_sm90.cubin"
 echo two >"$tmp/c/nvrtc-cache/b_sm90.cubin"
 variant "$tmp/b4"
 tar -C "$tmp/c" -cJf "$tmp/b4/nvrtc-cache.tar.xz" nvrtc-cache
-printf '#!/bin/sh\necho "xz: not on this machine" >&2\nexit 127\n' >"$tmp/noxz/xz"
-chmod +x "$tmp/noxz/xz"
 for path in "$PATH" "$tmp/noxz:$PATH"; do
   made_by=$nvrtc
   verdict="is $nvrtc: used"
@@ -133,7 +149,8 @@ step "run.sh --plan"
 "$tmp/bundle/run.sh" --plan >"$tmp/plan" || fail "run.sh --plan exited $?"
 cat "$tmp/plan"
 order=$(awk '$1 == "plan:" && $3 ~ /^[0-9]+s$/ {printf "%s/%s ", $2, $4}' "$tmp/plan")
-expected="env/first dev_wgmma/first dev_tensor_core/first dev_sticky/first dev_statuses/first \
+expected="env/first dev_wgmma/first dev_tensor_core/first dev_sticky/first dev_worker/first \
+dev_statuses/first \
 calibrate/first tune_fp32/first tune_tf32/first dev_cluster/rest dev_generated/rest dev_rest/rest \
 micro/rest toolkit_tests/rest tune_bf16/rest fw_"
 case "$order" in "$expected"*) ;; *) fail "the stages' order: $order" ;; esac

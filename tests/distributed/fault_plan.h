@@ -20,7 +20,10 @@
 
 namespace brickdl::testing {
 
-enum class Fault { kSegv, kAbort, kExit, kHang, kSticky };
+// On the cpu backend the worker commits each fault itself. On the cuda backend two more
+// plant a kernel through CudaMeasurerOptions::edit_plan: `trap` writes to an illegal address
+// (a sticky error), `endless` never returns (a kernel still running after its time-out).
+enum class Fault { kSegv, kAbort, kExit, kHang, kSticky, kTrap, kEndless };
 
 inline std::string candidate_key(const search::GroupEntry& g, const Candidate& c) {
   if (c.strategy == Strategy::kLayerwise)
@@ -46,11 +49,10 @@ inline std::vector<std::string> candidate_keys(const search::SearchSpace& space)
 }
 
 inline const std::map<std::string, Fault>& fault_names() {
-  static const std::map<std::string, Fault> names = {{"segv", Fault::kSegv},
-                                                     {"abort", Fault::kAbort},
-                                                     {"exit", Fault::kExit},
-                                                     {"hang", Fault::kHang},
-                                                     {"sticky", Fault::kSticky}};
+  static const std::map<std::string, Fault> names = {
+      {"segv", Fault::kSegv},      {"abort", Fault::kAbort},   {"exit", Fault::kExit},
+      {"hang", Fault::kHang},      {"sticky", Fault::kSticky}, {"trap", Fault::kTrap},
+      {"endless", Fault::kEndless}};
   return names;
 }
 
@@ -64,7 +66,7 @@ inline std::map<size_t, Fault> parse_faults(const std::string& text) {
     if (colon == std::string::npos || !fault_names().count(item.substr(0, colon)))
       throw std::invalid_argument("bad fault '" + item +
                                   "': kind:index, kind one of segv, "
-                                  "abort, exit, hang, sticky");
+                                  "abort, exit, hang, sticky, trap, endless");
     out[std::stoul(item.substr(colon + 1))] = fault_names().at(item.substr(0, colon));
   }
   return out;

@@ -1,8 +1,11 @@
-// A measuring worker program for tests only (process_pool_test.cpp): the CPU measurer, except
-// on the candidates BRICKDL_TEST_FAULTS names (tests/distributed/fault_plan.h), where the
-// worker process segfaults, aborts, exits, hangs, or reports a sticky device error and loses
-// its "device" as the CUDA measurer does in a worker (Measurer::device_lost). It is a program
-// of the test tree: no brickdl tool can select it.
+// A measuring worker program for tests only (process_pool_test.cpp): the backend's measurer,
+// except on the candidates BRICKDL_TEST_FAULTS names (tests/distributed/fault_plan.h).
+//   cpu   the worker process segfaults, aborts, exits, hangs, or reports a sticky device error
+//         and loses its "device", as the CUDA measurer does in a worker (Measurer::device_lost);
+//   cuda  (a GPU) the CUDA measurer, in a worker's mode (no reset in place), runs a planted
+//         kernel instead of the candidate's: `trap` writes to an illegal address, `endless`
+//         never returns.
+// It is a program of the test tree: no brickdl tool can select it.
 //
 //   BRICKDL_MEASURE_WORKER=... fault_measure_worker EXPERIMENT.yaml    (started by ProcessPool)
 #include <signal.h>
@@ -12,10 +15,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 
 #include "core/experiment.h"
 #include "distributed/process_pool.h"
 #include "kernels/cpu_measurer.h"
+#include "kernels/cuda/cuda_measurer.h"
 #include "tests/distributed/fault_plan.h"
 
 namespace {
@@ -23,11 +28,33 @@ namespace {
 using namespace brickdl;
 using testing::Fault;
 
+// The kernel a planted GPU fault runs instead of the candidate's.
+std::string planted_source(Fault f) {
+  const std::string head =
+      "#include \"kernels.cuh\"\n"
+      "extern \"C\" __global__ void brickdl_group(const brickdl::dev::KernelArgs a) {\n";
+  if (f == Fault::kTrap)
+    return head + "  *reinterpret_cast<volatile int*>(16) = 1;\n}\n";
+  return head + "  volatile int spin = 1;\n  while (spin) {}\n}\n";
+}
+
 class FaultMeasurer final : public Measurer {
 public:
   FaultMeasurer(const search::SearchSpace& space, const std::map<size_t, Fault>& faults,
-                int threads)
-      : inner_(threads) {
+                const std::string& backend, const MeasurementConfig& config)
+      : plant_(std::make_shared<std::string>()) {
+    if (backend == "cuda") {
+      cuda::CudaMeasurerOptions o;
+      o.device = config.device;
+      o.recover_in_process = false;
+      o.edit_plan = [plant = plant_](cuda::KernelPlan& p) {
+        if (!plant->empty())
+          p.source = *plant;
+      };
+      inner_ = cuda::make_cuda_measurer(o);
+    } else {
+      inner_ = std::make_unique<kernels::CpuMeasurer>(config.cpu_threads);
+    }
     const std::vector<std::string> keys = testing::candidate_keys(space);
     for (const search::GroupEntry& g : space.groups()) {
       for (const Candidate& c : g.candidates) {
@@ -37,15 +64,15 @@ public:
       }
     }
   }
-  std::string target() const override { return inner_.target(); }
-  std::string backend() const override { return inner_.backend(); }
-  bool device_lost() const override { return lost_; }
+  std::string target() const override { return inner_->target(); }
+  std::string backend() const override { return inner_->backend(); }
+  bool device_lost() const override { return lost_ || inner_->device_lost(); }
 
   MeasureResult measure(const Graph& graph, const Candidate& c,
                         const MeasureOptions& options) override {
     const auto f = faults_.find(&c);
     if (f == faults_.end())
-      return inner_.measure(graph, c, options);
+      return inner_->measure(graph, c, options);
     switch (f->second) {
     case Fault::kSegv: std::raise(SIGSEGV); break;
     case Fault::kAbort: std::abort();
@@ -54,6 +81,13 @@ public:
       for (;;)
         pause(); // until the watchdog's SIGKILL
     case Fault::kSticky: break;
+    case Fault::kTrap:
+    case Fault::kEndless: {
+      *plant_ = planted_source(f->second);
+      MeasureResult r = inner_->measure(graph, c, options);
+      plant_->clear();
+      return r;
+    }
     }
     MeasureResult r;
     r.status = MeasureStatus::kLaunchError;
@@ -63,7 +97,8 @@ public:
   }
 
 private:
-  kernels::CpuMeasurer inner_;
+  std::shared_ptr<std::string> plant_;
+  std::unique_ptr<Measurer> inner_;
   std::map<const Candidate*, Fault> faults_;
   bool lost_ = false;
 };
@@ -79,14 +114,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     const char* faults = std::getenv("BRICKDL_TEST_FAULTS");
-    return distributed::serve_measure_worker(*env, [&](const distributed::WorkerEnvironment&) {
+    return distributed::serve_measure_worker(*env, [&](const distributed::WorkerEnvironment& e) {
       distributed::WorkerSetup s;
       s.experiment = load_experiment(argv[1]);
       s.space = std::make_unique<search::SearchSpace>(search::SearchSpace::build(
           fuse_for_inference(s.experiment.graph), s.experiment.search, s.experiment.file));
-      s.measurer =
-          std::make_unique<FaultMeasurer>(*s.space, testing::parse_faults(faults ? faults : ""),
-                                          s.experiment.measurement.cpu_threads);
+      MeasurementConfig config = s.experiment.measurement;
+      config.device = e.device;
+      s.measurer = std::make_unique<FaultMeasurer>(
+          *s.space, testing::parse_faults(faults ? faults : ""), e.backend, config);
       return s;
     });
   } catch (const std::exception& e) {

@@ -4,7 +4,8 @@
 // those five are recorded, with their statuses (crashed, timeout, launch_error) and reasons;
 // every other candidate is measured once, as a clean in-process tune measures it; and a rerun
 // on the same database measures nothing. Also: a worker that cannot measure is refused with its
-// own words, and one that dies before it is ready is said.
+// own words, and one that dies before it is ready is said. On a GPU (skipped without one): the
+// CUDA measurer in worker processes meets a trapping and an endless kernel.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "distributed/process_pool.h"
 #include "distributed/protocol.h"
 #include "kernels/cpu_measurer.h"
+#include "kernels/cuda/cuda_measurer.h"
 #include "search/driver.h"
 #include "search/predictor.h"
 #include "tests/distributed/fault_plan.h"
@@ -57,6 +59,28 @@ measurement:
 seed: 1
 )";
 
+// The same resblock on the cuda backend, fewer candidates (each is an NVRTC compile).
+constexpr const char* kDeviceSearch = R"(search:
+  searcher: measure_all
+  brick_sizes: [8]
+  strategies: [layerwise, padded]
+  threads: [256]
+measurement:
+  backend: cuda
+  warmup: 1
+  repetitions: 3
+  collect_counters: false
+  timeout_s: 1
+seed: 1
+)";
+
+// The worker program: beside this test's binary in a device bundle, else where it was built.
+std::string fault_worker() {
+  if (fs::exists(BRICKDL_FAULT_WORKER))
+    return BRICKDL_FAULT_WORKER;
+  return (fs::read_symlink("/proc/self/exe").parent_path() / "fault_measure_worker").string();
+}
+
 // key → "status|error" of every measurement in `db_path`.
 std::map<std::string, std::string> measurements(const std::string& db_path) {
   std::map<std::string, std::string> out;
@@ -86,8 +110,11 @@ protected:
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    use_experiment(kExperiment);
+  }
+  void use_experiment(const std::string& text) {
     yaml_ = (dir_ / "faults.yaml").string();
-    std::ofstream(yaml_) << kExperiment;
+    std::ofstream(yaml_) << text;
     exp_ = load_experiment(yaml_);
     space_ = std::make_unique<search::SearchSpace>(
         search::SearchSpace::build(fuse_for_inference(exp_.graph), exp_.search, exp_.file));
@@ -99,8 +126,8 @@ protected:
 
   ProcessPoolOptions options(int per_device) const {
     ProcessPoolOptions o;
-    o.argv = {BRICKDL_FAULT_WORKER, yaml_};
-    o.backend = "cpu";
+    o.argv = {fault_worker(), yaml_};
+    o.backend = exp_.measurement.backend;
     o.per_device = per_device;
     o.digest = experiment_digest(*space_, exp_.measurement);
     o.grace_s = 5; // a hang costs 2 x timeout_s (1 s) + 5 s
@@ -227,6 +254,49 @@ TEST_F(ProcessPoolFaults, AWorkerThatDiesBeforeItIsReadyIsSaid) {
               std::string::npos)
         << e.what();
   }
+}
+
+// On a GPU: a kernel that writes to an illegal address (a sticky error: launch_error) and one
+// that never returns (timeout) each cost their candidate and their worker process; the CUDA
+// measurer in the worker reports the device lost instead of resetting it, a fresh worker
+// measures the rest, and a rerun measures nothing.
+TEST_F(ProcessPoolFaults, OnTheGpuATrapAndAnEndlessKernelCostOneCandidateEach) {
+  if (!cuda::cuda_device_available())
+    GTEST_SKIP() << "no GPU: " << cuda::cuda_unavailable_reason();
+  std::string text = kExperiment;
+  use_experiment(text.substr(0, text.find("search:")) + kDeviceSearch);
+  // Two padded candidates (one generated kernel each, which the fault replaces) of the tiny
+  // block: feasible on any GPU.
+  std::vector<std::string> padded;
+  for (const std::string& key : testing::candidate_keys(*space_))
+    if (key.find("|padded|") != std::string::npos)
+      padded.push_back(key);
+  ASSERT_GE(padded.size(), 2u);
+  const std::vector<std::string> keys = testing::candidate_keys(*space_);
+  const auto index = [&](const std::string& key) {
+    return std::to_string(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
+  };
+  setenv("BRICKDL_TEST_FAULTS",
+         ("trap:" + index(padded[0]) + ",endless:" + index(padded[1])).c_str(), 1);
+  ProcessPoolOptions o = options(1);
+  const std::string db_path = (dir_ / "gpu.db").string();
+  ProcessPool pool(o, nullptr);
+  const search::TuneResult result = tune(db_path, &pool);
+  EXPECT_FALSE(result.aborted);
+  EXPECT_EQ(result.report.failed, 2);
+  const std::map<std::string, std::string> got = measurements(db_path);
+  for (const auto& [key, row] : got) {
+    const std::string status = row.substr(0, row.find('|'));
+    if (key == padded[0] || key == padded[1]) {
+      EXPECT_EQ(status, key == padded[0] ? "launch_error" : "timeout") << row;
+      EXPECT_NE(row.find("the device is lost with its worker process"), std::string::npos) << row;
+    } else {
+      EXPECT_EQ(status, "ok") << key << ": " << row;
+    }
+  }
+  EXPECT_TRUE(got.count(padded[0]) && got.count(padded[1]));
+  ProcessPool again(options(1), nullptr);
+  EXPECT_EQ(tune(db_path, &again).report.measured, 0);
 }
 
 } // namespace
