@@ -167,6 +167,70 @@ TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 3"), 0);
 }
 
+// Processes whose environment says they are measuring workers of tuner `parent`.
+std::vector<std::string> workers_of(pid_t parent) {
+  const std::string mark = ",3," + std::to_string(parent);
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream f(e.path() / "environ");
+    std::string var;
+    while (std::getline(f, var, '\0'))
+      if (var.rfind("BRICKDL_MEASURE_WORKER=", 0) == 0 && var.ends_with(mark))
+        out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// brickdl-tune measuring in a worker process (--worker-process here; the default on the cuda
+// backend, distributed/process_pool.h): every feasible candidate measured once, as in process,
+// the worker in the report, and a rerun measures nothing.
+TEST_F(TuneE2E, AWorkerProcessMeasuresEveryCandidateOnce) {
+  const std::string yaml = (dir_ / "chain.yaml").string();
+  ASSERT_EQ(run_to_end({yaml, "--worker-process"}, "w1"), 0) << read("w1.err");
+  EXPECT_NE(read("w1.err").find("(cpu backend) in a worker process"), std::string::npos)
+      << read("w1.err");
+  EXPECT_NE(read("w1.out").find("  worker 1 (pid "), std::string::npos) << read("w1.out");
+  const std::vector<int64_t> expected = column(
+      "SELECT DISTINCT c.id FROM candidates c JOIN run_groups g ON g.workload_id = c.workload_id "
+      "JOIN predictions p ON p.candidate_id = c.id WHERE g.run_id = 1 AND p.feasible = 1 "
+      "ORDER BY c.id");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(column("SELECT candidate_id FROM measurements WHERE status = 'ok' ORDER BY "
+                   "candidate_id"),
+            expected);
+  ASSERT_EQ(run_to_end({yaml, "--worker-process", "--quiet"}, "w2"), 0) << read("w2.err");
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 2"), 0);
+  EXPECT_EQ(run_to_end({yaml, "--worker-process", "--in-process"}, "w3"), 2);
+  EXPECT_NE(read("w3.err").find("excludes"), std::string::npos) << read("w3.err");
+}
+
+// Ctrl-C on a tuner measuring in a worker process ends the run as aborted (130) and leaves no
+// worker behind; so does a SIGKILL of the tuner (the worker dies with its parent).
+TEST_F(TuneE2E, NoWorkerProcessOutlivesItsTuner) {
+  std::string slow = read("chain.yaml");
+  slow.replace(slow.find("repetitions: 3"), 14, "repetitions: 20");
+  std::ofstream(dir_ / "slow.yaml") << slow;
+  const std::string yaml = (dir_ / "slow.yaml").string();
+  for (const int sig : {SIGINT, SIGKILL}) {
+    SCOPED_TRACE(sig);
+    const pid_t pid = spawn({yaml, "--worker-process", "--quiet"}, "k");
+    const int64_t run = sig == SIGINT ? 1 : 2;
+    ASSERT_TRUE(wait_for_measurements(pid, run, 1)) << read("k.err");
+    EXPECT_EQ(workers_of(pid).size(), 1u);
+    ASSERT_EQ(kill(pid, sig), 0);
+    const int st = wait_status(pid);
+    if (sig == SIGINT) {
+      ASSERT_TRUE(WIFEXITED(st)) << read("k.err");
+      EXPECT_EQ(WEXITSTATUS(st), 130) << read("k.err");
+      EXPECT_EQ(scalar("SELECT status = 'aborted' FROM runs WHERE id = 1"), 1);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!workers_of(pid).empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(workers_of(pid).empty()) << "a worker of " << pid << " is still there";
+  }
+}
+
 TEST_F(TuneE2E, InterruptMarksTheRunAbortedAndExits130) {
   const std::string yaml = (dir_ / "chain.yaml").string();
   const pid_t pid = spawn({yaml, "--quiet"}, "int");
