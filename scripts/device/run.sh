@@ -91,8 +91,8 @@ unpack_programs() {
     exit 4
   fi
   if ! tar -C "$here" -xJf "$here/programs.tar.xz" 2>/dev/null; then
-    rm -rf "$here/bin" "$here/lib"
-    python3 - "$here/programs.tar.xz" "$here" <<'PY' || rm -rf "$here/bin" "$here/lib"
+    rm -rf "${here:?}/bin" "${here:?}/lib"
+    python3 - "$here/programs.tar.xz" "$here" <<'PY' || rm -rf "${here:?}/bin" "${here:?}/lib"
 import sys, tarfile
 with tarfile.open(sys.argv[1], "r:xz") as t:
     t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
