@@ -296,6 +296,11 @@ void ProcessPool::check_hello(Worker& w, const nlohmann::json& hello) {
   w.stats.target = h.target;
 }
 
+int ProcessPool::running() const {
+  return static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(), [](const auto& w) { return w->running(); }));
+}
+
 int ProcessPool::in_flight() const {
   return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
                                         [](const auto& w) { return w->ticket.has_value(); }));

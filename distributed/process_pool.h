@@ -109,6 +109,8 @@ public:
   std::vector<search::WorkerStats> workers() const override;
   // Workers started again after one died, hung or lost its device.
   int restarts() const { return restarts_; }
+  // Worker processes alive now (a lost one is started again only when a job needs its slot).
+  int running() const;
 
   struct Worker; // one child process (process_pool.cpp)
 
