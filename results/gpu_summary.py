@@ -13,6 +13,10 @@ For every merged group of each experiment's latest run, one row per kernel:
   - our own layer-by-layer kernels (the layerwise measurement's `variant.own_layerwise_ms`);
   - every measured padded / memoized candidate: status, largest relative error against the
     reference, median time, DRAM bytes (CUPTI) against the model's prediction.
+Beside each time, `kernel_ms`: the kernels' own durations (CUPTI activity records, mean per
+run; the L2 flush and the launch spin left out), so the GPU's idle gaps between the launches of
+a multi-kernel sequence show as time_ms - kernel_ms; each verdict gives kernel / wall time for
+the best merged kernel and for cuDNN.
 Then one line per kernel kind (padded, memoized, own layerwise): how many were validated,
 the best time against cuDNN strict FP32 and TF32, DRAM over model (median); one verdict per
 group; the framework baselines in the database; and the failures by status.
@@ -34,7 +38,7 @@ import brickdl_store  # noqa: E402
 
 KINDS = ("padded", "memoized", "own layerwise")
 CSV_FIELDS = ("experiment", "group", "kernel", "kind", "status", "max_rel_error", "time_ms",
-              "cudnn_fp32_ms", "cudnn_tf32_ms", "vs_cudnn_fp32", "vs_cudnn_tf32",
+              "kernel_ms", "cudnn_fp32_ms", "cudnn_tf32_ms", "vs_cudnn_fp32", "vs_cudnn_tf32",
               "cudnn_16bit_ms", "vs_cudnn_16bit", "dram_mb",
               "model_dram_mb", "dram_over_model", "model_ms", "time_over_model", "error")
 
@@ -89,6 +93,9 @@ class Baseline:
         self.fp32 = self.tf32 = self.fp32_warm = self.tf32_warm = None
         self.b16 = self.b16_warm = self.f16 = self.f16_warm = None
         self.own = self.own_warm = None
+        # The kernels' own time of each (CUPTI), None without it.
+        self.fp32_kernel = self.tf32_kernel = self.b16_kernel = self.f16_kernel = None
+        self.own_kernel = None
         self.dram = self.model_dram = self.model_ms = None
         self.own_error = None
         self.plain = False  # True: no cuDNN numbers, the layerwise measurement itself
@@ -101,6 +108,13 @@ LAYERWISE_COUNTERS = (("fp32", "variant.cudnn_fp32_ms"), ("tf32", "variant.cudnn
                       ("f16", "variant.cudnn_fp16_ms"), ("f16_warm", "variant.cudnn_fp16_warm_ms"),
                       ("own", "variant.own_layerwise_ms"),
                       ("own_warm", "variant.own_layerwise_warm_ms"))
+# The kernels' own durations beside those times (CUPTI; absent without it): not a time of the
+# baseline, so not in the test above of whether the measurement carries cuDNN numbers.
+KERNEL_COUNTERS = (("fp32_kernel", "variant.cudnn_fp32_kernel_ms"),
+                   ("tf32_kernel", "variant.cudnn_tf32_kernel_ms"),
+                   ("b16_kernel", "variant.cudnn_bf16_kernel_ms"),
+                   ("f16_kernel", "variant.cudnn_fp16_kernel_ms"),
+                   ("own_kernel", "variant.own_layerwise_kernel_ms"))
 
 
 def layerwise_numbers(db, mid, pred):
@@ -111,6 +125,7 @@ def layerwise_numbers(db, mid, pred):
         # itself is the layer-by-layer time, in the fp32 column.
         out["fp32"] = db.one("SELECT median_ms FROM measurements WHERE id = ?", mid)
         out["plain"] = True
+    out |= {k: db.counter(mid, name) for k, name in KERNEL_COUNTERS}
     out["dram"] = db.dram(mid)
     out["own_error"] = db.counter(mid, "variant.own_layerwise_max_rel_error")
     if db.counter(mid, "variant.own_layerwise_wrong"):
@@ -167,6 +182,11 @@ def half(b):
     return None, None, None
 
 
+def half_kernel(b):
+    """The kernels' own time of the 16-bit cuDNN baseline, or None."""
+    return b.b16_kernel if b.b16 is not None else b.f16_kernel
+
+
 def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
     """The padded / memoized candidates' rows (dicts with CSV_FIELDS)."""
     rows = []
@@ -185,7 +205,8 @@ def candidate_rows(db, exp, name, run_id, target_id, spec, workload_id, base):
         _, h, h_warm = half(base)
         rows.append(dict(
             experiment=exp, group=name, kernel=f"{c[1]} {brick_label(*c[2:9])}", kind=c[1],
-            status=m[1], max_rel_error=m[4], time_ms=t, cudnn_fp32_ms=base.fp32,
+            status=m[1], max_rel_error=m[4], time_ms=t,
+            kernel_ms=db.counter(m[0], "kernel_time_ms") if ok else None, cudnn_fp32_ms=base.fp32,
             cudnn_tf32_ms=base.tf32, vs_cudnn_fp32=ratio(t, base.fp32),
             vs_cudnn_tf32=ratio(t, base.tf32), vs_cudnn_fp32_warm=ratio(t, base.fp32_warm),
             vs_cudnn_tf32_warm=ratio(t, base.tf32_warm), cudnn_16bit_ms=h,
@@ -202,12 +223,14 @@ def baseline_rows(exp, name, b):
         return [dict(experiment=exp, group=name, kernel="cuDNN layerwise", kind="cudnn",
                      status="missing", error="no ok layerwise measurement of every layer")]
     h_label, h, h_warm = half(b)
-    pairs = ((("layerwise (no cuDNN)", b.fp32, None),) if b.plain else
-             (("cuDNN fp32 (strict)", b.fp32, b.fp32_warm), ("cuDNN tf32", b.tf32, b.tf32_warm)) +
-             ((("cuDNN " + h_label, h, h_warm),) if h_label else ()))
-    for label, t, warm in pairs:
+    pairs = ((("layerwise (no cuDNN)", b.fp32, None, None),) if b.plain else
+             (("cuDNN fp32 (strict)", b.fp32, b.fp32_warm, b.fp32_kernel),
+              ("cuDNN tf32", b.tf32, b.tf32_warm, b.tf32_kernel)) +
+             ((("cuDNN " + h_label, h, h_warm, half_kernel(b)),) if h_label else ()))
+    for label, t, warm, kernel in pairs:
         rows.append(dict(experiment=exp, group=name, kernel=label, kind="cudnn", status="ok"
-                         if t is not None else "missing", time_ms=t, cudnn_fp32_ms=b.fp32,
+                         if t is not None else "missing", time_ms=t, kernel_ms=kernel,
+                         cudnn_fp32_ms=b.fp32,
                          cudnn_tf32_ms=b.tf32, vs_cudnn_fp32=ratio(t, b.fp32),
                          vs_cudnn_tf32=ratio(t, b.tf32), cudnn_16bit_ms=h,
                          vs_cudnn_16bit=ratio(t, h), dram_mb=b.dram and b.dram / 1e6,
@@ -219,7 +242,8 @@ def baseline_rows(exp, name, b):
         return rows
     rows.append(dict(experiment=exp, group=name, kernel="own layerwise", kind="own layerwise",
                      status="ok" if b.own is not None else "wrong_result or missing",
-                     max_rel_error=b.own_error, time_ms=b.own, cudnn_fp32_ms=b.fp32,
+                     max_rel_error=b.own_error, time_ms=b.own, kernel_ms=b.own_kernel,
+                     cudnn_fp32_ms=b.fp32,
                      cudnn_tf32_ms=b.tf32, vs_cudnn_fp32=ratio(b.own, b.fp32),
                      vs_cudnn_tf32=ratio(b.own, b.tf32), cudnn_16bit_ms=h,
                      vs_cudnn_16bit=ratio(b.own, h), error=f"warm {fmt(b.own_warm)} ms"))
@@ -326,7 +350,10 @@ def verdicts(rows):
                    f"{fmt(best.get('vs_cudnn_fp32_warm'), '{:.2f}')}x, "
                    f"{fmt(best.get('vs_cudnn_tf32_warm'), '{:.2f}')}x); fewer DRAM bytes "
                    f"than cuDNN: {'yes' if fewer else 'no' if best.get('dram_mb') else 'unknown'}"
-                   f"; DRAM / model {fmt(best.get('dram_over_model'), '{:.2f}')}")
+                   f"; DRAM / model {fmt(best.get('dram_over_model'), '{:.2f}')}"
+                   f"; kernel / wall time "
+                   f"{fmt(ratio(best.get('kernel_ms'), best['time_ms']), '{:.2f}')} (cuDNN "
+                   f"{fmt(ratio(base.get('kernel_ms'), base['time_ms']), '{:.2f}')})")
     return out
 
 

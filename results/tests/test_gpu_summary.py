@@ -24,7 +24,9 @@ def layerwise_counters(fp32, tf32, own, dram_mb, bf16=False):
     bf16 (a quarter of `fp32`, warm a fifth) and its variant tf32, no strict FP32."""
     base = ({"variant.cudnn_bf16_ms": fp32 / 4, "variant.cudnn_bf16_warm_ms": fp32 / 5} if bf16
             else {"variant.cudnn_fp32_ms": fp32, "variant.cudnn_fp32_warm_ms": fp32 * 0.8})
-    return base | {"variant.cudnn_tf32_ms": tf32, "variant.own_layerwise_ms": own,
+    kernel = ({"variant.cudnn_bf16_kernel_ms": fp32 / 4 * 0.9} if bf16
+              else {"variant.cudnn_fp32_kernel_ms": fp32 * 0.9})
+    return base | kernel | {"variant.cudnn_tf32_ms": tf32, "variant.own_layerwise_ms": own,
                    "variant.own_layerwise_max_rel_error": 1e-6,
                    "dram__bytes_read.sum": dram_mb * MB * 2 / 3,
                    "dram__bytes_write.sum": dram_mb * MB / 3}
@@ -62,7 +64,8 @@ def build(path, group_layerwise=False, cudnn=True, bf16=False, twin=False):
     p = b.candidate(wg, "padded", edge=8, dims=2)
     b.prediction(p, time=3, dram_bytes=25 * MB)
     mid = b.measurement(p, t, run, 4, counters={"dram__bytes_read.sum": 20 * MB,
-                                                "dram__bytes_write.sum": 10 * MB})
+                                                "dram__bytes_write.sum": 10 * MB,
+                                                "kernel_time_ms": 3.5})
     b.conn.execute("UPDATE measurements SET max_rel_error = 2e-6 WHERE id = ?", (mid,))
     m8 = b.candidate(wg, "memoized", edge=8, dims=2)
     b.prediction(m8, time=2, dram_bytes=20 * MB)
@@ -106,6 +109,17 @@ class GpuSummaryTest(unittest.TestCase):
         own = next(r for r in rows if r["kind"] == "own layerwise")
         self.assertAlmostEqual(own["time_ms"], 12.0)
         self.assertAlmostEqual(own["vs_cudnn_fp32"], 2.0)
+
+    def test_kernel_time_beside_wall_time(self):
+        rows = self.rows()
+        padded = next(r for r in rows if r["kind"] == "padded")
+        self.assertAlmostEqual(padded["kernel_ms"], 3.5)
+        fp32 = next(r for r in rows if r["kernel"] == "cuDNN fp32 (strict)")
+        self.assertAlmostEqual(fp32["kernel_ms"], 5.4)  # 0.9 of 1 + 2 + 3, summed like the times
+        tf32 = next(r for r in rows if r["kernel"] == "cuDNN tf32")
+        self.assertIsNone(tf32["kernel_ms"])  # no counter: unknown, not zero
+        verdict = gpu_summary.verdicts(rows)[0]
+        self.assertIn("kernel / wall time 0.88 (cuDNN 0.90)", verdict)  # 3.5 / 4, 5.4 / 6
 
     def test_merged_candidates_against_cudnn_and_the_model(self):
         rows = self.rows()
