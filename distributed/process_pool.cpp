@@ -465,9 +465,7 @@ std::optional<nlohmann::json> read_message(int fd, std::string& buffer) {
 }
 
 Hello prepare(const WorkerEnvironment& env, const WorkerFactory& make, WorkerSetup& setup) {
-  Hello h;
-  h.rank = 0;
-  h.host = "";
+  Hello h; // rank 0 and no host: a worker process is known by its slot and pid
   try {
     setup = make(env);
     BRICKDL_CHECK(setup.space && setup.measurer, "a worker factory built no space or measurer");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/detail/statistics.h"
 #include "kernels/cuda/cudnn_layerwise.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/detail/device_buffers.cuh"
@@ -36,14 +37,6 @@ const char* math_key(Math m) {
   case Math::kFp16: return "fp16";
   default: return "fp32";
   }
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 // One measurement: what its steps share. The data are the CPU backend's (kernels/group_data.h).
@@ -235,7 +228,8 @@ private:
     std::vector<double> own_ms;
     if (own.ok()) {
       own_ms = measure_variant(j, run_own, "variant.own_layerwise");
-      j.r.counters["variant.own_layerwise_warm_ms"] = median(measure_warm(session_, run_own, j.o));
+      j.r.counters["variant.own_layerwise_warm_ms"] =
+          brickdl::detail::median(measure_warm(session_, run_own, j.o));
     } else {
       j.r.counters["variant.own_layerwise_wrong"] = 1;
     }
@@ -271,7 +265,8 @@ private:
       const std::string key = std::string("variant.cudnn_") + math_key(other);
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
       measure_variant(j, run_variant, key);
-      j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_variant, j.o));
+      j.r.counters[key + "_warm_ms"] =
+          brickdl::detail::median(measure_warm(session_, run_variant, j.o));
       record_choices(variant, other, j.r.counters);
       record_choices(*baseline, math, j.r.counters);
       measure_paper_variant(j, math);
@@ -299,7 +294,8 @@ private:
       j.r.counters[key + "_max_rel_error"] = validate(j).max_rel_error;
       j.r.counters[key + "_calls"] = paper.calls_per_run();
       measure_variant(j, run_paper, key);
-      j.r.counters[key + "_warm_ms"] = median(measure_warm(session_, run_paper, j.o));
+      j.r.counters[key + "_warm_ms"] =
+          brickdl::detail::median(measure_warm(session_, run_paper, j.o));
     } catch (const Unsupported& e) {
       session_.warn_once(std::string("the paper's unfused cuDNN baseline unavailable: ") +
                          e.what());
@@ -319,11 +315,12 @@ private:
       throw WrongResult(std::string("cuDNN ") + math + ": " + cmp.message);
     j.r.counters["cudnn_calls_per_run"] = baseline.calls_per_run();
     j.r.samples_ms = measure_cold(session_, run, j.o, &j.r.counters);
-    j.r.counters[std::string("variant.cudnn_") + math + "_ms"] = median(j.r.samples_ms);
+    j.r.counters[std::string("variant.cudnn_") + math + "_ms"] =
+        brickdl::detail::median(j.r.samples_ms);
     if (const auto k = j.r.counters.find("kernel_time_ms"); k != j.r.counters.end())
       j.r.counters[std::string("variant.cudnn_") + math + "_kernel_ms"] = k->second;
     j.r.counters[std::string("variant.cudnn_") + math + "_warm_ms"] =
-        median(measure_warm(session_, run, j.o));
+        brickdl::detail::median(measure_warm(session_, run, j.o));
     measure_cupti(session_, run, j.o, opt_.metrics, j.r.counters);
   }
 
@@ -350,7 +347,7 @@ private:
                                       const std::string& key) {
     std::map<std::string, double> own;
     std::vector<double> samples = measure_cold(session_, run, j.o, &own);
-    j.r.counters[key + "_ms"] = median(samples);
+    j.r.counters[key + "_ms"] = brickdl::detail::median(samples);
     if (const auto k = own.find("kernel_time_ms"); k != own.end())
       j.r.counters[key + "_kernel_ms"] = k->second;
     return samples;

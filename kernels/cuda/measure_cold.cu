@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/detail/statistics.h"
 #include "kernels/cuda/cuda_measurer.h"
 #include "kernels/cuda/detail/cuda_call.cuh"
 #include "kernels/cuda/detail/launch_spin.cuh"
@@ -36,14 +37,6 @@ void add_kernel_records(const std::vector<KernelRecord>& recs, size_t runs,
   }
   counters["kernel_time_ms"] = total / static_cast<double>(runs);
   counters["kernels_per_run"] = static_cast<double>(kernels) / static_cast<double>(runs);
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 } // namespace
@@ -102,7 +95,7 @@ ColdTimingCheck check_cold_timing(int device, int launches) {
   const MeasureOptions o;
   ColdTimingCheck c;
   std::map<std::string, double> empty, many;
-  c.empty_run_ms = median_of(measure_cold(
+  c.empty_run_ms = brickdl::detail::median(measure_cold(
       dev, [] {}, o, &empty));
   c.empty_spin_us = empty.at("launch_spin_us");
   const auto run = [&] {
@@ -110,7 +103,7 @@ ColdTimingCheck check_cold_timing(int device, int launches) {
       brickdl_timing_probe<<<1, 1, 0, dev.stream()>>>();
     BRICKDL_CUDA_CALL(cudaGetLastError());
   };
-  c.launches_ms = median_of(measure_cold(dev, run, o, &many));
+  c.launches_ms = brickdl::detail::median(measure_cold(dev, run, o, &many));
   c.launches_spin_us = many.at("launch_spin_us");
   c.launches_short_runs = static_cast<int>(many.at("launch_spin_short_runs"));
   if (const auto k = many.find("kernel_time_ms"); k != many.end())

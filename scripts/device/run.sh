@@ -373,31 +373,16 @@ tune() {
   stage "$name-relaunch" $((b + 30)) "${cmd[@]}"
 }
 
-# device_test NAME CAP TEST: one device test (its gtest name) in a process of its own, with the
-# bundle's NVRTC cache. A skip on a machine with a GPU is a failure.
+# device_test NAME CAP TEST [PROGRAM]: one device test (its gtest name) of bin/PROGRAM (default
+# cuda_device_tests) in a process of its own, with the bundle's NVRTC cache. A skip on a
+# machine with a GPU is a failure.
 device_test() {
-  local name=$1 cap=$2 filter=$3
+  local name=$1 cap=$2 filter=$3 program=${4:-cuda_device_tests}
   stage "$name" "$cap" env BRICKDL_CACHE_DIR="$work/nvrtc-cache" LD_LIBRARY_PATH="$libpath" \
-    "$bundle/bin/cuda_device_tests" --gtest_filter="$filter"
+    "$bundle/bin/$program" --gtest_filter="$filter"
   [ "$stage_rc" -ge 0 ] || return 0
   if grep -q '^\[  SKIPPED \]' "$logs/$name.log"; then
     say "$name: tests were SKIPPED on a machine with a GPU"
-    sed -i "s/^$name ok /$name skipped-tests /" "$stages"
-    failed=1
-  fi
-  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | sed "s/^/    /"
-}
-
-# The measuring worker processes on the GPU (bin/process_pool_tests, its GPU test alone): a
-# trapping and an endless kernel each cost one candidate and one worker process, the tune goes
-# on in a fresh one, and a rerun measures nothing (tests/distributed/process_pool_test.cpp).
-worker_test() {
-  local name=dev_worker filter=ProcessPoolFaults.OnTheGpuATrapAndAnEndlessKernelCostOneCandidateEach
-  stage "$name" 40 env BRICKDL_CACHE_DIR="$work/nvrtc-cache" LD_LIBRARY_PATH="$libpath" \
-    "$bundle/bin/process_pool_tests" --gtest_filter="$filter"
-  [ "$stage_rc" -ge 0 ] || return 0
-  if grep -q '^\[  SKIPPED \]' "$logs/$name.log"; then
-    say "$name: the test was SKIPPED on a machine with a GPU"
     sed -i "s/^$name ok /$name skipped-tests /" "$stages"
     failed=1
   fi
@@ -473,7 +458,11 @@ run_stages() {
   device_test dev_wgmma 50 Device.WgmmaKernelsMatchTheirHostEmulation
   device_test dev_tensor_core 40 Device.TensorCoreKernelsMatchTheirHostEmulation
   device_test dev_sticky 30 Device.MeasurerResetsTheDeviceOnlyAfterStickyErrors
-  worker_test
+  # The measuring worker processes on the GPU: a trapping and an endless kernel each cost one
+  # candidate and one worker process, the tune goes on in a fresh one, and a rerun measures
+  # nothing (tests/distributed/process_pool_test.cpp).
+  device_test dev_worker 40 ProcessPoolFaults.OnTheGpuATrapAndAnEndlessKernelCostOneCandidateEach \
+    process_pool_tests
   device_test dev_statuses 30 Device.MeasurerStatusesForFailingCandidates
   calibrate
   tune tune_fp32 gpu_check_resnet50.yaml 45

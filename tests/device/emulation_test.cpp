@@ -20,6 +20,7 @@
 #include "kernels/validation.h"
 #include "kernels/weights.h"
 #include "model/cost_model.h"
+#include "tests/device/device_cases.h"
 #include "tests/device/emulated_group.h"
 #include "tests/device/test_graphs.h"
 
@@ -66,12 +67,7 @@ Outcome run(const Graph& g, const Candidate& c, const EmulatorOptions& eo = {},
 }
 
 Candidate candidate(Group g, Strategy s, BrickShape b, int threads = 64) {
-  Candidate c;
-  c.group = g;
-  c.strategy = s;
-  c.brick = b;
-  c.threads = threads;
-  return c;
+  return test_support::make_candidate(g, s, b, threads);
 }
 
 // Checks one candidate in all three strategies; memoized with concurrent workers, twice in a

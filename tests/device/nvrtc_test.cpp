@@ -11,17 +11,13 @@
 #include "kernels/cuda/codegen.h"
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/cuda/statuses.h"
+#include "tests/device/device_cases.h"
 
 namespace brickdl::cuda {
 namespace {
 
 Candidate make(Group g, Strategy s, BrickShape b, int threads = 256) {
-  Candidate c;
-  c.group = g;
-  c.strategy = s;
-  c.brick = b;
-  c.threads = threads;
-  return c;
+  return test_support::make_candidate(g, s, b, threads);
 }
 
 Graph bottleneck(DType t = DType::kF32) {
