@@ -21,10 +21,11 @@ non-trivial running statistics) it writes into tests/onnx/suite/:
 
 (the dynamo exporter's node metadata without its Python stack traces, which name this machine's
 paths) and MANIFEST.txt: per exported file, its opsets, domains, local functions, external data,
-inputs, outputs and op counts (what the importer meets). The script stops with an error when ONNX
-Runtime and PyTorch disagree on a file (by more than 1e-4 of the output's largest magnitude). tests/onnx/suite_test.cpp imports every file and compares brickdl's CPU
-reference and merged plans with these outputs; tests/onnx/suite/expected.txt says which
-files match and which are refused, and why. docs/onnx-suite.md has the table.
+inputs, outputs and op counts (what the importer meets). The script stops with an error when
+ONNX Runtime and PyTorch disagree on a file (by more than 1e-4 of the output's largest
+magnitude). tests/onnx/suite_test.cpp imports every file and compares brickdl's CPU reference
+and merged plans with these outputs; tests/onnx/suite/expected.txt says which files match and
+which are refused, and why. docs/onnx-suite.md has the table.
 """
 import argparse
 import collections
@@ -408,6 +409,7 @@ def main():
         if n not in NETWORKS:
             sys.exit("unknown network {}; known: {}".format(n, ", ".join(NETWORKS)))
     torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
     manifest = []
     for name in names:
         make(name, args.out, manifest)
