@@ -2,6 +2,7 @@
 // exporter writes for them, with their attributes, initializers and opset.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/graph_builder.h"
 #include "core/onnx.h"
+#include "core/onnx/channel_ops.h"
 #include "kernels/weights.h"
 
 namespace brickdl {
@@ -84,6 +86,57 @@ TEST(OnnxStructOps, GraphsWithoutLayerNormKeepOpset13) {
   b.slice(b.input(), 0, 2);
   const onnx::ModelProto m = export_and_read(b.build(), "plain");
   EXPECT_EQ(m.opset_import(0).version(), 13);
+}
+
+TEST(OnnxChannelOps, SliceRangesFollowOnnxRules) {
+  using onnx_detail::slice_range;
+  const auto range = [](int64_t s, int64_t e, int64_t n) {
+    const onnx_detail::IndexRange r = slice_range(s, e, n);
+    return std::pair{r.begin, r.end};
+  };
+  EXPECT_EQ(range(2, 5, 8), (std::pair<int64_t, int64_t>{2, 5}));
+  EXPECT_EQ(range(-3, -1, 8), (std::pair<int64_t, int64_t>{5, 7}));       // from the end
+  EXPECT_EQ(range(0, 1000, 8), (std::pair<int64_t, int64_t>{0, 8}));      // clamped
+  EXPECT_EQ(range(-100, 3, 8), (std::pair<int64_t, int64_t>{0, 3}));      // clamped at 0
+  EXPECT_EQ(range(4, INT64_MAX, 8), (std::pair<int64_t, int64_t>{4, 8})); // torch's open end
+  EXPECT_EQ(range(INT64_MIN, 2, 8), (std::pair<int64_t, int64_t>{0, 2}));
+  EXPECT_TRUE(slice_range(5, 5, 8).empty());
+  EXPECT_TRUE(slice_range(9, 12, 8).empty());
+}
+
+TEST(OnnxChannelOps, SplitSizesOfEveryOpsetForm) {
+  using onnx_detail::split_sizes;
+  std::string why;
+  const std::vector<int64_t> given{2, 6};
+  EXPECT_EQ(split_sizes(8, 2, &given, 0, &why), given);
+  EXPECT_EQ(split_sizes(8, 2, nullptr, 0, &why), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(split_sizes(8, 3, nullptr, 3, &why), (std::vector<int64_t>{3, 3, 2})); // opset 18
+  EXPECT_TRUE(split_sizes(8, 3, nullptr, 0, &why).empty());
+  EXPECT_NE(why.find("equal parts"), std::string::npos);
+  const std::vector<int64_t> bad{3, 3};
+  EXPECT_TRUE(split_sizes(8, 2, &bad, 0, &why).empty());
+  EXPECT_NE(why.find("add up to the extent 8"), std::string::npos);
+  EXPECT_TRUE(split_sizes(8, 2, nullptr, 4, &why).empty());
+  EXPECT_TRUE(split_sizes(2, 3, nullptr, 3, &why).empty());
+}
+
+TEST(OnnxChannelOps, PermsAndTheShufflePattern) {
+  using onnx_detail::channel_shuffle_groups;
+  EXPECT_TRUE(onnx_detail::is_to_channels_last({0, 2, 3, 1}));
+  EXPECT_TRUE(onnx_detail::is_to_channels_last({0, 2, 3, 4, 1}));
+  EXPECT_TRUE(onnx_detail::is_to_channels_first({0, 3, 1, 2}));
+  EXPECT_TRUE(onnx_detail::is_to_channels_first({0, 4, 1, 2, 3}));
+  EXPECT_FALSE(onnx_detail::is_to_channels_last({0, 3, 1, 2}));
+  EXPECT_FALSE(onnx_detail::is_to_channels_first({0, 2, 3, 1}));
+  EXPECT_FALSE(onnx_detail::is_to_channels_last({0, 1, 3, 2}));
+  const std::vector<int64_t> in{1, 12, 5, 6};
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 5, 6}, {0, 2, 1, 3, 4}, in), 3);
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 2, 6, 5, 6}, {0, 2, 1, 3, 4}, in), 2);
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 5, 6}, {0, 1, 2, 3, 4}, in), 0); // no swap
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 5, 6}, {0, 2, 1, 4, 3}, in), 0);
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 5, 5, 6}, {0, 2, 1, 3, 4}, in), 0); // 15 != 12
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 6, 5}, {0, 2, 1, 3, 4}, in), 0);
+  EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 5, 6}, {0, 2, 1, 3, 4}, {1, 4, 3, 5, 6}), 0);
 }
 
 } // namespace
