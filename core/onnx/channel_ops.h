@@ -6,6 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "core/graph.h"
+#include "core/onnx.h"
+
+namespace onnx {
+class NodeProto;
+}
+
 namespace brickdl::onnx_detail {
 
 // [begin, end) of an ONNX Slice with step 1 on an axis of `extent`: negative indices count
@@ -34,5 +41,27 @@ bool is_to_channels_first(const std::vector<int64_t>& perm);
 // g, or 0 when the three are anything else.
 int64_t channel_shuffle_groups(const std::vector<int64_t>& in, const std::vector<int64_t>& split,
                                const std::vector<int64_t>& perm, const std::vector<int64_t>& out);
+
+// How the importer maps one channel-structure node: a layer on the node's runtime input 0 per
+// output (Layer::inputs and name left to the importer), or the output being that input itself.
+struct ChannelOpPlan {
+  struct Output {
+    bool alias = false; // the output is input 0 (a one-input Concat, a Slice of every channel)
+    Layer layer;
+  };
+  std::vector<Output> outputs; // one per node output
+  NamedParams params;          // a layer_norm's gamma (weight) and beta (bias)
+};
+
+// True for the ops plan_channel_op maps: Slice, Split, a one-input Concat, and the brickdl
+// domain's ChannelShuffle and ChannelLayerNorm (core/onnx/patterns.h).
+bool is_channel_op(const onnx::NodeProto& n);
+
+// Plans node `n` (is_channel_op) of a model of `opset`: `in_dims` are the ONNX dims of its
+// runtime input 0, `constants[i]` its input i when that is a constant (else null). Returns ""
+// and fills `plan`, or the reason it is refused (what the node does and what brickdl takes).
+std::string plan_channel_op(const onnx::NodeProto& n, int64_t opset,
+                            const std::vector<int64_t>& in_dims,
+                            const std::vector<const OnnxTensor*>& constants, ChannelOpPlan* plan);
 
 } // namespace brickdl::onnx_detail

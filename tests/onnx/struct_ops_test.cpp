@@ -14,6 +14,7 @@
 #include "core/graph_builder.h"
 #include "core/onnx.h"
 #include "core/onnx/channel_ops.h"
+#include "core/onnx/patterns.h"
 #include "kernels/weights.h"
 
 namespace brickdl {
@@ -137,6 +138,149 @@ TEST(OnnxChannelOps, PermsAndTheShufflePattern) {
   EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 5, 5, 6}, {0, 2, 1, 3, 4}, in), 0); // 15 != 12
   EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 6, 5}, {0, 2, 1, 3, 4}, in), 0);
   EXPECT_EQ(channel_shuffle_groups(in, {1, 3, 4, 5, 6}, {0, 2, 1, 3, 4}, {1, 4, 3, 5, 6}), 0);
+}
+
+// ---- the importer's plan of each channel-structure node ------------------------------------
+
+onnx::NodeProto make_node(const std::string& op, int inputs, int outputs,
+                          const std::string& domain = "") {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_domain(domain);
+  for (int i = 0; i < inputs; ++i)
+    n.add_input("in" + std::to_string(i));
+  for (int i = 0; i < outputs; ++i)
+    n.add_output("out" + std::to_string(i));
+  return n;
+}
+
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v)
+    a->add_ints(x);
+}
+
+void set_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+OnnxTensor ints(const std::vector<int64_t>& v) {
+  return OnnxTensor{{static_cast<int64_t>(v.size())}, std::vector<float>(v.begin(), v.end())};
+}
+
+// The plan's slices as [begin, end) pairs, an alias as {-1, -1}.
+std::vector<std::pair<int64_t, int64_t>> slices(const onnx_detail::ChannelOpPlan& p) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  for (const auto& o : p.outputs)
+    v.emplace_back(o.alias ? std::pair<int64_t, int64_t>{-1, -1}
+                           : std::pair{o.layer.slice_begin, o.layer.slice_end});
+  return v;
+}
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+TEST(OnnxChannelPlan, SliceOnChannels) {
+  const std::vector<int64_t> dims{1, 8, 4, 4};
+  onnx_detail::ChannelOpPlan plan;
+  const OnnxTensor s = ints({-3}), e = ints({INT64_MAX}), a = ints({1}), one = ints({1});
+  onnx::NodeProto n = make_node("Slice", 5, 1);
+  ASSERT_TRUE(onnx_detail::is_channel_op(n));
+  EXPECT_EQ(onnx_detail::plan_channel_op(n, 13, dims, {nullptr, &s, &e, &a, &one}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{5, 8}}));
+  EXPECT_EQ(plan.outputs[0].layer.op, OpKind::kSlice);
+  // Every channel, the full H range on axis 2 alongside: the input itself.
+  const OnnxTensor s2 = ints({0, 0}), e2 = ints({8, 100}), a2 = ints({1, -2});
+  const onnx::NodeProto n4 = make_node("Slice", 4, 1); // no steps
+  EXPECT_EQ(onnx_detail::plan_channel_op(n4, 13, dims, {nullptr, &s2, &e2, &a2}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{-1, -1}}));
+}
+
+TEST(OnnxChannelPlan, SliceRefusals) {
+  const std::vector<int64_t> dims{1, 8, 4, 4};
+  onnx_detail::ChannelOpPlan plan;
+  const onnx::NodeProto n = make_node("Slice", 5, 1), n4 = make_node("Slice", 4, 1);
+  const OnnxTensor s = ints({0}), e = ints({2}), h = ints({2}), c = ints({1}), two = ints({2});
+  EXPECT_NE(onnx_detail::plan_channel_op(n4, 13, dims, {nullptr, &s, &e, &h}, &plan)
+                .find("slices axis 2 ([0, 2) of 4); brickdl slices channels (axis 1) only"),
+            std::string::npos);
+  EXPECT_NE(
+      onnx_detail::plan_channel_op(n, 13, dims, {nullptr, &s, &e, &c, &two}, &plan).find("step 2"),
+      std::string::npos);
+  EXPECT_NE(onnx_detail::plan_channel_op(n, 13, dims, {nullptr, nullptr, &e, &c, nullptr}, &plan)
+                .find("constant"),
+            std::string::npos);
+  const OnnxTensor late = ints({9});
+  EXPECT_NE(onnx_detail::plan_channel_op(n4, 13, dims, {nullptr, &late, &e, &c}, &plan)
+                .find("keeps no channel"),
+            std::string::npos);
+}
+
+TEST(OnnxChannelPlan, SplitInEveryOpsetForm) {
+  const std::vector<int64_t> dims{1, 8, 4, 4};
+  onnx_detail::ChannelOpPlan plan;
+  onnx::NodeProto v13 = make_node("Split", 2, 2); // opset 13: sizes as an input
+  set_attr(v13, "axis", int64_t{1});
+  const OnnxTensor sizes = ints({3, 5});
+  EXPECT_EQ(onnx_detail::plan_channel_op(v13, 13, dims, {nullptr, &sizes}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{0, 3}, {3, 8}}));
+  onnx::NodeProto v11 = make_node("Split", 1, 2); // opset 11: an attribute
+  set_attr(v11, "axis", int64_t{-3});
+  set_attr(v11, "split", std::vector<int64_t>{6, 2});
+  EXPECT_EQ(onnx_detail::plan_channel_op(v11, 11, dims, {nullptr}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{0, 6}, {6, 8}}));
+  onnx::NodeProto v18 = make_node("Split", 1, 3); // opset 18: num_outputs
+  set_attr(v18, "axis", int64_t{1});
+  set_attr(v18, "num_outputs", int64_t{3});
+  EXPECT_EQ(onnx_detail::plan_channel_op(v18, 18, dims, {nullptr}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{0, 3}, {3, 6}, {6, 8}}));
+  onnx::NodeProto equal = make_node("Split", 1, 2);
+  set_attr(equal, "axis", int64_t{1});
+  EXPECT_EQ(onnx_detail::plan_channel_op(equal, 13, dims, {nullptr}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{0, 4}, {4, 8}}));
+  onnx::NodeProto h = make_node("Split", 1, 2); // axis 0 by default: the batch
+  EXPECT_NE(onnx_detail::plan_channel_op(h, 13, dims, {nullptr}, &plan)
+                .find("splits axis 0; brickdl splits channels (axis 1) only"),
+            std::string::npos);
+}
+
+TEST(OnnxChannelPlan, ConcatShuffleAndLayerNorm) {
+  const std::vector<int64_t> dims{1, 4, 3, 3};
+  onnx_detail::ChannelOpPlan plan;
+  const onnx::NodeProto cat = make_node("Concat", 1, 1);
+  ASSERT_TRUE(onnx_detail::is_channel_op(cat));
+  EXPECT_FALSE(onnx_detail::is_channel_op(make_node("Concat", 2, 1)));
+  EXPECT_EQ(onnx_detail::plan_channel_op(cat, 13, dims, {nullptr}, &plan), "");
+  EXPECT_EQ(slices(plan), (Ranges{{-1, -1}}));
+
+  onnx::NodeProto sh = make_node("ChannelShuffle", 1, 1, onnx_detail::kBrickdlDomain);
+  set_attr(sh, "groups", int64_t{2});
+  set_attr(sh, "shape", dims);
+  EXPECT_EQ(onnx_detail::plan_channel_op(sh, 13, dims, {nullptr}, &plan), "");
+  EXPECT_EQ(plan.outputs[0].layer.op, OpKind::kChannelShuffle);
+  EXPECT_EQ(plan.outputs[0].layer.groups, 2);
+  EXPECT_NE(onnx_detail::plan_channel_op(sh, 13, {1, 2, 6, 3}, {nullptr}, &plan)
+                .find("do not keep the input's dims"),
+            std::string::npos);
+
+  onnx::NodeProto ln = make_node("ChannelLayerNorm", 3, 1, onnx_detail::kBrickdlDomain);
+  auto* eps = ln.add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-6f);
+  const OnnxTensor g{{4}, {1, 2, 3, 4}}, b{{4}, {0, 1, 0, 1}}, bad{{3}, {1, 2, 3}};
+  EXPECT_EQ(onnx_detail::plan_channel_op(ln, 17, dims, {nullptr, &g, &b}, &plan), "");
+  EXPECT_EQ(plan.outputs[0].layer.op, OpKind::kLayerNorm);
+  EXPECT_EQ(plan.outputs[0].layer.epsilon, 1e-6f);
+  EXPECT_EQ(plan.params.weight, g.values);
+  EXPECT_EQ(plan.params.bias, b.values);
+  EXPECT_NE(onnx_detail::plan_channel_op(ln, 17, dims, {nullptr, &bad, &b}, &plan)
+                .find("one value per channel (4 channels)"),
+            std::string::npos);
 }
 
 } // namespace
