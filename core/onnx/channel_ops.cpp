@@ -227,7 +227,8 @@ bool is_channel_op(const onnx::NodeProto& n) {
     return op == "ChannelShuffle" || op == "ChannelLayerNorm";
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return false;
-  return op == "Slice" || op == "Split" || (op == "Concat" && n.input_size() == 1);
+  return op == "Slice" || op == "Split" || op == "Transpose" ||
+         (op == "Concat" && n.input_size() == 1);
 }
 
 std::string plan_channel_op(const onnx::NodeProto& n, int64_t opset,
@@ -248,6 +249,15 @@ std::string plan_channel_op(const onnx::NodeProto& n, int64_t opset,
   }
   if (op == "ChannelLayerNorm")
     return plan_layer_norm(n, in_dims, constants, plan);
+  if (op == "Transpose") { // one the pattern rewrites (core/onnx/patterns.h) did not take
+    const onnx::AttributeProto* p = find_attribute(n, "perm");
+    const std::string perm =
+        p ? fmt::format("[{}]", fmt::join(p->ints(), ", ")) : std::string("reversed");
+    return "transposes (perm " + perm +
+           "); brickdl keeps channels on axis 1 and maps a Transpose only in torch's channel "
+           "shuffle (Reshape-Transpose-Reshape) or to channels-last and back around "
+           "LayerNormalization, MatMul by a constant and elementwise ops";
+  }
   // ChannelShuffle: the pattern assumed the input's dims are the output's.
   const onnx::AttributeProto* shape = find_attribute(n, "shape");
   const onnx::AttributeProto* groups = find_attribute(n, "groups");

@@ -54,7 +54,8 @@ struct ChannelOpPlan {
 };
 
 // True for the ops plan_channel_op maps: Slice, Split, a one-input Concat, and the brickdl
-// domain's ChannelShuffle and ChannelLayerNorm (core/onnx/patterns.h).
+// domain's ChannelShuffle and ChannelLayerNorm (core/onnx/patterns.h); and Transpose, which it
+// refuses with the reason (the patterns took the ones brickdl maps).
 bool is_channel_op(const onnx::NodeProto& n);
 
 // Plans node `n` (is_channel_op) of a model of `opset`: `in_dims` are the ONNX dims of its

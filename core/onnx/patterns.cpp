@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "core/detail/onnx_proto.h"
+#include "core/error.h"
 #include "core/onnx.h"
 #include "core/onnx/channel_ops.h"
 
@@ -48,12 +49,12 @@ class Rewriter {
 public:
   explicit Rewriter(onnx::GraphProto& g) : g_(g) {
     for (const auto& t : g_.initializer())
-      constants_[t.name()] = tensor_from_proto(t, "initializer '" + t.name() + "'");
+      add_constant(t.name(), t);
     for (int i = 0; i < g_.node_size(); ++i) {
       const onnx::NodeProto& n = g_.node(i);
       if (n.op_type() == "Constant" && default_domain(n))
         if (const onnx::AttributeProto* v = attribute(n, "value"); v && n.output_size() == 1)
-          constants_[n.output(0)] = tensor_from_proto(v->t(), "constant '" + n.output(0) + "'");
+          add_constant(n.output(0), v->t());
       for (const auto& in : n.input())
         if (!in.empty())
           readers_[in].push_back(i);
@@ -84,6 +85,14 @@ public:
   }
 
 private:
+  // A bad tensor is left out here: the importer reports it, naming the file.
+  void add_constant(const std::string& name, const onnx::TensorProto& t) {
+    try {
+      constants_[name] = tensor_from_proto(t, name);
+    } catch (const UserError&) {
+    }
+  }
+
   // The one node reading tensor `t` (not a graph output), or −1.
   int only_reader(const std::string& t) const {
     const auto it = readers_.find(t);

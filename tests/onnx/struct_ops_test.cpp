@@ -248,6 +248,18 @@ TEST(OnnxChannelPlan, SplitInEveryOpsetForm) {
             std::string::npos);
 }
 
+TEST(OnnxChannelPlan, TransposesLeftByThePatternsAreRefused) {
+  onnx::NodeProto t = make_node("Transpose", 1, 1);
+  set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
+  ASSERT_TRUE(onnx_detail::is_channel_op(t));
+  onnx_detail::ChannelOpPlan plan;
+  const std::string why = onnx_detail::plan_channel_op(t, 13, {1, 3, 4, 4}, {nullptr}, &plan);
+  EXPECT_NE(why.find("transposes (perm [0, 1, 3, 2]); brickdl keeps channels on axis 1"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(plan.outputs.empty());
+}
+
 TEST(OnnxChannelPlan, ConcatShuffleAndLayerNorm) {
   const std::vector<int64_t> dims{1, 4, 3, 3};
   onnx_detail::ChannelOpPlan plan;
