@@ -192,7 +192,8 @@ std::string file_stem(const std::string& name) {
 std::vector<int64_t> param_shape(const Graph& g, const Layer& l, bool weight) {
   if (weight)
     return weight_dims(g, l);
-  return {l.op == OpKind::kBatchNorm ? l.out.c : l.out_channels};
+  const bool per_channel = l.op == OpKind::kBatchNorm || l.op == OpKind::kLayerNorm;
+  return {per_channel ? l.out.c : l.out_channels};
 }
 
 nlohmann::json shape_json(const TensorShape& s) {

@@ -144,7 +144,7 @@ int Graph::find(const std::string& layer_name) const {
 }
 
 std::vector<int64_t> weight_dims(const Graph& g, const Layer& l) {
-  if (l.op == OpKind::kBatchNorm)
+  if (l.op == OpKind::kBatchNorm || l.op == OpKind::kLayerNorm)
     return {l.out.c};
   if (l.op != OpKind::kConv && l.op != OpKind::kConvTranspose && l.op != OpKind::kLinear)
     return {};

@@ -74,7 +74,7 @@ struct Layer {
   // Attributes (meaningful per op).
   int64_t out_channels = 0;                  // conv, linear
   Window window;                             // conv, pools
-  int groups = 1;                            // conv
+  int groups = 1;                            // conv, channel_shuffle
   bool bias = false;                         // conv, linear
   bool ceil_mode = false;                    // pools
   bool count_include_pad = true;             // avg pool
@@ -86,6 +86,8 @@ struct Layer {
   std::array<int, 3> pad_begin{0, 0, 0};     // pad: zeros (or pad_value) before each dim
   std::array<int, 3> pad_end{0, 0, 0};       //      and after it, (d, h, w) order
   float pad_value = 0.0f;                    //      the fill value
+  int64_t slice_begin = 0, slice_end = 0;    // slice: input channels [begin, end)
+  float epsilon = 1e-5f;                     // layer norm: added to the variance
   Activation activation = Activation::kNone; // epilogue after fuse_for_inference
   bool bn_folded = false;                    // a batch-norm was folded into this conv / linear
   std::vector<std::string> fused_from;       // names of the layers folded into this one
@@ -159,7 +161,8 @@ private:
 
 // The dims of layer `l`'s weight in the stored form (kernels/weights.h): conv [Cout, Cin/groups,
 // (kd,) kh, kw], conv_transpose [Cin, Cout/groups, (kd,) kh, kw], linear [out, in features],
-// batch_norm [C] (its scale); empty for a layer without weights. A bias is [Cout].
+// batch_norm [C] (its scale), layer_norm [C] (gamma; beta is its bias); empty for a layer without
+// weights. A bias is [Cout].
 std::vector<int64_t> weight_dims(const Graph& g, const Layer& l);
 
 // Inference transform: folds every batch-norm into the conv (or linear) that feeds it

@@ -182,6 +182,30 @@ void infer_pad(Layer& l, const TensorShape& x) {
   }
 }
 
+void infer_slice(Layer& l, const TensorShape& x) {
+  if (l.slice_begin < 0 || l.slice_end > x.c || l.slice_begin >= l.slice_end)
+    shape_error(l, "channels [" + std::to_string(l.slice_begin) + ", " +
+                       std::to_string(l.slice_end) + ") are not a non-empty range of the " +
+                       std::to_string(x.c) + " channels of input " + x.str());
+  l.out = x;
+  l.out.c = l.slice_end - l.slice_begin;
+}
+
+void infer_channel_shuffle(Layer& l, const TensorShape& x) {
+  if (l.groups < 1 || x.c % l.groups != 0)
+    shape_error(l, "groups " + std::to_string(l.groups) + " must divide the " +
+                       std::to_string(x.c) + " channels of input " + x.str());
+  l.out = x;
+}
+
+// Params: gamma and beta per channel; no MACs (only conv and linear count, graph.h).
+void infer_layer_norm(Layer& l, const TensorShape& x) {
+  if (!(l.epsilon > 0.0f) || !std::isfinite(l.epsilon))
+    shape_error(l, "epsilon must be a finite number > 0");
+  l.out = x;
+  l.params = 2 * x.c;
+}
+
 } // namespace
 
 void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
@@ -225,6 +249,9 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   case OpKind::kLinear: infer_linear(l, *in[0]); break;
   case OpKind::kConvTranspose: infer_conv_transpose(l, *in[0]); break;
   case OpKind::kPad: infer_pad(l, *in[0]); break;
+  case OpKind::kSlice: infer_slice(l, *in[0]); break;
+  case OpKind::kChannelShuffle: infer_channel_shuffle(l, *in[0]); break;
+  case OpKind::kLayerNorm: infer_layer_norm(l, *in[0]); break;
   }
 }
 
@@ -471,6 +498,25 @@ int GraphBuilder::pad(int x, const std::array<int, 3>& begin, const std::array<i
   l.pad_begin = begin;
   l.pad_end = end;
   l.pad_value = value;
+  return add_layer(l);
+}
+
+int GraphBuilder::slice(int x, int64_t begin, int64_t end, const std::string& name) {
+  Layer l = unary(OpKind::kSlice, x, name);
+  l.slice_begin = begin;
+  l.slice_end = end;
+  return add_layer(l);
+}
+
+int GraphBuilder::channel_shuffle(int x, int groups, const std::string& name) {
+  Layer l = unary(OpKind::kChannelShuffle, x, name);
+  l.groups = groups;
+  return add_layer(l);
+}
+
+int GraphBuilder::layer_norm(int x, float epsilon, const std::string& name) {
+  Layer l = unary(OpKind::kLayerNorm, x, name);
+  l.epsilon = epsilon;
   return add_layer(l);
 }
 

@@ -58,6 +58,12 @@ public:
   // Constant padding of the spatial dims, (d, h, w) order; negative pads crop.
   int pad(int x, const std::array<int, 3>& begin, const std::array<int, 3>& end, float value = 0,
           const std::string& name = "");
+  // Input channels [begin, end) (ONNX Split / Slice on axis 1, step 1).
+  int slice(int x, int64_t begin, int64_t end, const std::string& name = "");
+  // torch's channel shuffle: reshape [N, g, C/g, ...], swap the two channel axes, reshape back.
+  int channel_shuffle(int x, int groups, const std::string& name = "");
+  // Layer norm over the channels of every pixel, with per-channel gamma and beta.
+  int layer_norm(int x, float epsilon = 1e-5f, const std::string& name = "");
 
   // conv → batch-norm → relu, the most common triple; returns the relu.
   int conv_bn_relu(int x, int64_t out_channels, int kernel, int stride = 1, int pad = 0,

@@ -2,7 +2,7 @@
 // ONNX in and out, through the ONNX library's protobuf classes (Debian's libonnx-dev).
 //
 //   model.onnx ──import_onnx()──► Graph (unfused, with its initializers as Graph::params)
-//   Graph + ParamStore ──export_onnx()──► model.onnx (opset 13)
+//   Graph + ParamStore ──export_onnx()──► model.onnx (opset 13; 17 with a layer_norm)
 //
 // Import reads opsets 11 to the newest the library knows (17 for Debian 12's 1.12), one
 // runtime input and one output. Input ranks: 4 (N, C, H, W) and 5 (N, C, D, H, W) as they are;
@@ -84,7 +84,9 @@ void write_onnx_tensor(const std::string& path, const OnnxTensor& t, const std::
 // Writes `graph` (unfused: no folded batch-norm; epilogue activations become nodes) with the
 // parameters `params` (per layer name, kernels/weights.h stored form; a batch-norm's scale and
 // shift are written as gamma and beta with mean 0, var 1, epsilon 0, so a re-import folds to
-// the same bits) as an opset-13 model. Throws UserError when the file cannot be written.
+// the same bits) as an opset-13 model (opset 17 when it holds a layer_norm: LayerNormalization
+// between Transposes to channels-last and back). Throws UserError when the file cannot be
+// written.
 void export_onnx(const Graph& graph, const ParamStore& params, const std::string& path);
 
 } // namespace brickdl

@@ -1,5 +1,7 @@
-// ONNX export: one node per layer (two for silu and for an epilogue activation), named after
-// the layer, every tensor named after the layer that computes it.
+// ONNX export: one node per layer (two for silu and for an epilogue activation; three for a
+// channel shuffle and a spatial layer norm), named after the layer, every tensor named after
+// the layer that computes it.
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
@@ -15,6 +17,7 @@ namespace brickdl {
 namespace {
 
 constexpr int64_t kExportOpset = 13;
+constexpr int64_t kLayerNormOpset = 17;
 
 // The ONNX dims of a tensor brickdl writes: rank 2 when flat, else 4 or 5.
 std::vector<int64_t> onnx_shape(const TensorShape& s) {
@@ -32,7 +35,10 @@ public:
     m.set_model_version(1);
     auto* op = m.add_opset_import();
     op->set_domain("");
-    op->set_version(kExportOpset);
+    // LayerNormalization came with opset 17; other graphs keep the older opset.
+    const bool layer_norm = std::any_of(g_.layers().begin(), g_.layers().end(),
+                                        [](const Layer& l) { return l.op == OpKind::kLayerNorm; });
+    op->set_version(layer_norm ? kLayerNormOpset : kExportOpset);
     graph_ = m.mutable_graph();
     graph_->set_name(g_.name());
     value_info(graph_->add_input(), "input", g_.input_shape());
@@ -206,6 +212,55 @@ private:
              out);
   }
 
+  void slice(const Layer& l, const std::string& in, const std::string& out) {
+    add_node("Slice", l.name,
+             {in, int_initializer(l.name + ".starts", {l.slice_begin}),
+              int_initializer(l.name + ".ends", {l.slice_end}),
+              int_initializer(l.name + ".axes", {1})},
+             out);
+  }
+
+  // torch's export: Reshape [N, g, C/g, ...] → Transpose of the two channel axes → Reshape.
+  void channel_shuffle(const Layer& l, const std::string& in, const std::string& out) {
+    const std::vector<int64_t> dims = onnx_shape(l.out);
+    std::vector<int64_t> split{dims[0], l.groups, dims[1] / l.groups}, perm{0, 2, 1};
+    for (size_t a = 2; a < dims.size(); ++a) {
+      split.push_back(dims[a]);
+      perm.push_back(static_cast<int64_t>(a) + 1);
+    }
+    add_node("Reshape", l.name + ".split", {in, int_initializer(l.name + ".split_shape", split)},
+             l.name + ".split");
+    ints(add_node("Transpose", l.name + ".swap", {l.name + ".split"}, l.name + ".swap"), "perm",
+         perm);
+    add_node("Reshape", l.name, {l.name + ".swap", int_initializer(l.name + ".shape", dims)}, out);
+  }
+
+  // ConvNeXt's LayerNorm2d: Transpose to channels-last, LayerNormalization over the last axis,
+  // Transpose back (a flat tensor needs no transposes).
+  void layer_norm(const Layer& l, const std::string& in, const std::string& out) {
+    const NamedParams& p = params(l);
+    const auto rank = static_cast<int64_t>(onnx_shape(l.out).size());
+    std::vector<int64_t> to_last{0}, to_first{0, rank - 1};
+    for (int64_t a = 2; a < rank; ++a) {
+      to_last.push_back(a);
+      to_first.push_back(a - 1);
+    }
+    to_last.push_back(1);
+    const bool spatial = rank > 2;
+    const std::string x = spatial ? l.name + ".last" : in;
+    const std::string y = spatial ? l.name + ".norm" : out;
+    if (spatial)
+      ints(add_node("Transpose", l.name + ".last", {in}, x), "perm", to_last);
+    onnx::NodeProto* n = add_node("LayerNormalization", spatial ? l.name + ".norm" : l.name,
+                                  {x, initializer(l.name + ".gamma", {l.out.c}, p.weight),
+                                   initializer(l.name + ".beta", {l.out.c}, p.bias)},
+                                  y);
+    integer(n, "axis", -1);
+    real(n, "epsilon", l.epsilon);
+    if (spatial)
+      ints(add_node("Transpose", l.name, {y}, out), "perm", to_first);
+  }
+
   // Long on purpose: one case per op.
   void layer(const Layer& l) {
     BRICKDL_CHECK(!l.bn_folded, "ONNX export takes unfused graphs (layer " << l.name << ")");
@@ -245,6 +300,9 @@ private:
     case OpKind::kFlatten: integer(add_node("Flatten", l.name, in, out), "axis", 1); break;
     case OpKind::kLinear: linear(l, in[0], out); break;
     case OpKind::kPad: pad(l, in[0], out); break;
+    case OpKind::kSlice: slice(l, in[0], out); break;
+    case OpKind::kChannelShuffle: channel_shuffle(l, in[0], out); break;
+    case OpKind::kLayerNorm: layer_norm(l, in[0], out); break;
     }
     if (!epilogue)
       return;

@@ -17,7 +17,7 @@ using enum SpatialRule;
 
 // One row per op, in OpKind order (checked at compile time below).
 // clang-format off
-constexpr std::array<OpTraits, 19> kTable = {{
+constexpr std::array<OpTraits, 22> kTable = {{
   //  op                      name               inputs brick  spatial    channels                  attributes                                          bn     epi    act    gen
       {OpKind::kInput,         "input",            0, 0, false, kNone,     ChannelRule::kNone,       {},                                                 false, false, false, false},
       {OpKind::kConv,          "conv",             1, 1, true,  kWindow,   ChannelRule::kConvGroups, {kConvWindow, kGroups, kOutChannels, kBias},        true,  true,  false, true},
@@ -38,6 +38,13 @@ constexpr std::array<OpTraits, 19> kTable = {{
       {OpKind::kClip,          "clip",             1, 1, true,  kSame,     ChannelRule::kSame,       {kClipRange},                                       false, false, false, false},
       {OpKind::kMul,           "mul",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
       {OpKind::kPad,           "pad",              1, 1, false, kWhole,    ChannelRule::kSame,       {kPads},                                            false, false, false, false},
+      {OpKind::kSlice,         "slice",            1, 1, true,  kSame,     ChannelRule::kSlice,      {kChannelRange},                                    false, false, false, false},
+      // channel_shuffle: an output channel range reads channels scattered over the whole input
+      // (o ← (o mod g)·C/g + o div g); kWhole is the conservative rule.
+      {OpKind::kChannelShuffle, "channel_shuffle", 1, 1, true,  kSame,     ChannelRule::kWhole,      {kGroups},                                          false, false, false, false},
+      // layer_norm: all channels of a pixel (kWhole); brickable as a 1x1 conv is, since a
+      // unit's input block holds every channel even when it computes a block of the output's.
+      {OpKind::kLayerNorm,     "layer_norm",       1, 1, true,  kSame,     ChannelRule::kWhole,      {kEpsilon},                                         false, false, false, false},
 }};
 // clang-format on
 
@@ -49,7 +56,7 @@ constexpr bool in_op_order() {
 }
 static_assert(in_op_order(), "kTable rows must follow the order of OpKind");
 // The last OpKind: a new op goes at the end of the enum and of kTable, and moves this check.
-static_assert(kTable.back().op == OpKind::kPad, "kTable needs a row for every OpKind");
+static_assert(kTable.back().op == OpKind::kLayerNorm, "kTable needs a row for every OpKind");
 
 constexpr bool is_window(Attr a) {
   return a == kConvWindow || a == kPoolWindow || a == kAvgPoolWindow;
@@ -86,6 +93,8 @@ std::string token(Attr a, const Layer& l) {
   case kPads:
     return "pb" + triple(l.pad_begin) + " pe" + triple(l.pad_end) +
            fmt::format(" v{}", l.pad_value);
+  case kChannelRange: return fmt::format("ch{}:{}", l.slice_begin, l.slice_end);
+  case kEpsilon: return fmt::format("eps{}", l.epsilon);
   }
   return "";
 }
@@ -120,6 +129,11 @@ void add_json(Attr a, const Layer& l, nlohmann::json& j) {
     j["pad_end"] = l.pad_end;
     j["value"] = l.pad_value;
     break;
+  case kChannelRange:
+    j["begin"] = l.slice_begin;
+    j["end"] = l.slice_end;
+    break;
+  case kEpsilon: j[key] = l.epsilon; break;
   default: break;
   }
 }
@@ -173,6 +187,8 @@ std::string display(Attr a, const Layer& l) {
     return fmt::format(" {}/{} v{:g}", uniform_or_list(window_dims(l.pad_begin, rank)),
                        uniform_or_list(window_dims(l.pad_end, rank)), l.pad_value);
   }
+  case kChannelRange: return fmt::format(" c[{}:{})", l.slice_begin, l.slice_end);
+  case kEpsilon: return fmt::format(" eps{:g}", l.epsilon);
   default: return "";
   }
 }
@@ -253,6 +269,8 @@ std::vector<std::string> attribute_keys(Attr a) {
   case kOutputPadding: return {"output_padding"};
   case kClipRange: return {"min", "max"};
   case kPads: return {"pad_begin", "pad_end", "value"};
+  case kChannelRange: return {"begin", "end"};
+  case kEpsilon: return {"epsilon"};
   }
   return {};
 }

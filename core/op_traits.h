@@ -55,6 +55,9 @@ enum class OpKind {
   kClip,
   kMul,
   kPad,
+  kSlice,
+  kChannelShuffle,
+  kLayerNorm,
 };
 
 // Which region of an input one output region needs, per spatial axis.
@@ -73,6 +76,7 @@ enum class ChannelRule : uint8_t {
   kConvGroups,  // the input channels of the conv groups the output channels belong to
   kConcatSlice, // the part of each input's channels that the range overlaps
   kWhole,       // all channels
+  kSlice,       // a slice's input channels: [begin + a, begin + b) for output channels [a, b)
 };
 
 // An attribute of a layer that changes its work. Each has one canonical text, JSON form and
@@ -93,6 +97,8 @@ enum class Attr : uint8_t {
   kOutputPadding,   // transposed conv: extra output extent on the far side, per dim
   kClipRange,       // clip: the min and max values
   kPads,            // pad: begin and end extents per dim, and the fill value
+  kChannelRange,    // slice: the input channels [begin, end) it keeps
+  kEpsilon,         // layer norm: added to the variance
 };
 
 // A short list of attributes in a fixed array (the table is constexpr; predictions read it).

@@ -278,6 +278,16 @@ private:
         l->clip_max = static_cast<float>(m.get("max").as_double());
       break;
     case Attr::kPads: read_pads(m, l); break;
+    case Attr::kChannelRange:
+      if (m.has("begin"))
+        l->slice_begin = m.get("begin").as_size(0, kMaxChannels);
+      l->slice_end =
+          m.require("end", "the end of the channel range (exclusive)").as_size(1, kMaxChannels);
+      break;
+    case Attr::kEpsilon:
+      if (m.has("epsilon"))
+        l->epsilon = static_cast<float>(m.get("epsilon").as_double(0.0));
+      break;
     }
   }
 

@@ -1,5 +1,6 @@
 #include "kernels/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -244,6 +245,55 @@ Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<in
   return y;
 }
 
+Tensor slice(const Tensor& x, int64_t begin, int64_t end) {
+  const TensorShape& is = x.shape();
+  BRICKDL_CHECK(0 <= begin && begin < end && end <= is.c,
+                "slice [" << begin << ", " << end << ") of " << is.str());
+  TensorShape os = is;
+  os.c = end - begin;
+  Tensor y(os);
+  const int64_t plane = is.spatial();
+  for (int64_t n = 0; n < os.n; ++n)
+    std::copy_n(x.image(n) + begin * plane, os.c * plane, y.image(n));
+  return y;
+}
+
+Tensor channel_shuffle(const Tensor& x, int groups) {
+  const TensorShape& s = x.shape();
+  BRICKDL_CHECK(groups >= 1 && s.c % groups == 0,
+                "channel_shuffle of " << s.str() << " by " << groups);
+  Tensor y(s);
+  const int64_t plane = s.spatial();
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t o = 0; o < s.c; ++o)
+      std::copy_n(x.image(n) + detail::shuffle_source(o, s.c, groups) * plane, plane,
+                  y.image(n) + o * plane);
+  return y;
+}
+
+Tensor layer_norm(const Tensor& x, const std::vector<float>& gamma, const std::vector<float>& beta,
+                  float epsilon, Accumulation acc) {
+  const TensorShape& s = x.shape();
+  BRICKDL_CHECK(static_cast<int64_t>(gamma.size()) == s.c &&
+                    static_cast<int64_t>(beta.size()) == s.c,
+                "layer_norm of " << s.c << " channels with " << gamma.size() << " / " << beta.size()
+                                 << " parameters");
+  Tensor y(s);
+  const int64_t plane = s.spatial();
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t p = 0; p < plane; ++p) {
+      const float* v = x.image(n) + p;
+      const detail::NormStats st = acc == Accumulation::kF64
+                                       ? detail::layer_norm_stats<double>(v, plane, s.c, epsilon)
+                                       : detail::layer_norm_stats<float>(v, plane, s.c, epsilon);
+      float* o = y.image(n) + p;
+      for (int64_t c = 0; c < s.c; ++c)
+        o[c * plane] = detail::layer_norm_value(v[c * plane], st, gamma[static_cast<size_t>(c)],
+                                                beta[static_cast<size_t>(c)]);
+    }
+  return y;
+}
+
 Tensor conv(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
             int64_t out_channels, const Window& window, int groups, Epilogue epilogue,
             Accumulation acc) {
@@ -434,6 +484,9 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   case OpKind::kClip: y = clip(*in[0], l.clip_min, l.clip_max); break;
   case OpKind::kMul: y = mul(*in[0], *in[1]); break;
   case OpKind::kPad: y = pad(*in[0], l.pad_begin, l.pad_end, l.pad_value); break;
+  case OpKind::kSlice: y = slice(*in[0], l.slice_begin, l.slice_end); break;
+  case OpKind::kChannelShuffle: y = channel_shuffle(*in[0], l.groups); break;
+  case OpKind::kLayerNorm: y = layer_norm(*in[0], w.weight, w.bias, l.epsilon, acc); break;
   }
   BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
                                              << ", the graph says " << l.out.str());

@@ -55,6 +55,14 @@ Tensor mul(const Tensor& a, const Tensor& b);
 // Constant padding (negative pads crop) of the spatial dims, (d, h, w) order.
 Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
            float value);
+// Channels [begin, end) of x.
+Tensor slice(const Tensor& x, int64_t begin, int64_t end);
+// Output channel j·g + i <- input channel i·(C/g) + j (torch's channel_shuffle).
+Tensor channel_shuffle(const Tensor& x, int groups);
+// Per pixel over the channels: (x − mean) / sqrt(var + eps) · gamma[c] + beta[c] (biased
+// variance, as PyTorch's LayerNorm over a channels-last tensor).
+Tensor layer_norm(const Tensor& x, const std::vector<float>& gamma, const std::vector<float>& beta,
+                  float epsilon, Accumulation acc = Accumulation::kF32);
 // x flat (N, in); weight [out][in]; bias [out] or empty.
 Tensor linear(const Tensor& x, const std::vector<float>& weight, const std::vector<float>& bias,
               int64_t out_features, Epilogue epilogue = {}, Accumulation acc = Accumulation::kF32);

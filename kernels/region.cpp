@@ -126,6 +126,10 @@ Region input_need(const Graph& graph, const Layer& l, int slot, const Region& ou
   }
   case ChannelRule::kSame: break;
   case ChannelRule::kWhole: r.c0 = 0, r.c1 = in.c; break;
+  case ChannelRule::kSlice:
+    r.c0 = out.c0 + l.slice_begin;
+    r.c1 = out.c1 + l.slice_begin;
+    break;
   case ChannelRule::kNone: BRICKDL_CHECK(false, "the input layer reads nothing");
   }
   return clip(r, in);

@@ -16,6 +16,7 @@
 //  - kWhole: the whole input.
 // Channels: kConvGroups, the input channels of the conv groups that the output channels
 // belong to; kSame, the same channels; kConcatSlice, the slice of each input that overlaps.
+// kSlice, the output range shifted by the slice's begin; kWhole, all channels.
 #include <array>
 #include <cstdint>
 #include <string>

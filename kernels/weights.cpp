@@ -161,6 +161,14 @@ RawLayerWeights random_raw_weights(const Graph& graph, int id, uint64_t seed) {
     break;
   }
   case OpKind::kBatchNorm: batch_norm_scale_shift(rng, l.out.c, &w.weight, &w.bias); break;
+  case OpKind::kLayerNorm:
+    // gamma near 1 and beta near 0, as for a batch-norm's.
+    w.weight.resize(static_cast<size_t>(l.out.c));
+    w.bias.resize(static_cast<size_t>(l.out.c));
+    for (float& g : w.weight)
+      g = rng.uniform(0.75f, 1.25f);
+    fill_uniform(rng, w.bias, 0.25f);
+    break;
   default: break;
   }
   return r;
@@ -217,7 +225,8 @@ LayerWeights imported_layer_weights(const Graph& graph, int id) {
     const NamedParams& bn = imported(graph, l, l.fused_from.front(), outs, outs, false);
     return fold_batch_norm(l, raw, bn.weight, bn.bias);
   }
-  case OpKind::kBatchNorm: {
+  case OpKind::kBatchNorm:
+  case OpKind::kLayerNorm: {
     const auto c = static_cast<size_t>(l.out.c);
     const NamedParams& p = imported(graph, l, l.name, c, c, false);
     return LayerWeights{p.weight, p.bias};

@@ -11,6 +11,8 @@
 //            bias [Cout] or empty;
 //  - linear: weight [out][in], bias [out] or empty;
 //  - batch_norm (not folded): weight = scale [C], bias = shift [C], y = x·scale + shift;
+//  - layer_norm: weight = gamma [C], bias = beta [C] (random: gamma in [0.75, 1.25], beta in
+//            [−0.25, 0.25]);
 //  - a conv / linear with bn_folded carries the batch-norm folded in: from raw weights W and
 //    random batch-norm statistics (gamma, beta, running mean, running var, eps = 1e-5),
 //    scale = gamma / sqrt(var + eps), W' = W·scale[co], bias' = beta − mean·scale

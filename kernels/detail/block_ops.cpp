@@ -323,6 +323,36 @@ void upsample_block(const Graph& g, const Layer& l, const ConstBlock& in, const 
         }
 }
 
+// Output channel c <- input channel source(c), position for position (slice, channel shuffle).
+template <typename Source>
+void channel_gather_block(const ConstBlock& in, const Block& out, const Region& what,
+                          Source source) {
+  const Strides si(in.stored), so(out.stored);
+  const int64_t nx = what.extent(2);
+  for (int64_t c = what.c0; c < what.c1; ++c)
+    for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
+      for (int64_t y = what.lo[1]; y < what.hi[1]; ++y)
+        std::copy_n(at(in.data, in.stored, si, source(c), z, y, what.lo[2]), nx,
+                    at(out.data, out.stored, so, c, z, y, what.lo[2]));
+}
+
+// Statistics over every channel of each pixel (the input block holds them all: the channel
+// rule is kWhole), then the output channels of `what`.
+void layer_norm_block(const Graph& g, const Layer& l, const LayerWeights& w, const ConstBlock& in,
+                      const Block& out, const Region& what) {
+  const int64_t channels = g.layer(l.inputs[0]).out.c;
+  const Strides si(in.stored), so(out.stored);
+  for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
+    for (int64_t y = what.lo[1]; y < what.hi[1]; ++y)
+      for (int64_t x = what.lo[2]; x < what.hi[2]; ++x) {
+        const float* v = at(in.data, in.stored, si, 0, z, y, x);
+        const NormStats st = layer_norm_stats<float>(v, si.c, channels, l.epsilon);
+        for (int64_t c = what.c0; c < what.c1; ++c)
+          *at(out.data, out.stored, so, c, z, y, x) = layer_norm_value(
+              v[c * si.c], st, w.weight[static_cast<size_t>(c)], w.bias[static_cast<size_t>(c)]);
+      }
+}
+
 } // namespace
 
 // Long on purpose: one case per brickable op.
@@ -385,6 +415,16 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
   case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;
   case OpKind::kAvgPool: avg_pool_block(g, l, inputs[0], out, what); break;
   case OpKind::kUpsample: upsample_block(g, l, inputs[0], out, what); break;
+  case OpKind::kSlice:
+    channel_gather_block(inputs[0], out, what, [&](int64_t c) { return c + l.slice_begin; });
+    break;
+  case OpKind::kChannelShuffle: {
+    const int64_t channels = g.layer(l.inputs[0]).out.c;
+    channel_gather_block(inputs[0], out, what,
+                         [&](int64_t c) { return shuffle_source(c, channels, l.groups); });
+    break;
+  }
+  case OpKind::kLayerNorm: layer_norm_block(g, l, w, inputs[0], out, what); break;
   default: break;
   }
 }

@@ -92,4 +92,38 @@ inline PoolSpan avg_pool_span(int64_t o, int kernel, int stride, int pad, int64_
   return s;
 }
 
+// The input channel that output channel `o` of a channel shuffle with `groups` groups reads
+// (torch: view [N, g, C/g, ...] → transpose(1, 2) → view [N, C, ...]): output o = j·g + i holds
+// input i·(C/g) + j.
+inline int64_t shuffle_source(int64_t o, int64_t channels, int64_t groups) {
+  return (o % groups) * (channels / groups) + o / groups;
+}
+
+// Layer norm of one pixel over its channels (PyTorch's LayerNorm: biased variance): the mean
+// and 1 / sqrt(var + eps) of the `channels` values v[c · stride], summed in channel order in
+// Acc, two passes; then each value is (v − mean) · inv_std · gamma + beta.
+struct NormStats {
+  float mean = 0.0f, inv_std = 1.0f;
+};
+
+template <typename Acc>
+NormStats layer_norm_stats(const float* v, int64_t stride, int64_t channels, float eps) {
+  Acc sum = 0;
+  for (int64_t c = 0; c < channels; ++c)
+    sum += v[c * stride];
+  const Acc mean = sum / static_cast<Acc>(channels);
+  Acc sq = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    const Acc d = static_cast<Acc>(v[c * stride]) - mean;
+    sq += d * d;
+  }
+  const Acc var = sq / static_cast<Acc>(channels);
+  return {static_cast<float>(mean),
+          static_cast<float>(Acc{1} / std::sqrt(var + static_cast<Acc>(eps)))};
+}
+
+inline float layer_norm_value(float v, NormStats s, float gamma, float beta) {
+  return (v - s.mean) * s.inv_std * gamma + beta;
+}
+
 } // namespace brickdl::kernels::detail

@@ -50,6 +50,10 @@ AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t produc
     for (int s = 0; s < slot; ++s)
       m.a += graph.layer(l.inputs[static_cast<size_t>(s)]).out.c;
     break;
+  case ChannelRule::kSlice: // [lo + begin, hi + begin]: a shift back by the begin
+    m.kind = MapKind::kShift;
+    m.a = -l.slice_begin;
+    break;
   case ChannelRule::kSame: m.kind = MapKind::kIdentity; break;
   case ChannelRule::kWhole:
   case ChannelRule::kNone: m.kind = MapKind::kAll; break;

@@ -72,7 +72,7 @@ enum class MapKind : uint8_t {
   kUpBilinear, // [lo / r − 1, hi / r + 1]
   kAll,        // the whole producer extent (conv channels with groups = 1)
   kConvGroups, // channels of the conv groups the output channels belong to
-  kShift,      // concat channels: [lo − offset, hi − offset]
+  kShift,      // concat channels: [lo − offset, hi − offset]; slice: offset −begin
 };
 
 // The need map of one input on one axis: the producer interval needed for a consumer output

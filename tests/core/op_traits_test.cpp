@@ -18,11 +18,12 @@ namespace brickdl {
 namespace {
 
 constexpr OpKind kAllOps[] = {
-    OpKind::kInput,     OpKind::kConv,          OpKind::kBatchNorm, OpKind::kRelu,
-    OpKind::kLeakyRelu, OpKind::kAdd,           OpKind::kConcat,    OpKind::kMaxPool,
-    OpKind::kAvgPool,   OpKind::kGlobalAvgPool, OpKind::kUpsample,  OpKind::kFlatten,
-    OpKind::kLinear,    OpKind::kConvTranspose, OpKind::kSigmoid,   OpKind::kSilu,
-    OpKind::kClip,      OpKind::kMul,           OpKind::kPad,
+    OpKind::kInput,          OpKind::kConv,          OpKind::kBatchNorm, OpKind::kRelu,
+    OpKind::kLeakyRelu,      OpKind::kAdd,           OpKind::kConcat,    OpKind::kMaxPool,
+    OpKind::kAvgPool,        OpKind::kGlobalAvgPool, OpKind::kUpsample,  OpKind::kFlatten,
+    OpKind::kLinear,         OpKind::kConvTranspose, OpKind::kSigmoid,   OpKind::kSilu,
+    OpKind::kClip,           OpKind::kMul,           OpKind::kPad,       OpKind::kSlice,
+    OpKind::kChannelShuffle, OpKind::kLayerNorm,
 };
 
 TEST(OpTraits, EveryOpHasItsRowAndNameRoundTrips) {
@@ -86,7 +87,10 @@ Graph every_op_graph() {
   const int sl = b.silu(sg, "silu");
   const int cl = b.clip(sl, -1.0f, 6.0f, "clip");
   const int ml = b.mul(cl, sg, "mul");
-  const int up = b.pad(ml, {0, 1, 0}, {0, 2, -1}, 0.5f, "pad");
+  const int sc = b.slice(ml, 2, 14, "slice");
+  const int sh = b.channel_shuffle(sc, 3, "shuffle");
+  const int ln = b.layer_norm(sh, 1e-6f, "ln");
+  const int up = b.pad(ln, {0, 1, 0}, {0, 2, -1}, 0.5f, "pad");
   const int gap = b.global_avg_pool(up, "gap");
   const int fl = b.flatten(gap, "flat");
   b.linear(fl, 10, false, "fc");
@@ -109,6 +113,9 @@ TEST(OpTraits, AttributeTextIsTheWorkloadKeyFormat) {
   EXPECT_EQ(text("clip"), " clip-1:6");
   EXPECT_EQ(text("pad"), " pb0x1x0 pe0x2x-1 v0.5");
   EXPECT_EQ(text("silu"), "");
+  EXPECT_EQ(text("slice"), " ch2:14");
+  EXPECT_EQ(text("shuffle"), " g3");
+  EXPECT_EQ(text("ln"), " eps1e-06");
 }
 
 // The canonical text changes with every attribute of the op (so two layers that do
@@ -131,6 +138,8 @@ TEST(OpTraits, AttributeTextChangesWithEveryAttribute) {
       {Attr::kOutputPadding, [](Layer& l) { l.output_pad[2] += 1; }},
       {Attr::kClipRange, [](Layer& l) { l.clip_max += 1.0f; }},
       {Attr::kPads, [](Layer& l) { l.pad_end[1] += 1; }},
+      {Attr::kChannelRange, [](Layer& l) { l.slice_begin += 1; }},
+      {Attr::kEpsilon, [](Layer& l) { l.epsilon *= 2.0f; }},
   };
   for (const Layer& base : g.layers()) {
     for (const auto& [attr, change] : changes) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/gpu_spec.h"
+#include "core/graph_builder.h"
 #include "kernels/merged_executor.h"
 #include "kernels/weights.h"
 #include "model/cost_model.h"
@@ -76,6 +77,38 @@ TEST(ModelAgreement, Random2dCandidates) {
 
 TEST(ModelAgreement, Random3dCandidates) {
   check(3, 30, 78);
+}
+
+// The structural ops' receptive rules (slice: a channel shift; channel shuffle and layer norm:
+// all channels) in both implementations: a ShuffleNet unit and a ConvNeXt block, every valid
+// group, each strategy, with and without channel blocks.
+TEST(ModelAgreement, StructuralOps) {
+  GraphBuilder b("struct_ops", TensorShape{2, 8, 1, 11, 9, 2});
+  const int x = b.relu(b.conv2d(b.input(), 8, 1, 1, 0));
+  const int left = b.slice(x, 0, 4), right = b.slice(x, 4, 8);
+  const int dw = b.conv2d(b.conv2d(right, 4, 1, 1, 0), 4, 3, 1, 1, 1, 4, true);
+  const int sh = b.channel_shuffle(b.concat({left, dw}), 2);
+  const int dw7 = b.conv2d(sh, 8, 7, 1, 3, 1, 8, true);
+  const int ln = b.layer_norm(dw7, 1e-6f);
+  const int pw = b.conv2d(b.relu(b.conv2d(ln, 16, 1, 1, 0, 1, 1, true)), 8, 1, 1, 0, 1, 1, true);
+  b.add(pw, sh);
+  const Graph g = fuse_for_inference(b.build());
+  const model::CostModel m(*find_gpu_spec("A100-40GB"));
+  Compared n;
+  for (int first = 1; first < g.size(); ++first)
+    for (int last = first; last < std::min(g.size(), first + 5); ++last) {
+      if (!is_valid_group(g, Group{first, last}))
+        continue;
+      for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized})
+        for (const BrickShape& brick : {BrickShape{1, 4, 3, 0}, BrickShape{1, 3, 5, 4}}) {
+          Candidate c;
+          c.group = Group{first, last};
+          c.strategy = s;
+          c.brick = brick;
+          expect_agreement(g, c, m, group_layer_names(g, c.group) + " " + c.config_str(), &n);
+        }
+    }
+  EXPECT_GE(n.candidates, 60) << n.skipped << " skipped";
 }
 
 } // namespace

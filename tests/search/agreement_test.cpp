@@ -16,7 +16,7 @@ namespace {
 // Every op, 2-D, small enough for any brick to fit on chip; fused, some layers stay apart
 // (a batch-norm after a relu, a leaky relu after a pool), and a flat add after the flatten.
 // The transposed conv and the pad run layer by layer only; the sigmoid, silu, clip and mul
-// between them are brickable.
+// between them are brickable, and so are the slice, channel shuffle and layer norm before.
 Graph every_op_graph() {
   GraphBuilder b("every_op", TensorShape{1, 8, 1, 8, 8, 2});
   const int c = b.conv2d(b.input(), 8, 3, 1, 1, 1, 2, false, "conv");
@@ -31,7 +31,10 @@ Graph every_op_graph() {
   Window w;
   w.kernel = {1, 3, 3};
   w.pad = {0, 1, 1};
-  const int ct = b.conv_transpose(up, 8, w, {0, 0, 0}, 2, true, "deconv");
+  const int sc = b.slice(up, 2, 14, "slice");
+  const int sh = b.channel_shuffle(sc, 3, "shuffle");
+  const int ln = b.layer_norm(sh, 1e-6f, "ln");
+  const int ct = b.conv_transpose(ln, 8, w, {0, 0, 0}, 2, true, "deconv");
   const int sg = b.sigmoid(ct, "sigmoid");
   const int sl = b.silu(sg, "silu");
   const int cl = b.clip(sl, 0.0f, 6.0f, "clip");
