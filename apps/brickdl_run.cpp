@@ -8,6 +8,9 @@
 //   brickdl-run --model experiments/minimal.yaml --out run/   (an experiment's model)
 //   brickdl-run --model resnet50 --export-onnx resnet50.onnx  (the graph and its weights)
 //   brickdl-run --model resnet50 --plan out/resnet50/plan.json --check   (check only)
+//   brickdl-run --model neck.onnx --input p3=p3.npy --input p4=p4.npy --out run/
+//                                    (a model of several runtime inputs: one --input each, by
+//                                    name, or in the model's order without names)
 //
 // A plan of brickdl-tune (its plan.json) names the batch, precision and workloads it was made
 // for. Without --batch the run takes the plan's batch; a plan that does not fit the run (another
@@ -16,9 +19,14 @@
 // reference (--check) goes to stderr (--quiet: none); the closing line on stdout says what
 // each time measures.
 //
+// Inputs not given are seeded random (uniform [-1, 1)). A name or a file that fits no input is
+// refused, naming the model's inputs and their shapes.
+//
 // Output folder:
-//   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32
-//   output.npy               the last layer's output
+//   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32;
+//                            input.<name>.npy each, for a model of several inputs
+//   output.npy               the graph's output; output.<name>.npy each, for a model of several
+//                            outputs (in the model's order; manifest.json "outputs")
 //   weights/<layer>.weight.npy, weights/<layer>.bias.npy
 //                            parameters of the FUSED graph as executed: a batch-norm that
 //                            follows a conv / linear is folded into it (see kernels/weights.h);
@@ -36,6 +44,7 @@
 //
 // Exit status: 0 done, 1 --check failed (an element outside the tolerance, or a NaN or an
 // infinity on one side only), 2 bad input, 3 internal error.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -76,7 +85,7 @@ struct Options {
   std::vector<int64_t> input_size;
   int64_t input_channels = 0;
   uint64_t seed = 1;
-  std::string input_file;
+  std::vector<std::string> input_specs; // --input: NAME=FILE.npy or FILE.npy, once per input
   std::string plan_file;
   std::string out_dir;
   int threads = 0;
@@ -200,11 +209,152 @@ nlohmann::json shape_json(const TensorShape& s) {
   return npy_shape(s);
 }
 
+// One --input: NAME=FILE.npy, or FILE.npy alone (then it feeds the inputs in the model's order).
+struct GivenInput {
+  std::string spec; // as given
+  std::string name; // empty: positional
+  std::string file;
+  NpyArray array;
+};
+
+// Every --input, its array read (before the model is built: an ONNX model's dynamic dims are
+// taken from them).
+// One --input's name and file (no array read). A file whose own name holds '=' is a file; else
+// NAME=FILE.
+GivenInput parse_input_spec(const std::string& spec) {
+  GivenInput g{spec, "", spec, {}};
+  const size_t eq = spec.find('=');
+  if (eq != std::string::npos && !fs::is_regular_file(spec)) {
+    g.name = spec.substr(0, eq);
+    g.file = spec.substr(eq + 1);
+    if (g.name.empty())
+      throw UserError("--input " + spec + ": expected NAME=FILE.npy or FILE.npy");
+  }
+  return g;
+}
+
+std::vector<GivenInput> read_given_inputs(const Options& o) {
+  std::vector<GivenInput> given;
+  for (const std::string& spec : o.input_specs) {
+    GivenInput g = parse_input_spec(spec);
+    if (!fs::is_regular_file(g.file))
+      throw UserError("--input " + spec + ": " + g.file + " is not a file");
+    g.array = read_npy(g.file);
+    given.push_back(std::move(g));
+  }
+  return given;
+}
+
+// "x 1x3x8x8, y 1x5x4x4" (names alone when no shapes are known yet).
+std::string inputs_text(const std::vector<std::string>& names,
+                        const std::vector<TensorShape>& shapes = {}) {
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < names.size(); ++k)
+    parts.push_back("'" + names[k] + "'" + (k < shapes.size() ? " " + shapes[k].str() : ""));
+  return join_names(parts);
+}
+
+// Which --input feeds each runtime input `names[k]`: an index into `given`, or -1 (seeded
+// random). Named ones by name; positional ones fill the inputs no name took, in order, and must
+// be exactly as many (one positional file for a one-input model). UserError otherwise, naming
+// the model's inputs.
+std::vector<int> match_inputs(const std::vector<std::string>& names,
+                              const std::vector<GivenInput>& given,
+                              const std::vector<TensorShape>& shapes = {}) {
+  std::vector<int> source(names.size(), -1);
+  const std::string valid = "; the model's inputs: " + inputs_text(names, shapes);
+  std::vector<int> positional;
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (given[i].name.empty()) {
+      positional.push_back(static_cast<int>(i));
+      continue;
+    }
+    const auto it = std::find(names.begin(), names.end(), given[i].name);
+    if (it == names.end())
+      throw UserError("--input " + given[i].spec + ": the model has no input '" + given[i].name +
+                      "'" + valid);
+    int& s = source[static_cast<size_t>(it - names.begin())];
+    if (s >= 0)
+      throw UserError("--input " + given[i].spec + ": input '" + given[i].name +
+                      "' is already given by --input " + given[static_cast<size_t>(s)].spec);
+    s = static_cast<int>(i);
+  }
+  if (positional.empty())
+    return source;
+  std::vector<size_t> open;
+  for (size_t k = 0; k < names.size(); ++k)
+    if (source[k] < 0)
+      open.push_back(k);
+  if (positional.size() != open.size())
+    throw UserError(fmt::format(
+        "--input {}: {} file(s) without a name for {} input(s) not named{}; give "
+        "--input NAME=FILE.npy, or one file per input in the model's order",
+        given[static_cast<size_t>(positional[0])].spec, positional.size(), open.size(), valid));
+  for (size_t j = 0; j < open.size(); ++j)
+    source[open[j]] = positional[j];
+  return source;
+}
+
+// The graph's runtime inputs: the given arrays (shapes checked), the others seeded random
+// (input k from stream k of the seed).
+std::vector<Tensor> input_tensors(const Graph& g, std::vector<GivenInput>& given, uint64_t seed) {
+  std::vector<std::string> names;
+  std::vector<TensorShape> shapes;
+  for (int id : g.inputs()) {
+    names.push_back(g.layer(id).name);
+    shapes.push_back(g.layer(id).out);
+  }
+  const std::vector<int> source = match_inputs(names, given, shapes);
+  std::vector<Tensor> inputs;
+  for (int id : g.inputs()) {
+    const auto k = static_cast<size_t>(id);
+    if (source[k] < 0) {
+      inputs.push_back(random_tensor(shapes[k], seed, k));
+      continue;
+    }
+    GivenInput& in = given[static_cast<size_t>(source[k])];
+    // One input: the messages name the file alone, as they always did.
+    inputs.push_back(npy_to_tensor(std::move(in.array), shapes[k], in.file,
+                                   g.num_inputs() > 1 ? "input '" + names[k] + "'" : ""));
+  }
+  return inputs;
+}
+
+// The file each input (or output) is written to: "<kind>.npy" for one, "<kind>.<name>.npy"
+// each for several (names made file-safe and, where two collide, numbered).
+std::vector<std::string> array_files(const std::string& kind,
+                                     const std::vector<std::string>& names) {
+  if (names.size() == 1)
+    return {kind + ".npy"};
+  std::vector<std::string> files;
+  for (size_t k = 0; k < names.size(); ++k) {
+    std::string f = kind + "." + file_stem(names[k]) + ".npy";
+    if (std::find(files.begin(), files.end(), f) != files.end())
+      f = kind + "." + file_stem(names[k]) + "." + std::to_string(k) + ".npy";
+    files.push_back(f);
+  }
+  return files;
+}
+
+std::vector<std::string> input_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (int id : g.inputs())
+    names.push_back(g.layer(id).name);
+  return names;
+}
+
+std::vector<std::string> output_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (const GraphOutput& o : g.output_refs())
+    names.push_back(o.name);
+  return names;
+}
+
 // What a run executes: the fused graph, its input, the plan and the parameters; what the plan
 // says it was made for, and how that differs from this run (allowed by --allow-plan-mismatch).
 struct Loaded {
   Graph graph;
-  Tensor input;
+  std::vector<Tensor> inputs; // graph.inputs() order
   std::vector<Candidate> plan;
   ModelWeights weights;
   PlanOrigin origin;
@@ -248,10 +398,9 @@ std::vector<Candidate> load_plan_for(const Options& o, const Graph& g, const Pla
   }
 }
 
-Loaded load(const Options& o, Graph fused, PlanOrigin origin) {
+Loaded load(const Options& o, Graph fused, PlanOrigin origin, std::vector<GivenInput>& given) {
   Loaded in{std::move(fused), {}, {}, {}, std::move(origin), {}};
-  in.input = o.input_file.empty() ? random_tensor(in.graph.input_shape(), o.seed, 0)
-                                  : read_npy_tensor(o.input_file, in.graph.input_shape());
+  in.inputs = input_tensors(in.graph, given, o.seed);
   if (!o.plan_file.empty()) {
     in.plan = load_plan_for(o, in.graph, in.origin);
     // Before validate_plan: a plan for another input size may fail there, for this reason.
@@ -284,7 +433,7 @@ nlohmann::json times_json(const Times& t) {
 PlanResult execute(const Loaded& in, const Options& o, Times& times) {
   StepProgress progress(in.plan.empty() ? "layer by layer" : "plan", in.graph.size() - 1, o.quiet);
   const Clock::time_point t0 = Clock::now();
-  PlanResult result = execute_plan(in.graph, in.plan, in.input, in.weights, ExecOptions{o.threads},
+  PlanResult result = execute_plan(in.graph, in.plan, in.inputs, in.weights, ExecOptions{o.threads},
                                    [&](int last_done) { progress.update(last_done); });
   times.plan = ms_since(t0);
   return result;
@@ -306,6 +455,41 @@ nlohmann::json plan_groups_json(const Graph& g, const std::vector<Candidate>& pl
   return groups;
 }
 
+// The manifest's "inputs": each runtime input's name, file, shape and source (a --input file,
+// or random).
+nlohmann::json inputs_json(const Options& o, const Loaded& in) {
+  const Graph& g = in.graph;
+  const std::vector<std::string> names = input_names(g);
+  const std::vector<std::string> files = array_files("input", names);
+  std::vector<GivenInput> specs; // the names and files of the --input options, for the sources
+  for (const std::string& s : o.input_specs)
+    specs.push_back(parse_input_spec(s));
+  const std::vector<int> source = match_inputs(names, specs);
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t k = 0; k < names.size(); ++k)
+    j.push_back({{"name", names[k]},
+                 {"file", files[k]},
+                 {"shape", shape_json(g.layer(static_cast<int>(k)).out)},
+                 {"source", source[k] < 0 ? "random uniform [-1, 1)"
+                                          : specs[static_cast<size_t>(source[k])].file}});
+  return j;
+}
+
+// The manifest's "outputs": each graph output's name, layer (of the fused graph), file and shape,
+// in the model's order.
+nlohmann::json outputs_json(const Graph& g) {
+  const std::vector<std::string> files = array_files("output", output_names(g));
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t k = 0; k < g.output_refs().size(); ++k) {
+    const GraphOutput& out = g.output_refs()[k];
+    j.push_back({{"name", out.name},
+                 {"layer", g.layer(out.layer).name},
+                 {"file", files[k]},
+                 {"shape", shape_json(g.layer(out.layer).out)}});
+  }
+  return j;
+}
+
 nlohmann::json run_manifest(const Options& o, const Loaded& in, const PlanResult& result) {
   const Graph& graph = in.graph;
   nlohmann::json manifest;
@@ -314,11 +498,13 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const PlanResult
   manifest["seed"] = o.seed;
   manifest["batch"] = graph.batch();
   manifest["weights_source"] = graph.params() ? "the model file" : "random, from the seed";
-  manifest["input"] = {{"file", "input.npy"},
-                       {"shape", shape_json(graph.input_shape())},
-                       {"source", o.input_file.empty() ? "random uniform [-1, 1)" : o.input_file}};
-  manifest["output"] = {{"file", "output.npy"},
-                        {"shape", shape_json(graph.layer(graph.output()).out)}};
+  manifest["inputs"] = inputs_json(o, in);
+  manifest["outputs"] = outputs_json(graph);
+  // One input / one output: also under the keys of one (as before several were possible).
+  if (graph.num_inputs() == 1)
+    manifest["input"] = manifest["inputs"][0];
+  if (graph.outputs().size() == 1)
+    manifest["output"] = manifest["outputs"][0];
   manifest["plan"] = plan_to_json(in.plan);
   manifest["plan_groups"] = plan_groups_json(graph, in.plan, result);
   if (in.origin.batch > 0 || !in.origin.precision.empty() || !in.origin.model.empty())
@@ -339,34 +525,51 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const PlanResult
 // reference wants a finite output within the tolerance; a NaN in the reference wants a NaN
 // (the reference is the ground truth: NaN where PyTorch gives NaN); an infinity the same
 // infinity. So a NaN or an infinity on one side only is a mismatch, never dropped.
-int check(const Loaded& in, const Tensor& output, const Options& o, Times& times,
+int check(const Loaded& in, const std::vector<Tensor>& outputs, const Options& o, Times& times,
           nlohmann::json& manifest) {
-  Tensor ref;
+  std::vector<Tensor> refs;
   {
     StepProgress progress("reference", in.graph.size() - 1, o.quiet);
     const Clock::time_point t0 = Clock::now();
-    ref = run_graph(in.graph, in.input, in.weights, Accumulation::kF32,
-                    [&](int last_done) { progress.update(last_done); });
+    refs = run_graph_outputs(in.graph, in.inputs, in.weights, Accumulation::kF32,
+                             [&](int last_done) { progress.update(last_done); });
     times.reference = ms_since(t0);
   }
   // The whole graph as one reduction chain (kernels/validation.h: tolerance_for).
   const Graph& g = in.graph;
-  const Reduction r = group_reduction(g, Group{0, g.output()});
+  const Reduction r = group_reduction(g, Group{0, g.size() - 1});
   const Tolerance tol = tolerance_for(g.dtype(), r.length, r.layers);
-  const Comparison c = compare(output.values(), ref.values(), tol);
-  manifest["check"] = {{"max_abs_error", c.max_abs_error},
-                       {"max_rel_error", c.max_rel_error},
-                       {"elements_beyond_tolerance", c.bad},
-                       {"undefined_elements", c.undefined},
-                       {"passed", c.ok()},
-                       {"atol", tol.atol},
-                       {"rtol", tol.rtol},
-                       {"norm_rtol", tol.norm_rtol}};
-  std::cout << check_summary(c, tol) << "\n";
-  if (c.ok())
-    return 0;
-  std::cerr << "brickdl-run: the check failed: " << c.message << "\n";
-  return kExitCheckFailed;
+  const std::vector<std::string> names = output_names(g);
+  const bool several = names.size() > 1;
+  nlohmann::json per_output = nlohmann::json::array();
+  int status = 0;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Comparison c = compare(outputs[k].values(), refs[k].values(), tol);
+    nlohmann::json j = {{"max_abs_error", c.max_abs_error},
+                        {"max_rel_error", c.max_rel_error},
+                        {"elements_beyond_tolerance", c.bad},
+                        {"undefined_elements", c.undefined},
+                        {"passed", c.ok()},
+                        {"atol", tol.atol},
+                        {"rtol", tol.rtol},
+                        {"norm_rtol", tol.norm_rtol}};
+    // Several outputs: one line and one entry each, named.
+    const std::string label = several ? "output '" + names[k] + "': " : "";
+    std::cout << label << check_summary(c, tol) << "\n";
+    if (several) {
+      j["name"] = names[k];
+      per_output.push_back(j);
+    } else {
+      manifest["check"] = j;
+    }
+    if (!c.ok()) {
+      std::cerr << "brickdl-run: the check failed: " << label << c.message << "\n";
+      status = kExitCheckFailed;
+    }
+  }
+  if (several)
+    manifest["check"] = {{"passed", status == 0}, {"outputs", per_output}};
+  return status;
 }
 
 // The manifest entry of one layer, with its parameters written as .npy files.
@@ -399,11 +602,17 @@ nlohmann::json layer_json(const Options& o, const Graph& graph, const Layer& l,
   return j;
 }
 
-// input.npy, output.npy and weights/: returns the manifest's "layers".
-nlohmann::json write_arrays(const Options& o, const Loaded& in, const Tensor& output) {
+// The inputs, the outputs (manifest "inputs" / "outputs" files) and weights/: returns the
+// manifest's "layers".
+nlohmann::json write_arrays(const Options& o, const Loaded& in,
+                            const std::vector<Tensor>& outputs) {
   fs::create_directories(fs::path(o.out_dir) / "weights");
-  write_npy((fs::path(o.out_dir) / "input.npy").string(), in.input);
-  write_npy((fs::path(o.out_dir) / "output.npy").string(), output);
+  const std::vector<std::string> in_files = array_files("input", input_names(in.graph));
+  for (size_t k = 0; k < in.inputs.size(); ++k)
+    write_npy((fs::path(o.out_dir) / in_files[k]).string(), in.inputs[k]);
+  const std::vector<std::string> out_files = array_files("output", output_names(in.graph));
+  for (size_t k = 0; k < outputs.size(); ++k)
+    write_npy((fs::path(o.out_dir) / out_files[k]).string(), outputs[k]);
   nlohmann::json layers = nlohmann::json::array();
   for (const Layer& l : in.graph.layers())
     layers.push_back(layer_json(o, in.graph, l, in.weights.at(l.id)));
@@ -421,9 +630,10 @@ void write_manifest(const Options& o, const nlohmann::json& manifest) {
 //   brickdl-run: resnet50, batch 8 (the plan's), 73 fused layers, 52 plan groups: plan executed
 //   in 2598.9 ms; reference in 24012.3 ms; total 29.1 s; wrote run/
 std::string summary(const Options& o, const Loaded& in, const Times& t, bool plan_batch) {
-  std::string s = fmt::format(
-      "brickdl-run: {}, batch {}{}, {} fused layers, {} plan groups: ", in.graph.name(),
-      in.graph.batch(), plan_batch ? " (the plan's)" : "", in.graph.size() - 1, in.plan.size());
+  std::string s =
+      fmt::format("brickdl-run: {}, batch {}{}, {} fused layers, {} plan groups: ", in.graph.name(),
+                  in.graph.batch(), plan_batch ? " (the plan's)" : "",
+                  in.graph.size() - in.graph.num_inputs(), in.plan.size());
   s += in.plan.empty() ? "executed layer by layer" : "plan executed";
   s += fmt::format(" in {:.1f} ms", t.plan);
   if (t.reference >= 0)
@@ -439,24 +649,25 @@ int run(Options o, Times& times) {
   const bool plan_batch = o.batch == 0 && origin.batch > 0 && !is_experiment_path(o.model);
   if (plan_batch)
     o.batch = origin.batch;
+  std::vector<GivenInput> given = read_given_inputs(o);
   const Graph unfused = model_graph(o);
   Graph fused = fuse_for_inference(unfused);
   if (!o.export_onnx.empty()) {
     export_onnx(unfused, unfused_params(fused, o.seed), o.export_onnx);
-    std::cout << "brickdl-run: wrote " << unfused.name() << " (" << unfused.size() - 1
-              << " layers, " << unfused.total_params() << " parameters) to " << o.export_onnx
-              << "\n";
+    std::cout << "brickdl-run: wrote " << unfused.name() << " ("
+              << unfused.size() - unfused.num_inputs() << " layers, " << unfused.total_params()
+              << " parameters) to " << o.export_onnx << "\n";
     if (o.out_dir.empty() && !o.check)
       return 0;
   }
-  const Loaded in = load(o, std::move(fused), std::move(origin));
+  const Loaded in = load(o, std::move(fused), std::move(origin), given);
   times.load = ms_since(times.start);
   const PlanResult result = execute(in, o, times);
   nlohmann::json manifest = run_manifest(o, in, result);
-  const int status = o.check ? check(in, result.output, o, times, manifest) : 0;
+  const int status = o.check ? check(in, result.outputs, o, times, manifest) : 0;
   if (!o.out_dir.empty()) {
     const Clock::time_point t0 = Clock::now();
-    manifest["layers"] = write_arrays(o, in, result.output);
+    manifest["layers"] = write_arrays(o, in, result.outputs);
     times.write = ms_since(t0);
     manifest["times_ms"] = times_json(times);
     write_manifest(o, manifest);
@@ -482,8 +693,11 @@ int main(int argc, char** argv) {
   app.add_option("--input-size", o.input_size, "input extents: H,W or D,H,W")->delimiter(',');
   app.add_option("--input-channels", o.input_channels, "input channels (default: the model's)");
   app.add_option("--seed", o.seed, "seed of the random input and weights");
-  app.add_option("--input", o.input_file, "input tensor (.npy, float32/float64, the model's shape)")
-      ->check(CLI::ExistingFile);
+  app.add_option("--input", o.input_specs,
+                 "input tensor (.npy, float32/float64, the model's shape), once per runtime input: "
+                 "NAME=FILE.npy, or FILE.npy for the inputs in the model's order (inputs not "
+                 "given are seeded random)")
+      ->allow_extra_args(false);
   app.add_option("--plan", o.plan_file,
                  "plan JSON: [{first, last, strategy, brick: [d,h,w], cb, nb}, ...] or "
                  "brickdl-tune's plan.json; layers outside its groups run layer by layer. A "

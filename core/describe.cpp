@@ -125,6 +125,21 @@ template <class Line> void describe_calibration(const AppliedCalibration& c, con
                          c.source.metrics.size(), c.source.unknown_metrics.size()));
 }
 
+// "a 1x8x16x16, b 1x16x8x8": each input or output by name (an output's own name, and its
+// layer's when they differ) and shape.
+std::string inputs_outputs_str(const Graph& g, const std::vector<int>& ids,
+                               const std::vector<GraphOutput>& outputs) {
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const Layer& l = g.layer(ids[k]);
+    std::string name = l.name;
+    if (!outputs.empty() && outputs[k].name != l.name)
+      name = outputs[k].name + " (layer " + l.name + ")";
+    parts.push_back(name + " " + l.out.str());
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 } // namespace
 
 std::string describe_op(const Layer& l) {
@@ -170,9 +185,15 @@ void describe_graph(const Graph& graph, std::ostream& os) {
   os << fmt::format(
       "total: {} layers, {} params, {} MACs ({:.3f} GMACs, {:.3f} GFLOPs), activations "
       "{:.3f} MB, weights {:.3f} MB ({})\n",
-      graph.size() - 1, with_commas(params), with_commas(macs), static_cast<double>(macs) / 1e9,
-      2.0 * static_cast<double>(macs) / 1e9, static_cast<double>(graph.activation_bytes()) / 1e6,
-      weight_bytes / 1e6, dtype_name(graph.dtype()));
+      graph.size() - graph.num_inputs(), with_commas(params), with_commas(macs),
+      static_cast<double>(macs) / 1e9, 2.0 * static_cast<double>(macs) / 1e9,
+      static_cast<double>(graph.activation_bytes()) / 1e6, weight_bytes / 1e6,
+      dtype_name(graph.dtype()));
+  // A graph of one input (layer 0) and one output (the last layer) says nothing more.
+  if (graph.num_inputs() > 1 || graph.outputs().size() > 1) {
+    os << "inputs: " << inputs_outputs_str(graph, graph.inputs(), {}) << '\n';
+    os << "outputs: " << inputs_outputs_str(graph, graph.outputs(), graph.output_refs()) << '\n';
+  }
 }
 
 void describe_experiment(const ExperimentConfig& e, std::ostream& os) {
@@ -191,8 +212,13 @@ void describe_experiment(const ExperimentConfig& e, std::ostream& os) {
   line("model", model);
   const Graph& g = e.graph;
   if (g.size() > 0) {
-    line("graph", fmt::format("{} layers, input {}, output {}", g.size() - 1, g.input_shape().str(),
-                              g.layer(g.output()).out.str()));
+    if (g.num_inputs() == 1 && g.outputs().size() == 1)
+      line("graph", fmt::format("{} layers, input {}, output {}", g.size() - 1,
+                                g.input_shape().str(), g.layer(g.output()).out.str()));
+    else
+      line("graph", fmt::format("{} layers, inputs {}; outputs {}", g.size() - g.num_inputs(),
+                                inputs_outputs_str(g, g.inputs(), {}),
+                                inputs_outputs_str(g, g.outputs(), g.output_refs())));
   }
   line("batch", std::to_string(e.batch));
   line("precision", dtype_name(e.precision));

@@ -357,6 +357,11 @@ void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig
                     why.rfind(path.string() + ":", 0) == 0 ? why : "model " + given + ": " + why);
   }
   cfg->batch = cfg->graph.batch();
+  if (cfg->input_channels > 0 && cfg->graph.num_inputs() > 1)
+    root.get("input_channels")
+        .fail(fmt::format("model {} has {} runtime inputs; input_channels applies to a model of "
+                          "one (and cannot change an ONNX model's weights)",
+                          given, cfg->graph.num_inputs()));
   if (cfg->input_channels > 0 && cfg->input_channels != cfg->graph.input_shape().c)
     root.get("input_channels")
         .fail(fmt::format("model {} takes {} input channels; input_channels cannot change an "
@@ -399,8 +404,9 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
 
 void read_partitions(const YamlValue& v, const ExperimentConfig& cfg, SearchSpaceConfig* search) {
   // Partitions split the fused graph (batch-norms and activations folded), the graph the
-  // search partitions; layer 0 (the input) is in no group.
-  const int layers = fuse_for_inference(cfg.graph).size() - 1;
+  // search partitions; the inputs (layer 0, or several) are in no group.
+  const Graph fused = fuse_for_inference(cfg.graph);
+  const int layers = fused.size() - fused.num_inputs();
   const std::vector<YamlValue> items = v.items("search.partitions");
   for (const auto& p : items) {
     const std::vector<YamlValue> groups = p.items("a partition (a list of group lengths)");
@@ -415,7 +421,7 @@ void read_partitions(const YamlValue& v, const ExperimentConfig& cfg, SearchSpac
     if (sum != layers)
       p.fail("partition " + detail::list_str(lengths) + " covers " + std::to_string(sum) +
              " layers, but the fused graph has " + std::to_string(layers) +
-             " (batch-norms and activations folded, the input not counted)");
+             " (batch-norms and activations folded, the inputs not counted)");
     search->partitions.push_back(lengths);
   }
 }
@@ -496,7 +502,8 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
 // group) x configurations, an upper bound of the layers of the candidates the space holds.
 void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
                        const SearchSpaceConfig& s) {
-  const int64_t layers = fuse_for_inference(cfg.graph).size() - 1;
+  const Graph fused = fuse_for_inference(cfg.graph);
+  const int64_t layers = fused.size() - fused.num_inputs();
   const int64_t lengths = std::min<int64_t>(s.max_group_len, layers);
   int64_t bricked = 0;
   for (Strategy st : s.strategies)

@@ -86,9 +86,9 @@ Activation applied_activation(const Layer& l) {
 }
 
 Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers,
-             std::shared_ptr<const ParamStore> params)
+             std::shared_ptr<const ParamStore> params, std::vector<GraphOutput> outputs)
     : uid_(next_graph_uid()), name_(std::move(name)), dtype_(dtype), layers_(std::move(layers)),
-      params_(std::move(params)) {
+      params_(std::move(params)), outputs_(std::move(outputs)) {
   consumers_.assign(layers_.size(), {});
   for (const auto& l : layers_) {
     BRICKDL_CHECK(l.id == static_cast<int>(&l - layers_.data()), "layer ids must be indices");
@@ -97,6 +97,43 @@ Graph::Graph(std::string name, DType dtype, std::vector<Layer> layers,
       consumers_[static_cast<size_t>(in)].push_back(l.id);
     }
   }
+  while (num_inputs_ < size() && layers_[static_cast<size_t>(num_inputs_)].op == OpKind::kInput)
+    ++num_inputs_;
+  for (int id = num_inputs_; id < size(); ++id)
+    BRICKDL_CHECK(layers_[static_cast<size_t>(id)].op != OpKind::kInput,
+                  "input layer " << layer(id).name << " after a computed layer");
+  if (outputs_.empty() && !layers_.empty())
+    outputs_.push_back(GraphOutput{size() - 1, layers_.back().name});
+  for (const GraphOutput& o : outputs_) {
+    BRICKDL_CHECK(o.layer >= num_inputs_ && o.layer < size(),
+                  "graph output " << o.name << " is layer " << o.layer << ", not a computed layer");
+    BRICKDL_CHECK(std::find(output_ids_.begin(), output_ids_.end(), o.layer) == output_ids_.end(),
+                  "layer " << layer(o.layer).name << " is two graph outputs");
+    output_ids_.push_back(o.layer);
+  }
+}
+
+std::vector<int> Graph::inputs() const {
+  std::vector<int> ids(static_cast<size_t>(num_inputs_));
+  for (int i = 0; i < num_inputs_; ++i)
+    ids[static_cast<size_t>(i)] = i;
+  return ids;
+}
+
+bool Graph::is_output(int id) const {
+  return std::find(output_ids_.begin(), output_ids_.end(), id) != output_ids_.end();
+}
+
+int Graph::output() const {
+  BRICKDL_CHECK(output_ids_.size() == 1, "graph " << name_ << " has " << output_ids_.size()
+                                                  << " outputs; the caller expects one");
+  return output_ids_[0];
+}
+
+const TensorShape& Graph::input_shape() const {
+  BRICKDL_CHECK(num_inputs_ == 1,
+                "graph " << name_ << " has " << num_inputs_ << " inputs; the caller expects one");
+  return layers_[0].out;
 }
 
 int64_t Graph::total_params() const {
@@ -188,8 +225,9 @@ Graph fuse_for_inference(const Graph& g) {
       continue;
     const int p = rep[static_cast<size_t>(l.inputs[0])];
     Layer& prod = layers[static_cast<size_t>(p)];
-    // The producer may absorb this layer only if this layer is its only reader.
-    if (g.consumers(l.inputs[0]).size() != 1)
+    // The producer may absorb this layer only if this layer is its only reader, and its own
+    // output does not leave the graph.
+    if (g.consumers(l.inputs[0]).size() != 1 || g.is_output(l.inputs[0]))
       continue;
     const OpTraits& into = traits(prod.op);
     const bool bn_fold = l.op == OpKind::kBatchNorm && into.folds_batch_norm &&
@@ -212,10 +250,12 @@ Graph fuse_for_inference(const Graph& g) {
 
   // Renumber the surviving layers and re-infer (the folded conv now has a bias).
   std::vector<int> new_id(static_cast<size_t>(n), -1);
-  GraphBuilder b(g.name(), g.input_shape(), g.dtype());
+  GraphBuilder b(g.name(), g.layer(0).out, g.dtype(), g.layer(0).name);
   b.set_params(g.params());
   new_id[0] = 0;
-  for (int i = 1; i < n; ++i) {
+  for (int i = 1; i < g.num_inputs(); ++i)
+    new_id[static_cast<size_t>(i)] = b.add_input(g.layer(i).out, g.layer(i).name);
+  for (int i = g.num_inputs(); i < n; ++i) {
     if (dropped[static_cast<size_t>(i)])
       continue;
     Layer l = layers[static_cast<size_t>(i)];
@@ -223,6 +263,8 @@ Graph fuse_for_inference(const Graph& g) {
       in = new_id[static_cast<size_t>(rep[static_cast<size_t>(in)])];
     new_id[static_cast<size_t>(i)] = b.add_layer(l);
   }
+  for (const GraphOutput& o : g.output_refs())
+    b.mark_output(new_id[static_cast<size_t>(rep[static_cast<size_t>(o.layer)])], o.name);
   return b.build();
 }
 

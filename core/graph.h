@@ -108,6 +108,15 @@ struct NamedParams {
 };
 using ParamStore = std::unordered_map<std::string, NamedParams>;
 
+// One output of a graph: the layer that computes it and the name it leaves the graph under (an
+// ONNX file's output name; by default the layer's name). Fusion may move an output onto the
+// layer an activation was folded into; the name stays.
+struct GraphOutput {
+  int layer = -1;
+  std::string name;
+  bool operator==(const GraphOutput& o) const = default;
+};
+
 // Batch-norm statistics in folded form: scale = gamma / sqrt(var + eps), shift = beta −
 // mean·scale, computed in double and rounded once. Random statistics (kernels/weights.h) and
 // ONNX imports both go through it, so an exported and re-imported model folds to the same bits.
@@ -118,8 +127,10 @@ void batch_norm_affine(const std::vector<float>& gamma, const std::vector<float>
 class Graph {
 public:
   Graph() = default;
+  // `outputs` empty: the last layer is the one output. Runtime inputs (op kInput) must be the
+  // first layers, ids 0, 1, ...; every other layer follows them.
   Graph(std::string name, DType dtype, std::vector<Layer> layers,
-        std::shared_ptr<const ParamStore> params = nullptr);
+        std::shared_ptr<const ParamStore> params = nullptr, std::vector<GraphOutput> outputs = {});
 
   const std::string& name() const { return name_; }
   DType dtype() const { return dtype_; }
@@ -128,10 +139,23 @@ public:
   int size() const { return static_cast<int>(layers_.size()); }
   // Layers that read the output of `id`, in topological order.
   const std::vector<int>& consumers(int id) const { return consumers_.at(static_cast<size_t>(id)); }
-  // The layer whose output is the graph's output (the last layer).
-  int output() const { return size() - 1; }
+  // The runtime inputs: layers 0 .. num_inputs() − 1 (op kInput), in the order they were
+  // declared (an ONNX file's); the computed layers are num_inputs() .. size() − 1, so the
+  // first layer a group may hold is num_inputs(). Most graphs have one input, layer 0.
+  int num_inputs() const { return num_inputs_; }
+  std::vector<int> inputs() const;
+  bool is_input(int id) const { return id >= 0 && id < num_inputs_; }
+  // The layers whose outputs are the graph's outputs, in order (an ONNX file's); by default the
+  // last layer alone. A layer may be an output and be read by later layers too.
+  const std::vector<int>& outputs() const { return output_ids_; }
+  const std::vector<GraphOutput>& output_refs() const { return outputs_; }
+  bool is_output(int id) const;
+  // The one output / the one input's shape of a graph that has exactly one (an internal error
+  // otherwise: a caller that handles several asks outputs() / inputs()).
+  int output() const;
+  const TensorShape& input_shape() const;
+  // Every input has the same batch (GraphBuilder checks it).
   int batch() const { return layers_.empty() ? 0 : static_cast<int>(layers_[0].out.n); }
-  const TensorShape& input_shape() const { return layers_.at(0).out; }
 
   int64_t total_params() const;
   int64_t total_macs() const;
@@ -157,6 +181,9 @@ private:
   std::vector<Layer> layers_;
   std::vector<std::vector<int>> consumers_;
   std::shared_ptr<const ParamStore> params_;
+  int num_inputs_ = 0;
+  std::vector<GraphOutput> outputs_;
+  std::vector<int> output_ids_;
 };
 
 // The dims of layer `l`'s weight in the stored form (kernels/weights.h): conv [Cout, Cin/groups,

@@ -255,20 +255,67 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   }
 }
 
-GraphBuilder::GraphBuilder(std::string graph_name, TensorShape input, DType dtype)
-    : name_(std::move(graph_name)), dtype_(dtype), op_counters_(op_names().size(), 0) {
-  if (input.n < 1 || input.c < 1 || input.d < 1 || input.h < 1 || input.w < 1)
-    throw ShapeError("graph '" + name_ + "': input shape " + input.str() +
+namespace {
+
+void check_input_shape(const std::string& graph, const std::string& input, const TensorShape& s) {
+  if (s.n < 1 || s.c < 1 || s.d < 1 || s.h < 1 || s.w < 1)
+    throw ShapeError("graph '" + graph + "': input '" + input + "' shape " + s.str() +
                      " must have every dimension >= 1");
-  const std::string too_big = shape_limit_problem(input);
+  const std::string too_big = shape_limit_problem(s);
   if (!too_big.empty())
-    throw ShapeError("graph '" + name_ + "': input " + too_big);
+    throw ShapeError("graph '" + graph + "': input '" + input + "' " + too_big);
+}
+
+} // namespace
+
+GraphBuilder::GraphBuilder(std::string graph_name, TensorShape input, DType dtype,
+                           std::string input_name)
+    : name_(std::move(graph_name)), dtype_(dtype), op_counters_(op_names().size(), 0) {
+  check_input_shape(name_, input_name, input);
   Layer l;
   l.id = 0;
-  l.name = "input";
+  l.name = std::move(input_name);
   l.op = OpKind::kInput;
   l.out = input;
   layers_.push_back(l);
+}
+
+int GraphBuilder::add_input(const TensorShape& shape, const std::string& name) {
+  if (layers_.back().op != OpKind::kInput)
+    throw ShapeError("graph '" + name_ + "': input '" + name +
+                     "' comes after computed layers; declare every input first");
+  check_input_shape(name_, name, shape);
+  if (shape.n != layers_[0].out.n)
+    throw ShapeError("graph '" + name_ + "': input '" + name + "' " + shape.str() + " has batch " +
+                     std::to_string(shape.n) + ", input '" + layers_[0].name + "' " +
+                     layers_[0].out.str() + " batch " + std::to_string(layers_[0].out.n) +
+                     "; every input must have the same batch");
+  for (const Layer& l : layers_)
+    if (l.name == name)
+      throw ShapeError("graph '" + name_ + "': two inputs are named '" + name + "'");
+  Layer l;
+  l.id = static_cast<int>(layers_.size());
+  l.name = name;
+  l.op = OpKind::kInput;
+  l.out = shape;
+  layers_.push_back(l);
+  return l.id;
+}
+
+void GraphBuilder::mark_output(int id, const std::string& name) {
+  const Layer& l = layer(id);
+  const std::string out_name = name.empty() ? l.name : name;
+  if (l.op == OpKind::kInput)
+    throw ShapeError("graph '" + name_ + "': output '" + out_name + "' is the input '" + l.name +
+                     "'; an output must be computed by a layer");
+  for (const GraphOutput& o : outputs_) {
+    if (o.layer == id)
+      throw ShapeError("graph '" + name_ + "': outputs '" + o.name + "' and '" + out_name +
+                       "' are both layer '" + l.name + "'");
+    if (o.name == out_name)
+      throw ShapeError("graph '" + name_ + "': two outputs are named '" + out_name + "'");
+  }
+  outputs_.push_back(GraphOutput{id, out_name});
 }
 
 const TensorShape& GraphBuilder::shape(int id) const {
@@ -290,6 +337,8 @@ std::string GraphBuilder::auto_name(OpKind op, const std::string& given) {
 int GraphBuilder::add_layer(Layer l) {
   l.id = static_cast<int>(layers_.size());
   l.name = auto_name(l.op, l.name);
+  if (l.op == OpKind::kInput)
+    shape_error(l, "an input is declared with add_input, before the computed layers");
   std::vector<const TensorShape*> in;
   for (int x : l.inputs) {
     if (x < 0 || x >= l.id)
@@ -531,7 +580,7 @@ int GraphBuilder::conv_bn_relu(int x, int64_t out_channels, int kernel, int stri
 }
 
 Graph GraphBuilder::build() const {
-  return Graph(name_, dtype_, layers_, params_);
+  return Graph(name_, dtype_, layers_, params_, outputs_);
 }
 
 } // namespace brickdl

@@ -12,9 +12,17 @@ namespace brickdl {
 
 class GraphBuilder {
 public:
-  GraphBuilder(std::string graph_name, TensorShape input, DType dtype = DType::kF32);
+  // The graph's first runtime input, layer 0, named `input_name`.
+  GraphBuilder(std::string graph_name, TensorShape input, DType dtype = DType::kF32,
+               std::string input_name = "input");
 
   int input() const { return 0; }
+  // Another runtime input (layer 1, 2, ...): before any computed layer, with the batch of the
+  // first. Returns its id.
+  int add_input(const TensorShape& shape, const std::string& name);
+  // Makes layer `id` a graph output, leaving under `name` (default: the layer's name), after
+  // those marked before. A graph with none marked has one: its last layer.
+  void mark_output(int id, const std::string& name = "");
   const TensorShape& shape(int id) const;
   const Layer& layer(int id) const;
 
@@ -87,6 +95,7 @@ private:
   std::vector<Layer> layers_;
   std::vector<int> op_counters_;
   std::shared_ptr<const ParamStore> params_;
+  std::vector<GraphOutput> outputs_;
   int64_t total_macs_ = 0; // of the layers so far (core/limits.h: kMaxGraphMacs)
 };
 

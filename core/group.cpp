@@ -13,7 +13,8 @@ namespace brickdl {
 namespace {
 
 bool in_range(const Graph& graph, const Group& group) {
-  return group.first >= 1 && group.first <= group.last && group.last < graph.size();
+  return group.first >= std::max(graph.num_inputs(), 1) && group.first <= group.last &&
+         group.last < graph.size();
 }
 
 void check_range(const Graph& graph, const Group& group) {
@@ -70,7 +71,8 @@ std::string layer_description(const Graph& graph, const Layer& l) {
 std::string group_invalid_reason(const Graph& graph, const Group& group) {
   if (!in_range(graph, group))
     return "group [" + std::to_string(group.first) + ", " + std::to_string(group.last) +
-           "] is not a range of layers 1.." + std::to_string(graph.size() - 1);
+           "] is not a range of layers " + std::to_string(std::max(graph.num_inputs(), 1)) + ".." +
+           std::to_string(graph.size() - 1);
   for (int id = group.first; id < group.last; ++id)
     for (int c : graph.consumers(id))
       if (!group.contains(c))
@@ -194,6 +196,11 @@ std::string brick_blocker(const Graph& graph, const Group& group) {
       return "layer '" + l.name + "' (" + op_name(l.op) + ", output " + l.out.str() +
              ") cannot be computed brick by brick, so padded and memoized cannot run the "
              "group; it runs layerwise";
+    // Padded and memoized compute an intermediate only where the last layer needs it and
+    // store none whole: a graph output must be the last layer of their groups.
+    if (id < group.last && graph.is_output(id))
+      return "layer '" + l.name + "' is a graph output inside the group; padded and memoized " +
+             "store only the last layer's output, so the group runs layerwise";
   }
   return "";
 }
@@ -221,7 +228,15 @@ std::string workload_signature(const Graph& graph, const Group& group) {
     layer_part += fmt::format(" | L{}={}({}){}{} -> {}", id - group.first, op_name(l.op), ins,
                               attribute_text(l), epilogue_text(l), shape_wo_batch(l.out));
   }
-  return fmt::format("v1 n{} {}", graph.batch(), dtype_name(graph.dtype())) + ext_part + layer_part;
+  // Graph outputs before the last layer change what may run the group (brick_blocker); graphs
+  // with one output never have them, so their keys stay as they were.
+  std::string inner_outputs;
+  for (int id = group.first; id < group.last; ++id)
+    if (graph.is_output(id))
+      inner_outputs +=
+          (inner_outputs.empty() ? " | outputs L" : ",L") + std::to_string(id - group.first);
+  return fmt::format("v1 n{} {}", graph.batch(), dtype_name(graph.dtype())) + ext_part +
+         layer_part + inner_outputs;
 }
 
 std::string workload_description(const Graph& graph, const Group& group) {

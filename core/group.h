@@ -9,7 +9,9 @@
 //
 // A group is a contiguous range [first, last] of a (fused) graph's topological order whose
 // only output leaving the group is its last layer's; inputs may come from outside (residual
-// skips). Layer 0, the graph input, is never in a group. The model (model/detail/geometry),
+// skips). The graph's inputs (layer 0, or layers 0 .. num_inputs() − 1) are never in a group.
+// A graph output before a group's last layer is written by layerwise execution, as every layer
+// is; padded and memoized refuse such a group (brick_blocker). The model (model/detail/geometry),
 // the search space, the CPU executor and the CUDA code generator all ask these functions, so
 // they agree on what a group is and what it reads.
 #include <string>
@@ -27,8 +29,8 @@ struct Group {
   bool operator==(const Group& o) const = default;
 };
 
-// Empty when `group` is a group of `graph`; else why not: a range outside layers
-// 1..size−1, or a layer before the last whose output is read outside the group (named).
+// Empty when `group` is a group of `graph`; else why not: a range outside the computed layers
+// num_inputs()..size−1, or a layer before the last whose output is read outside the group (named).
 std::string group_invalid_reason(const Graph& graph, const Group& group);
 bool is_valid_group(const Graph& graph, const Group& group);
 
@@ -37,7 +39,8 @@ bool is_valid_group(const Graph& graph, const Group& group);
 std::vector<int> group_external_inputs(const Graph& graph, const Group& group);
 
 // Empty when padded and memoized can compute every layer of the (valid) group brick by
-// brick (is_brickable, core/op_traits.h); else why not, naming the first layer that stops
+// brick (is_brickable, core/op_traits.h) and store every output the group must leave (a graph
+// output before its last layer stops them); else why not, naming the first layer that stops
 // them.
 std::string brick_blocker(const Graph& graph, const Group& group);
 
@@ -132,7 +135,8 @@ int cluster_stream_slice(int cluster);
 // X1, ...), so it depends neither on layer names nor on where the group sits. It holds what
 // determines the work: ops, attributes (attribute_text, core/op_traits.h), epilogues, the
 // shapes of the external inputs and of every layer's output (without the batch), the batch
-// and the precision, e.g.
+// and the precision, and, only where a graph output lies before the last layer, which layers
+// those are (" | outputs L1"), e.g.
 //   "v1 n8 fp32 | X0=64x56x56 | L0=conv(X0) k1x3x3 s1x1x1 p0x1x1 d1x1x1 g1 c64 b1 relu
 //    -> 64x56x56 | ..."
 std::string workload_signature(const Graph& graph, const Group& group);

@@ -41,11 +41,13 @@ public:
     op->set_version(layer_norm ? kLayerNormOpset : kExportOpset);
     graph_ = m.mutable_graph();
     graph_->set_name(g_.name());
-    value_info(graph_->add_input(), "input", g_.input_shape());
+    for (int id : g_.inputs())
+      value_info(graph_->add_input(), out_name(id), g_.layer(id).out);
     for (const Layer& l : g_.layers())
       if (l.op != OpKind::kInput)
         layer(l);
-    value_info(graph_->add_output(), out_name(g_.output()), g_.layer(g_.output()).out);
+    for (const GraphOutput& o : g_.output_refs())
+      value_info(graph_->add_output(), output_value(o), g_.layer(o.layer).out);
     return m;
   }
 
@@ -58,8 +60,22 @@ private:
       t->mutable_shape()->add_dim()->set_dim_value(d);
   }
 
-  // The tensor that holds layer id's output (after its epilogue activation, if any).
-  std::string out_name(int id) const { return id == 0 ? "input" : g_.layer(id).name; }
+  // The tensor that holds layer id's output (after its epilogue activation, if any); the one
+  // input of a graph that has one is "input".
+  std::string out_name(int id) const {
+    return g_.is_input(id) && g_.num_inputs() == 1 ? "input" : g_.layer(id).name;
+  }
+
+  // The value a graph output leaves under: its layer's tensor; for a graph of several outputs,
+  // an Identity of it under the output's own name where that differs and names no tensor (a
+  // re-import then names the outputs as the graph did).
+  std::string output_value(const GraphOutput& o) {
+    const std::string tensor = out_name(o.layer);
+    if (g_.outputs().size() == 1 || o.name == tensor || g_.find(o.name) >= 0 || o.name == "input")
+      return tensor;
+    add_node("Identity", o.name, {tensor}, o.name);
+    return o.name;
+  }
 
   onnx::NodeProto* add_node(const std::string& op, const std::string& name,
                             std::vector<std::string> inputs, const std::string& output) {

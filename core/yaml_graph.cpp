@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/detail/yaml_reader.h"
 #include "core/graph_builder.h"
@@ -64,6 +65,28 @@ Window read_window(const YamlValue& m, int rank, bool stride_defaults_to_kernel)
   return w;
 }
 
+// A spatial size [H, W] or [D, H, W].
+std::vector<int64_t> read_size(const YamlValue& s, const std::string& what) {
+  const std::vector<YamlValue> items = s.items(what);
+  if (items.size() != 2 && items.size() != 3)
+    s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
+  std::vector<int64_t> size;
+  for (const auto& x : items)
+    size.push_back(x.as_size(1, kMaxExtent));
+  return size;
+}
+
+TensorShape shape_of(int64_t batch, int64_t channels, const std::vector<int64_t>& size) {
+  TensorShape t;
+  t.n = batch;
+  t.c = channels;
+  t.spatial_rank = static_cast<int>(size.size());
+  t.d = size.size() == 3 ? size[0] : 1;
+  t.h = size[size.size() - 2];
+  t.w = size[size.size() - 1];
+  return t;
+}
+
 TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
   const YamlValue in = g.get("input");
   if (in.present())
@@ -73,11 +96,7 @@ TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
     const YamlValue s = in.present() ? in.require("size", "the spatial size, [H, W] or [D, H, W]")
                                      : g.require("input", "the graph input, e.g. input: "
                                                           "{channels: 3, size: [224, 224]}");
-    const std::vector<YamlValue> items = s.items("input.size");
-    if (items.size() != 2 && items.size() != 3)
-      s.fail("expected [H, W] or [D, H, W], got a list of " + std::to_string(items.size()));
-    for (const auto& x : items)
-      size.push_back(x.as_size(1, kMaxExtent));
+    size = read_size(s, "input.size");
   }
   int64_t channels = options.input_channels;
   if (channels <= 0) {
@@ -87,14 +106,26 @@ TensorShape read_input(const YamlValue& g, const YamlGraphOptions& options) {
     channels = c.as_size(1, kMaxChannels);
   }
   BRICKDL_CHECK(size.size() == 2 || size.size() == 3, "input size must have 2 or 3 extents");
-  TensorShape t;
-  t.n = options.batch;
-  t.c = channels;
-  t.spatial_rank = static_cast<int>(size.size());
-  t.d = size.size() == 3 ? size[0] : 1;
-  t.h = size[size.size() - 2];
-  t.w = size[size.size() - 1];
-  return t;
+  return shape_of(options.batch, channels, size);
+}
+
+// One entry of `inputs:` (several runtime inputs): {name, channels, size}, all required; every
+// input has the spatial rank of the first.
+std::pair<std::string, TensorShape> read_named_input(const YamlValue& v,
+                                                     const YamlGraphOptions& options, int rank) {
+  v.expect_keys({"name", "channels", "size"}, "a graph input");
+  const YamlValue n = v.require("name", "the input's name, which layers' `inputs` use");
+  const std::string name = n.as_string();
+  if (name.empty())
+    n.fail("an input name must not be empty");
+  const YamlValue s = v.require("size", "the spatial size, [H, W] or [D, H, W]");
+  const std::vector<int64_t> size = read_size(s, "size");
+  if (rank > 0 && static_cast<int>(size.size()) != rank)
+    s.fail("input '" + name + "' is " + std::to_string(size.size()) + "-D; the first input is " +
+           std::to_string(rank) + "-D, and every input must have its rank");
+  const int64_t channels =
+      v.require("channels", "the number of input channels").as_size(1, kMaxChannels);
+  return {name, shape_of(options.batch, channels, size)};
 }
 
 class GraphReader {
@@ -103,12 +134,9 @@ public:
       : root_(root), options_(options) {}
 
   Graph read() {
-    root_.expect_keys({"name", "input", "layers"}, "the graph");
+    root_.expect_keys({"name", "input", "inputs", "layers", "outputs"}, "the graph");
     const std::string name = root_.has("name") ? root_.get("name").as_string() : options_.name;
-    const TensorShape input = read_input(root_, options_);
-    rank_ = input.spatial_rank;
-    GraphBuilder builder(name, input, options_.dtype);
-    ids_["input"] = 0;
+    GraphBuilder builder = root_.has("inputs") ? read_inputs_list(name) : one_input(name);
 
     const YamlValue layers_node =
         root_.require("layers", "the list of layers, e.g. layers: [{op: conv, ...}, ...]");
@@ -121,14 +149,90 @@ public:
     // Explicit names, so an input naming a later layer gets a precise message.
     for (size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].is_map() && layers[i].has("name") && layers[i].get("name").is_scalar())
-        later_.emplace(layers[i].get("name").node().Scalar(), static_cast<int>(i) + 1);
+        later_.emplace(layers[i].get("name").node().Scalar(), static_cast<int>(i) + num_inputs_);
     }
     for (const auto& l : layers)
       read_layer(l, builder);
+    if (root_.has("outputs"))
+      read_outputs(root_.get("outputs"), builder);
     return builder.build();
   }
 
 private:
+  // `input: {channels, size}`: one runtime input, layer 0, named `input`.
+  GraphBuilder one_input(const std::string& name) {
+    const TensorShape input = read_input(root_, options_);
+    rank_ = input.spatial_rank;
+    ids_["input"] = 0;
+    num_inputs_ = 1;
+    return GraphBuilder(name, input, options_.dtype);
+  }
+
+  // `inputs: [{name, channels, size}, ...]`: several runtime inputs, layers 0, 1, ..., named
+  // as given. The first layer without `inputs` reads the last of them.
+  GraphBuilder read_inputs_list(const std::string& name) {
+    const YamlValue v = root_.get("inputs");
+    if (root_.has("input"))
+      v.fail("give `input` (one runtime input) or `inputs` (a list), not both");
+    if (!options_.input_size.empty() || options_.input_channels > 0)
+      v.fail("input_size and input_channels apply to a graph of one `input`; this graph lists "
+             "its inputs, each with its own channels and size");
+    const std::vector<YamlValue> items = v.items("inputs");
+    if (items.empty())
+      v.fail("expected at least one input, e.g. inputs: [{name: x, channels: 3, size: [32, 32]}]");
+    std::optional<GraphBuilder> builder;
+    for (const YamlValue& item : items) {
+      item.expect_map("a graph input");
+      const auto [input_name, shape] = read_named_input(item, options_, rank_if_known());
+      if (ids_.count(input_name))
+        item.get("name").fail("duplicate input name '" + input_name + "'");
+      try {
+        last_id_ = builder ? builder->add_input(shape, input_name) : 0;
+        if (!builder)
+          builder.emplace(name, shape, options_.dtype, input_name);
+      } catch (const ShapeError& e) {
+        throw ShapeError(item.where(), e.bare_message());
+      }
+      rank_ = shape.spatial_rank;
+      ids_[input_name] = last_id_;
+      ++num_inputs_;
+    }
+    return std::move(*builder);
+  }
+
+  int rank_if_known() const { return num_inputs_ > 0 ? rank_ : 0; }
+
+  // `outputs: [name, ...]` (or one name): the layers whose outputs leave the graph, in order;
+  // without it, the last layer.
+  void read_outputs(const YamlValue& v, GraphBuilder& builder) const {
+    std::vector<YamlValue> names;
+    if (v.is_scalar()) {
+      names.push_back(v);
+    } else if (v.is_seq()) {
+      names = v.items("outputs");
+      if (names.empty())
+        v.fail("expected at least one layer name");
+    } else {
+      v.fail("expected a layer name or a list of layer names, got " + v.describe());
+    }
+    for (const YamlValue& n : names) {
+      const std::string s = n.as_string();
+      const auto it = ids_.find(s);
+      if (it == ids_.end()) {
+        std::vector<std::string> known;
+        for (const auto& [layer, id] : ids_)
+          known.push_back(layer);
+        n.fail("unknown output '" + s + "'" + did_you_mean(s, known) +
+               "; outputs name layers of the graph");
+      }
+      try {
+        builder.mark_output(it->second);
+      } catch (const ShapeError& e) {
+        throw ShapeError(n.where(), e.bare_message());
+      }
+    }
+  }
+
   void read_layer(const YamlValue& m, GraphBuilder& builder) {
     m.expect_map("a layer");
     const YamlValue op_node =
@@ -170,7 +274,9 @@ private:
 
   std::string used_by(const std::string& name) const {
     const int id = ids_.at(name);
-    return id == 0 ? " (it is the graph input)" : " (by layer " + std::to_string(id) + ")";
+    if (id < num_inputs_)
+      return num_inputs_ == 1 ? " (it is the graph input)" : " (it is a graph input)";
+    return " (by layer " + std::to_string(id) + ")";
   }
 
   std::vector<int> read_inputs(const YamlValue& m) const {
@@ -305,6 +411,7 @@ private:
   const YamlValue& root_;
   const YamlGraphOptions& options_;
   int rank_ = 2;
+  int num_inputs_ = 0;
   int last_id_ = 0;
   std::map<std::string, int> ids_;   // names defined so far
   std::map<std::string, int> later_; // explicit names of all layers (1-based position)

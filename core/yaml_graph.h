@@ -9,9 +9,23 @@
 //     - {op: add, inputs: [c1, c2]}
 //   name: my_graph                                 # optional
 //
+// A graph of several runtime inputs lists them instead of `input`, each named, and may name its
+// outputs (default: the last layer), in order:
+//
+//   inputs:
+//     - {name: p3, channels: 8, size: [16, 16]}
+//     - {name: p4, channels: 16, size: [8, 8]}
+//   layers:
+//     - {op: upsample, name: up, inputs: p4, scale: 2}
+//     - {op: concat, name: cat, inputs: [p3, up]}
+//     - {op: conv, name: head3, out_channels: 4, kernel: 1, inputs: cat}
+//     - {op: conv, name: head4, out_channels: 4, kernel: 1, inputs: p4}
+//   outputs: [head3, head4]
+//
 // Each layer is a mapping with `op` (a name of core/graph.h except `input`), an optional
 // unique `name` (default "<op><k>", e.g. "conv2"), optional `inputs` (a name or a list of
-// names of earlier layers; `input` is the graph input; default: the previous layer) and the
+// names of earlier layers; `input` is the graph input, or an input's name; default: the previous
+// layer, or the last input) and the
 // attributes of its op:
 //
 //   conv        out_channels, kernel (required); stride 1, padding 0, dilation 1, groups 1,

@@ -112,6 +112,10 @@ struct GroupResult {
   bool supported = true;
   std::string reason; // why not, when !supported
   Tensor output;      // the last layer's output
+  // The outputs of the group's layers before the last that are graph outputs, by layer id:
+  // layerwise only (padded and memoized refuse such groups: core/group.h brick_blocker). Their
+  // stores count as intermediate stores, as every layerwise layer's do.
+  std::map<int, Tensor> inner_outputs;
   ExecCounters counters;
 };
 

@@ -294,12 +294,16 @@ NpyArray read_npy(const std::string& path) {
 }
 
 Tensor read_npy_tensor(const std::string& path, const TensorShape& shape) {
-  NpyArray a = read_npy(path);
+  return npy_to_tensor(read_npy(path), shape, path);
+}
+
+Tensor npy_to_tensor(NpyArray a, const TensorShape& shape, const std::string& path,
+                     const std::string& what) {
   const std::vector<int64_t> want = npy_shape(shape);
   if (a.shape != want) {
     const std::string got = join_dims(a.shape, "x");
-    throw UserError(path + ": array of shape " + (got.empty() ? "()" : got) + ", expected " +
-                    join_dims(want, "x"));
+    throw UserError(path + (what.empty() ? "" : " (" + what + ")") + ": array of shape " +
+                    (got.empty() ? "()" : got) + ", expected " + join_dims(want, "x"));
   }
   Tensor t(shape);
   t.values() = std::move(a.data);

@@ -26,6 +26,10 @@ void write_npy(const std::string& path, const Tensor& t);
 NpyArray read_npy(const std::string& path);
 // Reads a tensor that must have `shape` (as write_npy writes it); UserError when not.
 Tensor read_npy_tensor(const std::string& path, const TensorShape& shape);
+// The array `a`, read from `path`, as a tensor that must have `shape`; UserError naming `path`
+// (and `what`, e.g. "input 'x'", when given) when its shape differs.
+Tensor npy_to_tensor(NpyArray a, const TensorShape& shape, const std::string& path,
+                     const std::string& what = "");
 
 // The .npy shape of a tensor shape (see write_npy).
 std::vector<int64_t> npy_shape(const TensorShape& shape);

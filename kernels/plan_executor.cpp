@@ -14,9 +14,12 @@ void validate_plan(const Graph& g, const std::vector<Candidate>& plan) {
     const std::string where = "plan entry " + std::to_string(k) + " (layers " +
                               std::to_string(c.group.first) + ".." + std::to_string(c.group.last) +
                               ")";
-    if (c.group.first < 1 || c.group.last >= g.size() || c.group.first > c.group.last)
-      throw UserError(where + ": first and last must satisfy 1 <= first <= last <= " +
-                      std::to_string(g.size() - 1));
+    const int first = std::max(g.num_inputs(), 1);
+    if (c.group.first < first || c.group.last >= g.size() || c.group.first > c.group.last)
+      throw UserError(
+          where + ": first and last must satisfy " + std::to_string(first) +
+          " <= first <= last <= " + std::to_string(g.size() - 1) +
+          (first > 1 ? " (layers 0.." + std::to_string(first - 1) + " are the inputs)" : ""));
     for (int id = c.group.first; id <= c.group.last; ++id) {
       if (owner[static_cast<size_t>(id)] >= 0)
         throw UserError(where + ": layer " + std::to_string(id) + " is already in plan entry " +
@@ -34,13 +37,21 @@ namespace {
 // The activations of a plan run: each layer's output, freed after its last reader ran.
 class Activations {
 public:
-  Activations(const Graph& g, const Tensor& input)
+  Activations(const Graph& g, std::vector<Tensor> inputs)
       : g_(g), out_(static_cast<size_t>(g.size())),
         last_reader_(static_cast<size_t>(g.size()), -1) {
     for (const Layer& l : g.layers())
       for (int p : l.inputs)
         last_reader_[static_cast<size_t>(p)] = l.id;
-    out_[0] = input;
+    BRICKDL_CHECK(static_cast<int>(inputs.size()) == g.num_inputs(),
+                  "got " << inputs.size() << " inputs for a graph of " << g.num_inputs());
+    for (int id = 0; id < g.num_inputs(); ++id) {
+      Tensor& x = inputs[static_cast<size_t>(id)];
+      BRICKDL_CHECK(x.shape() == g.layer(id).out, "input " << x.shape().str() << " for graph input "
+                                                           << g.layer(id).name << " "
+                                                           << g.layer(id).out.str());
+      out_[static_cast<size_t>(id)] = std::move(x);
+    }
   }
 
   // The group's external inputs (core/group.h order), as execute_group takes them.
@@ -51,16 +62,24 @@ public:
     return in;
   }
 
-  // Stores the output of layers [first, last] and frees every input no later layer reads.
-  void store(const Group& group, Tensor output) {
-    out_[static_cast<size_t>(group.last)] = std::move(output);
+  // Stores the outputs of layers [first, last] (the last layer's, and graph outputs before it)
+  // and frees every input no later layer reads that is no graph output.
+  void store(const Group& group, GroupResult& r) {
+    out_[static_cast<size_t>(group.last)] = std::move(r.output);
+    for (auto& [id, t] : r.inner_outputs)
+      out_[static_cast<size_t>(id)] = std::move(t);
     for (int id = group.first; id <= group.last; ++id)
       for (int p : g_.layer(id).inputs)
-        if (last_reader_[static_cast<size_t>(p)] <= group.last && p != g_.output())
+        if (last_reader_[static_cast<size_t>(p)] <= group.last && !g_.is_output(p))
           out_[static_cast<size_t>(p)] = Tensor();
   }
 
-  Tensor take_output() { return std::move(out_.back()); }
+  std::vector<Tensor> take_outputs() {
+    std::vector<Tensor> outs;
+    for (int id : g_.outputs())
+      outs.push_back(std::move(out_[static_cast<size_t>(id)]));
+    return outs;
+  }
 
 private:
   const Graph& g_;
@@ -93,25 +112,40 @@ ExecCounters run_group(const Graph& g, const Candidate& c, Activations& acts,
   GroupResult r = execute_group(g, c, acts.inputs_of(c.group), weights, options);
   BRICKDL_CHECK(r.supported, "layers " << g.layer(c.group.first).name << " .. "
                                        << g.layer(c.group.last).name << ": " << r.reason);
-  acts.store(c.group, std::move(r.output));
+  for (int id = c.group.first; id < c.group.last; ++id)
+    BRICKDL_CHECK(!g.is_output(id) || r.inner_outputs.count(id),
+                  "graph output " << g.layer(id).name << " was not kept by its group");
+  acts.store(c.group, r);
   return std::move(r.counters);
 }
 
 } // namespace
 
+const Tensor& PlanResult::output() const {
+  BRICKDL_CHECK(outputs.size() == 1,
+                "the graph has " << outputs.size() << " outputs; the caller expects one");
+  return outputs[0];
+}
+
 PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan, const Tensor& input,
                         const ModelWeights& weights, const ExecOptions& options,
                         const LayerProgress& progress) {
+  BRICKDL_CHECK(g.num_inputs() == 1, "graph " << g.name() << " has " << g.num_inputs()
+                                              << " inputs; the caller gives one");
+  return execute_plan(g, plan, std::vector<Tensor>{input}, weights, options, progress);
+}
+
+PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,
+                        std::vector<Tensor> inputs, const ModelWeights& weights,
+                        const ExecOptions& options, const LayerProgress& progress) {
   validate_plan(g, plan);
-  BRICKDL_CHECK(input.shape() == g.input_shape(),
-                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
   const std::vector<size_t> order = run_order(plan);
   PlanResult res;
   res.group_counters.resize(plan.size());
   res.counters.bricks_per_layer.assign(static_cast<size_t>(g.size()), 0);
-  Activations acts(g, input);
+  Activations acts(g, std::move(inputs));
   size_t next = 0;
-  for (int id = 1; id < g.size();) {
+  for (int id = g.num_inputs(); id < g.size();) {
     Candidate c;
     if (next < order.size() && plan[order[next]].group.first == id) {
       const size_t k = order[next++];
@@ -129,7 +163,7 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan, cons
     if (progress)
       progress(c.group.last);
   }
-  res.output = acts.take_output();
+  res.outputs = acts.take_outputs();
   return res;
 }
 

@@ -14,7 +14,9 @@
 namespace brickdl::kernels {
 
 struct PlanResult {
-  Tensor output; // the graph's output (last layer)
+  std::vector<Tensor> outputs; // the graph's outputs, graph.outputs() order
+  // The only output of a graph that has one (an internal error otherwise).
+  const Tensor& output() const;
   // Summed over the plan's groups and the layers run layerwise between them. The per-layer
   // brick counts are indexed by the graph's layer id (bricks_per_layer has graph.size()
   // entries, 0 for the input and for layers run layerwise), so "bricks_computed.<i>" of
@@ -29,8 +31,13 @@ struct PlanResult {
 // (unsupported_reason). An empty plan runs every layer layerwise.
 void validate_plan(const Graph& graph, const std::vector<Candidate>& plan);
 
-// `graph` is the graph the plan partitions (usually fused); `input` is the output of layer 0.
-// `progress`, when set, is called after each plan group and each layer run between them.
+// `graph` is the graph the plan partitions (usually fused); `inputs` are its runtime inputs
+// (graph.inputs() order). `progress`, when set, is called after each plan group and each layer
+// run between them.
+PlanResult execute_plan(const Graph& graph, const std::vector<Candidate>& plan,
+                        std::vector<Tensor> inputs, const ModelWeights& weights,
+                        const ExecOptions& options = {}, const LayerProgress& progress = {});
+// The same for a graph of one input: `input` is the output of layer 0.
 PlanResult execute_plan(const Graph& graph, const std::vector<Candidate>& plan, const Tensor& input,
                         const ModelWeights& weights, const ExecOptions& options = {},
                         const LayerProgress& progress = {});

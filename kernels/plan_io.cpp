@@ -38,10 +38,13 @@ int layer_ref(const json& v, const std::string& file, const std::string& key, co
   } else {
     fail(file, key, "expected a layer id (integer) or a layer name (string)");
   }
-  if (id < 1 || id >= g.size())
+  if (id < std::max(g.num_inputs(), 1) || id >= g.size())
     fail(file, key,
-         "layer " + std::to_string(id) + " is not in 1.." + std::to_string(g.size() - 1) +
-             " (layer ids of the fused graph; 0 is the input)");
+         "layer " + std::to_string(id) + " is not in " +
+             std::to_string(std::max(g.num_inputs(), 1)) + ".." + std::to_string(g.size() - 1) +
+             (g.num_inputs() > 1 ? " (layer ids of the fused graph; 0.." +
+                                       std::to_string(g.num_inputs() - 1) + " are the inputs)"
+                                 : " (layer ids of the fused graph; 0 is the input)"));
   return id;
 }
 

@@ -493,29 +493,48 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   return y;
 }
 
-Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weights, Accumulation acc,
-                 const LayerProgress& progress) {
-  BRICKDL_CHECK(input.shape() == g.input_shape(),
-                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
+std::vector<Tensor> run_graph_outputs(const Graph& g, std::vector<Tensor> inputs,
+                                      const ModelWeights& weights, Accumulation acc,
+                                      const LayerProgress& progress) {
+  BRICKDL_CHECK(static_cast<int>(inputs.size()) == g.num_inputs(),
+                "got " << inputs.size() << " inputs for a graph of " << g.num_inputs());
   std::vector<Tensor> out(static_cast<size_t>(g.size()));
   std::vector<int> last_reader(static_cast<size_t>(g.size()), -1);
   for (const Layer& l : g.layers())
     for (int p : l.inputs)
       last_reader[static_cast<size_t>(p)] = l.id;
-  out[0] = input;
-  for (int id = 1; id < g.size(); ++id) {
+  for (int id = 0; id < g.num_inputs(); ++id) {
+    Tensor& x = inputs[static_cast<size_t>(id)];
+    BRICKDL_CHECK(x.shape() == g.layer(id).out, "input " << x.shape().str() << " for graph input "
+                                                         << g.layer(id).name << " "
+                                                         << g.layer(id).out.str());
+    out[static_cast<size_t>(id)] = std::move(x);
+  }
+  for (int id = g.num_inputs(); id < g.size(); ++id) {
     const Layer& l = g.layer(id);
     std::vector<const Tensor*> in;
     for (int p : l.inputs)
       in.push_back(&out[static_cast<size_t>(p)]);
     out[static_cast<size_t>(id)] = run_layer(l, in, weights.at(id), acc);
     for (int p : l.inputs)
-      if (last_reader[static_cast<size_t>(p)] == id && p != g.output())
+      if (last_reader[static_cast<size_t>(p)] == id && !g.is_output(p))
         out[static_cast<size_t>(p)] = Tensor();
     if (progress)
       progress(id);
   }
-  return std::move(out.back());
+  std::vector<Tensor> outputs;
+  for (int id : g.outputs())
+    outputs.push_back(std::move(out[static_cast<size_t>(id)]));
+  return outputs;
+}
+
+Tensor run_graph(const Graph& g, const Tensor& input, const ModelWeights& weights, Accumulation acc,
+                 const LayerProgress& progress) {
+  BRICKDL_CHECK(input.shape() == g.input_shape(),
+                "input " << input.shape().str() << " for graph input " << g.input_shape().str());
+  BRICKDL_CHECK(g.outputs().size() == 1, "graph " << g.name() << " has " << g.outputs().size()
+                                                  << " outputs; run_graph_outputs returns them");
+  return std::move(run_graph_outputs(g, std::vector<Tensor>{input}, weights, acc, progress)[0]);
 }
 
 } // namespace brickdl::kernels

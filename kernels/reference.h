@@ -76,9 +76,14 @@ Tensor run_layer(const Layer& layer, const std::vector<const Tensor*>& inputs,
 // `last_done` has run (graph layer ids; the last layer's id when the run is complete).
 using LayerProgress = std::function<void(int last_done)>;
 
-// Every layer of `graph` in order from `input` (the output of layer 0); returns the output of
-// the last layer. Intermediate tensors are freed after their last reader. `progress`, when
-// set, is called after each layer.
+// Every layer of `graph` in order from `inputs` (one per runtime input, graph.inputs() order);
+// returns the graph's outputs (graph.outputs() order). Intermediate tensors are freed after
+// their last reader. `progress`, when set, is called after each layer.
+std::vector<Tensor> run_graph_outputs(const Graph& graph, std::vector<Tensor> inputs,
+                                      const ModelWeights& weights,
+                                      Accumulation acc = Accumulation::kF32,
+                                      const LayerProgress& progress = {});
+// The same for a graph of one input (`input`, the output of layer 0) and one output.
 Tensor run_graph(const Graph& graph, const Tensor& input, const ModelWeights& weights,
                  Accumulation acc = Accumulation::kF32, const LayerProgress& progress = {});
 

@@ -1,5 +1,7 @@
 #include "model/baseline.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/graph_builder.h"
 #include "core/op_traits.h"
@@ -43,11 +45,11 @@ void accumulate(Prediction& into, const Prediction& p) {
 }
 
 Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
-  BRICKDL_CHECK(fused.size() >= 2, "graph '" << fused.name() << "' has no layer");
+  BRICKDL_CHECK(fused.size() > fused.num_inputs(), "graph '" << fused.name() << "' has no layer");
   Baseline b;
   Candidate c;
   c.strategy = Strategy::kLayerwise;
-  for (int id = 1; id < fused.size(); ++id) {
+  for (int id = fused.num_inputs(); id < fused.size(); ++id) {
     c.group = {id, id};
     BaselineLayer row;
     row.layer = id;
@@ -59,7 +61,7 @@ Baseline layerwise_baseline(const CostModel& model, const Graph& fused) {
     b.layer_bounds.time_ms += row.bound.time_ms;
     b.layers.push_back(std::move(row));
   }
-  c.group = {1, fused.size() - 1};
+  c.group = {fused.num_inputs(), fused.size() - 1};
   b.warm = model.predict(fused, c);
   b.model_bound = model.lower_bound(fused, c.group);
   return b;
@@ -101,11 +103,15 @@ int add_activation_pass(GraphBuilder& b, int x, const Layer& l) {
 } // namespace
 
 PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
-  GraphBuilder b(fused.name() + " (paper-unfused)", fused.input_shape(), fused.dtype());
+  GraphBuilder b(fused.name() + " (paper-unfused)", fused.layer(0).out, fused.dtype(),
+                 fused.layer(0).name);
   const int n = fused.size();
   first_.assign(static_cast<size_t>(n), 0);
   last_.assign(static_cast<size_t>(n), 0);
-  for (int id = 1; id < n; ++id) {
+  for (int id = 1; id < fused.num_inputs(); ++id)
+    first_[static_cast<size_t>(id)] = last_[static_cast<size_t>(id)] =
+        b.add_input(fused.layer(id).out, fused.layer(id).name);
+  for (int id = fused.num_inputs(); id < n; ++id) {
     Layer l = fused.layer(id);
     const Activation act = l.activation;
     const bool bias = has_epilogue_passes(l) && l.bias;
@@ -127,11 +133,14 @@ PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
       x = add_activation_pass(b, x, fused.layer(id));
     last_[static_cast<size_t>(id)] = x;
   }
+  for (const GraphOutput& o : fused.output_refs())
+    b.mark_output(last_[static_cast<size_t>(o.layer)], o.name);
   unfused_ = b.build();
 }
 
 Group PaperUnfusedBaseline::unfused_group(const Group& g) const {
-  BRICKDL_CHECK(g.first >= 1 && g.first <= g.last && g.last < static_cast<int>(first_.size()));
+  BRICKDL_CHECK(g.first >= std::max(unfused_.num_inputs(), 1) && g.first <= g.last &&
+                g.last < static_cast<int>(first_.size()));
   return Group{first_[static_cast<size_t>(g.first)], last_[static_cast<size_t>(g.last)]};
 }
 

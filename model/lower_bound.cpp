@@ -158,8 +158,15 @@ bool axis_is_full(const GroupGeometry& g, int a) {
   return true;
 }
 
-// Empty position sets for every tensor but the last layer's, which is whole; false (and no
-// sets) when they would hold more than kMaxPositions.
+// Whether layer i of the group (not its last) is a graph output: stored whole, as the last
+// layer's output is (only layerwise runs such groups: core/group.h brick_blocker).
+bool inner_output(const GroupGeometry& g, int i) {
+  return i < g.layer_count - 1 && g.graph->is_output(g.layers[static_cast<size_t>(i)]->id);
+}
+
+// Empty position sets for every tensor but the outputs (the last layer's and any graph output
+// of the group), which are whole; false (and no sets) when they would hold more than
+// kMaxPositions.
 bool start_sets(const GroupGeometry& g, Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
@@ -176,11 +183,15 @@ bool start_sets(const GroupGeometry& g, Scratch& s) {
     return false;
   s.masks.assign(static_cast<size_t>(total), 0);
   s.volume.assign(static_cast<size_t>(T), -1.0);
-  for (int a = 0; a < kAxes; ++a)
-    if (!s.full[static_cast<size_t>(a)])
-      std::fill_n(s.mask(L - 1, a), extent(g, L - 1, a), 1);
-  s.volume[static_cast<size_t>(L - 1)] = static_cast<double>(
-      extent(g, L - 1, 0) * extent(g, L - 1, 1) * extent(g, L - 1, 2) * extent(g, L - 1, 3));
+  for (int i = 0; i < L; ++i) {
+    if (i != L - 1 && !inner_output(g, i))
+      continue;
+    for (int a = 0; a < kAxes; ++a)
+      if (!s.full[static_cast<size_t>(a)])
+        std::fill_n(s.mask(i, a), extent(g, i, a), 1);
+    s.volume[static_cast<size_t>(i)] =
+        static_cast<double>(extent(g, i, 0) * extent(g, i, 1) * extent(g, i, 2) * extent(g, i, 3));
+  }
   return true;
 }
 
@@ -217,7 +228,7 @@ void propagate_sets(const GroupGeometry& g, Scratch& s) {
 }
 
 // FLOPs of the needed positions, and DRAM bytes: the needed parts of the external inputs,
-// the weights of the needed channels, the output.
+// the weights of the needed channels, the outputs.
 LowerBound compulsory_work(const GroupGeometry& g, Scratch& s) {
   const int L = g.layer_count;
   const double n = static_cast<double>(g.batch);
@@ -239,17 +250,22 @@ LowerBound compulsory_work(const GroupGeometry& g, Scratch& s) {
       lb.dram_bytes += n * v * dt;
     }
   }
-  lb.dram_bytes += g.numel(L - 1) * dt;
+  for (int i = 0; i < L; ++i)
+    if (i == L - 1 || inner_output(g, i))
+      lb.dram_bytes += g.numel(i) * dt;
   return lb;
 }
 
 // The weaker bound of a group too large for sets: every output element is needed, so the
-// output, the last layer's weights (each output channel's own) and its FLOPs are.
+// outputs, their layers' weights (each output channel's own) and their FLOPs are.
 LowerBound fallback_bound(const GroupGeometry& g) {
-  const int last = g.layer_count - 1;
   LowerBound lb;
-  lb.flops = g.numel(last) * g.flops_per_point[static_cast<size_t>(last)];
-  lb.dram_bytes = (g.numel(last) + g.params[static_cast<size_t>(last)]) * g.dtype_bytes;
+  for (int i = 0; i < g.layer_count; ++i) {
+    if (i != g.layer_count - 1 && !inner_output(g, i))
+      continue;
+    lb.flops += g.numel(i) * g.flops_per_point[static_cast<size_t>(i)];
+    lb.dram_bytes += (g.numel(i) + g.params[static_cast<size_t>(i)]) * g.dtype_bytes;
+  }
   return lb;
 }
 

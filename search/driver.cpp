@@ -259,7 +259,7 @@ double paper_layerwise_ms(const Predictor& predictor, const model::PaperUnfusedB
   double total = 0;
   Candidate c;
   c.strategy = Strategy::kLayerwise;
-  for (int id = 1; id < layers; ++id) {
+  for (int id = paper.graph().num_inputs(); id < layers; ++id) {
     c.group = paper.unfused_group({id, id});
     total += predictor.predict(paper.graph(), c).time_ms;
   }

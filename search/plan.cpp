@@ -5,7 +5,7 @@
 namespace brickdl::search {
 
 bool plan_tiles_graph(const SearchSpace& space, const Plan& plan) {
-  int next = 1;
+  int next = space.first_layer();
   for (const PlanStep& s : plan.steps) {
     if (s.group < 0 || s.group >= static_cast<int>(space.groups().size()))
       return false;
@@ -34,7 +34,7 @@ Plan recost(const Plan& plan, const CostMatrix& cost) {
 Plan layerwise_plan(const SearchSpace& space, const CostMatrix& cost) {
   Plan p;
   p.label = "layerwise";
-  for (int layer = 1; layer < space.num_layers(); ++layer) {
+  for (int layer = space.first_layer(); layer < space.num_layers(); ++layer) {
     const int g = space.singleton(layer);
     p.steps.push_back(PlanStep{g, space.group(g).layerwise, 0});
   }

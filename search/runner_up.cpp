@@ -32,8 +32,9 @@ int best_merged(const SearchSpace& space, const CostMatrix& cost, int g) {
   return best;
 }
 
-// Cheapest tilings of the layers before and after every point: before[j] covers 1..j, after[i]
-// covers i..n-1 (before[0] = after[n] = 0), under one cost matrix, summed left to right.
+// Cheapest tilings of the layers before and after every point: before[j] covers f..j, after[i]
+// covers i..n-1 (before[f − 1] = after[n] = 0; f = the first layer after the inputs, 1 for
+// one input), under one cost matrix, summed left to right.
 struct Tilings {
   std::vector<double> before, after;
 };
@@ -41,9 +42,10 @@ struct Tilings {
 Tilings best_tilings(const SearchSpace& space, const CostMatrix& cost) {
   const auto n = static_cast<size_t>(space.num_layers());
   Tilings t{std::vector<double>(n, kExcluded), std::vector<double>(n + 1, kExcluded)};
-  t.before[0] = 0;
+  const auto f = static_cast<size_t>(space.first_layer());
+  t.before[f - 1] = 0;
   t.after[n] = 0;
-  for (size_t i = 1; i < n; ++i)
+  for (size_t i = f; i < n; ++i)
     for (int g : space.groups_ending_at(static_cast<int>(i))) {
       const int c = best_candidate(cost, g);
       if (c >= 0)
@@ -51,7 +53,7 @@ Tilings best_tilings(const SearchSpace& space, const CostMatrix& cost) {
             std::min(t.before[i], t.before[static_cast<size_t>(space.group(g).group.first - 1)] +
                                       at(cost, g, c));
     }
-  for (size_t i = n - 1; i >= 1; --i)
+  for (size_t i = n - 1; i >= f; --i)
     for (int g : space.groups_starting_at(static_cast<int>(i))) {
       const int c = best_candidate(cost, g);
       if (c >= 0)

@@ -137,7 +137,7 @@ const std::vector<int>& SearchSpace::groups_starting_at(int layer) const {
 }
 
 int SearchSpace::find(const Group& g) const {
-  if (g.last < 1 || g.last >= num_layers())
+  if (g.last < first_layer() || g.last >= num_layers())
     return -1;
   for (int i : groups_ending_at(g.last))
     if (groups_[static_cast<size_t>(i)].group == g)
@@ -282,14 +282,15 @@ partition_groups(const Graph& fused, const SearchSpaceConfig& config, const std:
         bad(source, key, fmt::format("group lengths must be >= 1, got {}", len));
       sum += len;
     }
-    if (sum != n - 1)
+    if (sum != n - fused.num_inputs())
       bad(source, key,
           fmt::format("group lengths add up to {}, but the fused graph '{}' has {} layers "
-                      "after its input; a partition must cover every layer once",
-                      sum, fused.name(), n - 1));
+                      "after its input{}; a partition must cover every layer once",
+                      sum, fused.name(), n - fused.num_inputs(),
+                      fused.num_inputs() > 1 ? "s" : ""));
     std::vector<Group>& groups = out.emplace_back();
     for (int len : lens) {
-      const int first = groups.empty() ? 1 : groups.back().last + 1;
+      const int first = groups.empty() ? fused.num_inputs() : groups.back().last + 1;
       const Group g{first, first + len - 1};
       const std::string why = group_invalid_reason(fused, g);
       if (!why.empty())
@@ -308,7 +309,7 @@ std::vector<Group> subgraph_groups(const Graph& fused, const SearchSpaceConfig& 
     const auto& sg = config.subgraphs[i];
     const std::string key = fmt::format("search.subgraphs[{}]", i);
     const Group g{fused_layer_id(fused, sg.first), fused_layer_id(fused, sg.last)};
-    if (g.first < 1 || g.last < g.first)
+    if (g.first < fused.num_inputs() || g.last < g.first)
       bad(source, key,
           fmt::format("subgraph '{}': layers '{}' .. '{}' are not a range of the fused "
                       "graph '{}' (brickdl-tune --describe lists its layers)",
@@ -326,8 +327,8 @@ std::vector<Group> subgraph_groups(const Graph& fused, const SearchSpaceConfig& 
 void SearchSpace::add_groups_up_to(int max_len, const std::vector<Group>& required,
                                    const SearchSpaceConfig& config) {
   const int n = graph_.size();
-  for (int last = 1; last < n; ++last) {
-    for (int first = std::max(1, last - max_len + 1); first <= last; ++first) {
+  for (int last = first_layer(); last < n; ++last) {
+    for (int first = std::max(first_layer(), last - max_len + 1); first <= last; ++first) {
       const Group g{first, last};
       if (!is_valid_group(graph_, g))
         continue;
@@ -357,7 +358,8 @@ void SearchSpace::add_groups_up_to(int max_len, const std::vector<Group>& requir
 SearchSpace SearchSpace::build(const Graph& fused, const SearchSpaceConfig& config,
                                const std::string& source) {
   check_config(config, source);
-  BRICKDL_CHECK(fused.size() >= 2, "graph '" << fused.name() << "' has no layer besides its input");
+  BRICKDL_CHECK(fused.size() > fused.num_inputs(),
+                "graph '" << fused.name() << "' has no layer besides its inputs");
   const std::vector<std::vector<Group>> partitions = partition_groups(fused, config, source);
   const std::vector<Group> named = subgraph_groups(fused, config, source);
 

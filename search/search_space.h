@@ -60,6 +60,9 @@ public:
 
   const Graph& graph() const { return graph_; }
   int num_layers() const { return graph_.size(); } // including the input layer 0
+  // The first layer a group may hold: the one after the graph's inputs (1 for one input). A
+  // plan tiles first_layer() .. num_layers() − 1.
+  int first_layer() const { return graph_.num_inputs(); }
   const std::vector<GroupEntry>& groups() const { return groups_; }
   const GroupEntry& group(int i) const { return groups_.at(static_cast<size_t>(i)); }
   const Candidate& candidate(CandidateRef r) const;

@@ -57,10 +57,11 @@ void count_layer(const GroupInfo& info, int i, const std::vector<const Tensor*>&
   (i == info.last() ? k.bytes_stored_output : k.bytes_stored_intermediate) += out_bytes;
 }
 
-// An intermediate is dead once its last in-group reader (layer i) ran.
+// An intermediate is dead once its last in-group reader (layer i) ran, unless it is a graph
+// output.
 void release_dead_inputs(const GroupInfo& info, int i, std::vector<Tensor>& outs) {
   for (const Source& s : info.slot_source[static_cast<size_t>(i)]) {
-    if (s.external)
+    if (s.external || info.graph->is_output(info.layer(s.index).id))
       continue;
     const auto& readers = info.consumers[static_cast<size_t>(s.index)];
     if (!readers.empty() && readers.back().first == i)
@@ -86,6 +87,9 @@ GroupResult run_layerwise(const StrategyContext& ctx) {
     count_layer(info, i, in, res.counters);
     release_dead_inputs(info, i, outs);
   }
+  for (int i = 0; i + 1 < info.size; ++i)
+    if (info.graph->is_output(info.layer(i).id))
+      res.inner_outputs.emplace(info.layer(i).id, std::move(outs[static_cast<size_t>(i)]));
   res.output = std::move(outs.back());
   return res;
 }

@@ -227,9 +227,10 @@ void build_structure(const Graph& graph, const Group& grp, GroupGeometry& g) {
 
 void build_geometry(const Graph& graph, const Candidate& candidate, GroupGeometry& g) {
   const Group& grp = candidate.group;
-  BRICKDL_CHECK(grp.first >= 1 && grp.first <= grp.last && grp.last < graph.size(),
-                "group [" << grp.first << ", " << grp.last
-                          << "] is not inside the graph's layers 1.." << graph.size() - 1);
+  BRICKDL_CHECK(grp.first >= std::max(graph.num_inputs(), 1) && grp.first <= grp.last &&
+                    grp.last < graph.size(),
+                "group [" << grp.first << ", " << grp.last << "] is not inside the graph's layers "
+                          << graph.num_inputs() << ".." << graph.size() - 1);
   g.graph = &graph;
   g.group = grp;
   g.layer_count = grp.size();

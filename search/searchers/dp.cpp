@@ -8,11 +8,13 @@ namespace brickdl::search {
 
 Plan dp_plan(const SearchSpace& space, const CostMatrix& cost) {
   const int n = space.num_layers();
-  // best[i]: cheapest tiling of layers 1..i; via[i]: its last step.
+  // best[i]: cheapest tiling of layers first..i (first = the layer after the inputs, 1 for one
+  // input; best[first − 1] is the empty tiling); via[i]: its last step.
+  const int first = space.first_layer();
   std::vector<double> best(static_cast<size_t>(n), kExcluded);
   std::vector<PlanStep> via(static_cast<size_t>(n));
-  best[0] = 0;
-  for (int i = 1; i < n; ++i) {
+  best[static_cast<size_t>(first - 1)] = 0;
+  for (int i = first; i < n; ++i) {
     // groups_ending_at is ordered by increasing `first`; strict < keeps the earliest start
     // among equal costs, the tie-break plan_before() states.
     for (int g : space.groups_ending_at(i)) {
@@ -36,7 +38,8 @@ Plan dp_plan(const SearchSpace& space, const CostMatrix& cost) {
     p.note = "no usable candidate covers every layer";
     return p;
   }
-  for (int i = n - 1; i > 0; i = space.group(via[static_cast<size_t>(i)].group).group.first - 1)
+  for (int i = n - 1; i >= first;
+       i = space.group(via[static_cast<size_t>(i)].group).group.first - 1)
     p.steps.insert(p.steps.begin(), via[static_cast<size_t>(i)]);
   p.cost_ms = best[static_cast<size_t>(n - 1)];
   return p;

@@ -12,8 +12,8 @@ namespace brickdl::search {
 int64_t count_partitions(const SearchSpace& space) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   std::vector<int64_t> ways(static_cast<size_t>(space.num_layers()), 0);
-  ways[0] = 1;
-  for (int i = 1; i < space.num_layers(); ++i)
+  ways[static_cast<size_t>(space.first_layer() - 1)] = 1; // the empty tiling
+  for (int i = space.first_layer(); i < space.num_layers(); ++i)
     for (int g : space.groups_ending_at(i)) {
       const int64_t w = ways[static_cast<size_t>(space.group(g).group.first - 1)];
       int64_t& acc = ways[static_cast<size_t>(i)];
@@ -71,7 +71,7 @@ Plan exhaustive_plan(const SearchSpace& space, const CostMatrix& cost, int64_t m
   Enumerator e{space, cost, {}, {}, {}};
   for (size_t g = 0; g < space.groups().size(); ++g)
     e.best_of.push_back(best_candidate(cost, static_cast<int>(g)));
-  e.extend(1);
+  e.extend(space.first_layer());
   e.best.label = "exhaustive";
   if (!e.best.valid())
     e.best.note = "no usable candidate covers every layer";

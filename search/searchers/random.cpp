@@ -21,7 +21,7 @@ Plan random_plan(const SearchSpace& space, const CostMatrix& cost, int samples, 
     Plan p;
     p.label = "random";
     p.cost_ms = 0;
-    int next = 1;
+    int next = space.first_layer();
     while (next < space.num_layers()) {
       std::vector<int> options;
       for (int g : space.groups_starting_at(next))

@@ -70,7 +70,7 @@ TEST(PlanExecutor, MixedPlanMatchesTheReferenceModel) {
       cand(9, 12, Strategy::kLayerwise),
   };
   const PlanResult r = execute_plan(g, plan, x, w, ExecOptions{3});
-  expect_close(r.output, ref);
+  expect_close(r.output(), ref);
   ASSERT_EQ(r.group_counters.size(), plan.size());
   EXPECT_EQ(r.group_counters[0].bricks_per_layer.size(), 2u);
   // The totals hold the groups and layer 8, run layerwise between them.
@@ -79,7 +79,7 @@ TEST(PlanExecutor, MixedPlanMatchesTheReferenceModel) {
                                   2 * g.layer(8).macs);
   // No plan: every layer layerwise.
   const PlanResult none = execute_plan(g, {}, x, w, ExecOptions{2});
-  expect_close(none.output, ref);
+  expect_close(none.output(), ref);
   EXPECT_EQ(none.counters.flops, 2 * g.total_macs());
 }
 
@@ -462,7 +462,7 @@ TEST(PlanExecutor, ConvTransposeOutsideTheGroupsRunsLayerwise) {
       cand(3, 4, Strategy::kMemoized, BrickShape{1, 4, 4, 0}),
   };
   const PlanResult res = execute_plan(g, plan, x, w, ExecOptions{2});
-  expect_close(res.output, run_graph(g, x, w));
+  expect_close(res.output(), run_graph(g, x, w));
   EXPECT_EQ(res.counters.bricks_per_layer.at(2), 0); // layerwise: no bricks
   EXPECT_GT(res.counters.bricks_per_layer.at(3), 0);
 }
