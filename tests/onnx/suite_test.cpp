@@ -228,7 +228,7 @@ TEST_P(OnnxSuite, MatchesOnnxRuntimeOrIsRefusedAsListed) {
   for (const auto& [label, strategies] : searches) {
     const std::vector<Candidate> plan = searched_plan(fused, strategies);
     const std::string what = fmt::format("{}, {}: {}", where, label, plan_text(plan));
-    expect_matches(what, kernels::execute_plan(fused, plan, x, w, kernels::ExecOptions{2}).output,
+    expect_matches(what, kernels::execute_plan(fused, plan, x, w, kernels::ExecOptions{2}).output(),
                    want.data);
   }
 }
