@@ -36,6 +36,8 @@
 #include "core/graph_builder.h"
 #include "core/limits.h"
 #include "core/onnx.h"
+#include "core/onnx/channel_ops.h"
+#include "core/onnx/patterns.h"
 
 namespace brickdl {
 
@@ -95,7 +97,9 @@ public:
 
   OnnxModel run() {
     check_opset();
-    const onnx::GraphProto& g = model_.graph();
+    graph_ = model_.graph();
+    onnx_detail::rewrite_channel_patterns(graph_);
+    const onnx::GraphProto& g = graph_;
     for (const auto& init : g.initializer())
       constants_[init.name()] = tensor_from_proto(init, where("initializer '" + init.name() + "'"));
     for (const auto& [name, t] : options_.constants)
@@ -591,6 +595,9 @@ private:
     return it != readers_of_.end() && it->second.size() == 1 ? it->second[0] : nullptr;
   }
 
+  void channel_op(const onnx::NodeProto& n);
+
+  onnx::GraphProto graph_; // the model's graph after the pattern rewrites
   std::string path_;
   const OnnxImportOptions& options_;
   const onnx::ModelProto& model_;
@@ -607,6 +614,8 @@ private:
 
 // The dispatch table of every op the importer reads.
 void Importer::node(const onnx::NodeProto& n) {
+  if (onnx_detail::is_channel_op(n))
+    return channel_op(n);
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
   const std::string& op = n.op_type();
@@ -659,12 +668,39 @@ void Importer::node(const onnx::NodeProto& n) {
   }
 }
 
+void Importer::channel_op(const onnx::NodeProto& n) {
+  const Value x = tensor(n, 0);
+  std::vector<const OnnxTensor*> c{nullptr};
+  for (int i = 1; i < n.input_size(); ++i)
+    c.push_back(n.input(i).empty() ? nullptr : value(n, i).constant);
+  onnx_detail::ChannelOpPlan plan;
+  const std::string why =
+      onnx_detail::plan_channel_op(n, opset_, onnx_dims(b_->shape(x.layer), x.rank), c, &plan);
+  if (!why.empty())
+    refuse(n, why);
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const std::string& out = n.output(static_cast<int>(i));
+    if (plan.outputs[i].alias) {
+      values_[out] = x;
+      continue;
+    }
+    Layer l = plan.outputs[i].layer;
+    l.inputs = {x.layer};
+    l.name = i == 0 ? layer_name(n) : out;
+    if (l.op == OpKind::kLayerNorm)
+      params_[l.name] = plan.params;
+    emit(n, l, x.rank, out);
+  }
+}
+
 // One output, or the first one only read: Dropout's mask and MaxPool's indices may be there
 // when nothing reads them.
 void Importer::check_outputs(const onnx::NodeProto& n) const {
   int outputs = 0;
   for (const auto& o : n.output())
     outputs += o.empty() ? 0 : 1;
+  if (n.op_type() == "Split")
+    return;
   const bool extra_unread = n.op_type() == "Dropout" || n.op_type() == "MaxPool";
   if (outputs != 1 && !(extra_unread && n.output_size() >= 1 && !n.output(0).empty()))
     refuse(n, fmt::format("has {} outputs; brickdl reads ops with one output", outputs));

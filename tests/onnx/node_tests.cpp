@@ -55,7 +55,7 @@ const std::set<std::string>& supported_ops() {
       "Relu",   "LeakyRelu",     "Sigmoid", "Clip",        "Add",
       "Mul",    "Concat",        "Gemm",    "MatMul",      "GlobalAveragePool",
       "Resize", "Flatten",       "Reshape", "Identity",    "Dropout",
-      "Pad"};
+      "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose"};
   return ops;
 }
 
