@@ -50,12 +50,14 @@ constexpr const char* kDefaultDataDir = "/usr/share/libonnx-testdata/data/node";
 
 // The ops the importer maps (core/onnx.h); Constant nodes are read up front and not counted.
 const std::set<std::string>& supported_ops() {
+  // clang-format off
   static const std::set<std::string> ops = {
-      "Conv",   "ConvTranspose", "MaxPool", "AveragePool", "BatchNormalization",
-      "Relu",   "LeakyRelu",     "Sigmoid", "Clip",        "Add",
-      "Mul",    "Concat",        "Gemm",    "MatMul",      "GlobalAveragePool",
-      "Resize", "Flatten",       "Reshape", "Identity",    "Dropout",
+      "Conv",   "ConvTranspose", "MaxPool", "AveragePool",        "BatchNormalization",
+      "Relu",   "LeakyRelu",     "Sigmoid", "Clip",               "Add",
+      "Mul",    "Concat",        "Gemm",    "MatMul",             "GlobalAveragePool",
+      "Resize", "Flatten",       "Reshape", "Identity",           "Dropout",
       "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose"};
+  // clang-format on
   return ops;
 }
 

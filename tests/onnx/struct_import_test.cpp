@@ -149,10 +149,10 @@ TEST(OnnxStructImport, SlicesOfOtherAxesOrStepsAreRefused) {
   h.import(&error);
   EXPECT_NE(error.find("axis 2"), std::string::npos) << error;
   Model step({1, 3, 4, 4});
-  step.node("Slice",
-            {"x", step.ints("s", {0}), step.ints("e", {3}), step.ints("ax", {1}),
-             step.ints("st", {2})},
-            {"y"});
+  step.node(
+      "Slice",
+      {"x", step.ints("s", {0}), step.ints("e", {3}), step.ints("ax", {1}), step.ints("st", {2})},
+      {"y"});
   step.import(&error);
   EXPECT_NE(error.find("step 2"), std::string::npos) << error;
 }
@@ -220,7 +220,8 @@ TEST(OnnxStructImport, ConvNeXtBlockOnOurLayout) {
   for (int64_t a = 0; a < c; ++a)
     for (int64_t b = 0; b < k; ++b)
       w1t[static_cast<size_t>(b * c + a)] = w1[static_cast<size_t>(a * k + b)],
-              w2t[static_cast<size_t>(a * k + b)] = w2[static_cast<size_t>(b * c + a)];
+                                      w2t[static_cast<size_t>(a * k + b)] =
+                                          w2[static_cast<size_t>(b * c + a)];
   Window w7;
   w7.kernel = {1, 7, 7};
   w7.pad = {0, 3, 3};
@@ -243,7 +244,8 @@ TEST(OnnxStructImport, ExportRoundTrip) {
   const int sh = b.channel_shuffle(sl, 3, "sh");
   b.layer_norm(sh, 1e-6f, "ln");
   const Graph g = b.build();
-  const fs::path p = fs::temp_directory_path() / ("brickdl_rt_" + std::to_string(::getpid()) + ".onnx");
+  const fs::path p =
+      fs::temp_directory_path() / ("brickdl_rt_" + std::to_string(::getpid()) + ".onnx");
   export_onnx(g, kernels::unfused_params(fuse_for_inference(g), 1), p.string());
   const OnnxModel back = import_onnx(p.string());
   fs::remove(p);
