@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages brickdl builds and tests with (only those missing), then the
 # Python packages of scripts/requirements.txt from PyPI into the virtual environment .venv
-# (only when they are missing or another version): the `onnx` package whose node tests
+# (BRICKDL_VENV moves it; only when they are missing or another version): the `onnx` package whose node tests
 # (opsets past Debian's libonnx-testdata) ctest onnx_node_tests_current runs. The CUDA toolkit
 # itself is expected in /usr/local/cuda (optional: without it the CPU backend and the model
 # carry the whole pipeline).
@@ -79,7 +79,9 @@ apt_step() {
 
 # The pinned Python packages: `name==version` lines of scripts/requirements.txt.
 pip_step() {
-  local venv=$root/.venv requirements=$root/scripts/requirements.txt pins=() want=()
+  local venv=${BRICKDL_VENV:-$root/.venv} requirements=$root/scripts/requirements.txt pins=() want=()
+  local shown
+  shown=$(quiet_path "$venv")
   mapfile -t pins < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$requirements")
   for pin in "${pins[@]}"; do
     # importlib.metadata knows the installed version whatever the import name is
@@ -87,15 +89,15 @@ pip_step() {
 sys.exit(m.version('${pin%%==*}') != '${pin##*==}')" >/dev/null 2>&1 || want+=("$pin")
   done
   if ((${#want[@]} == 0)); then
-    echo "brickdl: all ${#pins[@]} Python packages present (.venv)"
+    echo "brickdl: all ${#pins[@]} Python packages present ($shown)"
     return
   fi
   if ((dry_run)); then
-    echo "brickdl: would install ${#want[@]} Python packages into .venv: ${want[*]}"
+    echo "brickdl: would install ${#want[@]} Python packages into $shown: ${want[*]}"
     return
   fi
   open_log
-  echo "brickdl: installing ${#want[@]} Python packages into .venv: ${want[*]}" \
+  echo "brickdl: installing ${#want[@]} Python packages into $shown: ${want[*]}" \
     "(log: $(quiet_path "$log"))"
   local start=$SECONDS
   [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >>"$log" 2>&1 || fail "python3 -m venv" "$start"
