@@ -28,7 +28,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "core/detail/onnx_proto.h"
@@ -47,7 +46,7 @@ using onnx_detail::read_file;
 using onnx_detail::tensor_from_proto;
 
 int64_t onnx_max_opset() {
-  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+  return kOnnxMaxOpset;
 }
 
 namespace {
@@ -98,6 +97,7 @@ public:
   OnnxModel run() {
     check_opset();
     graph_ = model_.graph();
+    load_external_data();
     onnx_detail::rewrite_channel_patterns(graph_);
     const onnx::GraphProto& g = graph_;
     for (const auto& init : g.initializer())
@@ -145,6 +145,20 @@ private:
   }
 
   // ---- the model's frame -------------------------------------------------------------------
+  // Weights the exporter stored beside the model (torch's dynamo exporter: NAME.onnx.data),
+  // read into the graph's copy before anything reads a tensor.
+  void load_external_data() {
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    for (auto& init : *graph_.mutable_initializer())
+      onnx_detail::load_external_data(&init, dir.empty() ? "." : dir,
+                                      where("initializer '" + init.name() + "'"));
+    for (auto& n : *graph_.mutable_node())
+      for (auto& a : *n.mutable_attribute())
+        if (a.has_t())
+          onnx_detail::load_external_data(a.mutable_t(), dir.empty() ? "." : dir,
+                                          where(node_label(n)));
+  }
+
   void check_opset() {
     for (const auto& o : model_.opset_import()) {
       if (!o.domain().empty() && o.domain() != "ai.onnx")
@@ -580,12 +594,16 @@ private:
                        bool max) const;
   void avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l, const Pads& p);
   void resize(const onnx::NodeProto& n);
+  std::vector<double> resize_scales(const onnx::NodeProto& n, const std::vector<int64_t>& dims);
+  void reduce(const onnx::NodeProto& n, bool max);
   void gemm(const onnx::NodeProto& n, bool matmul);
   static bool per_output(const OnnxTensor& c, int64_t out);
   void reshape(const onnx::NodeProto& n, bool flatten_op);
   std::vector<int64_t> reshape_target(const onnx::NodeProto& n,
                                       const std::vector<int64_t>& dims) const;
   void pad(const onnx::NodeProto& n);
+  std::vector<int64_t> pads_of_every_axis(const onnx::NodeProto& n, const OnnxTensor& pads,
+                                          int rank) const;
   void clip(const onnx::NodeProto& n);
   void sigmoid(const onnx::NodeProto& n);
 
@@ -615,7 +633,7 @@ private:
 // The dispatch table of every op the importer reads.
 void Importer::node(const onnx::NodeProto& n) {
   if (onnx_detail::is_channel_op(n))
-    return channel_op(n);
+    return fold_constant(n) ? void() : channel_op(n); // a Slice of a Shape is shape arithmetic
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
   const std::string& op = n.op_type();
@@ -653,6 +671,8 @@ void Importer::node(const onnx::NodeProto& n) {
     const Value x = tensor(n, 0);
     spatial_rank_of(n, x);
     emit(n, unary(OpKind::kGlobalAvgPool, x.layer), x.rank);
+  } else if (op == "ReduceMean" || op == "ReduceMax") {
+    reduce(n, op == "ReduceMax");
   } else if (op == "Resize") {
     resize(n);
   } else if (op == "Gemm" || op == "MatMul") {
@@ -724,6 +744,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     };
     const int64_t start = clamp(attr_int(n, "start", 0)), end = clamp(attr_int(n, "end", rank));
     OnnxTensor t;
+    t.integer = true;
     for (int64_t i = start; i < end; ++i)
       t.values.push_back(static_cast<float>(dims[static_cast<size_t>(i)]));
     t.dims = {static_cast<int64_t>(t.values.size())};
@@ -1013,8 +1034,10 @@ void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const
 void Importer::pool(const onnx::NodeProto& n, bool max) {
   expect_attributes(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                         "pads", "strides", "storage_order"});
-  if (!max && attr(n, "dilations"))
-    refuse(n, "attribute 'dilations' is not supported on AveragePool");
+  if (!max) // opset 19 gave AveragePool dilations
+    for (int64_t d : attr_ints(n, "dilations"))
+      if (d != 1)
+        refuse(n, fmt::format("dilations {} on AveragePool are not supported (1)", d));
   // storage_order orders the Indices output only, which node() refuses (one output).
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
@@ -1099,22 +1122,16 @@ void Importer::avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l
 }
 
 void Importer::resize(const onnx::NodeProto& n) {
-  expect_attributes(n, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
-                        "extrapolation_value", "mode", "nearest_mode"});
+  // Opset 18's antialias filters only when downscaling, which brickdl refuses; its axes and
+  // keep_aspect_ratio_policy are read by resize_scales.
+  expect_attributes(n, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
+                        "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy",
+                        "mode", "nearest_mode"});
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
   const TensorShape in = b_->shape(x.layer);
   const std::vector<int64_t> dims = onnx_dims(in, x.rank);
-  std::vector<double> scales;
-  if (const OnnxTensor* s = constant(n, 2, false); s && !s->values.empty()) {
-    for (float v : s->values)
-      scales.push_back(v);
-  } else if (const OnnxTensor* z = constant(n, 3, false)) {
-    for (size_t i = 0; i < z->values.size() && i < dims.size(); ++i)
-      scales.push_back(static_cast<double>(z->values[i]) / static_cast<double>(dims[i]));
-  }
-  if (scales.size() != dims.size())
-    refuse(n, "needs constant scales or sizes, one per axis");
+  const std::vector<double> scales = resize_scales(n, dims);
   const double r = scales.back();
   const auto scale = static_cast<int>(std::lround(r));
   bool ok = scales[0] == 1.0 && scales[1] == 1.0 && scale >= 1 && r == scale;
@@ -1125,7 +1142,11 @@ void Importer::resize(const onnx::NodeProto& n) {
                           "on N and C)",
                           fmt::join(scales, ", ")));
   const std::string mode = attr_string(n, "mode", "nearest");
-  const std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  // Opset 19's half_pixel_symmetric shifts the source by (1 − out_int / out) · in / 2: nothing
+  // when the output size is the exact multiple brickdl's integer factors give.
+  std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  if (coord == "half_pixel_symmetric")
+    coord = "half_pixel";
   const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
   Layer l = unary(OpKind::kUpsample, x.layer);
   l.upsample_scale = scale;
@@ -1149,6 +1170,84 @@ void Importer::resize(const onnx::NodeProto& n) {
   if (sp == 1 && scale != 1)
     refuse(n, "a 1-D resize is not supported");
   emit(n, l, x.rank);
+}
+
+// One scale per axis of `dims`, from the constant scales or sizes input, of every axis or of
+// opset 18's `axes` (the others 1); sizes with keep_aspect_ratio_policy not_larger /
+// not_smaller give those axes one scale, the smallest / largest of their ratios.
+std::vector<double> Importer::resize_scales(const onnx::NodeProto& n,
+                                            const std::vector<int64_t>& dims) {
+  const auto rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank)
+      refuse(n, fmt::format("axis {} is out of range for rank {}", a, rank));
+    a = a < 0 ? a + rank : a;
+  }
+  std::vector<double> given;
+  bool sizes = false;
+  if (const OnnxTensor* s = constant(n, 2, false); s && !s->values.empty()) {
+    given.assign(s->values.begin(), s->values.end());
+  } else if (const OnnxTensor* z = constant(n, 3, false)) {
+    sizes = true;
+    for (size_t i = 0; i < z->values.size() && i < axes.size(); ++i)
+      given.push_back(static_cast<double>(z->values[i]) /
+                      static_cast<double>(dims[static_cast<size_t>(axes[i])]));
+  }
+  if (given.size() != axes.size())
+    refuse(n, fmt::format("needs constant scales or sizes, one per axis ({})", axes.size()));
+  const std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+  if (sizes && policy != "stretch") {
+    if (policy != "not_larger" && policy != "not_smaller")
+      refuse(n, "keep_aspect_ratio_policy '" + policy +
+                    "' is not one of stretch, not_larger, not_smaller");
+    const double one = policy == "not_larger" ? *std::min_element(given.begin(), given.end())
+                                              : *std::max_element(given.begin(), given.end());
+    std::fill(given.begin(), given.end(), one);
+  }
+  std::vector<double> scales(dims.size(), 1.0);
+  for (size_t i = 0; i < axes.size(); ++i)
+    scales[static_cast<size_t>(axes[i])] = given[i];
+  return scales;
+}
+
+// ReduceMean / ReduceMax over every spatial axis of an (N, C, ...) tensor: the global average
+// pool, or a max pool whose window is the whole input; keepdims 0 leaves (N, C), the same
+// values in brickdl's layout. The axes are an attribute before opset 18 and an input since.
+void Importer::reduce(const onnx::NodeProto& n, bool max) {
+  expect_attributes(n, {"axes", "keepdims", "noop_with_empty_axes"});
+  const Value x = tensor(n, 0);
+  spatial_rank_of(n, x);
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (const OnnxTensor* a = constant(n, 1, false))
+    for (float v : a->values)
+      axes.push_back(static_cast<int64_t>(v));
+  if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) {
+    alias(n, x);
+    return;
+  }
+  std::set<int64_t> want;
+  for (int64_t a : axes)
+    want.insert(a < 0 ? a + x.rank : a);
+  std::set<int64_t> spatial;
+  for (int64_t a = 2; a < x.rank; ++a)
+    spatial.insert(a);
+  if (want != spatial)
+    refuse(n, fmt::format("reduces axes [{}]; brickdl reduces every spatial axis ([{}]) of an "
+                          "(N, C, ...) tensor",
+                          fmt::join(axes, ", "), fmt::join(spatial, ", ")));
+  const int rank = attr_int(n, "keepdims", 1) != 0 ? x.rank : 2;
+  if (!max) {
+    emit(n, unary(OpKind::kGlobalAvgPool, x.layer), rank);
+    return;
+  }
+  const TensorShape in = b_->shape(x.layer);
+  Layer l = unary(OpKind::kMaxPool, x.layer);
+  l.window.kernel = {static_cast<int>(in.d), static_cast<int>(in.h), static_cast<int>(in.w)};
+  emit(n, l, rank);
 }
 
 void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
@@ -1277,6 +1376,30 @@ std::vector<int64_t> Importer::reshape_target(const onnx::NodeProto& n,
   return t;
 }
 
+// Pad's begin and end pads of every axis: `pads` lists every axis, or (opset 18) the axes of
+// the `axes` input, the others unpadded.
+std::vector<int64_t> Importer::pads_of_every_axis(const onnx::NodeProto& n, const OnnxTensor& pads,
+                                                  int rank) const {
+  std::vector<int64_t> axes;
+  if (const OnnxTensor* a = constant(n, 3, false))
+    for (float f : a->values)
+      axes.push_back(static_cast<int64_t>(f) < 0 ? static_cast<int64_t>(f) + rank
+                                                 : static_cast<int64_t>(f));
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  if (pads.values.size() != 2 * axes.size())
+    refuse(n, fmt::format("pads has {} values for {} axes", pads.values.size(), axes.size()));
+  std::vector<int64_t> v(2 * static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank)
+      refuse(n, fmt::format("axis {} is out of range for rank {}", axes[i], rank));
+    v[static_cast<size_t>(axes[i])] = static_cast<int64_t>(pads.values[i]);
+    v[static_cast<size_t>(axes[i] + rank)] = static_cast<int64_t>(pads.values[axes.size() + i]);
+  }
+  return v;
+}
+
 void Importer::pad(const onnx::NodeProto& n) {
   expect_attributes(n, {"mode"});
   const std::string mode = attr_string(n, "mode", "constant");
@@ -1286,12 +1409,10 @@ void Importer::pad(const onnx::NodeProto& n) {
   const int sp = spatial_rank_of(n, x);
   const OnnxTensor& pads = *constant(n, 1, true);
   const auto r = static_cast<size_t>(x.rank);
-  if (pads.values.size() != 2 * r)
-    refuse(n, fmt::format("pads has {} values for rank {}", pads.values.size(), r));
-  if (pads.values[0] != 0 || pads.values[1] != 0 || pads.values[r] != 0 || pads.values[r + 1] != 0)
+  const std::vector<int64_t> v = pads_of_every_axis(n, pads, x.rank);
+  if (v[0] != 0 || v[1] != 0 || v[r] != 0 || v[r + 1] != 0)
     refuse(n, "pads the batch or channel axis; brickdl pads spatial axes only");
   Layer l = unary(OpKind::kPad, x.layer);
-  const std::vector<int64_t> v(pads.values.begin(), pads.values.end());
   const auto half = static_cast<std::ptrdiff_t>(r);
   l.pad_begin = triple(std::vector<int64_t>(v.begin() + 2, v.begin() + half), sp, 0);
   l.pad_end = triple(std::vector<int64_t>(v.begin() + half + 2, v.end()), sp, 0);

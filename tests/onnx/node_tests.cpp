@@ -60,7 +60,8 @@ const std::set<std::string>& supported_ops() {
       "Relu",   "LeakyRelu",     "Sigmoid", "Clip",               "Add",
       "Mul",    "Concat",        "Gemm",    "MatMul",             "GlobalAveragePool",
       "Resize", "Flatten",       "Reshape", "Identity",           "Dropout",
-      "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose"};
+      "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose",
+      "ReduceMean", "ReduceMax"};
   // clang-format on
   return ops;
 }
