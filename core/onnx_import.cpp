@@ -587,8 +587,10 @@ private:
   void batch_norm(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
   void identity(const onnx::NodeProto& n, bool dropout);
-  void elementwise(const onnx::NodeProto& n, OpKind op);
-  void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c, bool mul);
+  void elementwise(const onnx::NodeProto& n);
+  void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
+                          bool constant_first);
+  void activation(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n, bool max);
   void check_ceil_mode(const onnx::NodeProto& n, const Layer& l, const TensorShape& in,
                        bool max) const;
@@ -599,6 +601,7 @@ private:
   void gemm(const onnx::NodeProto& n, bool matmul);
   static bool per_output(const OnnxTensor& c, int64_t out);
   void reshape(const onnx::NodeProto& n, bool flatten_op);
+  bool identity_gather(const onnx::NodeProto& n, const std::vector<int64_t>& dims);
   std::vector<int64_t> reshape_target(const onnx::NodeProto& n,
                                       const std::vector<int64_t>& dims) const;
   void pad(const onnx::NodeProto& n);
@@ -659,10 +662,10 @@ void Importer::node(const onnx::NodeProto& n) {
     sigmoid(n);
   } else if (op == "Clip") {
     clip(n);
-  } else if (op == "Add") {
-    elementwise(n, OpKind::kAdd);
-  } else if (op == "Mul") {
-    elementwise(n, OpKind::kMul);
+  } else if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+    elementwise(n);
+  } else if (op == "HardSwish" || op == "HardSigmoid" || op == "Gelu") {
+    activation(n);
   } else if (op == "Concat") {
     concat(n);
   } else if (op == "MaxPool" || op == "AveragePool") {
@@ -955,6 +958,30 @@ void Importer::sigmoid(const onnx::NodeProto& n) {
   emit(n, unary(OpKind::kSigmoid, x.layer), x.rank);
 }
 
+// HardSwish; HardSigmoid with torch's alpha 1/6 and beta 1/2; Gelu (exact; opset 20, or one
+// node from the pattern pass's rewrite of x · (erf(x / √2) + 1) · 1/2).
+void Importer::activation(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const Value x = tensor(n, 0);
+  if (op == "HardSwish") {
+    expect_attributes(n, {});
+    emit(n, unary(OpKind::kHardSwish, x.layer), x.rank);
+  } else if (op == "HardSigmoid") {
+    expect_attributes(n, {"alpha", "beta"});
+    const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+    if (std::fabs(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f)
+      refuse(n, fmt::format("alpha {} and beta {}: brickdl's hard_sigmoid is torch's (alpha 1/6, "
+                            "beta 0.5)",
+                            alpha, beta));
+    emit(n, unary(OpKind::kHardSigmoid, x.layer), x.rank);
+  } else {
+    expect_attributes(n, {"approximate"});
+    if (const std::string a = attr_string(n, "approximate", "none"); a != "none")
+      refuse(n, "approximate '" + a + "' is not supported (none: the exact, erf GELU)");
+    emit(n, unary(OpKind::kGelu, x.layer), x.rank);
+  }
+}
+
 void Importer::clip(const onnx::NodeProto& n) {
   expect_attributes(n, {"min", "max"});
   const Value x = tensor(n, 0);
@@ -974,19 +1001,38 @@ void Importer::clip(const onnx::NodeProto& n) {
   emit(n, l, x.rank);
 }
 
-void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
+// Add / Mul of two tensors of one shape; Mul of (N, C, ...) by one value per image and channel
+// (N, C, 1, ...), either way round: the squeeze-excitation multiply (channel_mul); any of the
+// four by a constant scalar or per-channel vector (affine_by_constant).
+void Importer::elementwise(const onnx::NodeProto& n) {
   expect_attributes(n, {});
+  const std::string& op = n.op_type();
   const Value a = value(n, 0);
   const Value b = value(n, 1);
   if (a.layer < 0 && b.layer < 0)
     refuse(n, "both inputs are constants; brickdl needs one computed from the graph input");
   if (a.layer >= 0 && b.layer >= 0) {
     const TensorShape sa = b_->shape(a.layer), sb = b_->shape(b.layer);
+    const bool vector_b = sb.spatial() == 1 && sa.spatial() > 1; // x · s, or s · x
+    const TensorShape& sv = vector_b ? sb : sa;
+    const TensorShape& sx = vector_b ? sa : sb;
+    if (op == "Mul" && a.rank == b.rank && a.rank >= 3 && sv.spatial() == 1 && sv.n == sx.n &&
+        sv.c == sx.c && !(sa == sb)) {
+      Layer l;
+      l.op = OpKind::kChannelMul;
+      l.inputs = vector_b ? std::vector<int>{a.layer, b.layer} : std::vector<int>{b.layer, a.layer};
+      emit(n, l, a.rank);
+      return;
+    }
     if (!(sa == sb) || a.rank != b.rank)
-      refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
-                    dims_str(onnx_dims(sb, b.rank)) + " must be equal (no broadcasting)");
+      refuse(n,
+             "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
+                 dims_str(onnx_dims(sb, b.rank)) +
+                 " must be equal (brickdl broadcasts only Mul of (N, C, ...) by (N, C, 1, ...))");
+    if (op == "Sub" || op == "Div")
+      refuse(n, "of two computed tensors is not supported (Add, Mul; Sub and Div by a constant)");
     Layer l;
-    l.op = op;
+    l.op = op == "Add" ? OpKind::kAdd : OpKind::kMul;
     l.inputs = {a.layer, b.layer};
     emit(n, l, a.rank);
     return;
@@ -997,13 +1043,15 @@ void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
     refuse(n, fmt::format("the constant of dims {} has a higher rank than the tensor (rank {}); "
                           "broadcasting would grow the output",
                           dims_str(c.dims), x.rank));
-  affine_by_constant(n, x, c, op == OpKind::kMul);
+  affine_by_constant(n, x, c, a.layer < 0);
 }
 
-// x·c or x + c for a constant c that is a scalar or one value per channel: a batch_norm
-// (scale c, shift 0; or scale 1, shift c).
+// x·c, x + c, x − c, c − x or x / c for a constant c that is a scalar or one value per
+// channel: a batch_norm (scale and shift per channel). c / x is refused.
 void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
-                                  bool mul) {
+                                  bool constant_first) {
+  const std::string& op = n.op_type();
+  const bool mul = op == "Mul" || op == "Div";
   const TensorShape s = b_->shape(x.layer);
   const int64_t count = element_count(c.dims);
   // Per channel: dims (C, 1, ..., 1) aligned to the trailing axes, or (1, C, 1, ...).
@@ -1019,15 +1067,32 @@ void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const
   if (count != 1 && !per_channel)
     refuse(n, fmt::format("{} a constant of dims {}; brickdl takes a scalar or one value per "
                           "channel ({} channels) here",
-                          mul ? "multiplies by" : "adds", dims_str(c.dims), s.c));
+                          op == "Mul"   ? "multiplies by"
+                          : op == "Add" ? "adds"
+                          : op == "Sub" ? "subtracts"
+                                        : "divides by",
+                          dims_str(c.dims), s.c));
+  if (op == "Div" && constant_first)
+    refuse(n, "divides a constant by a computed tensor; brickdl divides by constants only");
   Layer l = unary(OpKind::kBatchNorm, x.layer);
   l.name = layer_name(n);
   NamedParams& p = params_[l.name];
   const auto channels = static_cast<size_t>(s.c);
   p.weight.assign(channels, 1.0f);
   p.bias.assign(channels, 0.0f);
-  for (size_t ch = 0; ch < channels; ++ch)
-    (mul ? p.weight : p.bias)[ch] = c.values[count == 1 ? 0 : ch];
+  for (size_t ch = 0; ch < channels; ++ch) {
+    const float v = c.values[count == 1 ? 0 : ch];
+    if (op == "Div")
+      p.weight[ch] = 1.0f / v;
+    else if (mul)
+      p.weight[ch] = v;
+    else if (op == "Add")
+      p.bias[ch] = v;
+    else if (constant_first) // c − x
+      p.weight[ch] = -1.0f, p.bias[ch] = v;
+    else
+      p.bias[ch] = -v;
+  }
   emit(n, l, x.rank);
 }
 
@@ -1316,6 +1381,26 @@ bool Importer::per_output(const OnnxTensor& c, int64_t out) {
   return c.dims.empty() || c.dims.back() == 1 || c.dims.back() == out;
 }
 
+// The dynamo exporter's as_strided of a contiguous tensor: Reshape to 1-D, read only by a
+// Gather on axis 0 of the constant indices 0, 1, 2, ... laid out in the input's own dims — the
+// input itself. True when `n` (the Reshape of a tensor of ONNX dims `dims`) is one.
+bool Importer::identity_gather(const onnx::NodeProto& n, const std::vector<int64_t>& dims) {
+  const onnx::NodeProto* g = only_reader(n.output(0));
+  if (!g || g->op_type() != "Gather" || g->input_size() != 2 || g->input(0) != n.output(0) ||
+      attr_int(*g, "axis", 0) != 0)
+    return false;
+  const auto c = constants_.find(g->input(1));
+  // (indices past 2^24 are not exact in the float copy)
+  if (c == constants_.end() || c->second.dims != dims || c->second.values.size() > (1u << 24))
+    return false;
+  for (size_t i = 0; i < c->second.values.size(); ++i)
+    if (c->second.values[i] != static_cast<float>(i))
+      return false;
+  values_[g->output(0)] = tensor(n, 0);
+  skipped_.insert(g);
+  return true;
+}
+
 void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
   const Value x = tensor(n, 0);
   const TensorShape s = b_->shape(x.layer);
@@ -1334,6 +1419,8 @@ void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
       alias(n, Value{x.layer, static_cast<int>(target.size()), nullptr}); // the same layout
       return;
     }
+    if (target.size() == 1 && identity_gather(n, dims))
+      return;
     if (!(x.rank >= 2 && target == std::vector<int64_t>{s.n, s.c * s.spatial()}))
       refuse(n, fmt::format("reshapes {} to {}; brickdl reshapes only to (N, C·spatial) or to "
                             "dims of the same layout",

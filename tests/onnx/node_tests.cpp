@@ -61,7 +61,8 @@ const std::set<std::string>& supported_ops() {
       "Mul",    "Concat",        "Gemm",    "MatMul",             "GlobalAveragePool",
       "Resize", "Flatten",       "Reshape", "Identity",           "Dropout",
       "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose",
-      "ReduceMean", "ReduceMax"};
+      "ReduceMean", "ReduceMax",   "Sub",     "Div",                "HardSwish",
+      "HardSigmoid", "Gelu"};
   // clang-format on
   return ops;
 }
