@@ -240,6 +240,8 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
     break;
   case OpKind::kAdd:
   case OpKind::kMul:
+  case OpKind::kSub:
+  case OpKind::kDiv:
     if (!(*in[0] == *in[1]))
       shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
     l.out = *in[0];
@@ -564,6 +566,22 @@ int GraphBuilder::clip(int x, float lo, float hi, const std::string& name) {
 int GraphBuilder::mul(int a, int b, const std::string& name) {
   Layer l;
   l.op = OpKind::kMul;
+  l.name = name;
+  l.inputs = {a, b};
+  return add_layer(l);
+}
+
+int GraphBuilder::sub(int a, int b, const std::string& name) {
+  Layer l;
+  l.op = OpKind::kSub;
+  l.name = name;
+  l.inputs = {a, b};
+  return add_layer(l);
+}
+
+int GraphBuilder::div(int a, int b, const std::string& name) {
+  Layer l;
+  l.op = OpKind::kDiv;
   l.name = name;
   l.inputs = {a, b};
   return add_layer(l);

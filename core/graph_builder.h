@@ -68,6 +68,8 @@ public:
   int channel_mul(int x, int scale, const std::string& name = "");
   int clip(int x, float lo, float hi, const std::string& name = "");
   int mul(int a, int b, const std::string& name = ""); // elementwise product
+  int sub(int a, int b, const std::string& name = ""); // elementwise a − b, one shape
+  int div(int a, int b, const std::string& name = ""); // elementwise a / b, one shape
   // Constant padding of the spatial dims, (d, h, w) order; negative pads crop.
   int pad(int x, const std::array<int, 3>& begin, const std::array<int, 3>& end, float value = 0,
           const std::string& name = "");

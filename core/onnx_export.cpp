@@ -325,6 +325,8 @@ private:
     case OpKind::kHardSwish: add_node("HardSwish", l.name, in, out); break;
     case OpKind::kGelu: gelu(l.name, in[0], out); break;
     case OpKind::kChannelMul: add_node("Mul", l.name, in, out); break; // ONNX broadcasts
+    case OpKind::kSub: add_node("Sub", l.name, in, out); break;
+    case OpKind::kDiv: add_node("Div", l.name, in, out); break;
     case OpKind::kSilu:
       add_node("Sigmoid", l.name + ".sigmoid", in, l.name + ".sigmoid");
       add_node("Mul", l.name, {in[0], l.name + ".sigmoid"}, out);

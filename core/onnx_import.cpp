@@ -1001,9 +1001,9 @@ void Importer::clip(const onnx::NodeProto& n) {
   emit(n, l, x.rank);
 }
 
-// Add / Mul of two tensors of one shape; Mul of (N, C, ...) by one value per image and channel
-// (N, C, 1, ...), either way round: the squeeze-excitation multiply (channel_mul); any of the
-// four by a constant scalar or per-channel vector (affine_by_constant).
+// Add / Sub / Mul / Div of two tensors of one shape; Mul of (N, C, ...) by one value per image and
+// channel (N, C, 1, ...), either way round: the squeeze-excitation multiply (channel_mul); any of
+// the four by a constant scalar or per-channel vector (affine_by_constant).
 void Importer::elementwise(const onnx::NodeProto& n) {
   expect_attributes(n, {});
   const std::string& op = n.op_type();
@@ -1029,10 +1029,11 @@ void Importer::elementwise(const onnx::NodeProto& n) {
              "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
                  dims_str(onnx_dims(sb, b.rank)) +
                  " must be equal (brickdl broadcasts only Mul of (N, C, ...) by (N, C, 1, ...))");
-    if (op == "Sub" || op == "Div")
-      refuse(n, "of two computed tensors is not supported (Add, Mul; Sub and Div by a constant)");
     Layer l;
-    l.op = op == "Add" ? OpKind::kAdd : OpKind::kMul;
+    l.op = op == "Add"   ? OpKind::kAdd
+           : op == "Sub" ? OpKind::kSub
+           : op == "Div" ? OpKind::kDiv
+                         : OpKind::kMul;
     l.inputs = {a.layer, b.layer};
     emit(n, l, a.rank);
     return;

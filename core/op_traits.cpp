@@ -17,7 +17,7 @@ using enum SpatialRule;
 
 // One row per op, in OpKind order (checked at compile time below).
 // clang-format off
-constexpr std::array<OpTraits, 26> kTable = {{
+constexpr std::array<OpTraits, 28> kTable = {{
   //  op                      name               inputs brick  spatial    channels                  attributes                                          bn     epi    act    gen
       {OpKind::kInput,         "input",            0, 0, false, kNone,     ChannelRule::kNone,       {},                                                 false, false, false, false},
       {OpKind::kConv,          "conv",             1, 1, true,  kWindow,   ChannelRule::kConvGroups, {kConvWindow, kGroups, kOutChannels, kBias},        true,  true,  false, true},
@@ -54,6 +54,9 @@ constexpr std::array<OpTraits, 26> kTable = {{
       // squeeze-excitation multiply). Not brickable: a brick of the output reads s whole, which
       // the per-input receptive rules cannot say; it runs layerwise, between merged groups.
       {OpKind::kChannelMul,    "channel_mul",      2, 2, false, kWhole,    ChannelRule::kWhole,      {},                                                 false, false, false, false},
+      // sub / div: two computed tensors of one shape (a constant operand imports as an affine op).
+      {OpKind::kSub,           "sub",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kDiv,           "div",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
 }};
 // clang-format on
 
@@ -65,7 +68,7 @@ constexpr bool in_op_order() {
 }
 static_assert(in_op_order(), "kTable rows must follow the order of OpKind");
 // The last OpKind: a new op goes at the end of the enum and of kTable, and moves this check.
-static_assert(kTable.back().op == OpKind::kChannelMul, "kTable needs a row for every OpKind");
+static_assert(kTable.back().op == OpKind::kDiv, "kTable needs a row for every OpKind");
 
 constexpr bool is_window(Attr a) {
   return a == kConvWindow || a == kPoolWindow || a == kAvgPoolWindow;

@@ -62,6 +62,8 @@ enum class OpKind {
   kHardSigmoid,
   kGelu,
   kChannelMul,
+  kSub,
+  kDiv,
 };
 
 // Which region of an input one output region needs, per spatial axis.

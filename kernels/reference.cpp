@@ -246,6 +246,22 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return y;
 }
 
+Tensor sub(const Tensor& a, const Tensor& b) {
+  BRICKDL_CHECK(a.shape() == b.shape(), "sub of " << a.shape().str() << " and " << b.shape().str());
+  Tensor y(a.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    y.data()[i] = a.data()[i] - b.data()[i];
+  return y;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  BRICKDL_CHECK(a.shape() == b.shape(), "div of " << a.shape().str() << " and " << b.shape().str());
+  Tensor y(a.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    y.data()[i] = a.data()[i] / b.data()[i];
+  return y;
+}
+
 Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
            float value) {
   const TensorShape& is = x.shape();
@@ -514,6 +530,8 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   case OpKind::kHardSigmoid: y = hard_sigmoid(*in[0]); break;
   case OpKind::kGelu: y = gelu(*in[0]); break;
   case OpKind::kChannelMul: y = channel_mul(*in[0], *in[1]); break;
+  case OpKind::kSub: y = sub(*in[0], *in[1]); break;
+  case OpKind::kDiv: y = div(*in[0], *in[1]); break;
   }
   BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
                                              << ", the graph says " << l.out.str());

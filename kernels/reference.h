@@ -57,6 +57,8 @@ Tensor gelu(const Tensor& x);
 Tensor channel_mul(const Tensor& x, const Tensor& s);
 Tensor clip(const Tensor& x, float lo, float hi);
 Tensor mul(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
 // Constant padding (negative pads crop) of the spatial dims, (d, h, w) order.
 Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
            float value);

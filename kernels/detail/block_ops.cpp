@@ -434,6 +434,12 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
     break;
   }
   case OpKind::kLayerNorm: layer_norm_block(g, l, w, inputs[0], out, what); break;
+  case OpKind::kSub:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a - b; });
+    break;
+  case OpKind::kDiv:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a / b; });
+    break;
   default: break;
   }
 }

@@ -24,7 +24,7 @@ constexpr OpKind kAllOps[] = {
     OpKind::kLinear,         OpKind::kConvTranspose, OpKind::kSigmoid,   OpKind::kSilu,
     OpKind::kClip,           OpKind::kMul,           OpKind::kPad,       OpKind::kSlice,
     OpKind::kChannelShuffle, OpKind::kLayerNorm,     OpKind::kHardSwish, OpKind::kHardSigmoid,
-    OpKind::kGelu,           OpKind::kChannelMul,
+    OpKind::kGelu,           OpKind::kChannelMul,    OpKind::kSub,       OpKind::kDiv,
 };
 
 TEST(OpTraits, EveryOpHasItsRowAndNameRoundTrips) {

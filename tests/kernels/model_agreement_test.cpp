@@ -111,5 +111,31 @@ TEST(ModelAgreement, StructuralOps) {
   EXPECT_GE(n.candidates, 60) << n.skipped << " skipped";
 }
 
+// sub and div (kSame on both axes, two inputs made in the group) in every valid group.
+TEST(ModelAgreement, SubAndDiv) {
+  GraphBuilder b("sub_div", TensorShape{2, 8, 1, 11, 9, 2});
+  const int x = b.relu(b.conv2d(b.input(), 8, 1, 1, 0));
+  const int dw = b.conv2d(x, 8, 3, 1, 1, 1, 8, true);
+  const int q = b.div(b.sub(dw, x), b.sigmoid(dw));
+  b.conv2d(q, 8, 3, 1, 1, 1, 1, true);
+  const Graph gr = fuse_for_inference(b.build());
+  const model::CostModel m(*find_gpu_spec("A100-40GB"));
+  Compared n;
+  for (int first = 1; first < gr.size(); ++first)
+    for (int last = first; last < std::min(gr.size(), first + 5); ++last) {
+      if (!is_valid_group(gr, Group{first, last}))
+        continue;
+      for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized})
+        for (const BrickShape& brick : {BrickShape{1, 4, 3, 0}, BrickShape{1, 3, 5, 4}}) {
+          Candidate c;
+          c.group = Group{first, last};
+          c.strategy = s;
+          c.brick = brick;
+          expect_agreement(gr, c, m, group_layer_names(gr, c.group) + " " + c.config_str(), &n);
+        }
+    }
+  EXPECT_GE(n.candidates, 40) << n.skipped << " skipped";
+}
+
 } // namespace
 } // namespace brickdl::kernels

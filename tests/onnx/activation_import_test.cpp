@@ -1,7 +1,8 @@
 // Import of the mobile and modern ops (issue 32): HardSwish, torch's HardSigmoid, Gelu and
-// torch's Erf-GELU (one gelu layer), Sub and Div by constants (a batch_norm), and the
-// squeeze-excitation Mul of (N, C, H, W) by (N, C, 1, 1) either way round (channel_mul); their
-// refusals; and the export of each read back to the same values.
+// torch's Erf-GELU (one gelu layer), Sub and Div by constants (a batch_norm) and of two
+// computed tensors of one shape (sub, div), and the squeeze-excitation Mul of (N, C, H, W) by
+// (N, C, 1, 1) either way round (channel_mul); their refusals; and the export of each read back
+// to the same values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -124,11 +125,34 @@ TEST(OnnxActivations, SubAndDivByConstantsAreAffine) {
   inverse.node("Div", {inverse.floats("k", {}, {1}), "x"}, {"y"});
   EXPECT_NE(error_of(inverse).find("divides a constant by a computed tensor"), std::string::npos)
       << error_of(inverse);
-  Model two({1, 2, 2, 2}, 17);
-  two.node("Relu", {"x"}, {"r"});
-  two.node("Sub", {"x", "r"}, {"y"});
-  EXPECT_NE(error_of(two).find("of two computed tensors is not supported"), std::string::npos)
-      << error_of(two);
+}
+
+// Sub and Div of two computed tensors of one shape: x − relu(x) and x / sigmoid(x), each one
+// layer; a pixel-wise operand of another shape is refused naming both shapes.
+TEST(OnnxActivations, SubAndDivOfTwoComputedTensors) {
+  for (const char* op : {"Sub", "Div"}) {
+    Model m({2, 3, 4, 5}, 17);
+    m.node(std::string(op) == "Sub" ? "Relu" : "Sigmoid", {"x"}, {"r"});
+    m.node(op, {"x", "r"}, {"y"});
+    const OnnxModel out = m.import();
+    const std::string name = std::string(op) == "Sub" ? "sub" : "div";
+    ASSERT_EQ(ops_of(out.graph),
+              (std::vector<std::string>{std::string(op) == "Sub" ? "relu" : "sigmoid", name}));
+    const kernels::Tensor x = kernels::random_tensor(out.graph.input_shape(), 5, 0);
+    const kernels::Tensor y = run(out, x);
+    ASSERT_EQ(y.numel(), x.numel());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = x.data()[i];
+      const float want = name == "sub" ? v - std::max(v, 0.0f) : v / (1.0f / (1.0f + std::exp(-v)));
+      EXPECT_NEAR(y.data()[i], want, 1e-6f * (1 + std::fabs(want))) << op << " " << i;
+    }
+  }
+  Model pixel({2, 3, 4, 4}, 17);
+  pixel.node("Conv", {"x", pixel.floats("w", {1, 3, 1, 1}, {1, 1, 1})}, {"p"});
+  pixel.node("Sub", {"x", "p"}, {"y"});
+  EXPECT_NE(error_of(pixel).find("inputs of shapes [2, 3, 4, 4] and [2, 1, 4, 4] must be equal"),
+            std::string::npos)
+      << error_of(pixel);
 }
 
 // x · sigmoid(fc(pool(x))), the vector on either side of the Mul.
