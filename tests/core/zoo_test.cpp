@@ -305,6 +305,49 @@ TEST(Zoo, InceptionV4MatchesTimm) {
   EXPECT_EQ(layer(g, "features.11.branch1.1.conv").window.kernel, (std::array<int, 3>{1, 1, 7}));
 }
 
+// The three networks of issue 32's zoo. Their exact counts are torchvision's definitions at 224
+// x 224 (torchvision 0.29): num_params from the weights' metadata, MACs of every Conv2d and
+// Linear summed by forward hooks (what torchvision's "GFLOPS" (_ops) rounds: 0.301, 0.386,
+// 4.456). The papers' rounded figures are checked too, with the tolerance each states.
+
+TEST(Zoo, MobileNetV2MatchesTorchvisionAndThePaper) {
+  const Graph g = build("mobilenet_v2");
+  // torchvision MobileNet_V2_Weights.IMAGENET1K_V1: num_params 3504872, GFLOPS 0.30 (_ops 0.301).
+  EXPECT_EQ(g.total_params(), 3504872);
+  EXPECT_EQ(g.total_macs(), 300774272);
+  expect_rounds_to(g.total_params(), 3.50e6, 0.01e6, "params");
+  // Sandler et al. 2018, Table 3 (MobileNetV2 1.0 at 224): 300 M multiply-adds, given to the
+  // million's hundreds: within 1 %. (Its 3.4 M parameters round down what torchvision's 3.50 M
+  // counts: the classifier and batch-norms.)
+  EXPECT_NEAR(static_cast<double>(g.total_macs()), 300e6, 0.01 * 300e6);
+  // By hand from the paper's Table 2 (t, c, n, s): stem, 17 inverted residuals, head, fc.
+  int64_t macs = conv_macs(112 * 112, 32, 3, 9);
+  int64_t hw = 112, cin = 32;
+  const int table[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                           {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  for (const auto& st : table)
+    for (int i = 0; i < st[2]; ++i) {
+      const int64_t hidden = cin * st[0];
+      const int64_t out_hw = i == 0 ? hw / st[3] : hw;
+      macs += (st[0] == 1 ? 0 : conv_macs(hw * hw, hidden, cin, 1)) +
+              conv_macs(out_hw * out_hw, hidden, 1, 9) +
+              conv_macs(out_hw * out_hw, st[1], hidden, 1);
+      hw = out_hw;
+      cin = st[1];
+    }
+  macs += conv_macs(7 * 7, 1280, 320, 1) + 1280 * 1000;
+  EXPECT_EQ(g.total_macs(), macs);
+  // Residual adds where the stride is 1 and the channels stay: 10 of the 17 blocks.
+  int adds = 0;
+  for (const Layer& l : g.layers())
+    adds += l.op == OpKind::kAdd ? 1 : 0;
+  EXPECT_EQ(adds, 10);
+  EXPECT_EQ(layer(g, "features.3.add").out, (TensorShape{1, 24, 1, 56, 56, 2}));
+  EXPECT_EQ(layer(g, "features.18.2").op, OpKind::kClip); // ReLU6
+  EXPECT_EQ(layer(g, "features.18.2").out, (TensorShape{1, 1280, 1, 7, 7, 2}));
+  EXPECT_EQ(layer(g, "features.17.conv.1.0").groups, 960); // depthwise
+}
+
 TEST(Zoo, Microbenchmarks) {
   // BrickDL paper, microbenchmark 1: six 3x3x3 convs with padding 1 on 3 x 112^3, batch 1.
   const Graph g1 = build("micro_graphsize");
@@ -388,7 +431,7 @@ TEST(Zoo, LayerNamesAreUniqueAndEveryModelIsDescribed) {
     for (const Layer& l : g.layers())
       EXPECT_TRUE(names.insert(l.name).second) << e.name << ": " << l.name;
   }
-  EXPECT_EQ(zoo_names().size(), 10u);
+  EXPECT_EQ(zoo_names().size(), 11u);
 }
 
 TEST(Zoo, OptionsAreHonoured) {
