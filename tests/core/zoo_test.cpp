@@ -305,7 +305,7 @@ TEST(Zoo, InceptionV4MatchesTimm) {
   EXPECT_EQ(layer(g, "features.11.branch1.1.conv").window.kernel, (std::array<int, 3>{1, 1, 7}));
 }
 
-// The three networks of issue 32's zoo. Their exact counts are torchvision's definitions at 224
+// The networks of issue 32's zoo. Their exact counts are torchvision's definitions at 224
 // x 224 (torchvision 0.29): num_params from the weights' metadata, MACs of every Conv2d and
 // Linear summed by forward hooks (what torchvision's "GFLOPS" (_ops) rounds: 0.301, 0.386,
 // 4.456). The papers' rounded figures are checked too, with the tolerance each states.
@@ -346,6 +346,55 @@ TEST(Zoo, MobileNetV2MatchesTorchvisionAndThePaper) {
   EXPECT_EQ(layer(g, "features.18.2").op, OpKind::kClip); // ReLU6
   EXPECT_EQ(layer(g, "features.18.2").out, (TensorShape{1, 1280, 1, 7, 7, 2}));
   EXPECT_EQ(layer(g, "features.17.conv.1.0").groups, 960); // depthwise
+}
+
+TEST(Zoo, EfficientNetB0MatchesTorchvisionAndThePaper) {
+  const Graph g = build("efficientnet_b0");
+  // torchvision EfficientNet_B0_Weights.IMAGENET1K_V1: num_params 5288548, GFLOPS 0.39 (_ops
+  // 0.386).
+  EXPECT_EQ(g.total_params(), 5288548);
+  EXPECT_EQ(g.total_macs(), 385814752);
+  // Tan and Le 2019, Table 2 (B0): 5.3 M parameters and 0.39 B FLOPs (multiply-adds), each
+  // within half a unit of its last digit.
+  expect_rounds_to(g.total_params(), 5.3e6, 0.1e6, "params");
+  expect_rounds_to(g.total_macs(), 0.39e9, 0.01e9, "MACs");
+  // By hand from the paper's Table 1 (expansion, kernel, stride, channels, repeats); the SE's
+  // two 1x1 convs act on one pixel, squeezing to a quarter of the block's input channels.
+  int64_t macs = conv_macs(112 * 112, 32, 3, 9);
+  int64_t hw = 112, cin = 32;
+  const int table[7][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
+                           {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
+  for (const auto& st : table)
+    for (int i = 0; i < st[4]; ++i) {
+      const int64_t hidden = cin * st[0], squeeze = cin / 4;
+      const int64_t out_hw = i == 0 ? hw / st[2] : hw;
+      macs += (st[0] == 1 ? 0 : conv_macs(hw * hw, hidden, cin, 1)) +
+              conv_macs(out_hw * out_hw, hidden, 1, st[1] * st[1]) + 2 * squeeze * hidden +
+              conv_macs(out_hw * out_hw, st[3], hidden, 1);
+      hw = out_hw;
+      cin = st[3];
+    }
+  macs += conv_macs(7 * 7, 1280, 320, 1) + 1280 * 1000;
+  EXPECT_EQ(g.total_macs(), macs);
+  // The squeeze-excitation product: a [N, C, 1, 1] gate, replicated over the map by a nearest
+  // upsample (core/zoo/efficientnet.cpp), times the [N, C, H, W] map.
+  const Layer& mul = layer(g, "features.6.3.block.2.mul");
+  EXPECT_EQ(mul.op, OpKind::kMul);
+  const Layer& gate = g.layer(mul.inputs[0]);
+  EXPECT_EQ(gate.name, "features.6.3.block.2.scale_broadcast");
+  EXPECT_EQ(gate.op, OpKind::kUpsample);
+  EXPECT_EQ(gate.upsample_scale, 7);
+  EXPECT_EQ(g.layer(gate.inputs[0]).out, (TensorShape{1, 1152, 1, 1, 1, 2}));
+  EXPECT_EQ(mul.out, (TensorShape{1, 1152, 1, 7, 7, 2}));
+  // Its gate needs a square map: anything else is refused, not computed wrongly.
+  ZooOptions wide;
+  wide.input_size = {224, 320};
+  EXPECT_THROW(build_zoo_model("efficientnet_b0", wide), ShapeError);
+  EXPECT_EQ(layer(g, "features.6.3.block.2.fc1").out_channels, 48); // 192 / 4
+  int adds = 0;
+  for (const Layer& l : g.layers())
+    adds += l.op == OpKind::kAdd ? 1 : 0;
+  EXPECT_EQ(adds, 9); // 16 blocks, 7 of them change the stride or the channels
 }
 
 TEST(Zoo, Microbenchmarks) {
@@ -431,7 +480,7 @@ TEST(Zoo, LayerNamesAreUniqueAndEveryModelIsDescribed) {
     for (const Layer& l : g.layers())
       EXPECT_TRUE(names.insert(l.name).second) << e.name << ": " << l.name;
   }
-  EXPECT_EQ(zoo_names().size(), 11u);
+  EXPECT_EQ(zoo_names().size(), 12u);
 }
 
 TEST(Zoo, OptionsAreHonoured) {
