@@ -31,7 +31,7 @@ fi
 # The seven models of the paper's Fig 7 with 3D ResNet-34's search before brick depths
 # (resnet3d_34_cubes) beside the current one, and issue 32's zoo.
 experiments=(resnet50 drn_c_26 resnet3d_34 resnet3d_34_cubes darknet53 vgg16_bn deepcam
-  inception_v4 mobilenet_v2 efficientnet_b0)
+  inception_v4 mobilenet_v2 efficientnet_b0 convnext_tiny)
 gpus=(A100-40GB H200)
 precisions=(tf32 bf16)
 

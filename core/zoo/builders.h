@@ -33,6 +33,7 @@ Graph build_deepcam(const ZooOptions& options);
 Graph build_inception_v4(const ZooOptions& options);
 Graph build_mobilenet_v2(const ZooOptions& options);
 Graph build_efficientnet_b0(const ZooOptions& options);
+Graph build_convnext_tiny(const ZooOptions& options);
 Graph build_micro_graphsize(const ZooOptions& options);
 Graph build_micro_bricksize(const ZooOptions& options);
 Graph build_conv_chain_model(const ZooOptions& options);

@@ -99,6 +99,10 @@ const std::vector<ZooEntry>& zoo() {
       {"efficientnet_b0",
        "EfficientNet-B0 as torchvision efficientnet_b0 (SE gate broadcast by an upsample); 224x224",
        d::build_efficientnet_b0},
+      {"convnext_tiny",
+       "ConvNeXt-T as torchvision convnext_tiny (1x1 convs for its Linear layers, layer scale "
+       "folded)",
+       d::build_convnext_tiny},
       {"micro_graphsize",
        "BrickDL microbenchmark 1 (Fig 10): 6 x (3x3x3 conv + relu), 3 channels, 112^3",
        d::build_micro_graphsize},
