@@ -80,6 +80,8 @@ std::string search_str(const SearchSpaceConfig& s) {
       s.searcher, fmt::join(s.brick_sizes, ", "), fmt::join(s.channel_blocks, ", "),
       fmt::join(s.batch_blocks, ", "), fmt::join(s.clusters, ", "), fmt::join(strategies, ", "),
       s.max_group_len, fmt::join(s.threads, ", "));
+  if (!s.brick_depths.empty()) // absent: cubes, as before the key existed
+    out += fmt::format("; 3-D brick depths {}", fmt::join(s.brick_depths, ", "));
   if (s.searcher == "random")
     out += fmt::format("; {} samples", s.random_samples);
   if (!s.partitions.empty()) {

@@ -22,9 +22,10 @@ using detail::YamlValue;
 const std::vector<std::string> kTopKeys = {"name",           "model",     "batch",    "input_size",
                                            "input_channels", "precision", "target",   "search",
                                            "measurement",    "seed",      "database", "output"};
-const std::vector<std::string> kSearchKeys = {
-    "brick_sizes", "channel_blocks", "batch_blocks",   "clusters",   "max_group_len", "strategies",
-    "threads",     "searcher",       "random_samples", "partitions", "subgraphs"};
+const std::vector<std::string> kSearchKeys = {"brick_sizes", "channel_blocks", "batch_blocks",
+                                              "clusters",    "max_group_len",  "strategies",
+                                              "threads",     "searcher",       "random_samples",
+                                              "partitions",  "subgraphs",      "brick_depths"};
 const std::vector<std::string> kMeasurementKeys = {
     "backend",  "warmup",           "repetitions",     "top_k",       "counters",
     "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
@@ -461,8 +462,8 @@ void read_subgraphs(const YamlValue& v, const ExperimentConfig& cfg, SearchSpace
   }
 }
 
-// search.brick_sizes, channel_blocks, batch_blocks and clusters: the lists a brick is built
-// from.
+// search.brick_sizes, brick_depths, channel_blocks, batch_blocks and clusters: the lists a brick
+// is built from.
 void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
   if (v.has("brick_sizes")) {
     s->brick_sizes = read_unique_ints(
@@ -470,6 +471,15 @@ void read_brick_lists(const YamlValue& v, SearchSpaceConfig* s) {
           if (!is_power_of_two(x) || x > kMaxBrick)
             item.fail("a brick size must be a power of two from 1 to " + std::to_string(kMaxBrick) +
                       " (1, 2, 4, 8, 16, 32, 64), got " + std::to_string(x));
+        });
+  }
+  if (v.has("brick_depths")) {
+    s->brick_depths = read_unique_ints(
+        v.get("brick_depths"), "search.brick_depths", [](const YamlValue& item, int x) {
+          if (!is_power_of_two(x) || x > kMaxBrick)
+            item.fail("a brick depth must be a power of two from 1 to " +
+                      std::to_string(kMaxBrick) + " (1, 2, 4, 8, 16, 32, 64), got " +
+                      std::to_string(x));
         });
   }
   if (v.has("channel_blocks")) {
@@ -508,8 +518,9 @@ void check_search_size(const YamlValue& v, const ExperimentConfig& cfg,
   int64_t bricked = 0;
   for (Strategy st : s.strategies)
     bricked += st == Strategy::kLayerwise ? 0 : 1;
+  const int64_t depths = std::max<int64_t>(1, static_cast<int64_t>(s.brick_depths.size()));
   const int64_t configs = int64_t{1} + bricked * static_cast<int64_t>(s.brick_sizes.size()) *
-                                           static_cast<int64_t>(s.channel_blocks.size()) *
+                                           depths * static_cast<int64_t>(s.channel_blocks.size()) *
                                            static_cast<int64_t>(s.batch_blocks.size()) *
                                            static_cast<int64_t>(s.clusters.size()) *
                                            static_cast<int64_t>(s.threads.size());

@@ -30,7 +30,8 @@
 //                   to the experiment file, measured against the spec `gpu:` names: its
 //                   measured values replace the spec's; a field the target also sets itself
 //                   keeps the experiment's value (said in the calibration's summary).
-//   search          brick_sizes: powers of two from 1 to 64; channel_blocks 0 to 65536;
+//   search          brick_sizes: powers of two from 1 to 64; brick_depths: the same, the
+//                   depths of 3-D bricks (default: none, cubes); channel_blocks 0 to 65536;
 //                   batch_blocks: images per unit of work, 1 to 1024 (default [1]; values
 //                   above the batch act as the batch); clusters: CTAs per padded unit, 1 to
 //                   16 (default [1]); max_group_len 1 to 64; strategies;
@@ -63,6 +64,11 @@ namespace brickdl {
 struct SearchSpaceConfig {
   // Brick extents tried per spatial dim (cubes for 3-D, squares for 2-D).
   std::vector<int> brick_sizes = {4, 8, 16, 32};
+  // Depths (BrickShape::d) a 3-D group's bricks try with every size: bricks d × s × s. Empty
+  // (the default): cubes s × s × s. Thin bricks along depth hold a shallower halo on chip: a
+  // 3×3×3 conv pair's padded region of a 1 × 8 × 8 brick is 5 × 12 × 12 points, of an 8³
+  // brick 12³ (what the paper's cubes cannot fit in shared memory at 64 channels and more).
+  std::vector<int> brick_depths;
   std::vector<int> channel_blocks = {0}; // 0 = all channels
   // Images per unit of work (BrickShape::nb): each weight a unit reads serves nb images.
   std::vector<int> batch_blocks = {1};

@@ -4,6 +4,7 @@
 // layer (batch-norm and activations as separate layers; fuse_for_inference() folds them).
 //
 //   resnet50 vgg16_bn darknet53 drn_c_26 resnet3d_34 deepcam inception_v4   (the paper's models)
+//   mobilenet_v2 efficientnet_b0 convnext_tiny            (issue 32: mobile and modern blocks)
 //   micro_graphsize micro_bricksize conv_chain                    (chains of build_conv_chain)
 //
 // Layer names are those of the reference's modules ("layer1.0.conv1", "features.3.cat",

@@ -15,6 +15,7 @@ is written by this script from FILE (a committed record under results/), never t
                                           write results/quickstart/resnet50-cpu.txt from DIR,
                                           the outputs of scripts/quickstart-record.sh
 """
+import csv
 import os
 import re
 import statistics
@@ -92,8 +93,50 @@ def mpi_block(path):
             f"`{path}`)\n")
 
 
+# The rows of the model-only table: experiment -> label (results/model/speedups.csv's order).
+SPEEDUP_LABELS = {
+    "resnet50": "ResNet-50", "drn_c_26": "DRN-C-26", "resnet3d_34": "3D ResNet-34",
+    "darknet53": "DarkNet-53", "vgg16_bn": "VGG-16", "deepcam": "DeepCAM",
+    "inception_v4": "Inception-v4", "mobilenet_v2": "MobileNetV2",
+    "efficientnet_b0": "EfficientNet-B0", "convnext_tiny": "ConvNeXt-T",
+    "resnet3d_34_cubes": "3D ResNet-34, cubes only (before)"}
+
+
+def paper_speedup(model):
+    """The paper's measured Fig 7 speedup over its cuDNN (A100-40GB, fp32), or None."""
+    sys.path.insert(0, os.path.join(ROOT, "results"))
+    import paper_reference  # noqa: E402 (results/, next to the figure scripts)
+    bar = paper_reference.FIG7.get(model)
+    return None if bar is None else 1 / (bar["brickdl_memory"] + bar["brickdl_compute"])
+
+
+def speedups_block(path):
+    """README's model-only table from results/model/speedups.csv (scripts/model-speedups.sh)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        records = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    columns = []
+    cells = {}
+    for r in records:
+        column = (r["gpu"], r["precision"])
+        if column not in columns:
+            columns.append(column)
+        cells.setdefault(r["experiment"], {"model": r["model"], "batch": r["batch"]})[column] = (
+            f"{float(r['speedup']):.3f} ({r['merged_groups']}/{r['groups']})")
+    if not cells:
+        raise RecordError(f"{path} has no rows")
+    head = ["model", "batch"] + [f"{g} {p}" for g, p in columns] + ["paper (A100, fp32, measured)"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | ---: |" + " ---: |" * (len(columns) + 1)]
+    for experiment, c in cells.items():
+        paper = paper_speedup(experiment)
+        lines.append("| " + " | ".join(
+            [SPEEDUP_LABELS.get(experiment, experiment), c["batch"]] +
+            [c.get(col, "-") for col in columns] +
+            ["-" if paper is None else f"{paper:.3f}"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATORS = {"quickstart": quickstart_block, "run-check": run_check_block,
-              "mpi-scaling": mpi_block}
+              "mpi-scaling": mpi_block, "model-speedups": speedups_block}
 
 
 def render(text):

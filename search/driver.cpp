@@ -66,6 +66,8 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
     out["search"]["batch_blocks"] = e.search.batch_blocks;
   if (e.search.clusters != std::vector<int>{1}) // likewise
     out["search"]["clusters"] = e.search.clusters;
+  if (!e.search.brick_depths.empty()) // likewise; readers take a missing list as cubes
+    out["search"]["brick_depths"] = e.search.brick_depths;
   // What the command line changed (readers find a run by its model and these, not only by
   // the experiment's name); absent when nothing.
   const ExperimentOverrides& o = e.overrides;

@@ -15,6 +15,8 @@ constexpr const char* kReasonNotSpatial =
     "a layer without bricks (no spatial extent, or a transposed conv): layerwise only";
 constexpr const char* kReasonBrickCovers =
     "brick larger than every tensor of the group: same work as a smaller brick";
+constexpr const char* kReasonDepthCovers =
+    "brick depth beyond every tensor's depth: same work as a shallower brick";
 constexpr const char* kReasonChannelsCover =
     "channel block covers all channels: same work as another channel block";
 constexpr const char* kReasonBatchCovers =
@@ -23,10 +25,13 @@ constexpr const char* kReasonClusters =
     "cluster of several CTAs with memoized units or a channel block: clusters run padded units of "
     "every channel only";
 
-// Largest spatial extent and channel count over the tensors a group reads and writes.
+// Largest spatial extent and channel count over the tensors a group reads and writes; the
+// largest depth (3-D) and the largest height or width, for bricks whose depth is listed apart.
 struct GroupExtent {
   int64_t spatial = 1;
   int64_t channels = 1;
+  int64_t depth = 1;
+  int64_t plane = 1;
 };
 
 GroupExtent group_extent(const Graph& g, const Group& grp) {
@@ -34,6 +39,10 @@ GroupExtent group_extent(const Graph& g, const Group& grp) {
   auto take = [&](const TensorShape& s) {
     for (int a = 3 - s.spatial_rank; a < 3; ++a)
       e.spatial = std::max(e.spatial, s.dim(a));
+    if (s.spatial_rank == 3)
+      e.depth = std::max(e.depth, s.dim(0));
+    if (s.spatial_rank >= 2)
+      e.plane = std::max({e.plane, s.dim(1), s.dim(2)});
     e.channels = std::max(e.channels, s.c);
   };
   for (int id = grp.first; id <= grp.last; ++id) {
@@ -154,20 +163,27 @@ int SearchSpace::singleton(int layer) const {
 namespace {
 
 // The listed (sorted, duplicate-free) values of every candidate dimension of a merged group.
+// `depths` holds the listed brick depths of a 3-D group, or one 0 (cubes; 2-D groups).
 struct ListedValues {
-  std::vector<int> sizes, blocks, batch, clusters, threads;
-  explicit ListedValues(const SearchSpaceConfig& c)
-      : sizes(sorted_unique(c.brick_sizes)), blocks(sorted_unique(c.channel_blocks)),
-        batch(sorted_unique(c.batch_blocks)), clusters(sorted_unique(c.clusters)),
-        threads(sorted_unique(c.threads)) {}
+  std::vector<int> sizes, depths, blocks, batch, clusters, threads;
+  ListedValues(const SearchSpaceConfig& c, bool three_d)
+      : sizes(sorted_unique(c.brick_sizes)),
+        depths(three_d && !c.brick_depths.empty() ? sorted_unique(c.brick_depths)
+                                                  : std::vector<int>{0}),
+        blocks(sorted_unique(c.channel_blocks)), batch(sorted_unique(c.batch_blocks)),
+        clusters(sorted_unique(c.clusters)), threads(sorted_unique(c.threads)) {}
   // Merged configurations per strategy: the product of the lists.
   int64_t product() const {
     int64_t n = 1;
-    for (const auto* v : {&sizes, &blocks, &batch, &clusters, &threads})
+    for (const auto* v : {&sizes, &depths, &blocks, &batch, &clusters, &threads})
       n *= static_cast<int64_t>(v->size());
     return n;
   }
 };
+
+bool is_three_d(const Graph& g, const Group& grp) {
+  return g.layer(grp.last).out.spatial_rank == 3;
+}
 
 bool has(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -178,36 +194,42 @@ bool has(const std::vector<int>& v, int x) {
 // Every listed combination (strategy × size × channel block × batch block × cluster × threads)
 // becomes a candidate or is counted under the first reason that removes it, so the listed
 // product is exactly the candidates plus pruned_.
+// With brick depths listed (3-D groups), a size is pruned by the plane's extents and a depth by
+// the depths; without, a cube by every extent.
 void SearchSpace::add_merged_candidates(GroupEntry* e, const SearchSpaceConfig& config) {
   const Group& grp = e->group;
-  const ListedValues listed(config);
+  const bool three_d = is_three_d(graph_, grp);
+  const ListedValues listed(config, three_d);
+  const bool by_depth = listed.depths.front() != 0;
   const GroupExtent ext = group_extent(graph_, grp);
-  const std::vector<int> sizes = useful_sizes(listed.sizes, ext.spatial);
+  const std::vector<int> sizes = useful_sizes(listed.sizes, by_depth ? ext.plane : ext.spatial);
+  const std::vector<int> depths = by_depth ? useful_sizes(listed.depths, ext.depth) : listed.depths;
   const std::vector<int> blocks = useful_channel_blocks(listed.blocks, ext.channels);
   const std::vector<int> batch = clamped_batch_blocks(listed.batch, graph_.batch());
-  const bool three_d = graph_.layer(grp.last).out.spatial_rank == 3;
   for (Strategy s : merged_strategies_)
     for (int b : listed.sizes)
-      for (int cb : listed.blocks)
-        for (int nb : batch)
-          for (int cl : listed.clusters)
-            for (int t : listed.threads) {
-              const char* why = !has(sizes, b)     ? kReasonBrickCovers
-                                : !has(blocks, cb) ? kReasonChannelsCover
-                                : nb == 0          ? kReasonBatchCovers
-                                : cl > 1 && (s != Strategy::kPadded || cb != 0) ? kReasonClusters
-                                                                                : nullptr;
-              if (why != nullptr) {
-                ++pruned_[why];
-                continue;
+      for (int d : listed.depths)
+        for (int cb : listed.blocks)
+          for (int nb : batch)
+            for (int cl : listed.clusters)
+              for (int t : listed.threads) {
+                const char* why = !has(sizes, b)     ? kReasonBrickCovers
+                                  : !has(depths, d)  ? kReasonDepthCovers
+                                  : !has(blocks, cb) ? kReasonChannelsCover
+                                  : nb == 0          ? kReasonBatchCovers
+                                  : cl > 1 && (s != Strategy::kPadded || cb != 0) ? kReasonClusters
+                                                                                  : nullptr;
+                if (why != nullptr) {
+                  ++pruned_[why];
+                  continue;
+                }
+                Candidate c;
+                c.group = grp;
+                c.strategy = s;
+                c.brick = BrickShape{!three_d ? 1 : by_depth ? d : b, b, b, cb, nb, cl};
+                c.threads = t;
+                e->candidates.push_back(c);
               }
-              Candidate c;
-              c.group = grp;
-              c.strategy = s;
-              c.brick = BrickShape{three_d ? b : 1, b, b, cb, nb, cl};
-              c.threads = t;
-              e->candidates.push_back(c);
-            }
 }
 
 int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
@@ -223,8 +245,8 @@ int SearchSpace::add_group(const Group& grp, const SearchSpaceConfig& config) {
     e.candidates.push_back(layerwise_candidate(grp));
   }
   // Enumerated: the layerwise candidate of a singleton and every listed merged configuration.
-  const int64_t listed =
-      static_cast<int64_t>(merged_strategies_.size()) * ListedValues(config).product();
+  const int64_t listed = static_cast<int64_t>(merged_strategies_.size()) *
+                         ListedValues(config, is_three_d(graph_, grp)).product();
   enumerated_ += (grp.size() == 1 ? 1 : 0) + listed;
   if (e.mergeable) {
     add_merged_candidates(&e, config);
@@ -263,6 +285,9 @@ void check_config(const SearchSpaceConfig& config, const std::string& source) {
              "must list at least one batch block (1 = one image per unit of work)", "batch blocks");
   check_list(config.threads, "search.threads", 1, "must list at least one thread count",
              "thread counts");
+  for (int d : config.brick_depths) // empty: cubes
+    if (d < 1)
+      bad(source, "search.brick_depths", fmt::format("depths must be >= 1, got {}", d));
   check_list(config.clusters, "search.clusters", 1,
              "must list at least one cluster size (1 = one CTA per unit)", "cluster sizes");
 }

@@ -5,8 +5,9 @@
 //        groups: contiguous [first, last] of the topological order (layer 0, the input, is
 //                never in a group), at most max_group_len layers, only the last layer's output
 //                read outside the group (inputs from outside are allowed: residual skips)
-//        candidates per group: layerwise (singleton groups only) + bricks × channel blocks ×
-//                batch blocks × merged strategies × threads
+//        candidates per group: layerwise (singleton groups only) + bricks (× brick depths, 3-D
+//                groups of an experiment that lists them) × channel blocks × batch blocks ×
+//                merged strategies × threads
 //        enumerated = candidates + pruned: every listed combination (the layerwise candidate of
 //                a singleton, and merged strategies × sizes × channel blocks × batch blocks ×
 //                clusters × threads, each list without duplicates) is either built or counted

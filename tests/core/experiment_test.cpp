@@ -81,6 +81,7 @@ TEST(Experiment, DefaultsOfAMinimalInlineExperiment) {
   EXPECT_EQ(e.gpu.name, "A100-40GB");
   EXPECT_EQ(e.gpu.sm_count, 108);
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{4, 8, 16, 32}));
+  EXPECT_TRUE(e.search.brick_depths.empty()); // cubes
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0}));
   EXPECT_EQ(e.search.batch_blocks, (std::vector<int>{1}));
   EXPECT_EQ(e.search.max_group_len, 4);
@@ -115,6 +116,7 @@ ExperimentConfig full_experiment() {
                                    "precision: fp16\n"
                                    "search:\n"
                                    "  brick_sizes: [8, 16]\n"
+                                   "  brick_depths: [2, 1]\n"
                                    "  channel_blocks: [0, 32]\n"
                                    "  batch_blocks: [1, 4]\n"
                                    "  clusters: [1, 2]\n"
@@ -175,6 +177,7 @@ TEST(Experiment, EveryTopLevelKey) {
 TEST(Experiment, EverySearchKey) {
   const ExperimentConfig e = full_experiment();
   EXPECT_EQ(e.search.brick_sizes, (std::vector<int>{8, 16}));
+  EXPECT_EQ(e.search.brick_depths, (std::vector<int>{2, 1}));
   EXPECT_EQ(e.search.channel_blocks, (std::vector<int>{0, 32}));
   EXPECT_EQ(e.search.batch_blocks, (std::vector<int>{1, 4}));
   EXPECT_EQ(e.search.clusters, (std::vector<int>{1, 2}));
@@ -308,6 +311,12 @@ TEST(ExperimentErrors, OutOfRange) {
   expect_error(kBase + "search: {brick_sizes: [8, 8]}\n", 9, 27, "search.brick_sizes[1]",
                "8 is listed twice");
   expect_error(kBase + "search: {brick_sizes: []}\n", 9, 23, "search.brick_sizes",
+               "expected at least one value");
+  // Brick depths (3-D groups): powers of two like the sizes; absent means cubes, so an empty
+  // list is refused rather than read as "no depth".
+  expect_error(kBase + "search: {brick_depths: [1, 3]}\n", 9, 28, "search.brick_depths[1]",
+               "a brick depth must be a power of two from 1 to 64");
+  expect_error(kBase + "search: {brick_depths: []}\n", 9, 24, "search.brick_depths",
                "expected at least one value");
   expect_error(kBase + "search: {max_group_len: 0}\n", 9, 25, "search.max_group_len",
                "expected an integer >= 1, got 0");

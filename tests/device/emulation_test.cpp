@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/gpu_spec.h"
 #include "core/graph_builder.h"
@@ -123,6 +124,49 @@ TEST(Emulation, ConvChain3d) {
   const Graph g = fuse_for_inference(b.build());
   check_all(g, named_group(g, "c1", "c3"), {4, 4, 4, 0});
   check_all(g, named_group(g, "c2", "c3"), {2, 3, 4, 0}, 96);
+}
+
+// 3D ResNet's basic block with the bricks search.brick_depths adds (issue 32): thin along depth,
+// tall (deeper than the clip), with channel blocks.
+TEST(Emulation, ThreeDBasicBlockWithThinAndTallBricks) {
+  GraphBuilder b("r3d_block", TensorShape{1, 8, 5, 9, 10, 3});
+  const int c1 = b.relu(b.batch_norm(b.conv3d(b.input(), 8, 3, 1, 1, 1, 1, false, "c1")));
+  const int c2 = b.batch_norm(b.conv3d(c1, 8, 3, 1, 1, 1, 1, false, "c2"));
+  b.relu(b.add(c2, b.input(), "add"));
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp = named_group(g, "c1", "add");
+  check_all(g, grp, {1, 4, 4, 0});
+  check_all(g, grp, {8, 2, 2, 4});
+  check_all(g, grp, {2, 8, 8, 0}, 96);
+}
+
+// The code generator allocates what the model counts for them at 3D ResNet-34's layer1 block
+// (64 channels on 8 x 28 x 28): padded 1 x 4 x 4 on the same arena, memoized 4 x 8 x 8 and 8 x 4
+// x 4 to 16-byte rounding (tests/model/cost_model_test.cpp works the sizes out by hand).
+TEST(Codegen, ThinAndTallThreeDBricksAllocateWhatTheModelCounts) {
+  GraphBuilder b("r3d_layer1", TensorShape{1, 64, 8, 28, 28, 3});
+  const int c1 = b.relu(b.batch_norm(b.conv3d(b.input(), 64, 3, 1, 1, 1, 1, false, "c1")));
+  const int c2 = b.batch_norm(b.conv3d(c1, 64, 3, 1, 1, 1, 1, false, "c2"));
+  b.relu(b.add(c2, b.input(), "add"));
+  const Graph g = fuse_for_inference(b.build());
+  const GpuSpec& spec = *find_gpu_spec("A100-40GB");
+  CodegenOptions o;
+  o.max_smem_bytes = static_cast<int>(spec.smem_per_block_bytes);
+  for (const auto& [s, brick] : {std::pair{Strategy::kPadded, BrickShape{1, 4, 4, 0}},
+                                 std::pair{Strategy::kMemoized, BrickShape{4, 8, 8, 0}},
+                                 std::pair{Strategy::kMemoized, BrickShape{8, 4, 4, 0}}}) {
+    const Candidate c{named_group(g, "c1", "add"), brick, s, 256};
+    SCOPED_TRACE(c.config_str());
+    const model::Prediction p = model::CostModel(spec).predict(g, c);
+    ASSERT_TRUE(p.feasible) << p.reason;
+    const KernelLaunch& k = plan_kernels(g, c, o).launches[0];
+    if (s == Strategy::kPadded) {
+      EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
+    } else {
+      EXPECT_GE(k.smem_bytes, p.smem_bytes_per_block);
+      EXPECT_LT(k.smem_bytes, p.smem_bytes_per_block + 48.0);
+    }
+  }
 }
 
 TEST(Emulation, BottleneckWithSkipAndDownsample) {

@@ -280,6 +280,31 @@ TEST(MergedExecutorProperty, ResidualBlockWithExternalSkipAndPool) {
     }
 }
 
+TEST(MergedExecutorProperty, ThreeDBasicBlockWithThinAndTallBricks) {
+  // 3D ResNet's basic block (conv-bn-relu, conv-bn, add of the block input from outside the
+  // group, relu) on a clip whose depth no brick divides, with the non-cubic bricks that
+  // search.brick_depths lets the search choose (issue 32): thin (1 × 4 × 4, 2 × 8 × 8), tall
+  // (8 × 4 × 4, deeper than the clip), channel blocks and batch blocks, padded and memoized.
+  GraphBuilder b("r3d_block", TensorShape{2, 8, 5, 9, 10, 3});
+  const int stem = b.relu(b.batch_norm(b.conv3d(b.input(), 8, 3, 1, 1, 1, 1, false, "stem")));
+  const int c1 = b.relu(b.batch_norm(b.conv3d(stem, 8, 3, 1, 1, 1, 1, false, "c1")));
+  const int c2 = b.batch_norm(b.conv3d(c1, 8, 3, 1, 1, 1, 1, false, "c2"));
+  b.relu(b.add(c2, stem));
+  const Graph g = fuse_for_inference(b.build());
+  const Group grp{g.find("c1"), g.size() - 1};
+  ASSERT_EQ(grp.size(), 3);
+  const Fixture f(g, grp);
+  const Tensor ref = f.reference();
+  const BrickShape bricks[] = {{1, 4, 4, 0}, {2, 8, 8, 0},    {8, 4, 4, 0},
+                               {1, 2, 2, 4}, {2, 4, 4, 0, 2}, {4, 8, 8, 4, 2}};
+  for (const BrickShape& brick : bricks)
+    for (Strategy st : {Strategy::kPadded, Strategy::kMemoized}) {
+      const GroupResult r = f.run(st, brick, 3);
+      ASSERT_TRUE(r.supported) << strategy_name(st) << " " << brick.str() << ": " << r.reason;
+      EXPECT_LE(normwise_error(r.output, ref), 1e-5) << strategy_name(st) << " " << brick.str();
+    }
+}
+
 TEST(MergedExecutorProperty, MemoizedConflictsHappenWithManyWorkers) {
   // A 16x16 conv output (one 16x16 brick, 64 -> 64 channels) upsampled by 4: all 16 output
   // bricks need that one intermediate brick. The observer holds the claim until another worker

@@ -82,6 +82,27 @@ TEST(ModelAgreement, Random3dCandidates) {
 // The structural ops' receptive rules (slice: a channel shift; channel shuffle and layer norm:
 // all channels) in both implementations: a ShuffleNet unit and a ConvNeXt block, every valid
 // group, each strategy, with and without channel blocks.
+TEST(ModelAgreement, ThreeDBlockWithThinAndTallBricks) {
+  // The bricks search.brick_depths adds (d != h): the executor counts what the model predicts.
+  GraphBuilder b("r3d_block", TensorShape{1, 8, 6, 9, 10, 3});
+  const int c1 = b.relu(b.batch_norm(b.conv3d(b.input(), 8, 3, 1, 1)));
+  const int c2 = b.batch_norm(b.conv3d(c1, 8, 3, 1, 1));
+  b.relu(b.add(c2, b.input()));
+  const Graph g = fuse_for_inference(b.build());
+  const model::CostModel m(*find_gpu_spec("A100-40GB"));
+  Compared n;
+  for (const BrickShape& brick :
+       {BrickShape{1, 4, 4, 0}, BrickShape{2, 8, 8, 4}, BrickShape{8, 2, 2, 0}})
+    for (Strategy s : {Strategy::kPadded, Strategy::kMemoized}) {
+      Candidate c;
+      c.group = Group{1, 3};
+      c.strategy = s;
+      c.brick = brick;
+      expect_agreement(g, c, m, c.config_str(), &n);
+    }
+  EXPECT_EQ(n.candidates, 6) << n.skipped << " skipped";
+}
+
 TEST(ModelAgreement, StructuralOps) {
   GraphBuilder b("struct_ops", TensorShape{2, 8, 1, 11, 9, 2});
   const int x = b.relu(b.conv2d(b.input(), 8, 1, 1, 0));

@@ -696,6 +696,55 @@ TEST(CostModelFeasibility, SharedMemoryLimit) {
   EXPECT_DOUBLE_EQ(big.smem_bytes_per_block, 34 * 34 * 256 * 4);
 }
 
+// 3D ResNet-34's layer1 basic block (issue 32): 64 channels on 8 x 28 x 28, conv3d 3x3x3 pad 1
+// (+bn +relu) → conv3d (+bn) → add(block input) (+relu).
+Graph r3d_layer1_block() {
+  GraphBuilder b("r3d_layer1", TensorShape{1, 64, 8, 28, 28, 3});
+  const int c1 = b.relu(b.batch_norm(b.conv3d(0, 64, 3, 1, 1)));
+  const int c2 = b.batch_norm(b.conv3d(c1, 64, 3, 1, 1));
+  b.relu(b.add(c2, 0));
+  return fuse_for_inference(b.build());
+}
+
+TEST(CostModelFeasibility, ThreeDBlocksFitWithBricksThinOrTallAlongDepth) {
+  const Graph g = r3d_layer1_block();
+  ASSERT_EQ(g.size(), 4);     // input, conv(+bn+relu), conv(+bn), add(+relu)
+  const CostModel m = a100(); // 163 KiB of shared memory per block
+  const auto smem = [&](Strategy s, BrickShape b) { return m.predict(g, candidate(1, 3, s, b)); };
+  // Cubes, the only 3-D bricks the search tried before brick_depths: padded 4³ stages the input
+  // whole (64 channels are no more than the two 32-channel chunks in flight: core/group.h) over
+  // conv1's need 8³, and conv1's region 6³, all 64 channels: (512 + 216) · 64 · 4 B = 182 KiB.
+  const Prediction pad4 = smem(Strategy::kPadded, BrickShape{4, 4, 4, 0});
+  EXPECT_FALSE(pad4.feasible);
+  EXPECT_DOUBLE_EQ(pad4.smem_bytes_per_block, (512 + 216) * 64 * 4);
+  EXPECT_NE(pad4.reason.find("182 KiB"), std::string::npos) << pad4.reason;
+  // Memoized 8³ stages one brick's conv input, 10³ · 64 · 4 B = 250 KiB (over the H200's 227
+  // KiB as well); memoized 4³ fits, but its bricks are small (more claims, lookups and halo).
+  const Prediction memo8 = smem(Strategy::kMemoized, BrickShape{8, 8, 8, 0});
+  EXPECT_FALSE(memo8.feasible);
+  EXPECT_DOUBLE_EQ(memo8.smem_bytes_per_block, 1000 * 64 * 4);
+  // Thin along depth: padded 1 × 4 × 4 needs 5 × 8 × 8 of the input and 3 × 6 × 6 of conv1:
+  // (320 + 108) · 64 · 4 B = 107 KiB; 2 × 4 × 4: (384 + 144) · 64 · 4 B = 132 KiB.
+  const Prediction pad1 = smem(Strategy::kPadded, BrickShape{1, 4, 4, 0});
+  EXPECT_TRUE(pad1.feasible) << pad1.reason;
+  EXPECT_DOUBLE_EQ(pad1.smem_bytes_per_block, (320 + 108) * 64 * 4);
+  const Prediction pad2 = smem(Strategy::kPadded, BrickShape{2, 4, 4, 0});
+  EXPECT_TRUE(pad2.feasible) << pad2.reason;
+  EXPECT_DOUBLE_EQ(pad2.smem_bytes_per_block, (384 + 144) * 64 * 4);
+  // Memoized 4 × 8 × 8 (the brick the H200 plan picks): 6 × 10 × 10 · 64 · 4 B = 150 KiB; and
+  // tall, 8 × 4 × 4 (the A100's): 10 × 6 × 6 · 64 · 4 B = 90 KiB.
+  const Prediction memo48 = smem(Strategy::kMemoized, BrickShape{4, 8, 8, 0});
+  EXPECT_TRUE(memo48.feasible) << memo48.reason;
+  EXPECT_DOUBLE_EQ(memo48.smem_bytes_per_block, 600 * 64 * 4);
+  const Prediction memo84 = smem(Strategy::kMemoized, BrickShape{8, 4, 4, 0});
+  EXPECT_TRUE(memo84.feasible) << memo84.reason;
+  EXPECT_DOUBLE_EQ(memo84.smem_bytes_per_block, 360 * 64 * 4);
+  // What thin bricks trade for it: padded recomputes more of conv1 per output point, 3 · 6 · 6
+  // / 16 = 6.75 against the cube's 6³ / 64 = 3.375 (the depth halo on every thin brick).
+  EXPECT_DOUBLE_EQ(pad1.useful_flops, pad4.useful_flops);
+  EXPECT_GT(pad1.redundant_flops, pad4.redundant_flops);
+}
+
 TEST(CostModelFeasibility, ThreadsPerBlock) {
   const Graph g = two_convs();
   Candidate c = candidate(1, 2, Strategy::kMemoized, brick2d(4));

@@ -186,6 +186,56 @@ TEST(SearchSpace, ThreeDimensionalBricksAreCubes) {
   EXPECT_EQ(cands[1].strategy, Strategy::kMemoized);
 }
 
+TEST(SearchSpace, BrickDepthsGiveThreeDGroupsThinAndTallBricks) {
+  // 3-D: 64 channels on 4 x 16 x 16; 2-D: a conv beside it would ignore the depths (below).
+  GraphBuilder b("c3", TensorShape{1, 8, 4, 16, 16, 3});
+  b.relu(b.conv3d(b.input(), 8, 3, 1, 1));
+  SearchSpaceConfig cfg;
+  cfg.brick_sizes = {4, 8, 16, 32};
+  cfg.brick_depths = {8, 1, 2, 4};
+  cfg.strategies = {Strategy::kPadded};
+  const Graph g = fuse_for_inference(b.build());
+  const SearchSpace sp = SearchSpace::build(g, cfg);
+  const auto& cands = sp.group(sp.singleton(1)).candidates;
+  // Sizes by the plane (16 x 16): 4, 8, 16 (32 repeats 16); depths by the depth (4): 1, 2, 4
+  // (8 repeats 4). Size-major, depths ascending; the layerwise candidate first.
+  std::vector<BrickShape> bricks;
+  for (size_t i = 1; i < cands.size(); ++i)
+    bricks.push_back(cands[i].brick);
+  const std::vector<BrickShape> want = {{1, 4, 4, 0},   {2, 4, 4, 0},   {4, 4, 4, 0},
+                                        {1, 8, 8, 0},   {2, 8, 8, 0},   {4, 8, 8, 0},
+                                        {1, 16, 16, 0}, {2, 16, 16, 0}, {4, 16, 16, 0}};
+  EXPECT_EQ(bricks, want);
+  EXPECT_EQ(sp.pruned().at("brick depth beyond every tensor's depth: same work as a shallower "
+                           "brick"),
+            3); // depth 8 with sizes 4, 8, 16
+  EXPECT_EQ(sp.pruned().at("brick larger than every tensor of the group: same work as a smaller "
+                           "brick"),
+            4); // size 32 with every depth
+  EXPECT_EQ(sp.enumerated(), sp.num_candidates() + 7);
+
+  // Without depths: cubes, pruned by every extent (16: 4, 8, 16 kept), as before the key.
+  cfg.brick_depths.clear();
+  const SearchSpace cubes = SearchSpace::build(g, cfg);
+  const auto& cc = cubes.group(cubes.singleton(1)).candidates;
+  ASSERT_EQ(cc.size(), 4u);
+  EXPECT_EQ(cc[3].brick, (BrickShape{16, 16, 16, 0}));
+
+  // 2-D groups ignore the depths: the space of a 2-D graph is the same with and without them.
+  GraphBuilder b2("c2", TensorShape{1, 8, 1, 16, 16, 2});
+  b2.conv2d(b2.input(), 8, 3, 1, 1);
+  const Graph g2 = fuse_for_inference(b2.build());
+  cfg.brick_depths = {1, 2};
+  const SearchSpace with = SearchSpace::build(g2, cfg);
+  cfg.brick_depths.clear();
+  const SearchSpace without = SearchSpace::build(g2, cfg);
+  EXPECT_EQ(with.num_candidates(), without.num_candidates());
+  EXPECT_EQ(with.enumerated(), without.enumerated());
+
+  cfg.brick_depths = {0};
+  EXPECT_THROW(SearchSpace::build(g, cfg), UserError);
+}
+
 TEST(SearchSpace, NonSpatialLayersAreLayerwiseOnly) {
   GraphBuilder b("head", TensorShape{2, 8, 1, 8, 8, 2});
   const int c = b.conv2d(b.input(), 8, 3, 1, 1);
