@@ -19,8 +19,9 @@
 // reference (--check) goes to stderr (--quiet: none); the closing line on stdout says what
 // each time measures.
 //
-// Inputs not given are seeded random (uniform [-1, 1)). A name or a file that fits no input is
-// refused, naming the model's inputs and their shapes.
+// Without --input every input is seeded random (uniform [-1, 1)); with it, every input must be
+// given. A name or a file that fits no input is refused, naming the model's inputs and their
+// shapes.
 //
 // Output folder:
 //   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32;
@@ -254,10 +255,25 @@ std::string inputs_text(const std::vector<std::string>& names,
   return join_names(parts);
 }
 
+// Some inputs given and others not: a forgotten input is refused rather than run on random
+// values (no --input at all runs every input on seeded random values).
+void refuse_missing(const std::vector<std::string>& names, const std::vector<GivenInput>& given,
+                    const std::vector<int>& source, const std::string& valid) {
+  if (given.empty())
+    return;
+  std::vector<std::string> missing;
+  for (size_t k = 0; k < names.size(); ++k)
+    if (source[k] < 0)
+      missing.push_back("'" + names[k] + "'");
+  if (!missing.empty())
+    throw UserError("--input " + given[0].spec + ": no --input for " + join_names(missing) + valid +
+                    "; give every input (or none, for seeded random ones)");
+}
+
 // Which --input feeds each runtime input `names[k]`: an index into `given`, or -1 (seeded
-// random). Named ones by name; positional ones fill the inputs no name took, in order, and must
-// be exactly as many (one positional file for a one-input model). UserError otherwise, naming
-// the model's inputs.
+// random, only when no --input is given). Named ones by name; positional ones fill the inputs no
+// name took, in order, and must be exactly as many (one positional file for a one-input model).
+// UserError otherwise, naming the model's inputs.
 std::vector<int> match_inputs(const std::vector<std::string>& names,
                               const std::vector<GivenInput>& given,
                               const std::vector<TensorShape>& shapes = {}) {
@@ -279,8 +295,10 @@ std::vector<int> match_inputs(const std::vector<std::string>& names,
                       "' is already given by --input " + given[static_cast<size_t>(s)].spec);
     s = static_cast<int>(i);
   }
-  if (positional.empty())
+  if (positional.empty()) {
+    refuse_missing(names, given, source, valid);
     return source;
+  }
   std::vector<size_t> open;
   for (size_t k = 0; k < names.size(); ++k)
     if (source[k] < 0)
@@ -695,8 +713,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random input and weights");
   app.add_option("--input", o.input_specs,
                  "input tensor (.npy, float32/float64, the model's shape), once per runtime input: "
-                 "NAME=FILE.npy, or FILE.npy for the inputs in the model's order (inputs not "
-                 "given are seeded random)")
+                 "NAME=FILE.npy, or FILE.npy for the inputs in the model's order (without --input, "
+                 "every input is seeded random)")
       ->allow_extra_args(false);
   app.add_option("--plan", o.plan_file,
                  "plan JSON: [{first, last, strategy, brick: [d,h,w], cb, nb}, ...] or "
