@@ -222,7 +222,17 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   case OpKind::kRelu:
   case OpKind::kLeakyRelu:
   case OpKind::kSigmoid:
-  case OpKind::kSilu: l.out = *in[0]; break;
+  case OpKind::kSilu:
+  case OpKind::kHardSwish:
+  case OpKind::kHardSigmoid:
+  case OpKind::kGelu: l.out = *in[0]; break;
+  case OpKind::kChannelMul:
+    if (in[1]->n != in[0]->n || in[1]->c != in[0]->c || in[1]->spatial() != 1)
+      shape_error(l, "multiplies (N, C, ...) by one value per image and channel (N, C, 1, ...), "
+                     "got " +
+                         shapes_str(in));
+    l.out = *in[0];
+    break;
   case OpKind::kClip:
     if (!(l.clip_min <= l.clip_max))
       shape_error(l, "min must not exceed max");
@@ -524,6 +534,24 @@ int GraphBuilder::sigmoid(int x, const std::string& name) {
 
 int GraphBuilder::silu(int x, const std::string& name) {
   return add_layer(unary(OpKind::kSilu, x, name));
+}
+
+int GraphBuilder::hard_swish(int x, const std::string& name) {
+  return add_layer(unary(OpKind::kHardSwish, x, name));
+}
+
+int GraphBuilder::hard_sigmoid(int x, const std::string& name) {
+  return add_layer(unary(OpKind::kHardSigmoid, x, name));
+}
+
+int GraphBuilder::gelu(int x, const std::string& name) {
+  return add_layer(unary(OpKind::kGelu, x, name));
+}
+
+int GraphBuilder::channel_mul(int x, int scale, const std::string& name) {
+  Layer l = unary(OpKind::kChannelMul, x, name);
+  l.inputs.push_back(scale);
+  return add_layer(l);
 }
 
 int GraphBuilder::clip(int x, float lo, float hi, const std::string& name) {

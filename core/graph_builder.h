@@ -60,7 +60,12 @@ public:
                      const std::array<int, 3>& output_pad, int groups = 1, bool bias = false,
                      const std::string& name = "");
   int sigmoid(int x, const std::string& name = "");
-  int silu(int x, const std::string& name = ""); // x · sigmoid(x)
+  int silu(int x, const std::string& name = "");         // x · sigmoid(x)
+  int hard_swish(int x, const std::string& name = "");   // x · hard_sigmoid(x)
+  int hard_sigmoid(int x, const std::string& name = ""); // clip(x / 6 + 1/2, 0, 1)
+  int gelu(int x, const std::string& name = "");         // x / 2 · (1 + erf(x / √2))
+  // x (N, C, ...) times `scale` (N, C, 1, ...): squeeze-excitation's per-channel multiply.
+  int channel_mul(int x, int scale, const std::string& name = "");
   int clip(int x, float lo, float hi, const std::string& name = "");
   int mul(int a, int b, const std::string& name = ""); // elementwise product
   // Constant padding of the spatial dims, (d, h, w) order; negative pads crop.

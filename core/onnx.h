@@ -46,6 +46,9 @@ namespace brickdl {
 struct OnnxTensor {
   std::vector<int64_t> dims;
   std::vector<float> values;
+  // The file's element type was an integer one (shapes, indices, sizes): shape arithmetic
+  // divides such tensors with truncation, as ONNX does, and float ones exactly.
+  bool integer = false;
 };
 
 struct OnnxImportOptions {
@@ -69,8 +72,16 @@ struct OnnxModel {
 // model arguments take as an ONNX model rather than a zoo name or an experiment.
 bool is_onnx_path(const std::string& path);
 
-// The oldest and newest default-domain opset import_onnx reads.
+// The oldest and newest default-domain opset import_onnx reads. The newest is that of the onnx
+// release pinned in scripts/requirements.txt (1.23: opset 28), whose node tests ctest
+// onnx_node_tests_current runs; not Debian's libonnx (1.12: opset 17), which only parses. The
+// mapped ops changed after 17 as follows, and the importer reads each version: Pad 18 (an
+// `axes` input), Split 18 (`num_outputs`), Resize 18 (`antialias`, `axes`,
+// `keep_aspect_ratio_policy`) and 19 (`half_pixel_symmetric`), ReduceMean 18 (`axes` became an
+// input), AveragePool 19 (`dilations`); every other change since 17 only adds element types
+// (bfloat16, float8, int4...), which the importer refuses by name.
 constexpr int64_t kOnnxMinOpset = 11;
+constexpr int64_t kOnnxMaxOpset = 28;
 int64_t onnx_max_opset();
 
 OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options = {});

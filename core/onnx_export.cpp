@@ -17,6 +17,7 @@ namespace brickdl {
 namespace {
 
 constexpr int64_t kExportOpset = 13;
+constexpr int64_t kHardSwishOpset = 14;
 constexpr int64_t kLayerNormOpset = 17;
 
 // The ONNX dims of a tensor brickdl writes: rank 2 when flat, else 4 or 5.
@@ -35,10 +36,15 @@ public:
     m.set_model_version(1);
     auto* op = m.add_opset_import();
     op->set_domain("");
-    // LayerNormalization came with opset 17; other graphs keep the older opset.
-    const bool layer_norm = std::any_of(g_.layers().begin(), g_.layers().end(),
-                                        [](const Layer& l) { return l.op == OpKind::kLayerNorm; });
-    op->set_version(layer_norm ? kLayerNormOpset : kExportOpset);
+    // HardSwish came with opset 14, LayerNormalization with 17; other graphs keep the older
+    // opset. (Gelu, opset 20, goes out as torch's Erf form.)
+    const auto holds = [&](OpKind k) {
+      return std::any_of(g_.layers().begin(), g_.layers().end(),
+                         [&](const Layer& l) { return l.op == k; });
+    };
+    op->set_version(holds(OpKind::kLayerNorm)   ? kLayerNormOpset
+                    : holds(OpKind::kHardSwish) ? kHardSwishOpset
+                                                : kExportOpset);
     graph_ = m.mutable_graph();
     graph_->set_name(g_.name());
     for (int id : g_.inputs())
@@ -277,6 +283,25 @@ private:
       ints(add_node("Transpose", l.name, {y}, out), "perm", to_first);
   }
 
+  // torch's hardsigmoid: HardSigmoid with alpha 1/6 (ONNX's default is 0.2), beta 1/2.
+  void hard_sigmoid(const std::string& name, const std::string& x, const std::string& y) {
+    onnx::NodeProto* n = add_node("HardSigmoid", name, {x}, y);
+    real(n, "alpha", 1.0f / 6.0f);
+    real(n, "beta", 0.5f);
+  }
+
+  // Gelu is opset 20: x · (erf(x / √2) + 1) · 1/2, as torch's TorchScript exporter writes it
+  // (and the importer's pattern pass reads back as one gelu).
+  void gelu(const std::string& name, const std::string& x, const std::string& y) {
+    const std::string p = name + ".gelu";
+    add_node("Div", p + ".div", {x, initializer(p + ".sqrt2", {}, {1.41421356237309515f})},
+             p + ".div");
+    add_node("Erf", p + ".erf", {p + ".div"}, p + ".erf");
+    add_node("Add", p + ".add", {p + ".erf", initializer(p + ".one", {}, {1.0f})}, p + ".add");
+    add_node("Mul", p + ".mul", {x, p + ".add"}, p + ".mul");
+    add_node("Mul", name, {p + ".mul", initializer(p + ".half", {}, {0.5f})}, y);
+  }
+
   // Long on purpose: one case per op.
   void layer(const Layer& l) {
     BRICKDL_CHECK(!l.bn_folded, "ONNX export takes unfused graphs (layer " << l.name << ")");
@@ -296,6 +321,10 @@ private:
       real(add_node("LeakyRelu", l.name, in, out), "alpha", l.leaky_slope);
       break;
     case OpKind::kSigmoid: add_node("Sigmoid", l.name, in, out); break;
+    case OpKind::kHardSigmoid: hard_sigmoid(l.name, in[0], out); break;
+    case OpKind::kHardSwish: add_node("HardSwish", l.name, in, out); break;
+    case OpKind::kGelu: gelu(l.name, in[0], out); break;
+    case OpKind::kChannelMul: add_node("Mul", l.name, in, out); break; // ONNX broadcasts
     case OpKind::kSilu:
       add_node("Sigmoid", l.name + ".sigmoid", in, l.name + ".sigmoid");
       add_node("Mul", l.name, {in[0], l.name + ".sigmoid"}, out);

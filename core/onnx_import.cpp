@@ -28,7 +28,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "core/detail/onnx_proto.h"
@@ -47,7 +46,7 @@ using onnx_detail::read_file;
 using onnx_detail::tensor_from_proto;
 
 int64_t onnx_max_opset() {
-  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+  return kOnnxMaxOpset;
 }
 
 namespace {
@@ -98,6 +97,7 @@ public:
   OnnxModel run() {
     check_opset();
     graph_ = model_.graph();
+    load_external_data();
     onnx_detail::rewrite_channel_patterns(graph_);
     const onnx::GraphProto& g = graph_;
     for (const auto& init : g.initializer())
@@ -145,6 +145,20 @@ private:
   }
 
   // ---- the model's frame -------------------------------------------------------------------
+  // Weights the exporter stored beside the model (torch's dynamo exporter: NAME.onnx.data),
+  // read into the graph's copy before anything reads a tensor.
+  void load_external_data() {
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    for (auto& init : *graph_.mutable_initializer())
+      onnx_detail::load_external_data(&init, dir.empty() ? "." : dir,
+                                      where("initializer '" + init.name() + "'"));
+    for (auto& n : *graph_.mutable_node())
+      for (auto& a : *n.mutable_attribute())
+        if (a.has_t())
+          onnx_detail::load_external_data(a.mutable_t(), dir.empty() ? "." : dir,
+                                          where(node_label(n)));
+  }
+
   void check_opset() {
     for (const auto& o : model_.opset_import()) {
       if (!o.domain().empty() && o.domain() != "ai.onnx")
@@ -573,19 +587,26 @@ private:
   void batch_norm(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
   void identity(const onnx::NodeProto& n, bool dropout);
-  void elementwise(const onnx::NodeProto& n, OpKind op);
-  void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c, bool mul);
+  void elementwise(const onnx::NodeProto& n);
+  void affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
+                          bool constant_first);
+  void activation(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n, bool max);
   void check_ceil_mode(const onnx::NodeProto& n, const Layer& l, const TensorShape& in,
                        bool max) const;
   void avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l, const Pads& p);
   void resize(const onnx::NodeProto& n);
+  std::vector<double> resize_scales(const onnx::NodeProto& n, const std::vector<int64_t>& dims);
+  void reduce(const onnx::NodeProto& n, bool max);
   void gemm(const onnx::NodeProto& n, bool matmul);
   static bool per_output(const OnnxTensor& c, int64_t out);
   void reshape(const onnx::NodeProto& n, bool flatten_op);
+  bool identity_gather(const onnx::NodeProto& n, const std::vector<int64_t>& dims);
   std::vector<int64_t> reshape_target(const onnx::NodeProto& n,
                                       const std::vector<int64_t>& dims) const;
   void pad(const onnx::NodeProto& n);
+  std::vector<int64_t> pads_of_every_axis(const onnx::NodeProto& n, const OnnxTensor& pads,
+                                          int rank) const;
   void clip(const onnx::NodeProto& n);
   void sigmoid(const onnx::NodeProto& n);
 
@@ -615,7 +636,7 @@ private:
 // The dispatch table of every op the importer reads.
 void Importer::node(const onnx::NodeProto& n) {
   if (onnx_detail::is_channel_op(n))
-    return channel_op(n);
+    return fold_constant(n) ? void() : channel_op(n); // a Slice of a Shape is shape arithmetic
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     refuse(n, "op domain '" + n.domain() + "' is not supported (only the default ONNX domain)");
   const std::string& op = n.op_type();
@@ -641,10 +662,10 @@ void Importer::node(const onnx::NodeProto& n) {
     sigmoid(n);
   } else if (op == "Clip") {
     clip(n);
-  } else if (op == "Add") {
-    elementwise(n, OpKind::kAdd);
-  } else if (op == "Mul") {
-    elementwise(n, OpKind::kMul);
+  } else if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+    elementwise(n);
+  } else if (op == "HardSwish" || op == "HardSigmoid" || op == "Gelu") {
+    activation(n);
   } else if (op == "Concat") {
     concat(n);
   } else if (op == "MaxPool" || op == "AveragePool") {
@@ -653,6 +674,8 @@ void Importer::node(const onnx::NodeProto& n) {
     const Value x = tensor(n, 0);
     spatial_rank_of(n, x);
     emit(n, unary(OpKind::kGlobalAvgPool, x.layer), x.rank);
+  } else if (op == "ReduceMean" || op == "ReduceMax") {
+    reduce(n, op == "ReduceMax");
   } else if (op == "Resize") {
     resize(n);
   } else if (op == "Gemm" || op == "MatMul") {
@@ -724,6 +747,7 @@ bool Importer::fold_constant(const onnx::NodeProto& n) {
     };
     const int64_t start = clamp(attr_int(n, "start", 0)), end = clamp(attr_int(n, "end", rank));
     OnnxTensor t;
+    t.integer = true;
     for (int64_t i = start; i < end; ++i)
       t.values.push_back(static_cast<float>(dims[static_cast<size_t>(i)]));
     t.dims = {static_cast<int64_t>(t.values.size())};
@@ -934,6 +958,30 @@ void Importer::sigmoid(const onnx::NodeProto& n) {
   emit(n, unary(OpKind::kSigmoid, x.layer), x.rank);
 }
 
+// HardSwish; HardSigmoid with torch's alpha 1/6 and beta 1/2; Gelu (exact; opset 20, or one
+// node from the pattern pass's rewrite of x · (erf(x / √2) + 1) · 1/2).
+void Importer::activation(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const Value x = tensor(n, 0);
+  if (op == "HardSwish") {
+    expect_attributes(n, {});
+    emit(n, unary(OpKind::kHardSwish, x.layer), x.rank);
+  } else if (op == "HardSigmoid") {
+    expect_attributes(n, {"alpha", "beta"});
+    const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+    if (std::fabs(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f)
+      refuse(n, fmt::format("alpha {} and beta {}: brickdl's hard_sigmoid is torch's (alpha 1/6, "
+                            "beta 0.5)",
+                            alpha, beta));
+    emit(n, unary(OpKind::kHardSigmoid, x.layer), x.rank);
+  } else {
+    expect_attributes(n, {"approximate"});
+    if (const std::string a = attr_string(n, "approximate", "none"); a != "none")
+      refuse(n, "approximate '" + a + "' is not supported (none: the exact, erf GELU)");
+    emit(n, unary(OpKind::kGelu, x.layer), x.rank);
+  }
+}
+
 void Importer::clip(const onnx::NodeProto& n) {
   expect_attributes(n, {"min", "max"});
   const Value x = tensor(n, 0);
@@ -953,19 +1001,38 @@ void Importer::clip(const onnx::NodeProto& n) {
   emit(n, l, x.rank);
 }
 
-void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
+// Add / Mul of two tensors of one shape; Mul of (N, C, ...) by one value per image and channel
+// (N, C, 1, ...), either way round: the squeeze-excitation multiply (channel_mul); any of the
+// four by a constant scalar or per-channel vector (affine_by_constant).
+void Importer::elementwise(const onnx::NodeProto& n) {
   expect_attributes(n, {});
+  const std::string& op = n.op_type();
   const Value a = value(n, 0);
   const Value b = value(n, 1);
   if (a.layer < 0 && b.layer < 0)
     refuse(n, "both inputs are constants; brickdl needs one computed from the graph input");
   if (a.layer >= 0 && b.layer >= 0) {
     const TensorShape sa = b_->shape(a.layer), sb = b_->shape(b.layer);
+    const bool vector_b = sb.spatial() == 1 && sa.spatial() > 1; // x · s, or s · x
+    const TensorShape& sv = vector_b ? sb : sa;
+    const TensorShape& sx = vector_b ? sa : sb;
+    if (op == "Mul" && a.rank == b.rank && a.rank >= 3 && sv.spatial() == 1 && sv.n == sx.n &&
+        sv.c == sx.c && !(sa == sb)) {
+      Layer l;
+      l.op = OpKind::kChannelMul;
+      l.inputs = vector_b ? std::vector<int>{a.layer, b.layer} : std::vector<int>{b.layer, a.layer};
+      emit(n, l, a.rank);
+      return;
+    }
     if (!(sa == sb) || a.rank != b.rank)
-      refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
-                    dims_str(onnx_dims(sb, b.rank)) + " must be equal (no broadcasting)");
+      refuse(n,
+             "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
+                 dims_str(onnx_dims(sb, b.rank)) +
+                 " must be equal (brickdl broadcasts only Mul of (N, C, ...) by (N, C, 1, ...))");
+    if (op == "Sub" || op == "Div")
+      refuse(n, "of two computed tensors is not supported (Add, Mul; Sub and Div by a constant)");
     Layer l;
-    l.op = op;
+    l.op = op == "Add" ? OpKind::kAdd : OpKind::kMul;
     l.inputs = {a.layer, b.layer};
     emit(n, l, a.rank);
     return;
@@ -976,13 +1043,15 @@ void Importer::elementwise(const onnx::NodeProto& n, OpKind op) {
     refuse(n, fmt::format("the constant of dims {} has a higher rank than the tensor (rank {}); "
                           "broadcasting would grow the output",
                           dims_str(c.dims), x.rank));
-  affine_by_constant(n, x, c, op == OpKind::kMul);
+  affine_by_constant(n, x, c, a.layer < 0);
 }
 
-// x·c or x + c for a constant c that is a scalar or one value per channel: a batch_norm
-// (scale c, shift 0; or scale 1, shift c).
+// x·c, x + c, x − c, c − x or x / c for a constant c that is a scalar or one value per
+// channel: a batch_norm (scale and shift per channel). c / x is refused.
 void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const OnnxTensor& c,
-                                  bool mul) {
+                                  bool constant_first) {
+  const std::string& op = n.op_type();
+  const bool mul = op == "Mul" || op == "Div";
   const TensorShape s = b_->shape(x.layer);
   const int64_t count = element_count(c.dims);
   // Per channel: dims (C, 1, ..., 1) aligned to the trailing axes, or (1, C, 1, ...).
@@ -998,23 +1067,42 @@ void Importer::affine_by_constant(const onnx::NodeProto& n, const Value x, const
   if (count != 1 && !per_channel)
     refuse(n, fmt::format("{} a constant of dims {}; brickdl takes a scalar or one value per "
                           "channel ({} channels) here",
-                          mul ? "multiplies by" : "adds", dims_str(c.dims), s.c));
+                          op == "Mul"   ? "multiplies by"
+                          : op == "Add" ? "adds"
+                          : op == "Sub" ? "subtracts"
+                                        : "divides by",
+                          dims_str(c.dims), s.c));
+  if (op == "Div" && constant_first)
+    refuse(n, "divides a constant by a computed tensor; brickdl divides by constants only");
   Layer l = unary(OpKind::kBatchNorm, x.layer);
   l.name = layer_name(n);
   NamedParams& p = params_[l.name];
   const auto channels = static_cast<size_t>(s.c);
   p.weight.assign(channels, 1.0f);
   p.bias.assign(channels, 0.0f);
-  for (size_t ch = 0; ch < channels; ++ch)
-    (mul ? p.weight : p.bias)[ch] = c.values[count == 1 ? 0 : ch];
+  for (size_t ch = 0; ch < channels; ++ch) {
+    const float v = c.values[count == 1 ? 0 : ch];
+    if (op == "Div")
+      p.weight[ch] = 1.0f / v;
+    else if (mul)
+      p.weight[ch] = v;
+    else if (op == "Add")
+      p.bias[ch] = v;
+    else if (constant_first) // c − x
+      p.weight[ch] = -1.0f, p.bias[ch] = v;
+    else
+      p.bias[ch] = -v;
+  }
   emit(n, l, x.rank);
 }
 
 void Importer::pool(const onnx::NodeProto& n, bool max) {
   expect_attributes(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
                         "pads", "strides", "storage_order"});
-  if (!max && attr(n, "dilations"))
-    refuse(n, "attribute 'dilations' is not supported on AveragePool");
+  if (!max) // opset 19 gave AveragePool dilations
+    for (int64_t d : attr_ints(n, "dilations"))
+      if (d != 1)
+        refuse(n, fmt::format("dilations {} on AveragePool are not supported (1)", d));
   // storage_order orders the Indices output only, which node() refuses (one output).
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
@@ -1099,22 +1187,16 @@ void Importer::avg_pool_cropped(const onnx::NodeProto& n, const Value x, Layer l
 }
 
 void Importer::resize(const onnx::NodeProto& n) {
-  expect_attributes(n, {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
-                        "extrapolation_value", "mode", "nearest_mode"});
+  // Opset 18's antialias filters only when downscaling, which brickdl refuses; its axes and
+  // keep_aspect_ratio_policy are read by resize_scales.
+  expect_attributes(n, {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
+                        "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy",
+                        "mode", "nearest_mode"});
   const Value x = tensor(n, 0);
   const int sp = spatial_rank_of(n, x);
   const TensorShape in = b_->shape(x.layer);
   const std::vector<int64_t> dims = onnx_dims(in, x.rank);
-  std::vector<double> scales;
-  if (const OnnxTensor* s = constant(n, 2, false); s && !s->values.empty()) {
-    for (float v : s->values)
-      scales.push_back(v);
-  } else if (const OnnxTensor* z = constant(n, 3, false)) {
-    for (size_t i = 0; i < z->values.size() && i < dims.size(); ++i)
-      scales.push_back(static_cast<double>(z->values[i]) / static_cast<double>(dims[i]));
-  }
-  if (scales.size() != dims.size())
-    refuse(n, "needs constant scales or sizes, one per axis");
+  const std::vector<double> scales = resize_scales(n, dims);
   const double r = scales.back();
   const auto scale = static_cast<int>(std::lround(r));
   bool ok = scales[0] == 1.0 && scales[1] == 1.0 && scale >= 1 && r == scale;
@@ -1125,7 +1207,11 @@ void Importer::resize(const onnx::NodeProto& n) {
                           "on N and C)",
                           fmt::join(scales, ", ")));
   const std::string mode = attr_string(n, "mode", "nearest");
-  const std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  // Opset 19's half_pixel_symmetric shifts the source by (1 − out_int / out) · in / 2: nothing
+  // when the output size is the exact multiple brickdl's integer factors give.
+  std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  if (coord == "half_pixel_symmetric")
+    coord = "half_pixel";
   const std::string nearest = attr_string(n, "nearest_mode", "round_prefer_floor");
   Layer l = unary(OpKind::kUpsample, x.layer);
   l.upsample_scale = scale;
@@ -1149,6 +1235,84 @@ void Importer::resize(const onnx::NodeProto& n) {
   if (sp == 1 && scale != 1)
     refuse(n, "a 1-D resize is not supported");
   emit(n, l, x.rank);
+}
+
+// One scale per axis of `dims`, from the constant scales or sizes input, of every axis or of
+// opset 18's `axes` (the others 1); sizes with keep_aspect_ratio_policy not_larger /
+// not_smaller give those axes one scale, the smallest / largest of their ratios.
+std::vector<double> Importer::resize_scales(const onnx::NodeProto& n,
+                                            const std::vector<int64_t>& dims) {
+  const auto rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank)
+      refuse(n, fmt::format("axis {} is out of range for rank {}", a, rank));
+    a = a < 0 ? a + rank : a;
+  }
+  std::vector<double> given;
+  bool sizes = false;
+  if (const OnnxTensor* s = constant(n, 2, false); s && !s->values.empty()) {
+    given.assign(s->values.begin(), s->values.end());
+  } else if (const OnnxTensor* z = constant(n, 3, false)) {
+    sizes = true;
+    for (size_t i = 0; i < z->values.size() && i < axes.size(); ++i)
+      given.push_back(static_cast<double>(z->values[i]) /
+                      static_cast<double>(dims[static_cast<size_t>(axes[i])]));
+  }
+  if (given.size() != axes.size())
+    refuse(n, fmt::format("needs constant scales or sizes, one per axis ({})", axes.size()));
+  const std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+  if (sizes && policy != "stretch") {
+    if (policy != "not_larger" && policy != "not_smaller")
+      refuse(n, "keep_aspect_ratio_policy '" + policy +
+                    "' is not one of stretch, not_larger, not_smaller");
+    const double one = policy == "not_larger" ? *std::min_element(given.begin(), given.end())
+                                              : *std::max_element(given.begin(), given.end());
+    std::fill(given.begin(), given.end(), one);
+  }
+  std::vector<double> scales(dims.size(), 1.0);
+  for (size_t i = 0; i < axes.size(); ++i)
+    scales[static_cast<size_t>(axes[i])] = given[i];
+  return scales;
+}
+
+// ReduceMean / ReduceMax over every spatial axis of an (N, C, ...) tensor: the global average
+// pool, or a max pool whose window is the whole input; keepdims 0 leaves (N, C), the same
+// values in brickdl's layout. The axes are an attribute before opset 18 and an input since.
+void Importer::reduce(const onnx::NodeProto& n, bool max) {
+  expect_attributes(n, {"axes", "keepdims", "noop_with_empty_axes"});
+  const Value x = tensor(n, 0);
+  spatial_rank_of(n, x);
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (const OnnxTensor* a = constant(n, 1, false))
+    for (float v : a->values)
+      axes.push_back(static_cast<int64_t>(v));
+  if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) {
+    alias(n, x);
+    return;
+  }
+  std::set<int64_t> want;
+  for (int64_t a : axes)
+    want.insert(a < 0 ? a + x.rank : a);
+  std::set<int64_t> spatial;
+  for (int64_t a = 2; a < x.rank; ++a)
+    spatial.insert(a);
+  if (want != spatial)
+    refuse(n, fmt::format("reduces axes [{}]; brickdl reduces every spatial axis ([{}]) of an "
+                          "(N, C, ...) tensor",
+                          fmt::join(axes, ", "), fmt::join(spatial, ", ")));
+  const int rank = attr_int(n, "keepdims", 1) != 0 ? x.rank : 2;
+  if (!max) {
+    emit(n, unary(OpKind::kGlobalAvgPool, x.layer), rank);
+    return;
+  }
+  const TensorShape in = b_->shape(x.layer);
+  Layer l = unary(OpKind::kMaxPool, x.layer);
+  l.window.kernel = {static_cast<int>(in.d), static_cast<int>(in.h), static_cast<int>(in.w)};
+  emit(n, l, rank);
 }
 
 void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
@@ -1217,6 +1381,26 @@ bool Importer::per_output(const OnnxTensor& c, int64_t out) {
   return c.dims.empty() || c.dims.back() == 1 || c.dims.back() == out;
 }
 
+// The dynamo exporter's as_strided of a contiguous tensor: Reshape to 1-D, read only by a
+// Gather on axis 0 of the constant indices 0, 1, 2, ... laid out in the input's own dims — the
+// input itself. True when `n` (the Reshape of a tensor of ONNX dims `dims`) is one.
+bool Importer::identity_gather(const onnx::NodeProto& n, const std::vector<int64_t>& dims) {
+  const onnx::NodeProto* g = only_reader(n.output(0));
+  if (!g || g->op_type() != "Gather" || g->input_size() != 2 || g->input(0) != n.output(0) ||
+      attr_int(*g, "axis", 0) != 0)
+    return false;
+  const auto c = constants_.find(g->input(1));
+  // (indices past 2^24 are not exact in the float copy)
+  if (c == constants_.end() || c->second.dims != dims || c->second.values.size() > (1u << 24))
+    return false;
+  for (size_t i = 0; i < c->second.values.size(); ++i)
+    if (c->second.values[i] != static_cast<float>(i))
+      return false;
+  values_[g->output(0)] = tensor(n, 0);
+  skipped_.insert(g);
+  return true;
+}
+
 void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
   const Value x = tensor(n, 0);
   const TensorShape s = b_->shape(x.layer);
@@ -1235,6 +1419,8 @@ void Importer::reshape(const onnx::NodeProto& n, bool flatten_op) {
       alias(n, Value{x.layer, static_cast<int>(target.size()), nullptr}); // the same layout
       return;
     }
+    if (target.size() == 1 && identity_gather(n, dims))
+      return;
     if (!(x.rank >= 2 && target == std::vector<int64_t>{s.n, s.c * s.spatial()}))
       refuse(n, fmt::format("reshapes {} to {}; brickdl reshapes only to (N, C·spatial) or to "
                             "dims of the same layout",
@@ -1277,6 +1463,30 @@ std::vector<int64_t> Importer::reshape_target(const onnx::NodeProto& n,
   return t;
 }
 
+// Pad's begin and end pads of every axis: `pads` lists every axis, or (opset 18) the axes of
+// the `axes` input, the others unpadded.
+std::vector<int64_t> Importer::pads_of_every_axis(const onnx::NodeProto& n, const OnnxTensor& pads,
+                                                  int rank) const {
+  std::vector<int64_t> axes;
+  if (const OnnxTensor* a = constant(n, 3, false))
+    for (float f : a->values)
+      axes.push_back(static_cast<int64_t>(f) < 0 ? static_cast<int64_t>(f) + rank
+                                                 : static_cast<int64_t>(f));
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  if (pads.values.size() != 2 * axes.size())
+    refuse(n, fmt::format("pads has {} values for {} axes", pads.values.size(), axes.size()));
+  std::vector<int64_t> v(2 * static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank)
+      refuse(n, fmt::format("axis {} is out of range for rank {}", axes[i], rank));
+    v[static_cast<size_t>(axes[i])] = static_cast<int64_t>(pads.values[i]);
+    v[static_cast<size_t>(axes[i] + rank)] = static_cast<int64_t>(pads.values[axes.size() + i]);
+  }
+  return v;
+}
+
 void Importer::pad(const onnx::NodeProto& n) {
   expect_attributes(n, {"mode"});
   const std::string mode = attr_string(n, "mode", "constant");
@@ -1286,12 +1496,10 @@ void Importer::pad(const onnx::NodeProto& n) {
   const int sp = spatial_rank_of(n, x);
   const OnnxTensor& pads = *constant(n, 1, true);
   const auto r = static_cast<size_t>(x.rank);
-  if (pads.values.size() != 2 * r)
-    refuse(n, fmt::format("pads has {} values for rank {}", pads.values.size(), r));
-  if (pads.values[0] != 0 || pads.values[1] != 0 || pads.values[r] != 0 || pads.values[r + 1] != 0)
+  const std::vector<int64_t> v = pads_of_every_axis(n, pads, x.rank);
+  if (v[0] != 0 || v[1] != 0 || v[r] != 0 || v[r + 1] != 0)
     refuse(n, "pads the batch or channel axis; brickdl pads spatial axes only");
   Layer l = unary(OpKind::kPad, x.layer);
-  const std::vector<int64_t> v(pads.values.begin(), pads.values.end());
   const auto half = static_cast<std::ptrdiff_t>(r);
   l.pad_begin = triple(std::vector<int64_t>(v.begin() + 2, v.begin() + half), sp, 0);
   l.pad_end = triple(std::vector<int64_t>(v.begin() + half + 2, v.end()), sp, 0);

@@ -1,5 +1,6 @@
 // TensorProto reading and writing for the ONNX importer, exporter and node tests.
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <numeric>
@@ -107,9 +108,15 @@ void values_from_proto(const onnx::TensorProto& t, size_t n, const std::string& 
 
 OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw UserError(where + ": external data is not supported (save the model with its "
-                            "weights inside the file)");
+    throw UserError(where + ": its external data was not loaded");
   OnnxTensor out;
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: break;
+  default: out.integer = true; // bool and the integer types (others are refused below)
+  }
   int64_t count = 1;
   for (int64_t d : t.dims()) {
     if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
@@ -124,6 +131,72 @@ OnnxTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& wher
     throw UserError(fmt::format("{}: {} values for dims [{}] ({} values)", where, out.values.size(),
                                 fmt::join(out.dims, ", "), n));
   return out;
+}
+
+namespace {
+
+// ONNX's external data entries of `t`: location, offset, length (checksum is not checked).
+struct ExternalData {
+  std::string location;
+  int64_t offset = 0, length = -1;
+};
+
+ExternalData external_entries(const onnx::TensorProto& t, const std::string& where) {
+  ExternalData e;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") {
+      e.location = kv.value();
+      continue;
+    }
+    if (kv.key() != "offset" && kv.key() != "length")
+      continue;
+    int64_t v = -1;
+    try {
+      size_t used = 0;
+      v = std::stoll(kv.value(), &used);
+      if (used != kv.value().size())
+        v = -1;
+    } catch (const std::exception&) {
+    }
+    if (v < 0)
+      throw UserError(fmt::format("{}: external data {} '{}' is not a non-negative integer", where,
+                                  kv.key(), kv.value()));
+    (kv.key() == "offset" ? e.offset : e.length) = v;
+  }
+  if (e.location.empty())
+    throw UserError(where + ": external data without a location");
+  return e;
+}
+
+} // namespace
+
+void load_external_data(onnx::TensorProto* t, const std::string& dir, const std::string& where) {
+  namespace fs = std::filesystem;
+  if (t->data_location() != onnx::TensorProto::EXTERNAL)
+    return;
+  const ExternalData e = external_entries(*t, where);
+  const fs::path rel = fs::path(e.location).lexically_normal();
+  if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
+    throw UserError(fmt::format("{}: external data location '{}' must be a path inside the "
+                                "model's folder",
+                                where, e.location));
+  const fs::path file = fs::path(dir) / rel;
+  std::ifstream f(file, std::ios::binary | std::ios::ate);
+  if (!f)
+    throw UserError(fmt::format("{}: cannot open its external data file {}", where, file.string()));
+  const auto size = static_cast<int64_t>(f.tellg());
+  const int64_t length = e.length >= 0 ? e.length : size - e.offset;
+  if (e.offset > size || length < 0 || e.offset + length > size)
+    throw UserError(fmt::format("{}: external data file {} has {} bytes; the tensor's are "
+                                "[{}, {})",
+                                where, file.string(), size, e.offset, e.offset + length));
+  std::string bytes(static_cast<size_t>(length), '\0');
+  f.seekg(e.offset);
+  if (!f.read(bytes.data(), length))
+    throw UserError(fmt::format("{}: cannot read external data file {}", where, file.string()));
+  t->set_raw_data(std::move(bytes));
+  t->clear_external_data();
+  t->set_data_location(onnx::TensorProto::DEFAULT);
 }
 
 onnx::TensorProto tensor_to_proto(const std::string& name, const std::vector<int64_t>& dims,

@@ -17,7 +17,7 @@ using enum SpatialRule;
 
 // One row per op, in OpKind order (checked at compile time below).
 // clang-format off
-constexpr std::array<OpTraits, 22> kTable = {{
+constexpr std::array<OpTraits, 26> kTable = {{
   //  op                      name               inputs brick  spatial    channels                  attributes                                          bn     epi    act    gen
       {OpKind::kInput,         "input",            0, 0, false, kNone,     ChannelRule::kNone,       {},                                                 false, false, false, false},
       {OpKind::kConv,          "conv",             1, 1, true,  kWindow,   ChannelRule::kConvGroups, {kConvWindow, kGroups, kOutChannels, kBias},        true,  true,  false, true},
@@ -45,6 +45,15 @@ constexpr std::array<OpTraits, 22> kTable = {{
       // layer_norm: all channels of a pixel (kWhole); brickable as a 1x1 conv is, since a
       // unit's input block holds every channel even when it computes a block of the output's.
       {OpKind::kLayerNorm,     "layer_norm",       1, 1, true,  kSame,     ChannelRule::kWhole,      {kEpsilon},                                         false, false, false, false},
+      // hard_swish x·hard_sigmoid(x), hard_sigmoid clip(x/6 + 1/2, 0, 1): torch's (ONNX's
+      // HardSigmoid with alpha 1/6, beta 1/2); gelu the exact one, x/2·(1 + erf(x/√2)).
+      {OpKind::kHardSwish,     "hard_swish",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kHardSigmoid,   "hard_sigmoid",     1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kGelu,          "gelu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      // channel_mul: x (N, C, …) times s (N, C, 1, …), one value per image and channel (the
+      // squeeze-excitation multiply). Not brickable: a brick of the output reads s whole, which
+      // the per-input receptive rules cannot say; it runs layerwise, between merged groups.
+      {OpKind::kChannelMul,    "channel_mul",      2, 2, false, kWhole,    ChannelRule::kWhole,      {},                                                 false, false, false, false},
 }};
 // clang-format on
 
@@ -56,7 +65,7 @@ constexpr bool in_op_order() {
 }
 static_assert(in_op_order(), "kTable rows must follow the order of OpKind");
 // The last OpKind: a new op goes at the end of the enum and of kTable, and moves this check.
-static_assert(kTable.back().op == OpKind::kLayerNorm, "kTable needs a row for every OpKind");
+static_assert(kTable.back().op == OpKind::kChannelMul, "kTable needs a row for every OpKind");
 
 constexpr bool is_window(Attr a) {
   return a == kConvWindow || a == kPoolWindow || a == kAvgPoolWindow;

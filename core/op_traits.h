@@ -58,6 +58,10 @@ enum class OpKind {
   kSlice,
   kChannelShuffle,
   kLayerNorm,
+  kHardSwish,
+  kHardSigmoid,
+  kGelu,
+  kChannelMul,
 };
 
 // Which region of an input one output region needs, per spatial axis.

@@ -211,6 +211,29 @@ Tensor silu(const Tensor& x) {
   return map(x, [](float v) { return detail::silu(v); });
 }
 
+Tensor hard_swish(const Tensor& x) {
+  return map(x, [](float v) { return detail::hard_swish(v); });
+}
+
+Tensor hard_sigmoid(const Tensor& x) {
+  return map(x, [](float v) { return detail::hard_sigmoid(v); });
+}
+
+Tensor gelu(const Tensor& x) {
+  return map(x, [](float v) { return detail::gelu(v); });
+}
+
+Tensor channel_mul(const Tensor& x, const Tensor& s) {
+  const TensorShape& xs = x.shape();
+  BRICKDL_CHECK(s.shape().n == xs.n && s.shape().c == xs.c && s.shape().spatial() == 1,
+                "channel_mul of " << xs.str() << " by " << s.shape().str());
+  Tensor y(xs);
+  const int64_t plane = xs.spatial();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    y.data()[i] = x.data()[i] * s.data()[i / plane];
+  return y;
+}
+
 Tensor clip(const Tensor& x, float lo, float hi) {
   return map(x, [=](float v) { return detail::clip(v, lo, hi); });
 }
@@ -487,6 +510,10 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
   case OpKind::kSlice: y = slice(*in[0], l.slice_begin, l.slice_end); break;
   case OpKind::kChannelShuffle: y = channel_shuffle(*in[0], l.groups); break;
   case OpKind::kLayerNorm: y = layer_norm(*in[0], w.weight, w.bias, l.epsilon, acc); break;
+  case OpKind::kHardSwish: y = hard_swish(*in[0]); break;
+  case OpKind::kHardSigmoid: y = hard_sigmoid(*in[0]); break;
+  case OpKind::kGelu: y = gelu(*in[0]); break;
+  case OpKind::kChannelMul: y = channel_mul(*in[0], *in[1]); break;
   }
   BRICKDL_CHECK(y.shape() == l.out, "layer " << l.name << " produced " << y.shape().str()
                                              << ", the graph says " << l.out.str());

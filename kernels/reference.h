@@ -50,6 +50,11 @@ Tensor conv_transpose(const Tensor& x, const std::vector<float>& weight,
                       Accumulation acc = Accumulation::kF32);
 Tensor sigmoid(const Tensor& x);
 Tensor silu(const Tensor& x);
+Tensor hard_swish(const Tensor& x);
+Tensor hard_sigmoid(const Tensor& x);
+Tensor gelu(const Tensor& x);
+// x (N, C, ...) times s (N, C, 1, ...): every element of channel c of image n by s[n, c].
+Tensor channel_mul(const Tensor& x, const Tensor& s);
 Tensor clip(const Tensor& x, float lo, float hi);
 Tensor mul(const Tensor& a, const Tensor& b);
 // Constant padding (negative pads crop) of the spatial dims, (d, h, w) order.

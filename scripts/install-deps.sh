@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian packages brickdl builds and tests with (only those missing).
-# The CUDA toolkit itself is expected in /usr/local/cuda (optional: without it the CPU
-# backend and the model carry the whole pipeline).
+# Installs the Debian packages brickdl builds and tests with (only those missing), then the
+# Python packages of scripts/requirements.txt from PyPI into the virtual environment .venv
+# (BRICKDL_VENV moves it; only when they are missing or another version): the `onnx` package whose node tests
+# (opsets past Debian's libonnx-testdata) ctest onnx_node_tests_current runs. The CUDA toolkit
+# itself is expected in /usr/local/cuda (optional: without it the CPU backend and the model
+# carry the whole pipeline).
 #
 #   scripts/install-deps.sh [--dry-run]
 #
-# Prints one line: "all N packages present", or "installing N packages: ..." and then
-# "installed N packages in S s". apt's whole output goes to a log,
-# ${BRICKDL_BUILD_DIR:-build}/logs/install-deps.log; when apt fails, its last lines and the
-# log's path are printed and the exit status is 1. --dry-run prints what would be installed
-# and changes nothing.
+# Prints one line per step: "all N packages present", or "installing N packages: ..." and then
+# "installed N packages in S s"; the same for the Python packages. apt's and pip's whole output
+# goes to a log, ${BRICKDL_BUILD_DIR:-build}/logs/install-deps.log; when one fails, its last
+# lines and the log's path are printed and the exit status is 1. --dry-run prints what would be
+# installed and changes nothing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib/quiet.sh
@@ -30,7 +33,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin
-  python3 python3-matplotlib python3-numpy
+  python3 python3-matplotlib python3-numpy python3-venv
   xz-utils
 )
 # One dpkg-query for all (it exits 1 when one is unknown to dpkg, and still lists the others).
@@ -42,31 +45,66 @@ missing=()
 for p in "${packages[@]}"; do
   [[ -n ${installed[$p]:-} ]] || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "brickdl: all ${#packages[@]} packages present"
-  exit 0
-fi
-if ((dry_run)); then
-  echo "brickdl: would install ${#missing[@]} packages: ${missing[*]}"
-  exit 0
-fi
-log=$(quiet_log_dir "${BRICKDL_BUILD_DIR:-$root/build}")/install-deps.log
-echo "brickdl: installing ${#missing[@]} packages: ${missing[*]} (log: $(quiet_path "$log"))"
-start=$SECONDS
-sudo_cmd=()
-[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-: >"$log"
-step=update
-if "${sudo_cmd[@]}" apt-get update >>"$log" 2>&1; then
-  step=install
+log=
+open_log() {
+  [[ -n $log ]] && return
+  log=$(quiet_log_dir "${BRICKDL_BUILD_DIR:-$root/build}")/install-deps.log
+  : >"$log"
+}
+fail() { # what, start
+  tail -n 25 "$log"
+  echo "brickdl: $1 failed after $((SECONDS - $2)) s; the whole output is in $(quiet_path "$log")"
+  exit 1
+}
+
+apt_step() {
+  if ((${#missing[@]} == 0)); then
+    echo "brickdl: all ${#packages[@]} packages present"
+    return
+  fi
+  if ((dry_run)); then
+    echo "brickdl: would install ${#missing[@]} packages: ${missing[*]}"
+    return
+  fi
+  open_log
+  echo "brickdl: installing ${#missing[@]} packages: ${missing[*]} (log: $(quiet_path "$log"))"
+  local start=$SECONDS sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update >>"$log" 2>&1 || fail "apt-get update" "$start"
   # (env: sudo does not pass the caller's environment on)
   "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
-    --no-install-recommends "${missing[@]}" >>"$log" 2>&1 && step=
-fi
-if [[ -n $step ]]; then
-  tail -n 25 "$log"
-  echo "brickdl: apt-get $step failed after $((SECONDS - start)) s; the whole output is in" \
-    "$(quiet_path "$log")"
-  exit 1
-fi
-echo "brickdl: installed ${#missing[@]} packages in $((SECONDS - start)) s"
+    --no-install-recommends "${missing[@]}" >>"$log" 2>&1 || fail "apt-get install" "$start"
+  echo "brickdl: installed ${#missing[@]} packages in $((SECONDS - start)) s"
+}
+
+# The pinned Python packages: `name==version` lines of scripts/requirements.txt.
+pip_step() {
+  local venv=${BRICKDL_VENV:-$root/.venv} requirements=$root/scripts/requirements.txt pins=() want=()
+  local shown
+  shown=$(quiet_path "$venv")
+  mapfile -t pins < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$requirements")
+  for pin in "${pins[@]}"; do
+    # importlib.metadata knows the installed version whatever the import name is
+    "$venv/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('${pin%%==*}') != '${pin##*==}')" >/dev/null 2>&1 || want+=("$pin")
+  done
+  if ((${#want[@]} == 0)); then
+    echo "brickdl: all ${#pins[@]} Python packages present ($shown)"
+    return
+  fi
+  if ((dry_run)); then
+    echo "brickdl: would install ${#want[@]} Python packages into $shown: ${want[*]}"
+    return
+  fi
+  open_log
+  echo "brickdl: installing ${#want[@]} Python packages into $shown: ${want[*]}" \
+    "(log: $(quiet_path "$log"))"
+  local start=$SECONDS
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv" >>"$log" 2>&1 || fail "python3 -m venv" "$start"
+  "$venv/bin/python" -m pip install --disable-pip-version-check "${want[@]}" >>"$log" 2>&1 ||
+    fail "pip install" "$start"
+  echo "brickdl: installed ${#want[@]} Python packages in $((SECONDS - start)) s"
+}
+
+apt_step
+pip_step

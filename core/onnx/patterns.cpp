@@ -1,6 +1,7 @@
 #include "core/onnx/patterns.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -55,6 +56,11 @@ public:
       if (n.op_type() == "Constant" && default_domain(n))
         if (const onnx::AttributeProto* v = attribute(n, "value"); v && n.output_size() == 1)
           add_constant(n.output(0), v->t());
+      // torch shares equal initializers through Identity nodes (a bias read under two names)
+      if (n.op_type() == "Identity" && default_domain(n) && n.input_size() == 1 &&
+          n.output_size() == 1)
+        if (const OnnxTensor* c = constant(n.input(0)))
+          constants_[n.output(0)] = *c;
       for (const auto& in : n.input())
         if (!in.empty())
           readers_[in].push_back(i);
@@ -70,6 +76,8 @@ public:
       if (removed_.count(i) || !default_domain(n))
         continue;
       if (n.op_type() == "Reshape" && shuffle(i))
+        ++rewrites;
+      else if (n.op_type() == "Erf" && erf_gelu(i))
         ++rewrites;
       else if (n.op_type() == "Transpose" && is_to_channels_last(perm_of(n)) && section(i))
         ++rewrites;
@@ -148,6 +156,61 @@ private:
     *g_.mutable_node(i) = n;
     removed_.insert(t);
     removed_.insert(r2);
+    return true;
+  }
+
+  // The node writing tensor `t`, or −1.
+  int producer(const std::string& t) const {
+    for (int i = 0; i < g_.node_size(); ++i)
+      if (!removed_.count(i))
+        for (const auto& o : g_.node(i).output())
+          if (o == t)
+            return i;
+    return -1;
+  }
+  // Whether tensor `t` is a scalar constant within 1e-5 of `v`.
+  bool scalar(const std::string& t, float v) const {
+    const OnnxTensor* c = constant(t);
+    return c && element_count(c->dims) == 1 && std::fabs(c->values[0] - v) <= 1e-5f * std::fabs(v);
+  }
+  // The input of binary node `n` other than `t`, or "" when `t` is not one of its two.
+  static std::string other_input(const onnx::NodeProto& n, const std::string& t) {
+    if (n.input_size() != 2)
+      return "";
+    return n.input(0) == t ? n.input(1) : n.input(1) == t ? n.input(0) : "";
+  }
+  // The only reader of `t` when it is a default-domain `op`, or −1.
+  int only_reader_op(const std::string& t, const char* op) const {
+    const int r = only_reader(t);
+    return r >= 0 && g_.node(r).op_type() == op && default_domain(g_.node(r)) ? r : -1;
+  }
+
+  // torch's exact GELU before opset 20, from Erf node `i`: Div(x, √2) → Erf → Add 1 → Mul by
+  // x → Mul by 1/2, each read only by the next ⇒ one Gelu node (ONNX's, opset 20) of x.
+  bool erf_gelu(int i) {
+    const onnx::NodeProto& erf = g_.node(i);
+    const int div = erf.input_size() == 1 ? producer(erf.input(0)) : -1;
+    if (div < 0 || g_.node(div).op_type() != "Div" || g_.node(div).input_size() != 2 ||
+        only_reader(erf.input(0)) != i || !scalar(g_.node(div).input(1), 1.41421356f))
+      return false;
+    const std::string x = g_.node(div).input(0);
+    const int add = only_reader_op(erf.output(0), "Add");
+    if (add < 0 || !scalar(other_input(g_.node(add), erf.output(0)), 1.0f))
+      return false;
+    const int mul = only_reader_op(g_.node(add).output(0), "Mul");
+    if (mul < 0 || other_input(g_.node(mul), g_.node(add).output(0)) != x)
+      return false;
+    const int half = only_reader_op(g_.node(mul).output(0), "Mul");
+    if (half < 0 || !scalar(other_input(g_.node(half), g_.node(mul).output(0)), 0.5f))
+      return false;
+    onnx::NodeProto gelu;
+    gelu.set_name(g_.node(half).name());
+    gelu.set_op_type("Gelu");
+    gelu.add_input(x);
+    gelu.add_output(g_.node(half).output(0));
+    *g_.mutable_node(half) = gelu;
+    for (int k : {div, i, add, mul})
+      removed_.insert(k);
     return true;
   }
 

@@ -2,6 +2,8 @@
 // Pattern rewrites on an ONNX graph before its import: node groups that brickdl maps as a whole
 // become nodes the importer maps one by one (ops of the "brickdl" domain where ONNX has none).
 //
+//   torch's exact GELU (opset <20) Div(x, √2) → Erf → Add 1 → Mul by x → Mul by 1/2
+//                                  ⇒ Gelu(x) (ONNX's opset-20 op, which the importer maps)
 //   torch's channel shuffle        Reshape [N, g, C/g, …] → Transpose (0, 2, 1, 3, …) →
 //                                  Reshape [N, C, …], constant shapes
 //                                  ⇒ brickdl.ChannelShuffle(groups = g, shape = [N, C, …])

@@ -408,6 +408,15 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
     elementwise_block(inputs, out, what,
                       [&](int64_t, float a, float) { return clip(a, l.clip_min, l.clip_max); });
     break;
+  case OpKind::kHardSwish:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float) { return hard_swish(a); });
+    break;
+  case OpKind::kHardSigmoid:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float) { return hard_sigmoid(a); });
+    break;
+  case OpKind::kGelu:
+    elementwise_block(inputs, out, what, [](int64_t, float a, float) { return gelu(a); });
+    break;
   case OpKind::kMul:
     elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a * b; });
     break;

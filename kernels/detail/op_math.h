@@ -27,6 +27,19 @@ inline float sigmoid(float v) {
 inline float silu(float v) {
   return v * sigmoid(v);
 }
+// torch's hardsigmoid / hardswish (ONNX HardSigmoid with alpha 1/6, beta 1/2; HardSwish), and
+// the exact GELU (ONNX Gelu; torch's default), x / 2 · (1 + erf(x / √2)).
+inline float hard_sigmoid(float v) {
+  if (std::isnan(v))
+    return v;
+  return std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+}
+inline float hard_swish(float v) {
+  return v * hard_sigmoid(v);
+}
+inline float gelu(float v) {
+  return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+}
 // ONNX Clip: min(max(v, lo), hi); NaN stays NaN.
 inline float clip(float v, float lo, float hi) {
   if (std::isnan(v))

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The quick start's scripts stay quiet and never hide a failure (ctest quiet_scripts):
-#   1. scripts/install-deps.sh, with stand-ins for dpkg-query and apt-get on PATH: one line when
-#      everything is present; --dry-run names what it would install and runs no apt-get; an
-#      install prints two lines and keeps apt's output in its log; a failed one exits 1 with
-#      apt's last lines and the log's path;
+#   1. scripts/install-deps.sh, with stand-ins for dpkg-query and apt-get on PATH and for the
+#      virtual environment's python (BRICKDL_VENV): one line per step when everything is
+#      present; --dry-run names what it would install and runs no apt-get or pip; an install
+#      prints two lines per step and keeps apt's and pip's output in its log; a failed one exits
+#      1 with the tool's last lines and the log's path;
 #   2. scripts/lib/quiet.sh on a small CMake project: the configure line, a few progress lines
 #      and the closing line instead of make's output, every compiler warning printed, a compile
 #      error printed with the log's path and a non-zero status, a build with nothing to do in
@@ -48,22 +49,54 @@ for i in $(seq 1 200); do echo "apt-get $1: line $i"; done
 exit 0
 SH
 printf '#!/usr/bin/env bash\nexec "$@"\n' >"$fake/sudo" # used when the test is not root
-chmod +x "$fake"/*
-export PATH=$fake:$PATH FAKE_CALLS=$tmp/calls BRICKDL_BUILD_DIR=$tmp/build
+# The virtual environment's python: `-c CHECK` (is a pinned version installed) exits 1 when
+# $FAKE_PY_MISSING is set, else 0; `-m pip install ...` prints 50 lines and exits $FAKE_PIP_RC.
+venv=$tmp/venv
+mkdir -p "$venv/bin"
+cat >"$venv/bin/python" <<'SH'
+#!/usr/bin/env bash
+[[ $1 == -c ]] && exit $((${FAKE_PY_MISSING:-0} ? 1 : 0))
+echo "python $*" >>"$FAKE_CALLS"
+for i in $(seq 1 50); do echo "pip: line $i"; done
+exit "${FAKE_PIP_RC:-0}"
+SH
+chmod +x "$fake"/* "$venv/bin/python"
+export PATH=$fake:$PATH FAKE_CALLS=$tmp/calls BRICKDL_BUILD_DIR=$tmp/build BRICKDL_VENV=$venv
 deps=$root/scripts/install-deps.sh
+pins=$(grep -c '^[^#[:space:]]' "$root/scripts/requirements.txt")
 
 FAKE_MISSING="" "$deps" >"$tmp/out" 2>&1 || fail "all present: exit $?"
-expect_lines "$tmp/out" 1
+expect_lines "$tmp/out" 2
 grep -qxE 'brickdl: all [0-9]+ packages present' "$tmp/out" || fail "all present: $(cat "$tmp/out")"
+grep -qx "brickdl: all $pins Python packages present ($venv)" "$tmp/out" ||
+  fail "all present: $(cat "$tmp/out")"
 
-FAKE_MISSING="cmake ccache" "$deps" --dry-run >"$tmp/out" 2>&1 || fail "--dry-run: exit $?"
-expect_lines "$tmp/out" 1
+FAKE_MISSING="cmake ccache" FAKE_PY_MISSING=1 "$deps" --dry-run >"$tmp/out" 2>&1 ||
+  fail "--dry-run: exit $?"
+expect_lines "$tmp/out" 2
 grep -qx 'brickdl: would install 2 packages: cmake ccache' "$tmp/out" ||
   fail "--dry-run: $(cat "$tmp/out")"
-[[ ! -e $FAKE_CALLS ]] || fail "--dry-run ran apt-get $(cat "$FAKE_CALLS")"
+grep -qE "^brickdl: would install $pins Python packages into $venv: [a-z_-]+==" "$tmp/out" ||
+  fail "--dry-run: $(cat "$tmp/out")"
+[[ ! -e $FAKE_CALLS ]] || fail "--dry-run ran apt-get or pip: $(cat "$FAKE_CALLS")"
+
+FAKE_MISSING="" FAKE_PY_MISSING=1 "$deps" >"$tmp/out" 2>&1 || fail "pip install: exit $?"
+expect_lines "$tmp/out" 3
+grep -qE "^brickdl: installed $pins Python packages in [0-9]+ s\$" "$tmp/out" ||
+  fail "pip install: $(cat "$tmp/out")"
+grep -qE '^python -m pip install --disable-pip-version-check [a-z_-]+==' "$FAKE_CALLS" ||
+  fail "pip was called as: $(cat "$FAKE_CALLS")"
+[[ $(grep -c '^pip: ' "$tmp/build/logs/install-deps.log") -eq 50 ]] || fail "the log lacks pip's output"
+FAKE_MISSING="" FAKE_PY_MISSING=1 FAKE_PIP_RC=1 "$deps" >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "a failed pip install exited $rc"
+grep -qx 'pip: line 50' "$tmp/out" || fail "a failed pip install hid pip's last lines"
+grep -qE "^brickdl: pip install failed after [0-9]+ s; the whole output is in " "$tmp/out" ||
+  fail "a failed pip install: $(tail -n 2 "$tmp/out")"
+rm -f "$FAKE_CALLS"
 
 FAKE_MISSING="cmake ccache" "$deps" >"$tmp/out" 2>&1 || fail "install: exit $?"
-expect_lines "$tmp/out" 2
+expect_lines "$tmp/out" 3
 log=$tmp/build/logs/install-deps.log
 grep -qx "brickdl: installing 2 packages: cmake ccache (log: $log)" "$tmp/out" ||
   fail "install, first line: $(cat "$tmp/out")"

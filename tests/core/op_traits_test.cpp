@@ -23,7 +23,8 @@ constexpr OpKind kAllOps[] = {
     OpKind::kAvgPool,        OpKind::kGlobalAvgPool, OpKind::kUpsample,  OpKind::kFlatten,
     OpKind::kLinear,         OpKind::kConvTranspose, OpKind::kSigmoid,   OpKind::kSilu,
     OpKind::kClip,           OpKind::kMul,           OpKind::kPad,       OpKind::kSlice,
-    OpKind::kChannelShuffle, OpKind::kLayerNorm,
+    OpKind::kChannelShuffle, OpKind::kLayerNorm,     OpKind::kHardSwish, OpKind::kHardSigmoid,
+    OpKind::kGelu,           OpKind::kChannelMul,
 };
 
 TEST(OpTraits, EveryOpHasItsRowAndNameRoundTrips) {

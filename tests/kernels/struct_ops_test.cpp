@@ -14,6 +14,7 @@
 #include "kernels/merged_executor.h"
 #include "kernels/reference.h"
 #include "kernels/weights.h"
+#include "tests/kernels/group_check.h"
 
 namespace brickdl::kernels {
 namespace {
@@ -186,78 +187,18 @@ Graph convnext_block(const TensorShape& in) {
   return fuse_for_inference(b.build());
 }
 
-double normwise_error(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    if (std::isnan(a.data()[i]))
-      return INFINITY;
-    diff = std::max(diff, std::fabs(double{a.data()[i]} - b.data()[i]));
-    scale = std::max(scale, std::fabs(double{b.data()[i]}));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
+using test_support::expect_groups_match;
 
-// Every group of the graph that ends at a layer in `ends` (all lengths), each strategy, several
-// bricks (channel blocks too): the merged executor's output equals the reference's.
-void expect_groups_match(const Graph& g, uint64_t seed) {
-  const ModelWeights w = make_weights(g, seed);
-  const Tensor input = random_tensor(g.input_shape(), seed, 0);
-  std::vector<Tensor> full(static_cast<size_t>(g.size()));
-  full[0] = input;
-  for (int id = 1; id < g.size(); ++id) {
-    std::vector<const Tensor*> in;
-    for (int p : g.layer(id).inputs)
-      in.push_back(&full[static_cast<size_t>(p)]);
-    full[static_cast<size_t>(id)] = run_layer(g.layer(id), in, w.at(id));
-  }
-  const bool three_d = g.input_shape().spatial_rank == 3;
-  const BrickShape bricks[] = {{1, 2, 3, 0, 1, 1}, {1, 4, 4, 2, 1, 1}, {1, 3, 5, 0, 2, 1}};
-  int checked = 0;
-  std::set<OpKind> merged_ops; // ops run inside a merged group of several layers
-  for (int first = 1; first < g.size(); ++first)
-    for (int last = first; last < g.size(); ++last) {
-      const Group grp{first, last};
-      if (!is_valid_group(g, grp))
-        continue;
-      std::vector<const Tensor*> ext;
-      for (int id : group_external_inputs(g, grp))
-        ext.push_back(&full[static_cast<size_t>(id)]);
-      for (Strategy s : {Strategy::kLayerwise, Strategy::kPadded, Strategy::kMemoized})
-        for (BrickShape brick : bricks) {
-          if (three_d)
-            brick.d = 2;
-          Candidate c;
-          c.group = grp;
-          c.strategy = s;
-          c.brick = brick;
-          const std::string what =
-              group_layer_names(g, grp) + " " + strategy_name(s) + " " + brick.str();
-          if (!unsupported_reason(g, c).empty())
-            continue;
-          const GroupResult r = execute_group(g, c, ext, w, ExecOptions{2});
-          ASSERT_TRUE(r.supported) << what << ": " << r.reason;
-          EXPECT_LE(normwise_error(r.output, full[static_cast<size_t>(last)]), 1e-5) << what;
-          ++checked;
-          for (int id = first; id <= last && s != Strategy::kLayerwise && last > first; ++id)
-            merged_ops.insert(g.layer(id).op);
-        }
-    }
-  // The whole graph is one valid group, so every strategy runs it at least.
-  EXPECT_GT(checked, 3 * g.size());
-  for (const Layer& l : g.layers())
-    if (l.op == OpKind::kSlice || l.op == OpKind::kChannelShuffle || l.op == OpKind::kLayerNorm)
-      EXPECT_TRUE(merged_ops.count(l.op)) << op_name(l.op) << " never ran in a merged group";
-}
+const std::set<OpKind> kStructOps{OpKind::kSlice, OpKind::kChannelShuffle, OpKind::kLayerNorm};
 
 TEST(StructOps, MergedShuffleUnitMatchesTheReference) {
-  expect_groups_match(shuffle_unit(TensorShape{2, 8, 1, 9, 7, 2}), 1);
-  expect_groups_match(shuffle_unit(TensorShape{1, 4, 1, 5, 11, 2}), 2);
+  expect_groups_match(shuffle_unit(TensorShape{2, 8, 1, 9, 7, 2}), 1, kStructOps);
+  expect_groups_match(shuffle_unit(TensorShape{1, 4, 1, 5, 11, 2}), 2, kStructOps);
 }
 
 TEST(StructOps, MergedConvNeXtBlockMatchesTheReference) {
-  expect_groups_match(convnext_block(TensorShape{2, 8, 1, 9, 10, 2}), 3);
-  expect_groups_match(convnext_block(TensorShape{1, 3, 1, 8, 8, 2}), 4);
+  expect_groups_match(convnext_block(TensorShape{2, 8, 1, 9, 10, 2}), 3, kStructOps);
+  expect_groups_match(convnext_block(TensorShape{1, 3, 1, 8, 8, 2}), 4, kStructOps);
 }
 
 TEST(StructOps, Merged3dGroupsMatchTheReference) {
@@ -267,7 +208,7 @@ TEST(StructOps, Merged3dGroupsMatchTheReference) {
   const int sh = b.channel_shuffle(sl, 2);
   const int ln = b.layer_norm(sh);
   b.conv3d(ln, 4, 3, 1, 1, 1, 1, true);
-  expect_groups_match(fuse_for_inference(b.build()), 5);
+  expect_groups_match(fuse_for_inference(b.build()), 5, kStructOps);
 }
 
 } // namespace

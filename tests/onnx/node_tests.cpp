@@ -14,9 +14,13 @@
 // must be refused cleanly (neither accepted nor failing otherwise).
 //
 // BRICKDL_ONNX_NODE_TESTS overrides the data folder (default: Debian's); without it the test
-// skips. The summary table (per op: tests, passed, refused, failed) goes to stdout;
+// skips. BRICKDL_ONNX_EXPECTED_REFUSALS names the refusals file of that data (default:
+// expected_refusals.txt, Debian's 1.12): ctest onnx_node_tests_current runs the node tests of a
+// current ONNX release (tests/onnx/make_node_tests.py) against expected_refusals_current.txt.
+// The summary table (per op: the opsets its tests declare, tests, passed, refused, failed) goes
+// to stdout;
 // BRICKDL_ONNX_TABLE=path also writes it to that file, BRICKDL_ONNX_VERBOSE=1 prints every
-// test's outcome and message.
+// test's outcome and message, BRICKDL_ONNX_WRITE_REFUSALS=path drafts a refusals file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,7 +60,9 @@ const std::set<std::string>& supported_ops() {
       "Relu",   "LeakyRelu",     "Sigmoid", "Clip",               "Add",
       "Mul",    "Concat",        "Gemm",    "MatMul",             "GlobalAveragePool",
       "Resize", "Flatten",       "Reshape", "Identity",           "Dropout",
-      "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose"};
+      "Pad",    "Slice",         "Split",   "LayerNormalization", "Transpose",
+      "ReduceMean", "ReduceMax",   "Sub",     "Div",                "HardSwish",
+      "HardSigmoid", "Gelu"};
   // clang-format on
   return ops;
 }
@@ -72,6 +78,7 @@ enum class Outcome { kPassed, kRefused, kFailed };
 // left out), its graph inputs in order, and each node's label as the importer names it.
 struct TestModel {
   std::vector<std::string> ops;
+  int64_t opset = 0; // of the default domain
   std::vector<std::string> inputs;
   std::set<std::string> node_labels; // "node 'name' (Op)"
   bool parsed = false;
@@ -104,11 +111,15 @@ TestModel read_test_model(const std::string& path) {
   }
   for (const auto& in : model.graph().input())
     m.inputs.push_back(in.name());
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      m.opset = o.version();
   return m;
 }
 
 struct Result {
   std::string test, op;
+  int64_t opset = 0;
   bool supported = false;
   Outcome outcome = Outcome::kFailed;
   std::string detail; // the refusal's message or what failed
@@ -177,6 +188,7 @@ Result run_test(const fs::path& dir) {
   const std::string model_path = (dir / "model.onnx").string();
   const TestModel tm = read_test_model(model_path);
   r.op = tm.parsed ? tm.label() : "(unreadable)";
+  r.opset = tm.opset;
   r.supported = tm.supported();
   const fs::path data = dir / "test_data_set_0";
   OnnxImportOptions options;
@@ -242,7 +254,8 @@ std::map<std::string, std::string> read_expected_refusals(const std::string& pat
 }
 
 std::string expected_refusals_path() {
-  return std::string(BRICKDL_SOURCE_DIR) + "/tests/onnx/expected_refusals.txt";
+  const char* env = std::getenv("BRICKDL_ONNX_EXPECTED_REFUSALS");
+  return env && *env ? env : std::string(BRICKDL_SOURCE_DIR) + "/tests/onnx/expected_refusals.txt";
 }
 
 // The summary: one row per op of the supported tests and their subtotal, one row for every
@@ -250,7 +263,9 @@ std::string expected_refusals_path() {
 std::string table(const std::vector<Result>& results) {
   struct Row {
     int tests = 0, passed = 0, refused = 0, failed = 0;
-    void add(Outcome o) {
+    std::set<int64_t> opsets;
+    void add(Outcome o, int64_t opset) {
+      opsets.insert(opset);
       ++tests;
       passed += o == Outcome::kPassed;
       refused += o == Outcome::kRefused;
@@ -261,22 +276,27 @@ std::string table(const std::vector<Result>& results) {
   Row mapped, other, total;
   std::set<std::string> other_ops;
   for (const Result& r : results) {
-    (r.supported ? rows[r.op] : other).add(r.outcome);
+    (r.supported ? rows[r.op] : other).add(r.outcome, r.opset);
     if (r.supported)
-      mapped.add(r.outcome);
+      mapped.add(r.outcome, r.opset);
     else
       other_ops.insert(r.op);
-    total.add(r.outcome);
+    total.add(r.outcome, r.opset);
   }
   std::ostringstream os;
-  const auto line = [&](const std::string& op, const auto& tests, const auto& passed,
-                        const auto& refused, const auto& failed) {
-    os << fmt::format("{:<34} {:>6} {:>7} {:>8} {:>7}\n", op, tests, passed, refused, failed);
+  const auto line = [&](const std::string& op, const std::string& opsets, const auto& tests,
+                        const auto& passed, const auto& refused, const auto& failed) {
+    os << fmt::format("{:<34} {:<9} {:>6} {:>7} {:>8} {:>7}\n", op, opsets, tests, passed, refused,
+                      failed);
   };
   const auto row = [&](const std::string& op, const Row& x) {
-    line(op, x.tests, x.passed, x.refused, x.failed);
+    const std::string opsets = x.opsets.empty() ? "-"
+                               : x.opsets.size() == 1
+                                   ? std::to_string(*x.opsets.begin())
+                                   : fmt::format("{}-{}", *x.opsets.begin(), *x.opsets.rbegin());
+    line(op, opsets, x.tests, x.passed, x.refused, x.failed);
   };
-  line("op", "tests", "passed", "refused", "failed");
+  line("op", "opsets", "tests", "passed", "refused", "failed");
   for (const auto& [op, x] : rows)
     row(op, x);
   row(fmt::format("mapped ops ({})", rows.size()), mapped);
@@ -304,6 +324,21 @@ void check(const Result& r, const std::map<std::string, std::string>& expected) 
   }
 }
 
+// BRICKDL_ONNX_WRITE_REFUSALS=path: every refused test of a mapped op, `test_name  message`
+// (the importer's message without the model's path), as a draft of the expected refusals file
+// when the data moves to a new ONNX release: each line still wants reading before it is kept.
+void write_refusals(const std::string& path, const std::vector<Result>& results) {
+  std::ofstream f(path);
+  for (const Result& r : results) {
+    if (!r.supported || r.outcome != Outcome::kRefused)
+      continue;
+    const size_t at = r.detail.find(".onnx: ");
+    const std::string why = at == std::string::npos ? r.detail : r.detail.substr(at + 7);
+    f << fmt::format("{:<64} {}\n", r.test, why);
+  }
+  EXPECT_TRUE(f.good()) << "cannot write the refusals to " << path;
+}
+
 void report(const std::string& root, const std::vector<Result>& results) {
   const std::string t = table(results);
   std::cout << "ONNX node tests in " << root << "\n" << t;
@@ -319,6 +354,8 @@ void report(const std::string& root, const std::vector<Result>& results) {
                     : r.outcome == Outcome::kRefused ? "refused"
                                                      : "FAILED")
                 << (r.detail.empty() ? "" : ": " + r.detail) << "\n";
+  if (const char* out = std::getenv("BRICKDL_ONNX_WRITE_REFUSALS"); out && *out)
+    write_refusals(out, results);
 }
 
 // Every test of the data folder: the four checks, then the table.
