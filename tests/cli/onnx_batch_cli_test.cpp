@@ -147,6 +147,14 @@ TEST_F(OnnxBatchCli, AFixedBatchStaysTheFiles) {
 TEST_F(OnnxBatchCli, InputsOfDifferentBatchesAreRefusedNamingBoth) {
   write("two.onnx", model(true, true));
   const std::string x = array("x3.npy", 3, 2), z = array("z2.npy", 2, 4);
+  ASSERT_EQ(run("--model " + path("two.onnx") + " --input z=" + array("z3.npy", 3, 4) +
+                " --input x=" + x + " --out " + path("run") + " --check"),
+            0)
+      << err();
+  const nlohmann::json m = nlohmann::json::parse(std::ifstream(path("run/manifest.json")));
+  EXPECT_EQ(m.at("batch"), 3);
+  EXPECT_EQ(m.at("inputs").at(1).at("name"), "z");
+  EXPECT_EQ(read_npy(path("run/output.npy")).shape, (std::vector<int64_t>{3, 4, 6, 6}));
   expect_refused("--model " + path("two.onnx") + " --input x=" + x + " --input z=" + z,
                  {"--input x=" + x + " has batch 3", "--input z=" + z + " has batch 2"});
 }
