@@ -13,14 +13,16 @@
 //                                    name, or in the model's order without names)
 //
 // A plan of brickdl-tune (its plan.json) names the batch, precision and workloads it was made
-// for. Without --batch the run takes the plan's batch; a plan that does not fit the run (another
+// for. Without --batch the run takes the plan's batch (else, for an ONNX file of dynamic
+// batch, the --input arrays'); a plan that does not fit the run (another
 // batch, precision, model, input size or channel count) is refused (exit 2) unless
 // --allow-plan-mismatch, which runs it with a warning. Progress of the plan run and of the
 // reference (--check) goes to stderr (--quiet: none); the closing line on stdout says what
 // each time measures.
 //
-// Inputs not given are seeded random (uniform [-1, 1)). A name or a file that fits no input is
-// refused, naming the model's inputs and their shapes.
+// Without --input every input is seeded random (uniform [-1, 1)); with it, every input must be
+// given. A name or a file that fits no input is refused, naming the model's inputs and their
+// shapes.
 //
 // Output folder:
 //   input.npy                the graph input, (N, C, H, W) or (N, C, D, H, W), float32;
@@ -163,30 +165,6 @@ bool is_experiment_path(const std::string& model) {
   return ends_with(model, ".yaml") || ends_with(model, ".yml");
 }
 
-// The unfused graph of --model: an ONNX file, an experiment file's model or a zoo model.
-Graph model_graph(const Options& o) {
-  if (is_onnx_path(o.model)) {
-    if (o.input_channels > 0)
-      throw UserError("--input-channels cannot change an ONNX model's weights");
-    OnnxImportOptions io;
-    io.batch = o.batch;
-    io.input_size = o.input_size;
-    return import_onnx(o.model, io).graph;
-  }
-  if (is_experiment_path(o.model)) {
-    if (o.batch > 0 || !o.input_size.empty() || o.input_channels > 0)
-      throw UserError("--batch, --input-size and --input-channels do not apply to an experiment "
-                      "file (" +
-                      o.model + "): it sets them itself");
-    return load_experiment(o.model).graph;
-  }
-  ZooOptions zo;
-  zo.batch = o.batch > 0 ? o.batch : 1;
-  zo.input_size = o.input_size;
-  zo.input_channels = o.input_channels;
-  return build_zoo_model(o.model, zo);
-}
-
 // Layer names become file names: keep them readable, but never let them leave the folder.
 std::string file_stem(const std::string& name) {
   std::string s = name;
@@ -245,6 +223,66 @@ std::vector<GivenInput> read_given_inputs(const Options& o) {
   return given;
 }
 
+// The batch of the --input arrays (their first axis; arrays of rank 1 have none), 0 without
+// any. Two that differ are refused, naming both.
+int64_t given_batch(const std::vector<GivenInput>& given) {
+  const GivenInput* first = nullptr;
+  for (const GivenInput& g : given) {
+    if (g.array.shape.size() < 2)
+      continue;
+    if (first == nullptr) {
+      first = &g;
+    } else if (g.array.shape[0] != first->array.shape[0]) {
+      throw UserError(fmt::format("--input {} has batch {} but --input {} has batch {}; every "
+                                  "input must have the same batch (the first axis)",
+                                  first->spec, first->array.shape[0], g.spec, g.array.shape[0]));
+    }
+  }
+  return first == nullptr ? 0 : first->array.shape[0];
+}
+
+// An ONNX file's graph. Without --batch, a dynamic batch (a dim_param) is taken from the
+// --input arrays; a fixed one stays the file's (an array of another batch is then refused with
+// the input's shape).
+Graph onnx_graph(const Options& o, const std::vector<GivenInput>& given) {
+  if (o.input_channels > 0)
+    throw UserError("--input-channels cannot change an ONNX model's weights");
+  OnnxImportOptions io;
+  io.batch = o.batch;
+  io.input_size = o.input_size;
+  const int64_t batch = o.batch == 0 ? given_batch(given) : 0;
+  if (batch > 0) {
+    // The importer refuses a dynamic batch without a value and names it so; only then does
+    // the batch of the arrays apply.
+    try {
+      return import_onnx(o.model, io).graph;
+    } catch (const UserError& e) {
+      if (std::string(e.what()).find("has a dynamic batch") == std::string::npos)
+        throw;
+    }
+    io.batch = static_cast<int>(batch);
+  }
+  return import_onnx(o.model, io).graph;
+}
+
+// The unfused graph of --model: an ONNX file, an experiment file's model or a zoo model.
+Graph model_graph(const Options& o, const std::vector<GivenInput>& given) {
+  if (is_onnx_path(o.model))
+    return onnx_graph(o, given);
+  if (is_experiment_path(o.model)) {
+    if (o.batch > 0 || !o.input_size.empty() || o.input_channels > 0)
+      throw UserError("--batch, --input-size and --input-channels do not apply to an experiment "
+                      "file (" +
+                      o.model + "): it sets them itself");
+    return load_experiment(o.model).graph;
+  }
+  ZooOptions zo;
+  zo.batch = o.batch > 0 ? o.batch : 1;
+  zo.input_size = o.input_size;
+  zo.input_channels = o.input_channels;
+  return build_zoo_model(o.model, zo);
+}
+
 // "x 1x3x8x8, y 1x5x4x4" (names alone when no shapes are known yet).
 std::string inputs_text(const std::vector<std::string>& names,
                         const std::vector<TensorShape>& shapes = {}) {
@@ -254,10 +292,25 @@ std::string inputs_text(const std::vector<std::string>& names,
   return join_names(parts);
 }
 
+// Some inputs given and others not: a forgotten input is refused rather than run on random
+// values (no --input at all runs every input on seeded random values).
+void refuse_missing(const std::vector<std::string>& names, const std::vector<GivenInput>& given,
+                    const std::vector<int>& source, const std::string& valid) {
+  if (given.empty())
+    return;
+  std::vector<std::string> missing;
+  for (size_t k = 0; k < names.size(); ++k)
+    if (source[k] < 0)
+      missing.push_back("'" + names[k] + "'");
+  if (!missing.empty())
+    throw UserError("--input " + given[0].spec + ": no --input for " + join_names(missing) + valid +
+                    "; give every input (or none, for seeded random ones)");
+}
+
 // Which --input feeds each runtime input `names[k]`: an index into `given`, or -1 (seeded
-// random). Named ones by name; positional ones fill the inputs no name took, in order, and must
-// be exactly as many (one positional file for a one-input model). UserError otherwise, naming
-// the model's inputs.
+// random, only when no --input is given). Named ones by name; positional ones fill the inputs no
+// name took, in order, and must be exactly as many (one positional file for a one-input model).
+// UserError otherwise, naming the model's inputs.
 std::vector<int> match_inputs(const std::vector<std::string>& names,
                               const std::vector<GivenInput>& given,
                               const std::vector<TensorShape>& shapes = {}) {
@@ -279,8 +332,10 @@ std::vector<int> match_inputs(const std::vector<std::string>& names,
                       "' is already given by --input " + given[static_cast<size_t>(s)].spec);
     s = static_cast<int>(i);
   }
-  if (positional.empty())
+  if (positional.empty()) {
+    refuse_missing(names, given, source, valid);
     return source;
+  }
   std::vector<size_t> open;
   for (size_t k = 0; k < names.size(); ++k)
     if (source[k] < 0)
@@ -650,7 +705,7 @@ int run(Options o, Times& times) {
   if (plan_batch)
     o.batch = origin.batch;
   std::vector<GivenInput> given = read_given_inputs(o);
-  const Graph unfused = model_graph(o);
+  const Graph unfused = model_graph(o, given);
   Graph fused = fuse_for_inference(unfused);
   if (!o.export_onnx.empty()) {
     export_onnx(unfused, unfused_params(fused, o.seed), o.export_onnx);
@@ -687,16 +742,18 @@ int main(int argc, char** argv) {
                      "), an ONNX file (.onnx, run with its own weights) or an experiment file "
                      "(.yaml, its model)")
       ->required();
-  app.add_option("--batch", o.batch,
-                 "batch size (default: the --plan's, else the ONNX file's, else 1)")
+  app.add_option(
+         "--batch", o.batch,
+         "batch size (default: the --plan's, else the ONNX file's, or for a dynamic batch the "
+         "--input arrays', else 1)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--input-size", o.input_size, "input extents: H,W or D,H,W")->delimiter(',');
   app.add_option("--input-channels", o.input_channels, "input channels (default: the model's)");
   app.add_option("--seed", o.seed, "seed of the random input and weights");
   app.add_option("--input", o.input_specs,
                  "input tensor (.npy, float32/float64, the model's shape), once per runtime input: "
-                 "NAME=FILE.npy, or FILE.npy for the inputs in the model's order (inputs not "
-                 "given are seeded random)")
+                 "NAME=FILE.npy, or FILE.npy for the inputs in the model's order (without --input, "
+                 "every input is seeded random)")
       ->allow_extra_args(false);
   app.add_option("--plan", o.plan_file,
                  "plan JSON: [{first, last, strategy, brick: [d,h,w], cb, nb}, ...] or "

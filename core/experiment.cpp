@@ -34,7 +34,7 @@ const std::vector<std::string> kZooKeys = {"zoo", "num_classes"};
 const std::vector<std::string> kConvChainKeys = {"zoo",        "depth", "channels", "kernel",
                                                  "image",      "dims",  "stride",   "dilation",
                                                  "batch_norm", "relu"};
-const std::vector<std::string> kInlineGraphKeys = {"name", "input", "layers"};
+const std::vector<std::string> kInlineGraphKeys = {"name", "input", "inputs", "layers", "outputs"};
 constexpr const char* kConvChain = "conv_chain";
 
 // Brick extents: powers of two from 1 to 64, so bricks tile the power-of-two extents common in
@@ -280,7 +280,7 @@ bool has_location(const UserError& e) {
 }
 
 void read_inline_graph(const YamlValue& m, ExperimentConfig* cfg) {
-  if (!m.has("layers") && !m.has("input")) {
+  if (!m.has("layers") && !m.has("input") && !m.has("inputs")) {
     m.fail("expected `zoo: <name>` (a zoo model with parameters) or an inline graph with "
            "`input:` and `layers:`");
   }

@@ -4,10 +4,11 @@
 //   model.onnx ──import_onnx()──► Graph (unfused, with its initializers as Graph::params)
 //   Graph + ParamStore ──export_onnx()──► model.onnx (opset 13; 17 with a layer_norm)
 //
-// Import reads opsets 11 to the newest the library knows (17 for Debian 12's 1.12), one
-// runtime input and one output. Input ranks: 4 (N, C, H, W) and 5 (N, C, D, H, W) as they are;
-// 3 (N, C, L) becomes N, C, 1, L; 2 (N, C) is flat; 1 (L) is one flat row (1, L). Ops and how
-// they map (anything else is refused, naming the node and its op):
+// Import reads opsets 11 to the newest the library knows (17 for Debian 12's 1.12), one or
+// several runtime inputs (of one batch; `batch` and `input_size` apply to each) and one or
+// several outputs (each a node's first output; OnnxModel::outputs). Input ranks: 4 (N, C, H, W) and
+// 5 (N, C, D, H, W) as they are; 3 (N, C, L) becomes N, C, 1, L; 2 (N, C) is flat; 1 (L) is one
+// flat row (1, L). Ops and how they map (anything else is refused, naming the node and its op):
 //   Conv, ConvTranspose        conv / conv_transpose (1-D as 2-D with H = 1; pads that differ
 //                              at the two ends: the common part in the window, the rest as a
 //                              pad layer, zero-filled before a conv, cropped after a transposed
@@ -60,11 +61,20 @@ struct OnnxImportOptions {
   std::map<std::string, OnnxTensor> constants;
 };
 
+// One graph output of an ONNX file: its name and ONNX dims (rank as in the file).
+struct OnnxOutput {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
 struct OnnxModel {
   Graph graph;                      // unfused; Graph::params holds the initializers
-  std::string input_name;           // the runtime input
-  std::string output_name;          // the graph output
-  std::vector<int64_t> output_dims; // the output's ONNX dims (rank as in the file)
+  std::string input_name;           // the (first) runtime input
+  std::string output_name;          // the (first) graph output
+  std::vector<int64_t> output_dims; // the (first) output's ONNX dims (rank as in the file)
+  // Every graph output, in the file's order (graph.outputs() order). A file of several runtime
+  // inputs has them as graph layers 0, 1, ... named as in the file.
+  std::vector<OnnxOutput> outputs;
   int64_t opset = 0;
 };
 

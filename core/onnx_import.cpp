@@ -107,26 +107,19 @@ public:
     for (const auto& n : g.node())
       if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx"))
         constant_node(n);
-    if (g.output_size() != 1)
-      fail(fmt::format("the graph has {} outputs; brickdl graphs have one", g.output_size()));
+    if (g.output_size() < 1)
+      fail("the graph has no outputs");
     OnnxModel out;
     out.opset = opset_;
-    out.output_name = g.output(0).name();
-    out.input_name = read_input(g);
-    const std::vector<const onnx::NodeProto*> order = live_nodes_in_order(g, out.output_name);
+    std::vector<std::string> outputs;
+    for (const auto& o : g.output())
+      outputs.push_back(o.name());
+    out.input_name = read_inputs(g);
+    const std::vector<const onnx::NodeProto*> order = live_nodes_in_order(g, outputs);
     for (const onnx::NodeProto* n : order)
       if (!skipped_.count(n))
         node(*n);
-    if (const auto in = values_.find(out.output_name); in != values_.end() && in->second.layer == 0)
-      for (const onnx::NodeProto* n : order)
-        if (n->output(0) == out.output_name)
-          identity_layer(*n, in->second);
-    const auto it = values_.find(out.output_name);
-    if (it == values_.end() || it->second.layer < 1)
-      fail("the output '" + out.output_name + "' is not computed from the input by any layer");
-    if (it->second.layer != last_layer_)
-      fail("the output '" + out.output_name + "' is not the last layer computed");
-    out.output_dims = onnx_dims(b_->shape(it->second.layer), it->second.rank);
+    bind_outputs(outputs, order, out);
     b_->set_params(std::make_shared<const ParamStore>(std::move(params_)));
     out.graph = b_->build();
     return out;
@@ -200,20 +193,23 @@ private:
     refuse(n, "a Constant needs a tensor, float or int value");
   }
 
-  // The one runtime input: its shape from the file, the batch and size from the options.
-  std::string read_input(const onnx::GraphProto& g) {
+  // The runtime inputs (graph inputs without a value), in the file's order: each one's shape
+  // from the file, the batch and size from the options (every input takes them). One input is
+  // the layer "input"; several are named as in the file. Returns the first one's name.
+  std::string read_inputs(const onnx::GraphProto& g) {
     std::vector<const onnx::ValueInfoProto*> runtime;
     for (const auto& in : g.input())
       if (!constants_.count(in.name()))
         runtime.push_back(&in);
-    if (runtime.size() != 1) {
-      std::vector<std::string> names;
-      for (const auto* in : runtime)
-        names.push_back(in->name());
-      fail(fmt::format("the graph has {} runtime inputs ({}); brickdl graphs take one",
-                       runtime.size(), fmt::join(names, ", ")));
-    }
-    const onnx::ValueInfoProto& in = *runtime[0];
+    if (runtime.empty())
+      fail("the graph has no runtime input (every input has a value); brickdl graphs take at "
+           "least one");
+    for (const onnx::ValueInfoProto* in : runtime)
+      read_input(*in, runtime.size() > 1);
+    return runtime[0]->name();
+  }
+
+  void read_input(const onnx::ValueInfoProto& in, bool several) {
     const auto& type = in.type();
     if (!type.has_tensor_type())
       fail("input '" + in.name() + "' is not a tensor (a sequence, map or optional); brickdl " +
@@ -225,16 +221,61 @@ private:
     const std::vector<int64_t> d = input_dims(in);
     const int rank = static_cast<int>(d.size());
     const TensorShape s = shape_of(d);
-    std::string name = options_.name;
-    if (name.empty())
-      name = std::filesystem::path(path_).stem().string();
-    try {
-      b_.emplace(name, s, options_.dtype); // checks the sizes of core/limits.h
+    const std::string layer = several ? in.name() : "input";
+    int id = 0;
+    try { // the builder checks the sizes of core/limits.h and that the batches agree
+      if (b_) {
+        id = b_->add_input(s, layer);
+      } else {
+        std::string name = options_.name;
+        if (name.empty())
+          name = std::filesystem::path(path_).stem().string();
+        b_.emplace(name, s, options_.dtype, layer);
+      }
     } catch (const ShapeError& e) {
       fail("input '" + in.name() + "': " + e.bare_message());
     }
-    values_[in.name()] = Value{0, rank, nullptr};
-    return in.name();
+    used_names_.insert(layer);
+    values_[in.name()] = Value{id, rank, nullptr};
+  }
+
+  // The graph's outputs in the file's order. An output that is a runtime input, or the layer of
+  // an output before it (an Identity or a Dropout between them), gets a layer that copies it:
+  // a brickdl graph output is a computed layer, and each leaves the graph once. One output must
+  // be the last layer computed; several are marked under their ONNX names.
+  void bind_outputs(const std::vector<std::string>& names,
+                    const std::vector<const onnx::NodeProto*>& order, OnnxModel& out) {
+    std::set<int> taken;
+    for (const std::string& name : names) {
+      if (const auto in = values_.find(name);
+          in != values_.end() && in->second.constant == nullptr &&
+          (b_->layer(in->second.layer).op == OpKind::kInput || taken.count(in->second.layer)))
+        for (const onnx::NodeProto* n : order)
+          if (n->output(0) == name) {
+            identity_layer(*n, in->second);
+            break;
+          }
+      const auto it = values_.find(name);
+      if (it == values_.end() || it->second.constant != nullptr ||
+          b_->layer(it->second.layer).op == OpKind::kInput) {
+        for (const onnx::NodeProto* n : order)
+          for (int k = 1; k < n->output_size(); ++k)
+            if (n->output(k) == name)
+              refuse(*n, fmt::format("its output {} '{}' is a graph output; brickdl computes "
+                                     "only this op's first output",
+                                     k, name));
+        fail("the output '" + name + "' is not computed from the inputs by any layer");
+      }
+      taken.insert(it->second.layer);
+      out.outputs.push_back(
+          OnnxOutput{name, onnx_dims(b_->shape(it->second.layer), it->second.rank)});
+      if (names.size() > 1)
+        b_->mark_output(it->second.layer, name);
+    }
+    if (names.size() == 1 && values_.at(names[0]).layer != last_layer_)
+      fail("the output '" + names[0] + "' is not the last layer computed");
+    out.output_name = out.outputs[0].name;
+    out.output_dims = out.outputs[0].dims;
   }
 
   // The runtime input's extents within core/limits.h, checked on the ONNX dims before they
@@ -301,14 +342,14 @@ private:
   // The nodes the output depends on, in an order where every producer comes first (Kahn's
   // algorithm; nodes left over form a cycle).
   std::vector<const onnx::NodeProto*> live_nodes_in_order(const onnx::GraphProto& g,
-                                                          const std::string& output) {
+                                                          const std::vector<std::string>& outputs) {
     std::map<std::string, const onnx::NodeProto*> producer;
     for (const auto& n : g.node())
       for (const auto& o : n.output())
         if (!o.empty())
           producer[o] = &n;
     std::set<const onnx::NodeProto*> live;
-    std::vector<std::string> stack{output};
+    std::vector<std::string> stack = outputs;
     while (!stack.empty()) {
       const std::string t = stack.back();
       stack.pop_back();

@@ -140,26 +140,30 @@ std::string compare(const std::vector<float>& got, const std::vector<float>& wan
   return "";
 }
 
-// Runs the imported model on input_0 and compares with output_0, unfused and fused; "" when
-// both match.
+// Runs the imported model on input_0 and compares each output k with output_k, unfused and
+// fused; "" when all match.
 std::string run_and_compare(const OnnxModel& m, const fs::path& data) {
   const OnnxTensor in = read_onnx_tensor((data / "input_0.pb").string());
-  const OnnxTensor want = read_onnx_tensor((data / "output_0.pb").string());
-  if (m.output_dims != want.dims)
-    return fmt::format("output dims [{}], expected [{}]", fmt::join(m.output_dims, ", "),
-                       fmt::join(want.dims, ", "));
+  std::vector<OnnxTensor> want;
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    want.push_back(read_onnx_tensor((data / fmt::format("output_{}.pb", k)).string()));
+    if (m.outputs[k].dims != want[k].dims)
+      return fmt::format("output {} dims [{}], expected [{}]", k,
+                         fmt::join(m.outputs[k].dims, ", "), fmt::join(want[k].dims, ", "));
+  }
   kernels::Tensor x(m.graph.input_shape());
   if (x.numel() != static_cast<int64_t>(in.values.size()))
     return fmt::format("the input has {} values, the graph's input shape {} has {}",
                        in.values.size(), m.graph.input_shape().str(), x.numel());
   x.values() = in.values;
-  const kernels::Tensor y = kernels::run_graph(m.graph, x, kernels::model_weights(m.graph, 0));
-  if (std::string e = compare(y.values(), want.values); !e.empty())
-    return "unfused: " + e;
   const Graph fused = fuse_for_inference(m.graph);
-  const kernels::Tensor z = kernels::run_graph(fused, x, kernels::model_weights(fused, 0));
-  if (std::string e = compare(z.values(), want.values); !e.empty())
-    return "fused: " + e;
+  for (const Graph* g : {&m.graph, &fused}) {
+    const std::vector<kernels::Tensor> ys =
+        kernels::run_graph_outputs(*g, {x}, kernels::model_weights(*g, 0));
+    for (size_t k = 0; k < want.size(); ++k)
+      if (std::string e = compare(ys[k].values(), want[k].values); !e.empty())
+        return fmt::format("{}: output {}: {}", g == &fused ? "fused" : "unfused", k, e);
+  }
   return "";
 }
 
