@@ -30,8 +30,8 @@ void expect_matches(const Graph& g, const Candidate& c, const EmulatorOptions& e
   const std::vector<float>& ref = r.reference.output.values();
   ASSERT_EQ(ref.size(), r.emu.output.size());
   const kernels::Tolerance def;
-  const kernels::Comparison cmp = kernels::compare(
-      r.emu.output, ref, kernels::group_tolerance(g, c.group, def.atol, def.rtol));
+  const kernels::Comparison cmp =
+      kernels::compare(r.emu.output, ref, kernels::group_tolerance(g, c.group, def.atol, def.rtol));
   EXPECT_TRUE(cmp.ok()) << cmp.message;
   EXPECT_FALSE(r.emu.timed_out);
   bool nonzero = false;
@@ -64,9 +64,8 @@ Graph around(const TensorShape& in, DType t, const OpOnConv& op) {
 
 void check_op(const OpOnConv& op) {
   for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
-    for (const TensorShape& in :
-         {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{1, 16, 1, 13, 7, 2},
-          TensorShape{3, 8, 1, 6, 6, 2}}) {
+    for (const TensorShape& in : {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{1, 16, 1, 13, 7, 2},
+                                  TensorShape{3, 8, 1, 6, 6, 2}}) {
       const Graph g = around(in, t, op);
       const Group all{1, g.size() - 1};
       expect_all_strategies(g, all, {1, 4, 4, 0}, 64);
@@ -97,9 +96,10 @@ TEST(EltwiseKernels, MulOfEqualShapes) {
 }
 
 TEST(EltwiseKernels, CodegenCarriesTheOpAndItsRange) {
-  const Graph g = around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, [](GraphBuilder& b, int c, int) {
-    return b.clip(c, -1.5f, std::numeric_limits<float>::infinity(), "op");
-  });
+  const Graph g =
+      around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, [](GraphBuilder& b, int c, int) {
+        return b.clip(c, -1.5f, std::numeric_limits<float>::infinity(), "op");
+      });
   const KernelPlan plan = plan_kernels(
       g, test_support::make_candidate({1, g.size() - 1}, Strategy::kPadded, {1, 4, 4, 0}, 64));
   const dev::LayerDesc& clip = plan.launches[0].desc.layers[g.find("op") - 1];
@@ -126,6 +126,22 @@ TEST(EltwiseKernels, MbconvBlockMergedInEveryPrecision) {
       expect_matches(g, test_support::make_candidate(grp, Strategy::kPadded, {1, 4, 4, 0, 2}, 128),
                      eo);
     }
+}
+
+// The MBConv cases the GPU tests run (device_cases.h: Device.GeneratedKernelsMatchTheCpuReference
+// in fp32, Device.TensorCoreKernelsMatchTheirHostEmulation in tf32 / bf16) plan here and match
+// the reference under emulation, so a GPU run compares against a checked twin.
+TEST(EltwiseKernels, MbconvDeviceCasesMatchUnderEmulation) {
+  int n = 0;
+  for (const auto& cases : {test_support::generated_cases(), test_support::tensor_core_cases()})
+    for (const test_support::DeviceCase& k : cases)
+      if (k.graph.name() == "mbconv") {
+        EmulatorOptions eo;
+        eo.workers = k.candidate.strategy == Strategy::kMemoized ? 3 : 1;
+        expect_matches(k.graph, k.candidate, eo);
+        ++n;
+      }
+  EXPECT_EQ(n, 6);
 }
 
 } // namespace
