@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -114,6 +115,17 @@ int storage_of(DType t) {
 
 namespace {
 
+// What an elementwise layer computes before its activation (brick_ops.cuh eltwise_value).
+int eltwise_kind(OpKind op) {
+  switch (op) {
+  case OpKind::kMul: return dev::kEwMul;
+  case OpKind::kSigmoid: return dev::kEwSigmoid;
+  case OpKind::kSilu: return dev::kEwSilu;
+  case OpKind::kClip: return dev::kEwClip;
+  default: return dev::kEwSum; // add, relu, leaky relu
+  }
+}
+
 // Fills the fields of a layer that do not depend on the strategy.
 LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>& group_ids,
                          const std::vector<int>& inputs) {
@@ -125,6 +137,9 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   case OpKind::kAvgPool: d.op = dev::kOpAvgPool; break;
   default: d.op = dev::kOpEltwise; break;
   }
+  d.ew = eltwise_kind(l.op);
+  d.clip_lo = l.clip_min;
+  d.clip_hi = l.clip_max;
   const Activation act = applied_activation(l);
   d.act = act == Activation::kRelu        ? dev::kActRelu
           : act == Activation::kLeakyRelu ? dev::kActLeaky
@@ -576,6 +591,10 @@ void plan_memoized(GroupDesc& gd, const Graph& g, const std::vector<int>& ids,
 }
 
 std::string float_literal(float v) {
+  // A clip without a bound (ONNX Clip's missing min / max) is ±infinity, which %a would write
+  // as "inff": no literal spells it, the builtin is a constant expression.
+  if (std::isinf(v))
+    return v > 0 ? "__builtin_huge_valf()" : "(-__builtin_huge_valf())";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
   return buf;

@@ -78,6 +78,11 @@ inline std::vector<DeviceCase> generated_cases() {
             {make_candidate({1, 3}, S::kPadded, {4, 4, 4, 0}),
              make_candidate({1, 3}, S::kMemoized, {8, 8, 8, 0}, 256),
              make_candidate({2, 3}, S::kMemoized, {3, 5, 7, 0}, 96)});
+  // EfficientNet-B0's MBConv block without its SE (sigmoid inside silu, the depthwise conv
+  // between the 1x1 convs), merged whole.
+  add_cases(out, mbconv_block(TensorShape{2, 16, 1, 20, 20, 2}, 4),
+            {make_candidate({1, 6}, S::kPadded, {1, 8, 8, 0}),
+             make_candidate({1, 6}, S::kMemoized, {1, 4, 8, 16}, 128)});
   // Random 2-D chains with stride, dilation and ragged bricks (a fixed seed: the same chains on
   // every machine, so the kernels compiled ahead are the ones run).
   std::mt19937 rng(7);
@@ -108,6 +113,11 @@ inline std::vector<DeviceCase> tensor_core_cases() {
               {make_candidate({1, 4}, Strategy::kPadded, {1, 8, 8, 0}),
                make_candidate({1, 4}, Strategy::kMemoized, {1, 4, 8, 16}, 64),
                make_candidate({1, 4}, Strategy::kLayerwise, {1, 8, 8, 0})},
+              std::string(dtype_name(t)) + " ");
+  for (DType t : {DType::kTF32, DType::kBF16})
+    add_cases(out, mbconv_block(TensorShape{2, 16, 1, 20, 20, 2}, 4, t),
+              {make_candidate({1, 6}, Strategy::kPadded, {1, 8, 8, 0}),
+               make_candidate({1, 6}, Strategy::kMemoized, {1, 4, 8, 16}, 128)},
               std::string(dtype_name(t)) + " ");
   return out;
 }

@@ -12,6 +12,7 @@
 #include "kernels/cuda/nvrtc_compiler.h"
 #include "kernels/cuda/statuses.h"
 #include "tests/device/device_cases.h"
+#include "tests/device/test_graphs.h"
 
 namespace brickdl::cuda {
 namespace {
@@ -232,6 +233,39 @@ TEST(Nvrtc, CompilesSixteenBitStorageOnBothConvPaths) {
   NvrtcCompiler compiler;
   for (const Job& j : compile_all(compiler, cases))
     expect_compiled(j);
+}
+
+// EfficientNet-B0's MBConv block (stage 2: 24 channels expanded to 144, 56x56, batch 8; SiLU
+// after the expand and the depthwise conv, the residual add), merged whole: expand 1x1,
+// depthwise 3x3 and project 1x1 in one kernel, in fp32, tf32 and bf16, padded, memoized and
+// layer by layer, for sm_80 and sm_90 (wgmma, sm_90a): no C75xx advisory, no stack frame.
+// Host emulation of the same block: EltwiseKernels.MbconvBlockMergedInEveryPrecision.
+TEST(Nvrtc, CompilesMergedMbconvBlocks) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    graphs.push_back(test_support::mbconv_block(TensorShape{8, 24, 1, 56, 56, 2}, 6, t));
+  const Group grp{graphs[0].find("expand"), graphs[0].find("add")};
+  ASSERT_EQ(grp.size(), 6);
+  const auto cases = on_each(graphs, {make(grp, Strategy::kPadded, {1, 8, 8, 0}),
+                                      make(grp, Strategy::kMemoized, {1, 8, 8, 0}, 128),
+                                      make(grp, Strategy::kLayerwise, {1, 8, 8, 0})});
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases, {80, 90})) {
+    expect_compiled(j);
+    if (!j.module)
+      continue;
+    // No stack frame at all (expect_compiled allows a small one), on every kernel of the plan.
+    const std::string& log = j.module->log;
+    int frames = 0;
+    std::smatch m;
+    for (auto it = log.cbegin();
+         std::regex_search(it, log.cend(), m, std::regex("(\\d+) bytes stack frame"));
+         it = m.suffix().first, ++frames)
+      EXPECT_EQ(std::stoi(m[1]), 0) << j.what << "\n" << log;
+    EXPECT_GT(frames, 0) << j.what << "\n" << log; // ptxas -v reported every kernel
+  }
 }
 
 // Thread block cluster kernels (sm_90 only: barrier.cluster, mapa) compile

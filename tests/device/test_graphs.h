@@ -22,6 +22,21 @@ inline Graph bottleneck_block(const TensorShape& in, int64_t mid, DType t = DTyp
   return fuse_for_inference(b.build());
 }
 
+// EfficientNet-B0's MBConv block on `in` (fused), without its squeeze-excitation (which
+// needs a per-channel broadcast the IR does not have yet; docs/kernels.md): expand 1x1 to
+// in.c · ratio channels, BN, SiLU, depthwise 3x3 (stride 1), BN, SiLU, project 1x1 back to
+// in.c, BN, plus the block's input. Layers expand, silu1, dw, silu2, project, add.
+inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
+  GraphBuilder b("mbconv", in, t);
+  const int x = b.input();
+  const int64_t mid = in.c * ratio;
+  int y = b.silu(b.batch_norm(b.conv2d(x, mid, 1, 1, 0, 1, 1, false, "expand")), "silu1");
+  y = b.silu(b.batch_norm(b.conv2d(y, mid, 3, 1, 1, 1, mid, false, "dw")), "silu2");
+  y = b.batch_norm(b.conv2d(y, in.c, 1, 1, 0, 1, 1, false, "project"));
+  b.add(y, x, "add");
+  return fuse_for_inference(b.build());
+}
+
 // The window of one conv of a random chain, drawn with pick(lo, hi) (uniform ints, in this
 // order): kernel 1, 3 or 5 (1 or 3 in 3-D), stride 2 one time in four, dilation 2 one time in
 // four, then (with_groups) 2 groups one time in `groups_one_in`, and a padding of "same" or

@@ -428,7 +428,23 @@ BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutT
   }
 }
 
-// Elementwise: act(sum of sources) over the box (ro, re), channels [c0, c1).
+// Elementwise: act(f(sources)) over the box (ro, re), channels [c0, c1): f sums them (add),
+// multiplies them (mul) or maps its one source (sigmoid, silu, clip); LayerDesc::ew.
+BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const InSource* src, int c, int z, int y,
+                                   int x) {
+  float v = fetch(src[0], c, z, y, x);
+  for (int s = 1; s < L.num_src; ++s) {
+    const float u = fetch(src[s], c, z, y, x);
+    v = L.ew == kEwMul ? v * u : v + u;
+  }
+  switch (L.ew) {
+  case kEwSigmoid: return sigmoid_f(v);
+  case kEwSilu: return v * sigmoid_f(v);
+  case kEwClip: return clip_f(v, L.clip_lo, L.clip_hi);
+  default: return v;
+  }
+}
+
 BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const OutTarget& out,
                                 const int* ro, const int* re, int c0, int c1) {
   const int vol = re[0] * re[1] * re[2];
@@ -441,11 +457,8 @@ BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const O
       const int y = ro[1] + (r / re[2]) % re[1];
       const int x = ro[2] + r % re[2];
       float v = 0.f;
-      if (inside(L.out, z, y, x)) {
-        for (int s = 0; s < L.num_src; ++s)
-          v += fetch(src[s], c, z, y, x);
-        v = activate(v, L.act, L.slope);
-      }
+      if (inside(L.out, z, y, x))
+        v = activate(eltwise_value(L, src, c, z, y, x), L.act, L.slope);
       store_out(out, c, z, y, x, v);
     }
   }

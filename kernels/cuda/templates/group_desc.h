@@ -32,6 +32,10 @@ constexpr int kWgmmaTileFloats = 64 * kMaxMmaN; // a wgmma weight tile: 8·kMaxM
 
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
 enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
+// What an elementwise layer computes before its activation (brick_ops.cuh eltwise_box): the
+// sum of its sources (add, relu, leaky relu), their product (mul), or one function of its one
+// source (the formulas of kernels/detail/op_math.h).
+enum Ew : int { kEwSum = 0, kEwMul = 1, kEwSigmoid = 2, kEwSilu = 3, kEwClip = 4 };
 enum SrcKind : int { kSrcExternal = 0, kSrcLayer = 1 };
 enum Mode : int { kModePadded = 0, kModeMemoized = 1 };
 // How a conv multiplies: FP32 FMA, or tensor-core MMA with inputs rounded to TF32 (m16n8k8),
@@ -59,6 +63,8 @@ struct LayerDesc {
   int op;  // Op
   int act; // Act (conv, eltwise)
   float slope;
+  int ew;                 // Ew (eltwise)
+  float clip_lo, clip_hi; // kEwClip's range
   int num_src;
   int src_kind[kMaxSources];  // SrcKind
   int src_index[kMaxSources]; // external slot or layer index within the group
@@ -185,7 +191,7 @@ constexpr int kErrorTimeout = 1;
   X(p.scale[0]) X(p.scale[1]) X(p.scale[2]) X(p.offset[0]) X(p.offset[1]) X(p.offset[2])        \
   X(p.ext[0]) X(p.ext[1]) X(p.ext[2])
 #define BRICKDL_LAYER_DESC_FIELDS(X)                                                             \
-  X(op) X(act) X(slope) X(num_src) X(src_kind[0]) X(src_kind[1]) X(src_index[0])                 \
+  X(op) X(act) X(slope) X(ew) X(clip_lo) X(clip_hi) X(num_src) X(src_kind[0]) X(src_kind[1]) X(src_index[0])                 \
   X(src_index[1]) BRICKDL_DIMS_FIELDS(X, in) BRICKDL_DIMS_FIELDS(X, out) X(groups) X(k[0])       \
   X(k[1]) X(k[2]) X(s[0]) X(s[1]) X(s[2]) X(p[0]) X(p[1]) X(p[2]) X(dl[0]) X(dl[1])             \
   X(dl[2]) X(count_include_pad) X(has_bias) X(tile_co) X(tile_px) X(math) X(mma_m) X(mma_n)       \

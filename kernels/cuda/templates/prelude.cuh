@@ -452,6 +452,25 @@ BRICKDL_DEVICE int floor_div(int a, int b) {
 BRICKDL_DEVICE bool is_nan(float v) {
   return v != v;
 }
+// e^v: the host's std::exp under emulation, CUDA's expf (full precision, no fast math) on the
+// device; both within 2 ulp of e^v, so sigmoid / silu agree with the reference to a few ulp.
+BRICKDL_DEVICE float exp_f(float v) {
+#if defined(BRICKDL_EMULATE)
+  return std::exp(v);
+#else
+  return expf(v);
+#endif
+}
+// The elementwise functions of kernels/detail/op_math.h, in the same operations and order.
+BRICKDL_DEVICE float sigmoid_f(float v) {
+  return 1.f / (1.f + exp_f(-v));
+}
+BRICKDL_DEVICE float clip_f(float v, float lo, float hi) {
+  if (is_nan(v))
+    return v;
+  const float m = v < lo ? lo : v; // std::max(v, lo)
+  return hi < m ? hi : m;          // std::min(m, hi)
+}
 BRICKDL_DEVICE float activate(float v, int act, float slope) {
   const bool keep = v > 0.f || is_nan(v);
   return act == kActRelu ? (keep ? v : 0.f) : act == kActLeaky ? (keep ? v : v * slope) : v;

@@ -1,0 +1,148 @@
+// The elementwise family of the generated kernels (sigmoid, silu, clip, mul; add and the
+// activations were there before) under the host emulator, against the reference ops on random
+// inputs of several shapes, in fp32, tf32 and bf16, padded, memoized and layer by layer; and
+// EfficientNet-B0's MBConv block merged whole (expand 1x1, depthwise 3x3, project 1x1).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "core/graph_builder.h"
+#include "kernels/cuda/codegen.h"
+#include "kernels/cuda/emulator.h"
+#include "kernels/validation.h"
+#include "tests/device/device_cases.h"
+#include "tests/device/emulated_group.h"
+#include "tests/device/test_graphs.h"
+
+namespace brickdl::cuda {
+namespace {
+
+constexpr uint64_t kSeed = 11;
+
+// The emulated group within the precision's tolerance of the fp32 reference (as the measurers
+// validate: kernels/validation.h group_tolerance), and not trivially so: the output is not all
+// zeros.
+void expect_matches(const Graph& g, const Candidate& c, const EmulatorOptions& eo) {
+  SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
+  const test_support::EmulatedGroup r = test_support::emulate_group(g, c, eo, kSeed);
+  ASSERT_TRUE(r.reference.supported) << r.reference.reason;
+  const std::vector<float>& ref = r.reference.output.values();
+  ASSERT_EQ(ref.size(), r.emu.output.size());
+  const kernels::Tolerance def;
+  const kernels::Comparison cmp =
+      kernels::compare(r.emu.output, ref, kernels::group_tolerance(g, c.group, def.atol, def.rtol));
+  EXPECT_TRUE(cmp.ok()) << cmp.message;
+  EXPECT_FALSE(r.emu.timed_out);
+  bool nonzero = false;
+  for (float v : ref)
+    nonzero = nonzero || v != 0.f;
+  EXPECT_TRUE(nonzero);
+}
+
+void expect_all_strategies(const Graph& g, Group grp, BrickShape b, int threads) {
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized, Strategy::kLayerwise}) {
+    EmulatorOptions eo;
+    eo.workers = s == Strategy::kMemoized ? 3 : 1;
+    expect_matches(g, test_support::make_candidate(grp, s, b, threads), eo);
+  }
+}
+
+// conv 3x3 → conv 1x1 → op(the 1x1's output, the 3x3's) → conv 1x1 (all with biases): the op in
+// the middle of a merged group, between convs.
+using OpOnConv = std::function<int(GraphBuilder&, int conv, int other)>;
+
+Graph around(const TensorShape& in, DType t, const OpOnConv& op) {
+  GraphBuilder b("eltwise", in, t);
+  const int x = b.input();
+  const int c1 = b.conv2d(x, 16, 3, 1, 1, 1, 1, true, "c1");
+  const int c2 = b.conv2d(c1, 16, 1, 1, 0, 1, 1, true, "c2");
+  const int y = op(b, c2, c1);
+  b.conv2d(y, 8, 1, 1, 0, 1, 1, true, "c3");
+  return fuse_for_inference(b.build());
+}
+
+void check_op(const OpOnConv& op) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    for (const TensorShape& in : {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{1, 16, 1, 13, 7, 2},
+                                  TensorShape{3, 8, 1, 6, 6, 2}}) {
+      const Graph g = around(in, t, op);
+      const Group all{1, g.size() - 1};
+      expect_all_strategies(g, all, {1, 4, 4, 0}, 64);
+      expect_all_strategies(g, all, {1, 3, 5, 8}, 128); // ragged bricks, channel blocks
+    }
+}
+
+TEST(EltwiseKernels, Sigmoid) {
+  check_op([](GraphBuilder& b, int c, int) { return b.sigmoid(c, "op"); });
+}
+
+TEST(EltwiseKernels, Silu) {
+  check_op([](GraphBuilder& b, int c, int) { return b.silu(c, "op"); });
+}
+
+TEST(EltwiseKernels, Clip) {
+  // ReLU6 as MobileNetV2 exports it, and a clip with one open end (±infinity in the source).
+  check_op([](GraphBuilder& b, int c, int) { return b.clip(c, 0.f, 6.f, "op"); });
+  check_op([](GraphBuilder& b, int c, int) {
+    return b.clip(c, -0.25f, std::numeric_limits<float>::infinity(), "op");
+  });
+}
+
+TEST(EltwiseKernels, MulOfEqualShapes) {
+  check_op([](GraphBuilder& b, int c1, int c2) { return b.mul(c1, c2, "op"); });
+  // x · sigmoid(x) spelled out (what the ONNX importer meets before any pattern).
+  check_op([](GraphBuilder& b, int c1, int) { return b.mul(c1, b.sigmoid(c1), "op"); });
+}
+
+TEST(EltwiseKernels, CodegenCarriesTheOpAndItsRange) {
+  const Graph g =
+      around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, [](GraphBuilder& b, int c, int) {
+        return b.clip(c, -1.5f, std::numeric_limits<float>::infinity(), "op");
+      });
+  const KernelPlan plan = plan_kernels(
+      g, test_support::make_candidate({1, g.size() - 1}, Strategy::kPadded, {1, 4, 4, 0}, 64));
+  const dev::LayerDesc& clip = plan.launches[0].desc.layers[g.find("op") - 1];
+  EXPECT_EQ(clip.op, dev::kOpEltwise);
+  EXPECT_EQ(clip.ew, dev::kEwClip);
+  EXPECT_EQ(clip.clip_lo, -1.5f);
+  EXPECT_NE(plan.source.find("__builtin_huge_valf()"), std::string::npos);
+}
+
+// ---- EfficientNet-B0's MBConv ----------------------------------------------------------------
+
+// Every layer of the block in one group, the depthwise conv between the two 1x1 convs, in the
+// three precisions, padded, memoized and layerwise, plain and with batch blocks.
+TEST(EltwiseKernels, MbconvBlockMergedInEveryPrecision) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    for (const TensorShape& in :
+         {TensorShape{2, 16, 1, 10, 9, 2}, TensorShape{1, 24, 1, 7, 7, 2}}) {
+      const Graph g = test_support::mbconv_block(in, 4, t);
+      const Group grp{g.find("expand"), g.find("add")};
+      ASSERT_EQ(grp.size(), 6);
+      expect_all_strategies(g, grp, {1, 4, 4, 0}, 128);
+      expect_all_strategies(g, grp, {1, 4, 5, 8}, 128);
+      EmulatorOptions eo;
+      expect_matches(g, test_support::make_candidate(grp, Strategy::kPadded, {1, 4, 4, 0, 2}, 128),
+                     eo);
+    }
+}
+
+// The MBConv cases the GPU tests run (device_cases.h: Device.GeneratedKernelsMatchTheCpuReference
+// in fp32, Device.TensorCoreKernelsMatchTheirHostEmulation in tf32 / bf16) plan here and match
+// the reference under emulation, so a GPU run compares against a checked twin.
+TEST(EltwiseKernels, MbconvDeviceCasesMatchUnderEmulation) {
+  int n = 0;
+  for (const auto& cases : {test_support::generated_cases(), test_support::tensor_core_cases()})
+    for (const test_support::DeviceCase& k : cases)
+      if (k.graph.name() == "mbconv") {
+        EmulatorOptions eo;
+        eo.workers = k.candidate.strategy == Strategy::kMemoized ? 3 : 1;
+        expect_matches(k.graph, k.candidate, eo);
+        ++n;
+      }
+  EXPECT_EQ(n, 6);
+}
+
+} // namespace
+} // namespace brickdl::cuda
