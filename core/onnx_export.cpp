@@ -273,14 +273,14 @@ private:
     const std::string y = spatial ? l.name + ".norm" : out;
     if (spatial)
       ints(add_node("Transpose", l.name + ".last", {in}, x), "perm", to_last);
-    onnx::NodeProto* n = add_node("LayerNormalization", spatial ? l.name + ".norm" : l.name,
+    onnx::NodeProto* n = add_node("LayerNormalization", l.name,
                                   {x, initializer(l.name + ".gamma", {l.out.c}, p.weight),
                                    initializer(l.name + ".beta", {l.out.c}, p.bias)},
                                   y);
     integer(n, "axis", -1);
     real(n, "epsilon", l.epsilon);
     if (spatial)
-      ints(add_node("Transpose", l.name, {y}, out), "perm", to_first);
+      ints(add_node("Transpose", l.name + ".first", {y}, out), "perm", to_first);
   }
 
   // torch's hardsigmoid: HardSigmoid with alpha 1/6 (ONNX's default is 0.2), beta 1/2.
