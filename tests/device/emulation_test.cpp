@@ -159,7 +159,8 @@ TEST(Codegen, ThinAndTallThreeDBricksAllocateWhatTheModelCounts) {
     SCOPED_TRACE(c.config_str());
     const model::Prediction p = model::CostModel(spec).predict(g, c);
     ASSERT_TRUE(p.feasible) << p.reason;
-    const KernelLaunch& k = plan_kernels(g, c, o).launches[0];
+    const auto plan = plan_kernels(g, c, o); // (a reference into a temporary would dangle)
+    const KernelLaunch& k = plan.launches[0];
     if (s == Strategy::kPadded) {
       EXPECT_EQ(k.smem_bytes, p.smem_bytes_per_block);
     } else {
