@@ -13,11 +13,12 @@
 //
 // --plan prints the convs it would run (the model's choice, its prediction) and needs no GPU;
 // --precompile DIR compiles their kernels (of a full and of a --quick run) into an NVRTC cache
-// for sm_90 (no GPU either), so a lent GPU's minutes go to measuring.
+// for sm_90 (no GPU either), so a lent GPU's minutes go to measuring; a kernel that draws a
+// ptxas performance advisory (C75xx) is named on stderr and makes the exit status 1.
 //
 // Exit status: 0 all measured; 1 some measurement failed (the file is still written, with its
-// `failed` entries); 2 bad flags or an unknown spec; 3 internal error; 4 no usable GPU (one line
-// saying why; nothing written).
+// `failed` entries), or with --precompile a kernel drew a ptxas advisory; 2 bad flags or an unknown
+// spec; 3 internal error; 4 no usable GPU (one line saying why; nothing written).
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -473,16 +474,20 @@ int precompile(const Options& o) {
   std::vector<ConvRun> runs = plan_convs(spec, effort(false), nullptr);
   for (ConvRun& r : plan_convs(spec, effort(true), nullptr)) // --quick's batches may differ
     runs.push_back(std::move(r));
+  int advised = 0; // kernels ptxas compiled with a performance advisory (C75xx)
   for (const ConvRun& r : runs) {
     if (!r.problem.empty())
       continue;
-    compiler.compile(cuda::plan_kernels(r.graph, r.candidate, codegen_for(r.wgmma, nullptr)).source,
-                     90);
+    const auto module = compiler.compile(
+        cuda::plan_kernels(r.graph, r.candidate, codegen_for(r.wgmma, nullptr)).source, 90);
+    if (cuda::report_advisories(*module, "brickdl-calibrate", r.key, std::cerr) > 0)
+      ++advised;
     ++compiled;
   }
   std::cout << "brickdl-calibrate: " << compiled << " conv kernels (full and --quick) in "
-            << o.precompile << " (" << compiler.hits() << " already there)\n";
-  return 0;
+            << o.precompile << " (" << compiler.hits() << " already there), " << advised
+            << " with ptxas advisories\n";
+  return advised ? 1 : 0;
 }
 
 int run(const Options& o) {
@@ -533,6 +538,7 @@ int main(int argc, char** argv) {
                "less GPU time: fewer runs, smaller buffers, no cuDNN reference");
   app.add_flag("--plan", o.plan, "print the convs it would time and exit (no GPU needed)");
   app.add_option("--precompile", o.precompile,
-                 "compile the convs' kernels for sm_90 into this NVRTC cache and exit (no GPU)");
+                 "compile the convs' kernels for sm_90 into this NVRTC cache and exit (no GPU; "
+                 "exit 1 if one draws a ptxas advisory)");
   return run_tool("brickdl-calibrate", app, argc, argv, [&] { return run(o); });
 }

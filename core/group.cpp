@@ -182,6 +182,10 @@ int64_t mma_tile_count(int64_t box_points, int64_t channels_per_unit, MmaTile t,
   return (box_points + rows - 1) / rows * ((channels_per_unit + 8 * t.n - 1) / (8 * t.n));
 }
 
+int max_kernel_wgmma_n(bool sixteen_bit_storage, int batch_block) {
+  return sixteen_bit_storage && batch_block > 1 ? kMaxWgmmaNSixteenBitBatched : kMmaMaxN;
+}
+
 bool wgmma_acc_in_registers(int64_t box_points, int64_t channels_per_unit, MmaTile t, int threads,
                             bool tf32, int cluster, int layers) {
   return tf32 && cluster <= 1 && layers <= kMaxLayersWithAccInRegisters &&

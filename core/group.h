@@ -115,6 +115,17 @@ constexpr int kMaxLayersWithAccInRegisters = 3;
 bool wgmma_acc_in_registers(int64_t box_points, int64_t channels_per_unit, MmaTile t, int threads,
                             bool tf32, int cluster, int layers);
 
+// The widest n tile the wgmma convs of one kernel share (codegen's reserve_wgmma_tiles takes the
+// narrowest any of them chooses, then at most this; the model's kernel_wgmma_n the same). With
+// 16-bit tensors in global memory and several images per unit, n = 4 does not fit under the
+// 128-register cap, as ptxas 13.0 shows for ResNet-50's layer1.1 conv1 .. add in bf16 for the
+// H200 (the device bundle's kernels): padded 8x8/n2 a 448-byte stack frame and its wgmma
+// serialized (C7515), memoized 8x8/n2 and 16x16/n2 992 bytes (C7520); at n = 2 87 and 105
+// registers, no stack frame and no advisory. fp32 storage (tf32) and one image per unit
+// (bf16 n1: 115 / 128 registers) fit at n = 4.
+constexpr int kMaxWgmmaNSixteenBitBatched = 2;
+int max_kernel_wgmma_n(bool sixteen_bit_storage, int batch_block);
+
 // Thread block clusters (sm_90, padded only): the `cluster` CTAs of a unit split the channels
 // of every tensor the unit holds in shared memory, and of its output: rank q holds and
 // computes channels [q·s, (q+1)·s) of a tensor with `channels` channels, s =

@@ -23,7 +23,8 @@
 # 6. compiles the generated kernels of the run's experiments (brickdl-precompile) and of the
 #    device tests that compare kernels with a reference (cuda_device_test_kernels, the cases of
 #    tests/device/device_cases.h) and brickdl-calibrate's convs (--precompile) for the H200's
-#    sm_90a into DIR/nvrtc-cache.tar.xz, which
+#    sm_90a (scripts/device/precompile.sh: fails on any kernel with a ptxas advisory, C75xx)
+#    into DIR/nvrtc-cache.tar.xz, which
 #    run.sh unpacks as its NVRTC cache: the GPU's minutes go to measuring and testing, not to
 #    NVRTC (--no-precompile leaves it out). MANIFEST.txt records the NVRTC that compiled them
 #    and the architecture ("nvrtc-cache: NVRTC 13.0 sm_90a N kernels S s each"): their keys hold
@@ -54,10 +55,6 @@ max_bytes=$((30 * 1024 * 1024))
 programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/cuda_device_tests
   tests/device/cuda_toolkit_tests benchmarks/gpu_bench tests/distributed/process_pool_tests
   tests/distributed/fault_measure_worker)
-# The experiments run.sh tunes, whose kernels are compiled ahead.
-tuned=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.yaml
-  experiments/gpu_check_resnet50_bf16.yaml
-  experiments/micro_bricksize.yaml)
 # The base system every Linux machine with a GPU driver has; everything else is bundled.
 system_libs=(linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 librt.so.1
   libpthread.so.0 libutil.so.1 libresolv.so.2 libstdc++.so.6 libgcc_s.so.1)
@@ -151,20 +148,9 @@ if [ $precompile -eq 1 ]; then
   [ -x "$build/apps/brickdl-precompile" ] ||
     { echo "device-bundle: $build/apps/brickdl-precompile is missing (build it first)" >&2; exit 1; }
   pre=$(mktemp -d)
-  for f in "${tuned[@]}"; do # predicted for the H200, as run.sh does on one
-    sed -E "s/^(  gpu: )[A-Za-z0-9-]+/\1H200/" "$root/$f" >"$pre/$(basename "$f")"
-  done
-  [ -x "$build/tests/device/cuda_device_test_kernels" ] || { echo "device-bundle:" \
-    "$build/tests/device/cuda_device_test_kernels is missing (build it first)" >&2; exit 1; }
-  "$build/apps/brickdl-precompile" --arch 90 --cache "$pre/nvrtc-cache" "$pre"/*.yaml |
-    tee "$pre/precompile.log"
-  "$build/tests/device/cuda_device_test_kernels" --arch 90 --spec H200 \
-    --cache "$pre/nvrtc-cache" | tee -a "$pre/precompile.log"
-  # The calibration's convs (a full and a --quick run), so its stage measures, not compiles.
-  if [ -x "$build/apps/brickdl-calibrate" ]; then
-    "$build/apps/brickdl-calibrate" --spec H200 --precompile "$pre/nvrtc-cache" |
-      tee -a "$pre/precompile.log"
-  fi
+  # In two lanes; any kernel that fails to compile or draws a ptxas advisory fails the bundle.
+  "$root/scripts/device/precompile.sh" "$build" "$pre/nvrtc-cache" | tee "$pre/precompile.log" ||
+    { echo "device-bundle: compiling the kernels ahead failed (above)" >&2; exit 1; }
   # The NVRTC that compiled them, and how long one took here: run.sh's verdict line.
   nvrtc=$(grep -o '(NVRTC [0-9.]*)' "$pre/precompile.log" | tail -1 | tr -d '()' | cut -d' ' -f2)
   each=$(awk '/ compiled in / {for (i = 1; i < NF; ++i) if ($(i + 1) == "compiled") {

@@ -273,17 +273,22 @@ using ConvBoxes = std::array<ConvBox, dev::kMaxLayers>;
 
 // When layers run on wgmma: one n tile for all of them, the narrowest any chose (each wgmma N is
 // a copy of the inner loop; two in one kernel cost ptxas 56 more registers and a 288-byte stack
-// frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma), the
+// frame in ResNet-50's layer3 bottleneck on 16-CTA clusters, and serialized its wgmma) and at
+// most core/group.h max_kernel_wgmma_n (16-bit tensors with batch blocks: 2), the
 // weight tiles after the unit's images (core/group.h wgmma_tile_floats), and which streamed wgmma
 // convs keep their accumulators in registers across the passes (core/group.h
 // wgmma_acc_in_registers, in the kernel's n tile).
 void reserve_wgmma_tiles(GroupDesc& gd, int threads, const ConvBoxes& boxes) {
   int nt = 0;
+  bool sixteen_bit = false; // the layers' math is the graph's: bf16 / fp16 store 16-bit tensors
   for (int l = 0; l < gd.num_layers; ++l)
-    if (gd.layers[l].wgmma)
+    if (gd.layers[l].wgmma) {
       nt = nt == 0 ? gd.layers[l].mma_n : std::min(nt, gd.layers[l].mma_n);
+      sixteen_bit = gd.layers[l].math == dev::kMathBf16 || gd.layers[l].math == dev::kMathFp16;
+    }
   if (nt == 0)
     return;
+  nt = std::min(nt, max_kernel_wgmma_n(sixteen_bit, gd.nb));
   for (int l = 0; l < gd.num_layers; ++l) {
     LayerDesc& d = gd.layers[l];
     if (d.wgmma)

@@ -1,6 +1,7 @@
 #include "kernels/cuda/nvrtc_compiler.h"
 
 #include <nvrtc.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -99,12 +100,15 @@ std::shared_ptr<CompiledModule> run_nvrtc(const std::string& source, int arch,
   return m;
 }
 
-// Write-then-rename, so concurrent tuners never read a partial file.
+// Write-then-rename, so concurrent tuners never read a partial file. The temporary name holds
+// the process id as well as the module's address: two processes compiling the same kernel into
+// one cache (the device bundle's precompile lanes) must not write one temporary file.
 void write_cubin(const std::string& dir, const std::filesystem::path& disk,
                  const CompiledModule& m) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const auto tmp = disk.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&m));
+  const auto tmp = disk.string() + ".tmp" + std::to_string(getpid()) + "." +
+                   std::to_string(reinterpret_cast<uintptr_t>(&m));
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(m.cubin.data(), static_cast<std::streamsize>(m.cubin.size()));

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ struct CompiledModule {
   double compile_ms = 0; // 0 when it came from a cache
   bool from_cache = false;
 };
+
+// Writes each ptxas advisory of `m` to `out`, one line each ("TOOL: WHAT: ptxas advisory:
+// LINE"), and returns how many there were. A module from a cache has none to report: the compile
+// that wrote it saw them. The tools that compile ahead for the device bundle fail on any, so no
+// precompiled kernel carries one (a serialized wgmma loads and runs, only slower).
+inline int report_advisories(const CompiledModule& m, const std::string& tool,
+                             const std::string& what, std::ostream& out) {
+  for (const std::string& line : m.advisories)
+    out << tool << ": " << what << ": ptxas advisory: " << line << "\n";
+  return static_cast<int>(m.advisories.size());
+}
 
 class NvrtcCompiler {
 public:

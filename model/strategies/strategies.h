@@ -165,8 +165,9 @@ bool merged_wgmma_tile(const GroupGeometry& g, const StrategyContext& ctx, bool 
   return true;
 }
 
-// The n tile of the kernel's wgmma convs, the narrowest any chooses (kernels/cuda/codegen.cpp
-// reserve_wgmma_tiles); 0 when the kernel runs no wgmma.
+// The n tile of the kernel's wgmma convs, the narrowest any chooses, at most core/group.h
+// max_kernel_wgmma_n (kernels/cuda/codegen.cpp reserve_wgmma_tiles); 0 when the kernel runs no
+// wgmma.
 template <class Box>
 int kernel_wgmma_n(const GroupGeometry& g, const StrategyContext& ctx, bool padded,
                    const Box& box) {
@@ -178,7 +179,10 @@ int kernel_wgmma_n(const GroupGeometry& g, const StrategyContext& ctx, bool padd
   for (int i = 0; i < g.layer_count; ++i)
     if (merged_wgmma_tile(g, ctx, padded, box, i, &t))
       n = n == 0 ? t.n : std::min(n, t.n);
-  return n;
+  const DType dt = g.graph->dtype();
+  return n == 0 ? 0
+                : std::min(n, max_kernel_wgmma_n(dt == DType::kBF16 || dt == DType::kF16,
+                                                 static_cast<int>(g.batch_block)));
 }
 
 // Whether streamed conv i of a kernel whose wgmma n tile is `kernel_n` keeps its accumulators in

@@ -10,7 +10,8 @@
 //   cuda_device_test_kernels [--arch 90] [--spec H200] [--cache DIR] [--test NAME]...
 //
 // Prints one line per test (kernels compiled, already cached, refused, seconds). Exit status:
-// 0 done; 1 a kernel failed to compile; 2 bad input; 3 internal error.
+// 0 done; 1 a kernel failed to compile or drew a ptxas performance advisory (C75xx, named on
+// stderr); 2 bad input; 3 internal error.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -75,7 +76,7 @@ int run(const Options& o) {
   cuda::NvrtcCompiler nvrtc(o.cache);
   int failed_total = 0;
   for (const DeviceCaseSet& set : chosen_sets(o)) {
-    int compiled = 0, cached = 0, refused = 0, failed = 0;
+    int compiled = 0, cached = 0, refused = 0, failed = 0, advised = 0;
     double ms = 0;
     for (const DeviceCase& k : set.cases()) {
       try {
@@ -87,6 +88,9 @@ int run(const Options& o) {
         } else {
           ++compiled;
           ms += module->compile_ms;
+          const std::string what = std::string(set.test) + " " + k.label;
+          if (cuda::report_advisories(*module, "cuda_device_test_kernels", what, std::cerr) > 0)
+            ++advised;
         }
       } catch (const cuda::CompileError& e) {
         ++failed;
@@ -97,9 +101,10 @@ int run(const Options& o) {
       }
     }
     fmt::print("cuda_device_test_kernels: {} ({}, sm_{}): {} compiled in {:.1f} s, {} already "
-               "cached, {} refused by the code generator, {} failed to compile\n",
-               set.test, spec->name, cc, compiled, ms / 1e3, cached, refused, failed);
-    failed_total += failed;
+               "cached, {} refused by the code generator, {} failed to compile, {} with ptxas "
+               "advisories\n",
+               set.test, spec->name, cc, compiled, ms / 1e3, cached, refused, failed, advised);
+    failed_total += failed + advised;
   }
   fmt::print("cuda_device_test_kernels: cache {} (NVRTC {})\n", o.cache,
              cuda::NvrtcCompiler::version());
@@ -112,7 +117,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cuda_device_test_kernels: compile ahead, without a GPU, the generated kernels of "
                "the device tests that compare kernels with a reference, for a GPU spec's device, "
                "into the NVRTC disk cache the device bundle carries. Exit 1 if a kernel failed "
-               "to compile."};
+               "to compile or drew a ptxas performance advisory (C75xx)."};
   Options o;
   app.add_option("--arch", o.arch, "the device's compute capability: 90 for sm_90 (default)")
       ->check(CLI::Range(50, 200));

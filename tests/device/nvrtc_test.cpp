@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "core/graph_builder.h"
@@ -308,6 +309,22 @@ TEST(Nvrtc, PtxasAdvisoriesAreTheC75LinesOfTheLog) {
   EXPECT_EQ(got[1], "ptxas info    : (C7515) last");
   EXPECT_TRUE(ptxas_advisories("ptxas info    : Used 40 registers\n").empty());
   EXPECT_TRUE(ptxas_advisories("").empty());
+}
+
+// The precompiling tools' report (report_advisories): a line per advisory naming the tool and the
+// kernel, and their count, which makes the tools exit 1; a module without any reports nothing.
+TEST(Nvrtc, AdvisoriesAreReportedPerKernelAndCounted) {
+  CompiledModule m;
+  m.advisories = {"ptxas info    : (C7520) serialized", "ptxas info    : (C7515) also"};
+  std::ostringstream out;
+  EXPECT_EQ(report_advisories(m, "brickdl-precompile", "a .. b padded 8x8/n2 t256", out), 2);
+  EXPECT_EQ(out.str(), "brickdl-precompile: a .. b padded 8x8/n2 t256: ptxas advisory: ptxas info"
+                       "    : (C7520) serialized\n"
+                       "brickdl-precompile: a .. b padded 8x8/n2 t256: ptxas advisory: ptxas info"
+                       "    : (C7515) also\n");
+  std::ostringstream none;
+  EXPECT_EQ(report_advisories(CompiledModule{}, "tool", "kernel", none), 0);
+  EXPECT_EQ(none.str(), "");
 }
 
 TEST(Nvrtc, BrokenSourceIsACompileErrorWithTheLog) {

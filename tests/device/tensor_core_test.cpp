@@ -500,6 +500,42 @@ TEST(WgmmaKernels, AccumulatorsStayInRegistersAcrossStreamedPasses) {
   }
 }
 
+// The wgmma n tile a kernel's convs share (core/group.h max_kernel_wgmma_n): 16-bit tensors
+// with batch blocks take n = 2, since n = 4 spills under ptxas (the device bundle's ResNet-50
+// layer1.1 block in bf16: 448 / 992-byte stack frames and serialized wgmma; ctest
+// bundle_kernels_compile_clean); tf32 with batch blocks and bf16 without keep n = 4. The narrow
+// tiles compute what the reference does.
+TEST(WgmmaKernels, SixteenBitBatchBlocksShareNarrowerTiles) {
+  CodegenOptions co;
+  co.wgmma = true;
+  const auto widest = [](const KernelPlan& plan) {
+    int n = 0;
+    const dev::GroupDesc& d = plan.launches[0].desc;
+    for (int l = 0; l < d.num_layers; ++l)
+      if (d.layers[l].wgmma)
+        n = std::max(n, d.layers[l].mma_n);
+    return n;
+  };
+  for (DType t : {DType::kTF32, DType::kBF16, DType::kF16})
+    for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
+      for (int nb : {1, 2}) {
+        const Graph g = test_support::bottleneck_block(TensorShape{2, 64, 1, 16, 16, 2}, 64, t);
+        const Candidate c{{g.find("conv1"), g.find("add")}, {1, 8, 8, 0, nb}, s, 256};
+        SCOPED_TRACE(std::string(dtype_name(t)) + " " + c.config_str());
+        const KernelPlan plan = plan_kernels(g, c, co);
+        const bool narrow = t != DType::kTF32 && nb > 1;
+        EXPECT_EQ(widest(plan), narrow ? kMaxWgmmaNSixteenBitBatched : kMmaMaxN);
+        EXPECT_EQ(max_kernel_wgmma_n(t != DType::kTF32, nb), widest(plan));
+        if (!narrow)
+          continue;
+        EmulatorOptions eo;
+        eo.workers = s == Strategy::kMemoized ? 3 : 1;
+        const Checked r = check(g, c, eo, co);
+        EXPECT_TRUE(r.validity.ok()) << r.validity.message;
+        EXPECT_EQ(r.mma_layers, 3);
+      }
+}
+
 TEST(WgmmaKernels, RandomChains) {
   CodegenOptions co;
   co.wgmma = true;
