@@ -2,9 +2,14 @@
 // MeasurePool: where the driver sends candidates to be measured, and where results come back.
 //
 //   driver ──submit(job)──► MeasurePool ─┬─ LocalPool: one Measurer in this process, one job
-//          ◄──next()───────┘             │   at a time (a plain run)
+//          ◄──next()───────┘             │   at a time (brickdl-tune --in-process, the cpu
+//                                        │   backend)
+//                                        ├─ distributed::ProcessPool: worker processes on this
+//                                        │   machine, one job each, each replaced when it dies,
+//                                        │   hangs or loses its device (the cuda backend's
+//                                        │   default; distributed/process_pool.h)
 //                                        └─ distributed::MpiPool: worker ranks, one job each
-//                                            (mpirun -np N brickdl-tune, distributed/mpi_tuning.h)
+//                                            (mpirun -np N brickdl-tune, distributed/mpi.h)
 //
 // The driver keeps up to slots() jobs in flight and takes results in the order they finish,
 // so a slow or failing candidate holds only its own worker. A candidate's outcome is a

@@ -11,8 +11,9 @@
 #   4. the bundle's NVRTC cache is unpacked with or without the xz program, and a corrupt one
 #      is said, not fatal; the env stage says whether the cache's NVRTC is this machine's;
 #   5. run.sh --plan: the stages' order (env, the wgmma and tensor-core tests each in a process
-#      of its own, the sticky-error tests, calibrate, the tunes, then the rest), the first
-#      stages' caps within the budget and the budget within the device tool's 480 s;
+#      of its own, the sticky-error tests, calibrate, the tunes, then the rest), the wgmma test
+#      ending within the run's first 3 minutes, the first stages' caps within the budget and the
+#      budget within the device tool's 480 s;
 #   6. run.sh's functions, sourced, against stub programs: the tunes run with timeout_s 5, a
 #      tuner that dies is relaunched once and resumes from the same database (no --fresh), one
 #      that dies twice is not relaunched again, one that exits 2 (bad input) is not relaunched;
@@ -154,6 +155,13 @@ dev_statuses/first \
 calibrate/first tune_fp32/first tune_tf32/first dev_cluster/rest dev_generated/rest dev_rest/rest \
 micro/rest toolkit_tests/rest tune_bf16/rest fw_"
 case "$order" in "$expected"*) ;; *) fail "the stages' order: $order" ;; esac
+# The wgmma test's verdict within the run's first 3 minutes: the caps of the stages up to its
+# own, plus 60 s for unpacking the programs and the NVRTC cache (about 6 s here).
+upto=$(awk '$1 == "plan:" && $3 ~ /^[0-9]+s$/ {s += $3 + 0; if ($2 == "dev_wgmma") {print s; exit}}' \
+  "$tmp/plan")
+if [ -z "$upto" ] || [ $((upto + 60)) -gt 180 ]; then
+  fail "the wgmma test ends ${upto:-never}s + 60s into the run, past its first 3 minutes"
+fi
 # Each device test of the first stages is one gtest name: a process of its own.
 for t in dev_wgmma:WgmmaKernelsMatchTheirHostEmulation \
   dev_tensor_core:TensorCoreKernelsMatchTheirHostEmulation \
