@@ -19,7 +19,8 @@
 #                          named spec; the driver's, CUDA runtime's, cuDNN's and NVRTC's
 #                          versions), where NVRTC / cuDNN / CUPTI were found, ldd of every
 #                          binary, and whether the bundle's NVRTC cache fits this NVRTC (one
-#                          line: "NVRTC cache: compiled by NVRTC X.Y for sm_90a; ...")
+#                          line: "NVRTC cache: compiled by NVRTC X.Y for sm_90a; ...", and one
+#                          more when the driver is older than CUDA X.Y)
 #   dev_wgmma         50   Device.WgmmaKernelsMatchTheirHostEmulation
 #   dev_tensor_core   40   Device.TensorCoreKernelsMatchTheirHostEmulation
 #   dev_sticky        30   Device.MeasurerResetsTheDeviceOnlyAfterStickyErrors (in process)
@@ -295,6 +296,21 @@ cache_verdict() {
   else
     say "NVRTC cache: compiled by NVRTC $nvrtc for $arch; this machine's NVRTC is $here: used"
   fi
+  driver_verdict "$nvrtc"
+}
+
+# driver_verdict X.Y: one line when this machine's driver (device.json's driver_version,
+# 1000 * major + 10 * minor, as cudaDriverGetVersion gives it) is older than CUDA X.Y, whose NVRTC
+# compiled the cache: a driver loads the cubins of its own CUDA release and older ones only.
+driver_verdict() {
+  local driver need
+  driver=$(device_field driver_version)
+  [ -n "$1" ] && [[ $driver =~ ^[0-9]+$ ]] || return 0
+  need=$(echo "$1" | awk -F. '{print $1 * 1000 + $2 * 10}')
+  [ "$driver" -lt "$need" ] || return 0
+  say "NVRTC cache: this driver supports CUDA $((driver / 1000)).$((driver % 1000 / 10))," \
+    "older than the CUDA $1 whose NVRTC compiled the cache: its kernels may not load here" \
+    "(each a launch error)"
 }
 
 # ---- stages --------------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 #   3. a bundle that lacks one of its libraries, or a needed GPU library this machine lacks,
 #      exits 4 naming it;
 #   4. the bundle's NVRTC cache is unpacked with or without the xz program, and a corrupt one
-#      is said, not fatal; the env stage says whether the cache's NVRTC is this machine's;
+#      is said, not fatal; the env stage says whether the cache's NVRTC is this machine's, and
+#      when the driver is older than the CUDA release whose NVRTC compiled it;
 #   5. run.sh --plan: the stages' order (env, the wgmma and tensor-core tests each in a process
 #      of its own, the sticky-error tests, calibrate, the tunes, then the rest), the wgmma test
 #      ending within the run's first 3 minutes, the first stages' caps within the budget and the
@@ -144,6 +145,24 @@ head -c 4096 /dev/urandom >"$tmp/b4/nvrtc-cache.tar.xz"
 rc=$?
 [ $rc -eq 3 ] && grep -q 'nvrtc-cache.tar.xz could not be unpacked' "$tmp/log5" ||
   { cat "$tmp/log5"; fail "a corrupt NVRTC cache: exit $rc, or not said"; }
+
+# A driver older than the CUDA release whose NVRTC compiled the cache is said; one as new or
+# newer is not (run.sh's functions, sourced, against a device.json).
+driver_case() {
+  (
+    # shellcheck source=scripts/device/run.sh
+    . "$tmp/b4/run.sh"
+    setup_run "$tmp/out6"
+    printf '{"gpu": true, "cc": 90, "nvrtc_version": "13.0", "driver_version": %s}\n' "$1" \
+      >"$work/device.json"
+    driver_verdict 13.0
+    rm -rf "$work"
+  )
+}
+driver_case 12080 | grep -q 'this driver supports CUDA 12.8, older than the CUDA 13.0 whose NVRTC' ||
+  fail "an old driver is not said: $(driver_case 12080)"
+[ -z "$(driver_case 13000)" ] && [ -z "$(driver_case 13020)" ] ||
+  fail "a driver new enough is said: $(driver_case 13000)"
 
 # 5. The plan: the stages in order, each with its cap; the first ones within the budget.
 step "run.sh --plan"
