@@ -119,8 +119,8 @@ bool wgmma_acc_in_registers(int64_t box_points, int64_t channels_per_unit, MmaTi
 // narrowest any of them chooses, then at most this; the model's kernel_wgmma_n the same). With
 // 16-bit tensors in global memory and several images per unit, n = 4 does not fit under the
 // 128-register cap, as ptxas 13.0 shows for ResNet-50's layer1.1 conv1 .. add in bf16 for the
-// H200 (the device bundle's kernels): padded 8x8/n2 a 448-byte stack frame and its wgmma
-// serialized (C7515), memoized 8x8/n2 and 16x16/n2 992 bytes (C7520); at n = 2 87 and 105
+// H200 (the device bundle's kernels): padded 8x8/n2 a 464-byte stack frame and its wgmma
+// serialized (C7515), memoized 8x8/n2 and 16x16/n2 992 bytes (C7520); at n = 2 89 and 105
 // registers, no stack frame and no advisory. fp32 storage (tf32) and one image per unit
 // (bf16 n1: 115 / 128 registers) fit at n = 4.
 constexpr int kMaxWgmmaNSixteenBitBatched = 2;

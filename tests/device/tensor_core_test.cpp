@@ -502,7 +502,7 @@ TEST(WgmmaKernels, AccumulatorsStayInRegistersAcrossStreamedPasses) {
 
 // The wgmma n tile a kernel's convs share (core/group.h max_kernel_wgmma_n): 16-bit tensors
 // with batch blocks take n = 2, since n = 4 spills under ptxas (the device bundle's ResNet-50
-// layer1.1 block in bf16: 448 / 992-byte stack frames and serialized wgmma; ctest
+// layer1.1 block in bf16: 464 / 992-byte stack frames and serialized wgmma; ctest
 // bundle_kernels_compile_clean); tf32 with batch blocks and bf16 without keep n = 4. The narrow
 // tiles compute what the reference does.
 TEST(WgmmaKernels, SixteenBitBatchBlocksShareNarrowerTiles) {
