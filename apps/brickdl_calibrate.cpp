@@ -14,10 +14,11 @@
 // --plan prints the convs it would run (the model's choice, its prediction) and needs no GPU;
 // --precompile DIR compiles their kernels (of a full and of a --quick run) into an NVRTC cache
 // for sm_90 (no GPU either), so a lent GPU's minutes go to measuring; a kernel that draws a
-// ptxas performance advisory (C75xx) is named on stderr and makes the exit status 1.
+// ptxas performance advisory (C75xx) or a stack frame of 128+ bytes is named on stderr and makes
+// the exit status 1.
 //
 // Exit status: 0 all measured; 1 some measurement failed (the file is still written, with its
-// `failed` entries), or with --precompile a kernel drew a ptxas advisory; 2 bad flags or an unknown
+// `failed` entries), or with --precompile a kernel was flagged by ptxas; 2 bad flags or an unknown
 // spec; 3 internal error; 4 no usable GPU (one line saying why; nothing written).
 #include <cmath>
 #include <ctime>
@@ -474,7 +475,7 @@ int precompile(const Options& o) {
   std::vector<ConvRun> runs = plan_convs(spec, effort(false), nullptr);
   for (ConvRun& r : plan_convs(spec, effort(true), nullptr)) // --quick's batches may differ
     runs.push_back(std::move(r));
-  int advised = 0; // kernels ptxas compiled with a performance advisory (C75xx)
+  int advised = 0; // flagged by ptxas: an advisory (C75xx) or a large stack frame
   for (const ConvRun& r : runs) {
     if (!r.problem.empty())
       continue;
@@ -486,7 +487,7 @@ int precompile(const Options& o) {
   }
   std::cout << "brickdl-calibrate: " << compiled << " conv kernels (full and --quick) in "
             << o.precompile << " (" << compiler.hits() << " already there), " << advised
-            << " with ptxas advisories\n";
+            << " flagged by ptxas\n";
   return advised ? 1 : 0;
 }
 
@@ -539,6 +540,6 @@ int main(int argc, char** argv) {
   app.add_flag("--plan", o.plan, "print the convs it would time and exit (no GPU needed)");
   app.add_option("--precompile", o.precompile,
                  "compile the convs' kernels for sm_90 into this NVRTC cache and exit (no GPU; "
-                 "exit 1 if one draws a ptxas advisory)");
+                 "exit 1 if ptxas flags one: an advisory, a 128+ byte stack)");
   return run_tool("brickdl-calibrate", app, argc, argv, [&] { return run(o); });
 }

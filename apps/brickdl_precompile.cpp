@@ -10,11 +10,12 @@
 // record it. The cache key is the source, the architecture, the options and the NVRTC
 // version: a machine with another NVRTC compiles afresh, nothing is wrong then.
 //
-// A kernel that ptxas compiles with a performance advisory (C75xx: wgmma serialized, ...) is a
-// defect of the templates: it is named on stderr with the advisory and counted as a failure.
+// A kernel that ptxas compiles with a performance advisory (C75xx: wgmma serialized, ...) or a
+// stack frame of 128 bytes or more (spills) is a defect of the templates: it is named on stderr
+// and counted as a failure ("flagged by ptxas").
 //
-// Exit status: 0 done (refused candidates included); 1 a kernel failed to compile or drew a
-// ptxas advisory; 2 bad input; 3 internal error.
+// Exit status: 0 done (refused candidates included); 1 a kernel failed to compile or was flagged
+// by ptxas; 2 bad input; 3 internal error.
 #include <iostream>
 #include <set>
 #include <string>
@@ -44,7 +45,7 @@ struct Options {
 
 struct Tally {
   int compiled = 0, cached = 0, refused = 0, failed = 0;
-  int advised = 0; // compiled with a ptxas performance advisory (C75xx)
+  int advised = 0; // flagged by ptxas: an advisory (C75xx) or a large stack frame
   double compile_ms = 0;
 };
 
@@ -130,8 +131,8 @@ int run(const Options& o) {
     for (const Job& job : candidates(space))
       compile_one(fused, job, o, exp.gpu, nvrtc, t);
     fmt::print("brickdl-precompile: {} ({}, sm_{}): {} compiled in {:.1f} s, {} already cached, "
-               "{} refused by the code generator, {} failed to compile, {} with ptxas "
-               "advisories\n",
+               "{} refused by the code generator, {} failed to compile, {} flagged "
+               "by ptxas\n",
                path, dtype_name(fused.dtype()), o.arch, t.compiled, t.compile_ms / 1e3, t.cached,
                t.refused, t.failed, t.advised);
     failed += t.failed + t.advised;
@@ -146,7 +147,8 @@ int main(int argc, char** argv) {
   CLI::App app{"brickdl-precompile: compile ahead, for a GPU architecture, the generated kernels "
                "that tuning these experiments with the cuda backend would compile, into the "
                "NVRTC disk cache a GPU machine reads (no GPU needed). Exit 1 if a kernel "
-               "failed to compile or drew a ptxas performance advisory (C75xx)."};
+               "failed to compile or drew a ptxas performance advisory (C75xx) or a stack frame of "
+               "128+ bytes."};
   Options o;
   app.add_option("experiment", o.experiments, "experiment YAML files")->required();
   app.add_option("--arch", o.arch, "compute capability as a number: 90 for sm_90 (default)")

@@ -23,7 +23,7 @@
 # 6. compiles the generated kernels of the run's experiments (brickdl-precompile) and of the
 #    device tests that compare kernels with a reference (cuda_device_test_kernels, the cases of
 #    tests/device/device_cases.h) and brickdl-calibrate's convs (--precompile) for the H200's
-#    sm_90a (scripts/device/precompile.sh: fails on any kernel with a ptxas advisory, C75xx)
+#    sm_90a (scripts/device/precompile.sh: fails on a ptxas advisory, C75xx, or a 128+ byte stack)
 #    into DIR/nvrtc-cache.tar.xz, which
 #    run.sh unpacks as its NVRTC cache: the GPU's minutes go to measuring and testing, not to
 #    NVRTC (--no-precompile leaves it out). MANIFEST.txt records the NVRTC that compiled them
@@ -148,7 +148,7 @@ if [ $precompile -eq 1 ]; then
   [ -x "$build/apps/brickdl-precompile" ] ||
     { echo "device-bundle: $build/apps/brickdl-precompile is missing (build it first)" >&2; exit 1; }
   pre=$(mktemp -d)
-  # In two lanes; any kernel that fails to compile or draws a ptxas advisory fails the bundle.
+  # In two lanes; a kernel that fails to compile or that ptxas flags fails the bundle.
   "$root/scripts/device/precompile.sh" "$build" "$pre/nvrtc-cache" | tee "$pre/precompile.log" ||
     { echo "device-bundle: compiling the kernels ahead failed (above)" >&2; exit 1; }
   # The NVRTC that compiled them, and how long one took here: run.sh's verdict line.

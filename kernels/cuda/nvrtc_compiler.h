@@ -10,6 +10,7 @@
 // -std=c++17, -lineinfo, ptxas -v (registers and spills in the log). The templates are handed
 // to NVRTC as named headers (codegen.h template_headers()), so no include path is needed.
 // Thread-safe.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -44,6 +45,24 @@ inline std::vector<std::string> ptxas_advisories(const std::string& log) {
   return lines;
 }
 
+// The largest stack frame in bytes of any function of a ptxas -v log ("N bytes stack frame");
+// 0 when it names none. A frame of kLargeStackFrameBytes or more means registers spilled to
+// local memory or an array the compiler could not keep in registers: the Nvrtc tests and the
+// tools that compile the device bundle's kernels ahead refuse it, as they refuse advisories.
+constexpr int kLargeStackFrameBytes = 128;
+inline int ptxas_max_stack_frame(const std::string& log) {
+  static const std::string kTag = " bytes stack frame";
+  int largest = 0;
+  for (size_t i = log.find(kTag); i != std::string::npos; i = log.find(kTag, i + 1)) {
+    size_t b = i;
+    while (b > 0 && log[b - 1] >= '0' && log[b - 1] <= '9')
+      --b;
+    if (b < i)
+      largest = std::max(largest, std::stoi(log.substr(b, i - b)));
+  }
+  return largest;
+}
+
 struct CompiledModule {
   int arch = 0;      // 80 for sm_80, ...
   std::string cubin; // binary image
@@ -57,14 +76,19 @@ struct CompiledModule {
 };
 
 // Writes each ptxas advisory of `m` to `out`, one line each ("TOOL: WHAT: ptxas advisory:
-// LINE"), and returns how many there were. A module from a cache has none to report: the compile
-// that wrote it saw them. The tools that compile ahead for the device bundle fail on any, so no
-// precompiled kernel carries one (a serialized wgmma loads and runs, only slower).
+// LINE"), and a line for a stack frame of kLargeStackFrameBytes or more ("TOOL: WHAT: ptxas: a
+// N-byte stack frame"); returns how many lines it wrote. A module from a cache has none to
+// report: the compile that wrote it saw them. The tools that compile ahead for the device bundle
+// fail on any, so no precompiled kernel carries one (a serialized wgmma or a spilling kernel
+// loads and runs, only slower).
 inline int report_advisories(const CompiledModule& m, const std::string& tool,
                              const std::string& what, std::ostream& out) {
   for (const std::string& line : m.advisories)
     out << tool << ": " << what << ": ptxas advisory: " << line << "\n";
-  return static_cast<int>(m.advisories.size());
+  const int stack = ptxas_max_stack_frame(m.log);
+  if (stack >= kLargeStackFrameBytes)
+    out << tool << ": " << what << ": ptxas: a " << stack << "-byte stack frame\n";
+  return static_cast<int>(m.advisories.size()) + (stack >= kLargeStackFrameBytes ? 1 : 0);
 }
 
 class NvrtcCompiler {

@@ -5,13 +5,15 @@
 #     for the H200 as run.sh does on one (its tf32 and bf16 sets take a minute each here);
 #   - cuda_device_test_kernels: the device tests' kernels (tests/device/device_cases.h);
 #   - brickdl-calibrate --precompile: its convs, so its stage measures and does not compile.
-# Each tool fails on a kernel that does not compile or that ptxas compiles with a performance
-# advisory (C75xx), naming it; so does this script, after both lanes have finished. The ctest
+# Each tool fails on a kernel that does not compile or that ptxas flags, naming it: a performance
+# advisory (C75xx) or a stack frame of 128 bytes or more (spills); so does this script, after both
+# lanes have finished. The ctest
 # bundle_kernels_compile_clean runs it into a fresh cache.
 #
 #   scripts/device/precompile.sh BUILD CACHE_DIR      (the tools' lines on stdout)
 #
-# Exit status: 0 every kernel compiled without an advisory; 1 some did not; 2 bad usage.
+# Exit status: 0 every kernel compiled and none flagged; 1 some did not compile or were flagged;
+# 2 bad usage.
 set -uo pipefail
 
 [ $# -eq 2 ] || { echo "usage: $0 BUILD CACHE_DIR" >&2; exit 2; }
@@ -58,5 +60,5 @@ wait $lane1 || rc=1
 wait $lane2 || rc=1
 # The lines name the copied experiments' folder; say the checkout's paths instead.
 sed "s|$tmp/|experiments/|g" "$tmp/lane1" "$tmp/lane2"
-[ $rc -eq 0 ] || echo "precompile: FAILED: a kernel did not compile or drew a ptxas advisory (above)"
+[ $rc -eq 0 ] || echo "precompile: FAILED: a kernel did not compile or was flagged by ptxas (above)"
 exit $rc

@@ -10,8 +10,8 @@
 //   cuda_device_test_kernels [--arch 90] [--spec H200] [--cache DIR] [--test NAME]...
 //
 // Prints one line per test (kernels compiled, already cached, refused, seconds). Exit status:
-// 0 done; 1 a kernel failed to compile or drew a ptxas performance advisory (C75xx, named on
-// stderr); 2 bad input; 3 internal error.
+// 0 done; 1 a kernel failed to compile, drew a ptxas performance advisory (C75xx) or a stack
+// frame of 128 bytes or more (named on stderr); 2 bad input; 3 internal error.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -101,8 +101,8 @@ int run(const Options& o) {
       }
     }
     fmt::print("cuda_device_test_kernels: {} ({}, sm_{}): {} compiled in {:.1f} s, {} already "
-               "cached, {} refused by the code generator, {} failed to compile, {} with ptxas "
-               "advisories\n",
+               "cached, {} refused by the code generator, {} failed to compile, {} flagged "
+               "by ptxas\n",
                set.test, spec->name, cc, compiled, ms / 1e3, cached, refused, failed, advised);
     failed_total += failed + advised;
   }
@@ -114,10 +114,11 @@ int run(const Options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cuda_device_test_kernels: compile ahead, without a GPU, the generated kernels of "
-               "the device tests that compare kernels with a reference, for a GPU spec's device, "
-               "into the NVRTC disk cache the device bundle carries. Exit 1 if a kernel failed "
-               "to compile or drew a ptxas performance advisory (C75xx)."};
+  CLI::App app{
+      "cuda_device_test_kernels: compile ahead, without a GPU, the generated kernels of "
+      "the device tests that compare kernels with a reference, for a GPU spec's device, "
+      "into the NVRTC disk cache the device bundle carries. Exit 1 if a kernel failed "
+      "to compile or drew a ptxas performance advisory (C75xx) or a stack frame of 128+ bytes."};
   Options o;
   app.add_option("--arch", o.arch, "the device's compute capability: 90 for sm_90 (default)")
       ->check(CLI::Range(50, 200));
