@@ -475,20 +475,20 @@ int precompile(const Options& o) {
   std::vector<ConvRun> runs = plan_convs(spec, effort(false), nullptr);
   for (ConvRun& r : plan_convs(spec, effort(true), nullptr)) // --quick's batches may differ
     runs.push_back(std::move(r));
-  int advised = 0; // flagged by ptxas: an advisory (C75xx) or a large stack frame
+  int flagged = 0; // by ptxas: an advisory (C75xx) or a large stack frame
   for (const ConvRun& r : runs) {
     if (!r.problem.empty())
       continue;
     const auto module = compiler.compile(
         cuda::plan_kernels(r.graph, r.candidate, codegen_for(r.wgmma, nullptr)).source, 90);
-    if (cuda::report_advisories(*module, "brickdl-calibrate", r.key, std::cerr) > 0)
-      ++advised;
+    if (cuda::report_ptxas_flags(*module, "brickdl-calibrate", r.key, std::cerr) > 0)
+      ++flagged;
     ++compiled;
   }
   std::cout << "brickdl-calibrate: " << compiled << " conv kernels (full and --quick) in "
-            << o.precompile << " (" << compiler.hits() << " already there), " << advised
+            << o.precompile << " (" << compiler.hits() << " already there), " << flagged
             << " flagged by ptxas\n";
-  return advised ? 1 : 0;
+  return flagged ? 1 : 0;
 }
 
 int run(const Options& o) {

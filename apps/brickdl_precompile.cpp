@@ -45,7 +45,7 @@ struct Options {
 
 struct Tally {
   int compiled = 0, cached = 0, refused = 0, failed = 0;
-  int advised = 0; // flagged by ptxas: an advisory (C75xx) or a large stack frame
+  int flagged = 0; // by ptxas: an advisory (C75xx) or a large stack frame
   double compile_ms = 0;
 };
 
@@ -105,8 +105,8 @@ void compile_one(const Graph& g, const Job& job, const Options& o, const GpuSpec
     } else {
       ++t.compiled;
       t.compile_ms += module->compile_ms;
-      if (cuda::report_advisories(*module, "brickdl-precompile", what, std::cerr) > 0)
-        ++t.advised;
+      if (cuda::report_ptxas_flags(*module, "brickdl-precompile", what, std::cerr) > 0)
+        ++t.flagged;
     }
   } catch (const cuda::CompileError& e) {
     ++t.failed;
@@ -134,8 +134,8 @@ int run(const Options& o) {
                "{} refused by the code generator, {} failed to compile, {} flagged "
                "by ptxas\n",
                path, dtype_name(fused.dtype()), o.arch, t.compiled, t.compile_ms / 1e3, t.cached,
-               t.refused, t.failed, t.advised);
-    failed += t.failed + t.advised;
+               t.refused, t.failed, t.flagged);
+    failed += t.failed + t.flagged;
   }
   fmt::print("brickdl-precompile: cache {} (NVRTC {})\n", o.cache, cuda::NvrtcCompiler::version());
   return failed ? 1 : 0;

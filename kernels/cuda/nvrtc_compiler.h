@@ -81,8 +81,8 @@ struct CompiledModule {
 // report: the compile that wrote it saw them. The tools that compile ahead for the device bundle
 // fail on any, so no precompiled kernel carries one (a serialized wgmma or a spilling kernel
 // loads and runs, only slower).
-inline int report_advisories(const CompiledModule& m, const std::string& tool,
-                             const std::string& what, std::ostream& out) {
+inline int report_ptxas_flags(const CompiledModule& m, const std::string& tool,
+                              const std::string& what, std::ostream& out) {
   for (const std::string& line : m.advisories)
     out << tool << ": " << what << ": ptxas advisory: " << line << "\n";
   const int stack = ptxas_max_stack_frame(m.log);

@@ -7,8 +7,7 @@
 #   - brickdl-calibrate --precompile: its convs, so its stage measures and does not compile.
 # Each tool fails on a kernel that does not compile or that ptxas flags, naming it: a performance
 # advisory (C75xx) or a stack frame of 128 bytes or more (spills); so does this script, after both
-# lanes have finished. The ctest
-# bundle_kernels_compile_clean runs it into a fresh cache.
+# lanes have finished. The ctest bundle_kernels_compile_clean runs it into a fresh cache.
 #
 #   scripts/device/precompile.sh BUILD CACHE_DIR      (the tools' lines on stdout)
 #

@@ -76,7 +76,7 @@ int run(const Options& o) {
   cuda::NvrtcCompiler nvrtc(o.cache);
   int failed_total = 0;
   for (const DeviceCaseSet& set : chosen_sets(o)) {
-    int compiled = 0, cached = 0, refused = 0, failed = 0, advised = 0;
+    int compiled = 0, cached = 0, refused = 0, failed = 0, flagged = 0;
     double ms = 0;
     for (const DeviceCase& k : set.cases()) {
       try {
@@ -89,8 +89,8 @@ int run(const Options& o) {
           ++compiled;
           ms += module->compile_ms;
           const std::string what = std::string(set.test) + " " + k.label;
-          if (cuda::report_advisories(*module, "cuda_device_test_kernels", what, std::cerr) > 0)
-            ++advised;
+          if (cuda::report_ptxas_flags(*module, "cuda_device_test_kernels", what, std::cerr) > 0)
+            ++flagged;
         }
       } catch (const cuda::CompileError& e) {
         ++failed;
@@ -103,8 +103,8 @@ int run(const Options& o) {
     fmt::print("cuda_device_test_kernels: {} ({}, sm_{}): {} compiled in {:.1f} s, {} already "
                "cached, {} refused by the code generator, {} failed to compile, {} flagged "
                "by ptxas\n",
-               set.test, spec->name, cc, compiled, ms / 1e3, cached, refused, failed, advised);
-    failed_total += failed + advised;
+               set.test, spec->name, cc, compiled, ms / 1e3, cached, refused, failed, flagged);
+    failed_total += failed + flagged;
   }
   fmt::print("cuda_device_test_kernels: cache {} (NVRTC {})\n", o.cache,
              cuda::NvrtcCompiler::version());

@@ -307,26 +307,26 @@ TEST(Nvrtc, PtxasAdvisoriesAreTheC75LinesOfTheLog) {
   EXPECT_TRUE(ptxas_advisories("").empty());
 }
 
-// The precompiling tools' report (report_advisories): a line per advisory naming the tool and the
+// The precompiling tools' report (report_ptxas_flags): a line per advisory naming the tool and the
 // kernel, and their count, which makes the tools exit 1; a module without any reports nothing.
 TEST(Nvrtc, AdvisoriesAreReportedPerKernelAndCounted) {
   CompiledModule m;
   m.advisories = {"ptxas info    : (C7520) serialized", "ptxas info    : (C7515) also"};
   std::ostringstream out;
-  EXPECT_EQ(report_advisories(m, "brickdl-precompile", "a .. b padded 8x8/n2 t256", out), 2);
+  EXPECT_EQ(report_ptxas_flags(m, "brickdl-precompile", "a .. b padded 8x8/n2 t256", out), 2);
   EXPECT_EQ(out.str(), "brickdl-precompile: a .. b padded 8x8/n2 t256: ptxas advisory: ptxas info"
                        "    : (C7520) serialized\n"
                        "brickdl-precompile: a .. b padded 8x8/n2 t256: ptxas advisory: ptxas info"
                        "    : (C7515) also\n");
   std::ostringstream none;
-  EXPECT_EQ(report_advisories(CompiledModule{}, "tool", "kernel", none), 0);
+  EXPECT_EQ(report_ptxas_flags(CompiledModule{}, "tool", "kernel", none), 0);
   EXPECT_EQ(none.str(), "");
   // A stack frame of 128 bytes or more is flagged too (the log of the bf16 kernel that had one).
   CompiledModule spilled;
   spilled.log = "ptxas info    : Function properties for brickdl_group\n"
                 "    992 bytes stack frame, 2612 bytes spill stores, 8376 bytes spill loads\n";
   std::ostringstream stack;
-  EXPECT_EQ(report_advisories(spilled, "tool", "kernel", stack), 1);
+  EXPECT_EQ(report_ptxas_flags(spilled, "tool", "kernel", stack), 1);
   EXPECT_EQ(stack.str(), "tool: kernel: ptxas: a 992-byte stack frame\n");
 }
 
