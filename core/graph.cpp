@@ -77,6 +77,26 @@ uint64_t next_graph_uid() {
 }
 } // namespace
 
+std::array<bool, 4> broadcast_axes(const TensorShape& operand, const TensorShape& out) {
+  const std::array<int64_t, 4> a{operand.c, operand.d, operand.h, operand.w};
+  const std::array<int64_t, 4> o{out.c, out.d, out.h, out.w};
+  std::array<bool, 4> r{};
+  for (size_t i = 0; i < 4; ++i)
+    r[i] = a[i] == 1 && o[i] != 1;
+  return r;
+}
+
+bool is_broadcast(const TensorShape& operand, const TensorShape& out) {
+  const std::array<bool, 4> b = broadcast_axes(operand, out);
+  return b[0] || b[1] || b[2] || b[3];
+}
+
+bool broadcasts(const Layer& consumer, const TensorShape& operand) {
+  const OpTraits& t = traits(consumer.op);
+  return t.spatial == SpatialRule::kSame && t.channels == ChannelRule::kSame &&
+         is_broadcast(operand, consumer.out);
+}
+
 Activation applied_activation(const Layer& l) {
   switch (l.op) {
   case OpKind::kRelu: return Activation::kRelu;

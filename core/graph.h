@@ -48,6 +48,16 @@ struct TensorShape {
   bool operator==(const TensorShape& o) const = default;
 };
 
+// Numpy broadcasting of an operand of a binary elementwise op (add, sub, mul, div,
+// channel_mul) over the op's output, per axis (c, d, h, w): true where the operand has extent
+// 1 and the output more, so the operand is read at index 0 along it (a per-channel vector
+// (N, C, 1, 1), a per-image scalar (N, 1, 1, 1), a row). The batch never broadcasts.
+std::array<bool, 4> broadcast_axes(const TensorShape& operand, const TensorShape& out);
+bool is_broadcast(const TensorShape& operand, const TensorShape& out);
+// Whether elementwise `consumer` (kSame spatial and channel rules) broadcasts `operand`; a
+// conv reading one channel into many, or any other op, never does.
+bool broadcasts(const Layer& consumer, const TensorShape& operand);
+
 // Activation applied as an epilogue of a conv / add / linear after fusion.
 enum class Activation { kNone, kRelu, kLeakyRelu };
 const char* activation_name(Activation a);

@@ -206,6 +206,27 @@ void infer_layer_norm(Layer& l, const TensorShape& x) {
   l.params = 2 * x.c;
 }
 
+// Binary elementwise ops broadcast as numpy does, per axis but the batch: equal extents, or
+// 1 on either side (core/graph.h broadcast_axes).
+void infer_broadcast(Layer& l, const std::vector<const TensorShape*>& in) {
+  const TensorShape& a = *in[0];
+  const TensorShape& b = *in[1];
+  TensorShape out = a;
+  int64_t* o[4] = {&out.c, &out.d, &out.h, &out.w};
+  const int64_t ea[4] = {a.c, a.d, a.h, a.w};
+  const int64_t eb[4] = {b.c, b.d, b.h, b.w};
+  bool ok = a.n == b.n && a.spatial_rank == b.spatial_rank;
+  for (int i = 0; i < 4 && ok; ++i) {
+    ok = ea[i] == eb[i] || ea[i] == 1 || eb[i] == 1;
+    *o[i] = std::max(ea[i], eb[i]);
+  }
+  if (!ok)
+    shape_error(l, "inputs must have equal shapes, or extent 1 on the axes where they differ "
+                   "(broadcasting; the batch must agree), got " +
+                       shapes_str(in));
+  l.out = out;
+}
+
 } // namespace
 
 void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
@@ -241,11 +262,7 @@ void infer_layer(Layer& l, const std::vector<const TensorShape*>& in) {
   case OpKind::kAdd:
   case OpKind::kMul:
   case OpKind::kSub:
-  case OpKind::kDiv:
-    if (!(*in[0] == *in[1]))
-      shape_error(l, "inputs must have equal shapes, got " + shapes_str(in));
-    l.out = *in[0];
-    break;
+  case OpKind::kDiv: infer_broadcast(l, in); break;
   case OpKind::kConcat: infer_concat(l, in); break;
   case OpKind::kMaxPool:
   case OpKind::kAvgPool: infer_window(l, *in[0]); break;

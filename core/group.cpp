@@ -200,6 +200,14 @@ std::string brick_blocker(const Graph& graph, const Group& group) {
       return "layer '" + l.name + "' (" + op_name(l.op) + ", output " + l.out.str() +
              ") cannot be computed brick by brick, so padded and memoized cannot run the "
              "group; it runs layerwise";
+    // A broadcast operand (the SE vector) is read whole by every brick; computed inside the
+    // group it would be a tensor of another grid, which padded and memoized do not keep.
+    for (int in : l.inputs)
+      if (group.contains(in) && broadcasts(l, graph.layer(in).out))
+        return "layer '" + l.name + "' (" + op_name(l.op) + ") broadcasts '" +
+               graph.layer(in).name + "' " + graph.layer(in).out.str() +
+               ", computed inside the group; padded and memoized read a broadcast operand "
+               "only from outside their group, so the group runs layerwise";
     // Padded and memoized compute an intermediate only where the last layer needs it and
     // store none whole: a graph output must be the last layer of their groups.
     if (id < group.last && graph.is_output(id))

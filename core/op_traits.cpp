@@ -47,16 +47,18 @@ constexpr std::array<OpTraits, 28> kTable = {{
       {OpKind::kLayerNorm,     "layer_norm",       1, 1, true,  kSame,     ChannelRule::kWhole,      {kEpsilon},                                         false, false, false, false},
       // hard_swish x·hard_sigmoid(x), hard_sigmoid clip(x/6 + 1/2, 0, 1): torch's (ONNX's
       // HardSigmoid with alpha 1/6, beta 1/2); gelu the exact one, x/2·(1 + erf(x/√2)).
-      {OpKind::kHardSwish,     "hard_swish",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
-      {OpKind::kHardSigmoid,   "hard_sigmoid",     1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
-      {OpKind::kGelu,          "gelu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kHardSwish,     "hard_swish",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
+      {OpKind::kHardSigmoid,   "hard_sigmoid",     1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
+      {OpKind::kGelu,          "gelu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
       // channel_mul: x (N, C, …) times s (N, C, 1, …), one value per image and channel (the
-      // squeeze-excitation multiply). Not brickable: a brick of the output reads s whole, which
-      // the per-input receptive rules cannot say; it runs layerwise, between merged groups.
-      {OpKind::kChannelMul,    "channel_mul",      2, 2, false, kWhole,    ChannelRule::kWhole,      {},                                                 false, false, false, false},
-      // sub / div: two computed tensors of one shape (a constant operand imports as an affine op).
-      {OpKind::kSub,           "sub",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
-      {OpKind::kDiv,           "div",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      // squeeze-excitation multiply): s is broadcast (core/graph.h broadcast_axes), so a brick
+      // of the output reads s[n, c0:c1] whole. Brickable when s comes from outside the group
+      // (core/group.h brick_blocker): the SE vector's global pool ends the group before.
+      {OpKind::kChannelMul,    "channel_mul",      2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
+      // sub / div: two computed tensors, broadcast like add and mul (a constant operand imports
+      // as an affine op).
+      {OpKind::kSub,           "sub",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
+      {OpKind::kDiv,           "div",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
 }};
 // clang-format on
 

@@ -69,7 +69,8 @@ enum class OpKind {
 // Which region of an input one output region needs, per spatial axis.
 enum class SpatialRule : uint8_t {
   kNone,     // reads nothing (the graph input)
-  kSame,     // the same box (elementwise ops, concat)
+  kSame,     // the same box (elementwise ops, concat); an operand broadcast along an axis
+             // (extent 1, core/graph.h broadcast_axes) is read at 0 there
   kWindow,   // output [a, b] needs [a·s − p, b·s − p + dil·(k − 1)] (conv, pools)
   kUpsample, // by r: nearest [⌊a/r⌋, ⌊b/r⌋]; bilinear one more on each side
   kWhole,    // the whole input (global pool, flatten, linear)
@@ -78,7 +79,7 @@ enum class SpatialRule : uint8_t {
 // Which channels of an input one output channel range needs.
 enum class ChannelRule : uint8_t {
   kNone,        // reads nothing (the graph input)
-  kSame,        // the same channels
+  kSame,        // the same channels (channel 0 of an operand broadcast over channels)
   kConvGroups,  // the input channels of the conv groups the output channels belong to
   kConcatSlice, // the part of each input's channels that the range overlaps
   kWhole,       // all channels

@@ -186,6 +186,40 @@ Tensor conv_transpose_impl(const Tensor& x, const std::vector<float>& weight,
   return gather_conv<Acc>(x, weight, bias, os, l.groups, win, source, row, ep);
 }
 
+// f(a, b) elementwise, numpy-broadcast (core/graph.h broadcast_axes): an operand with extent
+// 1 on an axis where the other has more is read at 0 there; the batch must agree.
+template <typename F>
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* what, F f) {
+  const TensorShape& as = a.shape();
+  const TensorShape& bs = b.shape();
+  if (as == bs) { // the common case, one flat loop
+    Tensor y(as);
+    for (int64_t i = 0; i < a.numel(); ++i)
+      y.data()[i] = f(a.data()[i], b.data()[i]);
+    return y;
+  }
+  TensorShape os = as;
+  os.c = std::max(as.c, bs.c), os.d = std::max(as.d, bs.d);
+  os.h = std::max(as.h, bs.h), os.w = std::max(as.w, bs.w);
+  const auto fits = [&](const TensorShape& s) {
+    return s.n == os.n && (s.c == os.c || s.c == 1) && (s.d == os.d || s.d == 1) &&
+           (s.h == os.h || s.h == 1) && (s.w == os.w || s.w == 1);
+  };
+  BRICKDL_CHECK(fits(as) && fits(bs), "" << what << " of " << as.str() << " and " << bs.str());
+  const auto get = [](const Tensor& t, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
+    const TensorShape& s = t.shape();
+    return t.at(n, s.c == 1 ? 0 : c, s.d == 1 ? 0 : z, s.h == 1 ? 0 : y, s.w == 1 ? 0 : x);
+  };
+  Tensor y(os);
+  for (int64_t n = 0; n < os.n; ++n)
+    for (int64_t c = 0; c < os.c; ++c)
+      for (int64_t z = 0; z < os.d; ++z)
+        for (int64_t r = 0; r < os.h; ++r)
+          for (int64_t x = 0; x < os.w; ++x)
+            y.at(n, c, z, r, x) = f(get(a, n, c, z, r, x), get(b, n, c, z, r, x));
+  return y;
+}
+
 template <typename F> Tensor map(const Tensor& x, F f) {
   Tensor y(x.shape());
   for (int64_t i = 0; i < x.numel(); ++i)
@@ -227,11 +261,7 @@ Tensor channel_mul(const Tensor& x, const Tensor& s) {
   const TensorShape& xs = x.shape();
   BRICKDL_CHECK(s.shape().n == xs.n && s.shape().c == xs.c && s.shape().spatial() == 1,
                 "channel_mul of " << xs.str() << " by " << s.shape().str());
-  Tensor y(xs);
-  const int64_t plane = xs.spatial();
-  for (int64_t i = 0; i < x.numel(); ++i)
-    y.data()[i] = x.data()[i] * s.data()[i / plane];
-  return y;
+  return mul(x, s);
 }
 
 Tensor clip(const Tensor& x, float lo, float hi) {
@@ -239,27 +269,15 @@ Tensor clip(const Tensor& x, float lo, float hi) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  BRICKDL_CHECK(a.shape() == b.shape(), "mul of " << a.shape().str() << " and " << b.shape().str());
-  Tensor y(a.shape());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    y.data()[i] = a.data()[i] * b.data()[i];
-  return y;
+  return broadcast_binary(a, b, "mul", [](float u, float v) { return u * v; });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  BRICKDL_CHECK(a.shape() == b.shape(), "sub of " << a.shape().str() << " and " << b.shape().str());
-  Tensor y(a.shape());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    y.data()[i] = a.data()[i] - b.data()[i];
-  return y;
+  return broadcast_binary(a, b, "sub", [](float u, float v) { return u - v; });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  BRICKDL_CHECK(a.shape() == b.shape(), "div of " << a.shape().str() << " and " << b.shape().str());
-  Tensor y(a.shape());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    y.data()[i] = a.data()[i] / b.data()[i];
-  return y;
+  return broadcast_binary(a, b, "div", [](float u, float v) { return u / v; });
 }
 
 Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<int, 3>& end,
@@ -375,11 +393,8 @@ Tensor leaky_relu(const Tensor& x, float slope) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b, Epilogue ep) {
-  BRICKDL_CHECK(a.shape() == b.shape(), "add of " << a.shape().str() << " and " << b.shape().str());
-  Tensor y(a.shape());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    y.data()[i] = activate(a.data()[i] + b.data()[i], ep.activation, ep.slope);
-  return y;
+  return broadcast_binary(
+      a, b, "add", [&](float u, float v) { return activate(u + v, ep.activation, ep.slope); });
 }
 
 Tensor concat(const std::vector<const Tensor*>& xs) {

@@ -132,6 +132,15 @@ Region input_need(const Graph& graph, const Layer& l, int slot, const Region& ou
     break;
   case ChannelRule::kNone: BRICKDL_CHECK(false, "the input layer reads nothing");
   }
+  // An operand broadcast along an axis (kSame ops only: core/graph.h) is read at index 0.
+  if (broadcasts(l, in)) {
+    const std::array<bool, 4> b = broadcast_axes(in, l.out);
+    if (b[0])
+      r.c0 = 0, r.c1 = 1;
+    for (size_t a = 0; a < 3; ++a)
+      if (b[a + 1])
+        r.lo[a] = 0, r.hi[a] = 1;
+  }
   return clip(r, in);
 }
 

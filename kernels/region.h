@@ -11,7 +11,8 @@
 // model/detail/geometry.h over per-axis maps, and the agreement tests compare the two:
 //  - kWindow, output [a, b] (inclusive) on an axis:
 //      input [a·s − p, b·s − p + dil·(k − 1)], clipped to [0, extent − 1];
-//  - kSame: the same box;
+//  - kSame: the same box; an operand broadcast along an axis (extent 1 where the output has
+//    more, core/graph.h broadcast_axes), [0, 1) there, channels included;
 //  - kUpsample by r: nearest [floor(a/r), floor(b/r)]; bilinear one more on each side, clipped;
 //  - kWhole: the whole input.
 // Channels: kConvGroups, the input channels of the conv groups that the output channels

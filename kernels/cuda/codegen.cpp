@@ -69,8 +69,10 @@ void check_template_layer(const Graph& g, const Layer& l, int rank) {
   for (int in : l.inputs) {
     if (g.layer(in).out.spatial_rank != rank)
       throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
-    // The elementwise template reads every operand at the output's coordinates.
-    if (traits(l.op).spatial == SpatialRule::kSame && !(g.layer(in).out == l.out))
+    // The elementwise template reads every operand at the output's coordinates, a broadcast
+    // one (from outside the group: core/group.h brick_blocker) at 0 along its axes of extent 1.
+    if (traits(l.op).spatial == SpatialRule::kSame && !(g.layer(in).out == l.out) &&
+        !broadcasts(l, g.layer(in).out))
       throw Unsupported(op_label(l) + " reads a tensor of another shape");
   }
 }
@@ -85,6 +87,9 @@ GroupInfo inspect_group(const Graph& g, const Group& group) {
   info.rank = g.layer(group.last).out.spatial_rank;
   for (int id = group.first; id <= group.last; ++id) {
     check_template_layer(g, g.layer(id), info.rank);
+    for (int in : g.layer(id).inputs)
+      if (group.contains(in) && broadcasts(g.layer(id), g.layer(in).out))
+        throw Unsupported(brick_blocker(g, group)); // a broadcast operand from inside the group
     info.ids.push_back(id);
   }
   info.inputs = group_external_inputs(g, group);
@@ -118,10 +123,16 @@ namespace {
 // What an elementwise layer computes before its activation (brick_ops.cuh eltwise_value).
 int eltwise_kind(OpKind op) {
   switch (op) {
-  case OpKind::kMul: return dev::kEwMul;
+  case OpKind::kMul:
+  case OpKind::kChannelMul: return dev::kEwMul;
+  case OpKind::kSub: return dev::kEwSub;
+  case OpKind::kDiv: return dev::kEwDiv;
   case OpKind::kSigmoid: return dev::kEwSigmoid;
   case OpKind::kSilu: return dev::kEwSilu;
   case OpKind::kClip: return dev::kEwClip;
+  case OpKind::kHardSwish: return dev::kEwHardSwish;
+  case OpKind::kHardSigmoid: return dev::kEwHardSigmoid;
+  case OpKind::kGelu: return dev::kEwGelu;
   default: return dev::kEwSum; // add, relu, leaky relu
   }
 }

@@ -204,20 +204,39 @@ void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const C
   }
 }
 
-// Elementwise ops over the same coordinates of one or two inputs.
+// Which axes (c, d, h, w) each operand of an elementwise layer broadcasts (core/graph.h).
+using Broadcast = std::array<std::array<bool, 4>, 2>;
+
+Broadcast broadcast_of(const Graph& g, const Layer& l) {
+  Broadcast b{};
+  for (size_t k = 0; k < l.inputs.size() && k < b.size(); ++k)
+    b[k] = broadcast_axes(g.layer(l.inputs[k]).out, l.out);
+  return b;
+}
+
+// Elementwise ops over the same coordinates of one or two inputs; an operand broadcast along
+// an axis (`bc`) is read at 0 there (its block holds [0, 1) on it: kernels/region.h).
 template <typename F>
-void elementwise_block(std::span<const ConstBlock> in, const Block& out, const Region& what, F f) {
+void elementwise_block(std::span<const ConstBlock> in, const Block& out, const Region& what, F f,
+                       const Broadcast& bc = {}) {
   const Strides so(out.stored), s0(in[0].stored);
   const Strides s1(in.size() > 1 ? in[1].stored : in[0].stored);
   const int64_t nx = what.extent(2);
+  const auto pick = [](bool b, int64_t v) { return b ? int64_t{0} : v; };
+  const auto row = [&](size_t k, const Strides& s, int64_t c, int64_t z, int64_t y) {
+    const auto& b = bc[k];
+    return at(in[k].data, in[k].stored, s, pick(b[0], c), pick(b[1], z), pick(b[2], y),
+              pick(b[3], what.lo[2]));
+  };
+  const int64_t step0 = bc[0][3] ? 0 : 1, step1 = bc[1][3] ? 0 : 1;
   for (int64_t c = what.c0; c < what.c1; ++c)
     for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
       for (int64_t y = what.lo[1]; y < what.hi[1]; ++y) {
         float* o = at(out.data, out.stored, so, c, z, y, what.lo[2]);
-        const float* a = at(in[0].data, in[0].stored, s0, c, z, y, what.lo[2]);
-        const float* b = in.size() > 1 ? at(in[1].data, in[1].stored, s1, c, z, y, what.lo[2]) : a;
+        const float* a = row(0, s0, c, z, y);
+        const float* b = in.size() > 1 ? row(1, s1, c, z, y) : a;
         for (int64_t i = 0; i < nx; ++i)
-          o[i] = f(c, a[i], b[i]);
+          o[i] = f(c, a[i * step0], b[i * step1]);
       }
 }
 
@@ -394,9 +413,10 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
     });
     break;
   case OpKind::kAdd:
-    elementwise_block(inputs, out, what, [&](int64_t, float a, float b) {
-      return activate(a + b, l.activation, l.leaky_slope);
-    });
+    elementwise_block(
+        inputs, out, what,
+        [&](int64_t, float a, float b) { return activate(a + b, l.activation, l.leaky_slope); },
+        broadcast_of(g, l));
     break;
   case OpKind::kSigmoid:
     elementwise_block(inputs, out, what, [](int64_t, float a, float) { return sigmoid(a); });
@@ -418,7 +438,9 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
     elementwise_block(inputs, out, what, [](int64_t, float a, float) { return gelu(a); });
     break;
   case OpKind::kMul:
-    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a * b; });
+  case OpKind::kChannelMul:
+    elementwise_block(
+        inputs, out, what, [](int64_t, float a, float b) { return a * b; }, broadcast_of(g, l));
     break;
   case OpKind::kConcat: concat_block(g, l, inputs, out, what); break;
   case OpKind::kMaxPool: max_pool_block(g, l, inputs[0], out, what); break;
@@ -435,10 +457,12 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
   }
   case OpKind::kLayerNorm: layer_norm_block(g, l, w, inputs[0], out, what); break;
   case OpKind::kSub:
-    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a - b; });
+    elementwise_block(
+        inputs, out, what, [](int64_t, float a, float b) { return a - b; }, broadcast_of(g, l));
     break;
   case OpKind::kDiv:
-    elementwise_block(inputs, out, what, [](int64_t, float a, float b) { return a / b; });
+    elementwise_block(
+        inputs, out, what, [](int64_t, float a, float b) { return a / b; }, broadcast_of(g, l));
     break;
   default: break;
   }

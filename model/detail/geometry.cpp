@@ -25,7 +25,10 @@ AxisMap spatial_map(const Layer& l, int axis, int64_t producer_extent) {
     m.a = (axis == 1 && l.out.spatial_rank != 3) ? 1 : l.upsample_scale;
     m.kind = l.bilinear ? MapKind::kUpBilinear : MapKind::kUpNearest;
     break;
-  case SpatialRule::kSame: m.kind = MapKind::kIdentity; break;
+  case SpatialRule::kSame:
+    // A broadcast operand (core/graph.h): its one element along the axis, for every brick.
+    m.kind = producer_extent == 1 && l.out.dim(axis - 1) != 1 ? MapKind::kAll : MapKind::kIdentity;
+    break;
   case SpatialRule::kWhole:
   case SpatialRule::kNone: m.kind = MapKind::kAll; break;
   }
@@ -54,7 +57,9 @@ AxisMap channel_map(const Graph& graph, const Layer& l, int slot, int64_t produc
     m.kind = MapKind::kShift;
     m.a = -l.slice_begin;
     break;
-  case ChannelRule::kSame: m.kind = MapKind::kIdentity; break;
+  case ChannelRule::kSame: // broadcast over channels (core/graph.h): channel 0 for every block
+    m.kind = producer_channels == 1 && l.out.c != 1 ? MapKind::kAll : MapKind::kIdentity;
+    break;
   case ChannelRule::kWhole:
   case ChannelRule::kNone: m.kind = MapKind::kAll; break;
   }

@@ -70,7 +70,7 @@ enum class MapKind : uint8_t {
   kWindow,     // [lo·s − p, hi·s − p + span]
   kUpNearest,  // [lo / r, hi / r]
   kUpBilinear, // [lo / r − 1, hi / r + 1]
-  kAll,        // the whole producer extent (conv channels with groups = 1)
+  kAll,        // the whole producer extent (conv channels with groups = 1; a broadcast operand)
   kConvGroups, // channels of the conv groups the output channels belong to
   kShift,      // concat channels: [lo − offset, hi − offset]; slice: offset −begin
 };

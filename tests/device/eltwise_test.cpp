@@ -1,7 +1,9 @@
-// The elementwise family of the generated kernels (sigmoid, silu, clip, mul; add and the
-// activations were there before) under the host emulator, against the reference ops on random
-// inputs of several shapes, in fp32, tf32 and bf16, padded, memoized and layer by layer; and
-// EfficientNet-B0's MBConv block merged whole (expand 1x1, depthwise 3x3, project 1x1).
+// The elementwise family of the generated kernels (sigmoid, silu, clip, hard_swish,
+// hard_sigmoid, gelu, mul, sub, div; add and the activations were there before), and operands
+// broadcast per channel, per image or per plane (channel_mul: squeeze-excitation's multiply),
+// under the host emulator, against the reference ops on random inputs of several shapes, in
+// fp32, tf32 and bf16, padded, memoized and layer by layer; and EfficientNet-B0's MBConv block
+// merged (expand 1x1, depthwise 3x3, project 1x1), without and with its SE.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -95,6 +97,69 @@ TEST(EltwiseKernels, MulOfEqualShapes) {
   check_op([](GraphBuilder& b, int c1, int) { return b.mul(c1, b.sigmoid(c1), "op"); });
 }
 
+TEST(EltwiseKernels, HardSwish) {
+  check_op([](GraphBuilder& b, int c, int) { return b.hard_swish(c, "op"); });
+}
+
+TEST(EltwiseKernels, HardSigmoid) {
+  check_op([](GraphBuilder& b, int c, int) { return b.hard_sigmoid(c, "op"); });
+}
+
+TEST(EltwiseKernels, Gelu) {
+  check_op([](GraphBuilder& b, int c, int) { return b.gelu(c, "op"); });
+}
+
+TEST(EltwiseKernels, SubAndDivOfEqualShapes) {
+  check_op([](GraphBuilder& b, int c1, int c2) { return b.sub(c1, c2, "op"); });
+  check_op([](GraphBuilder& b, int c1, int c2) { // a divisor in [1, 2]
+    const int den = b.add(b.sigmoid(c2), b.clip(c2, 1.f, 1.f), "den");
+    return b.div(c1, den, "op");
+  });
+}
+
+// Operands from before the group, broadcast: x → pool → 1x1 convs give a per-channel vector
+// v (N, 16, 1, 1, through a sigmoid), v + 1 (a divisor in [1, 2]) and a per-image scalar s
+// (N, 1, 1, 1); then the group conv 3x3 → conv 1x1 → op(the 1x1's output, v, s) → conv 1x1
+// reads them at (n, c) / (n).
+struct Vectors {
+  int v, v1, s;
+};
+using BroadcastOp = std::function<int(GraphBuilder&, int conv, const Vectors&)>;
+
+void check_broadcast(const BroadcastOp& op) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    for (const TensorShape& in : {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{3, 8, 1, 6, 6, 2}}) {
+      GraphBuilder b("broadcast", in, t);
+      const int x = b.input();
+      const int pooled = b.global_avg_pool(x, "pool");
+      Vectors vs{};
+      vs.v = b.sigmoid(b.conv2d(pooled, 16, 1, 1, 0, 1, 1, true, "v"), "v_gate");
+      vs.v1 = b.add(vs.v, b.clip(vs.v, 1.f, 1.f), "v1");
+      vs.s = b.conv2d(pooled, 1, 1, 1, 0, 1, 1, true, "s");
+      const int c1 = b.conv2d(x, 16, 3, 1, 1, 1, 1, true, "c1");
+      const int c2 = b.conv2d(c1, 16, 1, 1, 0, 1, 1, true, "c2");
+      b.conv2d(op(b, c2, vs), 8, 1, 1, 0, 1, 1, true, "c3");
+      const Graph g = fuse_for_inference(b.build());
+      const Group grp{g.find("c1"), g.size() - 1};
+      expect_all_strategies(g, grp, {1, 4, 4, 0}, 64);
+      expect_all_strategies(g, grp, {1, 3, 5, 8}, 128); // ragged bricks, channel blocks
+    }
+}
+
+TEST(EltwiseKernels, ChannelMulBySqueezeExcitationVector) {
+  check_broadcast(
+      [](GraphBuilder& b, int c, const Vectors& x) { return b.channel_mul(c, x.v, "op"); });
+}
+
+TEST(EltwiseKernels, BroadcastOperandsEitherSide) {
+  check_broadcast([](GraphBuilder& b, int c, const Vectors& x) {
+    return b.div(b.sub(x.s, b.add(x.v, c, "add"), "sub"), x.v1, "op");
+  });
+  check_broadcast([](GraphBuilder& b, int c, const Vectors& x) {
+    return b.mul(b.mul(x.s, c, "mul_s"), x.v, "op");
+  });
+}
+
 TEST(EltwiseKernels, CodegenCarriesTheOpAndItsRange) {
   const Graph g =
       around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, [](GraphBuilder& b, int c, int) {
@@ -125,6 +190,27 @@ TEST(EltwiseKernels, MbconvBlockMergedInEveryPrecision) {
       EmulatorOptions eo;
       expect_matches(g, test_support::make_candidate(grp, Strategy::kPadded, {1, 4, 4, 0, 2}, 128),
                      eo);
+    }
+}
+
+// The block with its squeeze-excitation: the pool ends the group of expand .. silu2, the SE's
+// 1x1 convs on (N, C, 1, 1) run between, and the group se .. add multiplies D by s as it reads
+// D (docs/kernels.md); both groups in the three precisions, every strategy, with batch blocks.
+TEST(EltwiseKernels, MbconvWithSqueezeExcitationInEveryPrecision) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    for (const TensorShape& in :
+         {TensorShape{2, 16, 1, 10, 9, 2}, TensorShape{1, 24, 1, 7, 7, 2}}) {
+      const Graph g = test_support::mbconv_se_block(in, 4, t);
+      for (const Group grp :
+           {Group{g.find("expand"), g.find("silu2")}, Group{g.find("se"), g.find("add")},
+            Group{g.find("se_fc1"), g.find("se_gate")}}) {
+        expect_all_strategies(g, grp, {1, 4, 4, 0}, 128);
+        expect_all_strategies(g, grp, {1, 4, 5, 8}, 128);
+        EmulatorOptions eo;
+        expect_matches(
+            g, test_support::make_candidate(grp, Strategy::kPadded, {1, 4, 4, 0, 2}, 128), eo);
+      }
+      ASSERT_EQ(g.find("add") - g.find("se"), 2);
     }
 }
 

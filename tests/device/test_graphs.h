@@ -22,8 +22,8 @@ inline Graph bottleneck_block(const TensorShape& in, int64_t mid, DType t = DTyp
   return fuse_for_inference(b.build());
 }
 
-// EfficientNet-B0's MBConv block on `in` (fused), without its squeeze-excitation (which
-// needs a per-channel broadcast the IR does not have yet; docs/kernels.md): expand 1x1 to
+// EfficientNet-B0's MBConv block on `in` (fused), without its squeeze-excitation
+// (mbconv_se_block has it): expand 1x1 to
 // in.c · ratio channels, BN, SiLU, depthwise 3x3 (stride 1), BN, SiLU, project 1x1 back to
 // in.c, BN, plus the block's input. Layers expand, silu1, dw, silu2, project, add.
 inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
@@ -33,6 +33,26 @@ inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType:
   int y = b.silu(b.batch_norm(b.conv2d(x, mid, 1, 1, 0, 1, 1, false, "expand")), "silu1");
   y = b.silu(b.batch_norm(b.conv2d(y, mid, 3, 1, 1, 1, mid, false, "dw")), "silu2");
   y = b.batch_norm(b.conv2d(y, in.c, 1, 1, 0, 1, 1, false, "project"));
+  b.add(y, x, "add");
+  return fuse_for_inference(b.build());
+}
+
+// The same block with its squeeze-excitation, as torchvision's EfficientNet-B0 builds it: after
+// the depthwise conv's SiLU (D), s = sigmoid(fc2(silu(fc1(mean(D))))) with 1x1 convs fc1 (to
+// in.c / 4 channels, at least 1) and fc2 (back, both with biases), then D · s (channel_mul,
+// "se") feeds the projection. Layers expand, silu1, dw, silu2, se_pool, se_fc1, se_silu,
+// se_fc2, se_gate, se, project, add: the pool ends the group of expand .. silu2, and the
+// group se .. add reads D and s from outside (docs/kernels.md, the SE vector).
+inline Graph mbconv_se_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
+  GraphBuilder b("mbconv_se", in, t);
+  const int x = b.input();
+  const int64_t mid = in.c * ratio;
+  int y = b.silu(b.batch_norm(b.conv2d(x, mid, 1, 1, 0, 1, 1, false, "expand")), "silu1");
+  const int d = b.silu(b.batch_norm(b.conv2d(y, mid, 3, 1, 1, 1, mid, false, "dw")), "silu2");
+  int s = b.global_avg_pool(d, "se_pool");
+  s = b.silu(b.conv2d(s, std::max<int64_t>(1, in.c / 4), 1, 1, 0, 1, 1, true, "se_fc1"), "se_silu");
+  s = b.sigmoid(b.conv2d(s, mid, 1, 1, 0, 1, 1, true, "se_fc2"), "se_gate");
+  y = b.batch_norm(b.conv2d(b.channel_mul(d, s, "se"), in.c, 1, 1, 0, 1, 1, false, "project"));
   b.add(y, x, "add");
   return fuse_for_inference(b.build());
 }

@@ -2,7 +2,9 @@
 // channel_mul: the reference against values worked out by hand and against the definitions
 // written out in double on random shapes, their shape rules, and the merged executor against
 // the reference over every group of an EfficientNet MBConv block, a MobileNetV3 block and a
-// GELU MLP block (channel_mul, not brickable, runs layerwise between merged groups).
+// GELU MLP block (channel_mul merges into the group after the SE vector's pool). Numpy
+// broadcasting of add / sub / mul / div: the reference against index arithmetic, the shape
+// rule, and merged groups reading a broadcast operand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,8 +93,12 @@ TEST(ActivationOps, ShapesAndRefusals) {
   EXPECT_EQ(g.layer(se).out, g.input_shape());
   for (const Layer& l : g.layers())
     EXPECT_EQ(l.params + l.macs, 0) << l.name;
-  EXPECT_FALSE(is_brickable(g.layer(se)));
+  EXPECT_TRUE(is_brickable(g.layer(se))); // its s from outside a group: core/group.h
   EXPECT_TRUE(is_brickable(g.layer(hs)));
+  // The gate computed inside the group: padded and memoized refuse it, naming the operand.
+  const std::string why = brick_blocker(g, Group{pool + 1, se});
+  EXPECT_NE(why.find("broadcasts"), std::string::npos) << why;
+  EXPECT_EQ(brick_blocker(g, Group{se, se}), "");
   GraphBuilder bad("bad", TensorShape{1, 6, 1, 4, 4, 2});
   EXPECT_THROW(bad.channel_mul(bad.input(), bad.input()), ShapeError); // not (N, C, 1, 1)
   const int fewer = bad.conv2d(bad.global_avg_pool(bad.input()), 3, 1);
@@ -135,12 +141,114 @@ Graph gelu_mlp(const TensorShape& in) {
 }
 
 TEST(ActivationOps, MergedMBConvMatchesTheReference) {
-  expect_groups_match(mbconv(TensorShape{2, 4, 1, 9, 7, 2}), 1, {OpKind::kSilu});
-  expect_groups_match(mbconv(TensorShape{1, 8, 1, 6, 6, 2}), 2, {OpKind::kSilu});
+  expect_groups_match(mbconv(TensorShape{2, 4, 1, 9, 7, 2}), 1,
+                      {OpKind::kSilu, OpKind::kChannelMul});
+  expect_groups_match(mbconv(TensorShape{1, 8, 1, 6, 6, 2}), 2,
+                      {OpKind::kSilu, OpKind::kChannelMul});
 }
 
 TEST(ActivationOps, MergedMobileNetV3BlockMatchesTheReference) {
-  expect_groups_match(mobilenet_v3_block(TensorShape{2, 4, 1, 8, 9, 2}), 3, {OpKind::kHardSwish});
+  expect_groups_match(mobilenet_v3_block(TensorShape{2, 4, 1, 8, 9, 2}), 3,
+                      {OpKind::kHardSwish, OpKind::kHardSigmoid, OpKind::kChannelMul});
+}
+
+// ---- broadcasting ----------------------------------------------------------------------------
+
+// y[n, c, h, w] = f(a at the index, b at the index), an axis of extent 1 read at 0: written
+// out with explicit indices, in double.
+template <typename F>
+void expect_broadcast(const Tensor& a, const Tensor& b, const Tensor& y, F f) {
+  const auto get = [](const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
+    const TensorShape& s = t.shape();
+    return double{t.at(n, s.c == 1 ? 0 : c, 0, s.h == 1 ? 0 : h, s.w == 1 ? 0 : w)};
+  };
+  const TensorShape& o = y.shape();
+  for (int64_t n = 0; n < o.n; ++n)
+    for (int64_t c = 0; c < o.c; ++c)
+      for (int64_t h = 0; h < o.h; ++h)
+        for (int64_t w = 0; w < o.w; ++w)
+          ASSERT_NEAR(y.at(n, c, 0, h, w), f(get(a, n, c, h, w), get(b, n, c, h, w)),
+                      1e-6 * (1 + std::fabs(f(get(a, n, c, h, w), get(b, n, c, h, w)))))
+              << n << " " << c << " " << h << " " << w;
+}
+
+TEST(Broadcast, ReferenceOpsBroadcastEitherOperand) {
+  std::mt19937_64 rng(5);
+  int seed = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const auto dim = [&](int lo, int hi) {
+      return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+    };
+    const TensorShape full{dim(1, 3), dim(2, 7), 1, dim(2, 6), dim(2, 6), 2};
+    TensorShape per_channel = full, scalar = full, plane = full;
+    per_channel.h = per_channel.w = 1;
+    scalar.c = scalar.h = scalar.w = 1;
+    plane.c = 1;
+    const Tensor x = random_tensor(full, ++seed, 0);
+    for (const TensorShape& bs : {full, per_channel, scalar, plane}) {
+      const Tensor v = random_tensor(bs, ++seed, 0);
+      Tensor den = random_tensor(bs, ++seed, 0);
+      for (float& d : den.values())
+        d = 0.5f + std::fabs(d); // away from 0
+      SCOPED_TRACE(full.str() + " with " + bs.str());
+      expect_broadcast(x, v, add(x, v), [](double a, double b) { return a + b; });
+      expect_broadcast(v, x, add(v, x), [](double a, double b) { return a + b; });
+      expect_broadcast(x, v, sub(x, v), [](double a, double b) { return a - b; });
+      expect_broadcast(v, x, sub(v, x), [](double a, double b) { return a - b; });
+      expect_broadcast(v, x, mul(v, x), [](double a, double b) { return a * b; });
+      expect_broadcast(x, den, div(x, den), [](double a, double b) { return a / b; });
+      EXPECT_EQ(add(x, v).shape(), full);
+      EXPECT_EQ(sub(v, x).shape(), full);
+    }
+  }
+}
+
+TEST(Broadcast, ShapeRule) {
+  GraphBuilder b("b", TensorShape{2, 6, 1, 5, 4, 2});
+  const int x = b.input();
+  const int v = b.conv2d(b.global_avg_pool(x), 6, 1, 1, 0, 1, 1, true, "v"); // 2x6x1x1
+  const int s = b.conv2d(b.global_avg_pool(x), 1, 1, 1, 0, 1, 1, true, "s"); // 2x1x1x1
+  const int sub = b.sub(v, x), div = b.div(x, s), add = b.add(s, v);
+  const int three = b.conv2d(x, 3, 1, 1, 0, 1, 1, true, "three");
+  try {
+    b.add(x, three, "bad");
+    ADD_FAILURE() << "6 channels against 3 accepted";
+  } catch (const ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("extent 1 on the axes where they differ"), std::string::npos) << m;
+    EXPECT_NE(m.find("2x3x5x4"), std::string::npos) << m;
+  }
+  const Graph g = b.build();
+  EXPECT_EQ(g.layer(sub).out, (TensorShape{2, 6, 1, 5, 4, 2}));
+  EXPECT_EQ(g.layer(div).out, (TensorShape{2, 6, 1, 5, 4, 2}));
+  EXPECT_EQ(g.layer(add).out, (TensorShape{2, 6, 1, 1, 1, 2}));
+  GraphBuilder other("o", TensorShape{2, 6, 1, 5, 4, 2});
+  const int pooled = other.global_avg_pool(other.input());
+  const int flat = other.flatten(pooled); // rank 0 against rank 2
+  EXPECT_THROW(other.mul(other.input(), flat), ShapeError);
+}
+
+// Per-channel, per-image and plane operands from outside the group (a pool, then 1x1 convs)
+// and from inside it (which runs layerwise), either side of each op, in merged groups.
+Graph broadcast_chain(const TensorShape& in) {
+  GraphBuilder b("bcast", in);
+  const int x = b.input();
+  const int pooled = b.global_avg_pool(x, "pool");
+  const int v = b.sigmoid(b.conv2d(pooled, 8, 1, 1, 0, 1, 1, true, "v"));
+  const int s = b.conv2d(pooled, 1, 1, 1, 0, 1, 1, true, "s");
+  const int c1 = b.conv2d(x, 8, 3, 1, 1, 1, 1, true, "c1");
+  int y = b.add(b.mul(c1, v, "mul"), s, "add");
+  y = b.sub(v, b.conv2d(y, 8, 1, 1, 0, 1, 1, true, "c2"), "sub");
+  const int den = b.add(v, b.clip(v, 1.f, 1.f), "den"); // v + 1, in [1, 2]
+  y = b.div(b.conv2d(y, 8, 3, 1, 1, 1, 1, true, "c3"), den, "div");
+  const int plane = b.conv2d(c1, 1, 1, 1, 0, 1, 1, true, "plane"); // (N, 1, H, W)
+  b.relu(b.add(y, plane, "add_plane"));
+  return fuse_for_inference(b.build());
+}
+
+TEST(Broadcast, MergedGroupsMatchTheReference) {
+  expect_groups_match(broadcast_chain(TensorShape{2, 3, 1, 7, 9, 2}), 7,
+                      {OpKind::kMul, OpKind::kAdd, OpKind::kSub, OpKind::kDiv});
 }
 
 TEST(ActivationOps, MergedGeluMlpMatchesTheReference) {

@@ -117,9 +117,15 @@ struct InSource {
   TensorRef t;
 };
 
+// A tensor operand broadcast along an axis (extent 1 there: core/graph.h broadcast_axes) is
+// read at 0 on it; an operand from a region buffer never is (codegen: its producer would be in
+// the group, which core/group.h brick_blocker refuses).
 BRICKDL_DEVICE float fetch(const InSource& s, int c, int z, int y, int x) {
-  if (s.from_tensor)
-    return gload(s.t.p, tensor_index(s.t.dims, s.t.n, c, z, y, x));
+  if (s.from_tensor) {
+    const Dims& d = s.t.dims;
+    return gload(s.t.p, tensor_index(d, s.t.n, d.c == 1 ? 0 : c, d.d == 1 ? 0 : z, d.h == 1 ? 0 : y,
+                                     d.w == 1 ? 0 : x));
+  }
   const int i = region_index(s.buf, c, z, y, x);
   return s.buf.coherent ? gload_coherent(s.buf.p, i) : s.buf.p[i];
 }
@@ -429,18 +435,22 @@ BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutT
 }
 
 // Elementwise: act(f(sources)) over the box (ro, re), channels [c0, c1): f sums them (add),
-// multiplies them (mul) or maps its one source (sigmoid, silu, clip); LayerDesc::ew.
+// multiplies (mul, channel_mul), subtracts or divides them, or maps its one source (sigmoid,
+// silu, clip, hard_swish, hard_sigmoid, gelu); LayerDesc::ew.
 BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const InSource* src, int c, int z, int y,
                                    int x) {
   float v = fetch(src[0], c, z, y, x);
   for (int s = 1; s < L.num_src; ++s) {
     const float u = fetch(src[s], c, z, y, x);
-    v = L.ew == kEwMul ? v * u : v + u;
+    v = L.ew == kEwMul ? v * u : L.ew == kEwSub ? v - u : L.ew == kEwDiv ? v / u : v + u;
   }
   switch (L.ew) {
   case kEwSigmoid: return sigmoid_f(v);
   case kEwSilu: return v * sigmoid_f(v);
   case kEwClip: return clip_f(v, L.clip_lo, L.clip_hi);
+  case kEwHardSwish: return v * hard_sigmoid_f(v);
+  case kEwHardSigmoid: return hard_sigmoid_f(v);
+  case kEwGelu: return gelu_f(v);
   default: return v;
   }
 }

@@ -33,9 +33,20 @@ constexpr int kWgmmaTileFloats = 64 * kMaxMmaN; // a wgmma weight tile: 8·kMaxM
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
 enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
 // What an elementwise layer computes before its activation (brick_ops.cuh eltwise_box): the
-// sum of its sources (add, relu, leaky relu), their product (mul), or one function of its one
-// source (the formulas of kernels/detail/op_math.h).
-enum Ew : int { kEwSum = 0, kEwMul = 1, kEwSigmoid = 2, kEwSilu = 3, kEwClip = 4 };
+// sum of its sources (add, relu, leaky relu), their product (mul, channel_mul), difference,
+// quotient, or one function of its one source (the formulas of kernels/detail/op_math.h).
+enum Ew : int {
+  kEwSum = 0,
+  kEwMul = 1,
+  kEwSigmoid = 2,
+  kEwSilu = 3,
+  kEwClip = 4,
+  kEwSub = 5,
+  kEwDiv = 6,
+  kEwHardSwish = 7,
+  kEwHardSigmoid = 8,
+  kEwGelu = 9,
+};
 enum SrcKind : int { kSrcExternal = 0, kSrcLayer = 1 };
 enum Mode : int { kModePadded = 0, kModeMemoized = 1 };
 // How a conv multiplies: FP32 FMA, or tensor-core MMA with inputs rounded to TF32 (m16n8k8),

@@ -465,6 +465,24 @@ BRICKDL_DEVICE float exp_f(float v) {
 BRICKDL_DEVICE float sigmoid_f(float v) {
   return 1.f / (1.f + exp_f(-v));
 }
+// erf(v): std::erf under emulation, CUDA's erff on the device (full precision, within 2 ulp).
+BRICKDL_DEVICE float erf_f(float v) {
+#if defined(BRICKDL_EMULATE)
+  return std::erf(v);
+#else
+  return erff(v);
+#endif
+}
+BRICKDL_DEVICE float hard_sigmoid_f(float v) {
+  if (is_nan(v))
+    return v;
+  const float t = v * (1.f / 6.f) + 0.5f;
+  const float m = t < 0.f ? 0.f : t; // std::max(t, 0)
+  return 1.f < m ? 1.f : m;          // std::min(m, 1)
+}
+BRICKDL_DEVICE float gelu_f(float v) {
+  return 0.5f * v * (1.f + erf_f(v * 0.70710678118654752f));
+}
 BRICKDL_DEVICE float clip_f(float v, float lo, float hi) {
   if (is_nan(v))
     return v;
