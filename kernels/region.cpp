@@ -79,6 +79,19 @@ Region clip(const Region& r, const TensorShape& shape) {
   return intersect(r, Region::whole(shape));
 }
 
+namespace {
+
+// An operand broadcast along an axis (elementwise ops only: core/graph.h) is read at index 0.
+void read_at_zero(const std::array<bool, 4>& axes, Region& r) {
+  if (axes[0])
+    r.c0 = 0, r.c1 = 1;
+  for (size_t a = 0; a < 3; ++a)
+    if (axes[a + 1])
+      r.lo[a] = 0, r.hi[a] = 1;
+}
+
+} // namespace
+
 Region input_need(const Graph& graph, const Layer& l, int slot, const Region& out) {
   BRICKDL_CHECK(slot >= 0 && slot < static_cast<int>(l.inputs.size()),
                 "layer " << l.name << " has no input " << slot);
@@ -132,15 +145,8 @@ Region input_need(const Graph& graph, const Layer& l, int slot, const Region& ou
     break;
   case ChannelRule::kNone: BRICKDL_CHECK(false, "the input layer reads nothing");
   }
-  // An operand broadcast along an axis (kSame ops only: core/graph.h) is read at index 0.
-  if (broadcasts(l, in)) {
-    const std::array<bool, 4> b = broadcast_axes(in, l.out);
-    if (b[0])
-      r.c0 = 0, r.c1 = 1;
-    for (size_t a = 0; a < 3; ++a)
-      if (b[a + 1])
-        r.lo[a] = 0, r.hi[a] = 1;
-  }
+  if (broadcasts(l, in))
+    read_at_zero(broadcast_axes(in, l.out), r);
   return clip(r, in);
 }
 
