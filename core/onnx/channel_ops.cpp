@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "core/onnx/opset.h"
 #include "core/onnx/patterns.h"
 
 namespace brickdl::onnx_detail {
@@ -18,37 +19,6 @@ IndexRange slice_range(int64_t start, int64_t end, int64_t extent) {
     return std::min(i, extent);
   };
   return {clamp(start), clamp(end)};
-}
-
-std::vector<int64_t> split_sizes(int64_t extent, int outputs, const std::vector<int64_t>* split,
-                                 int64_t num_outputs, std::string* why) {
-  if (split) {
-    const bool positive =
-        std::all_of(split->begin(), split->end(), [](int64_t s) { return s > 0; });
-    const int64_t sum = std::accumulate(split->begin(), split->end(), int64_t{0});
-    if (static_cast<int>(split->size()) != outputs || !positive || sum != extent) {
-      *why = fmt::format("split [{}] must give {} positive sizes that add up to the extent {}",
-                         fmt::join(*split, ", "), outputs, extent);
-      return {};
-    }
-    return *split;
-  }
-  if (num_outputs != 0 && num_outputs != outputs) {
-    *why = fmt::format("num_outputs {} but {} outputs", num_outputs, outputs);
-    return {};
-  }
-  if (outputs < 1 || extent < outputs || (num_outputs == 0 && extent % outputs != 0)) {
-    *why = fmt::format("an extent of {} does not split into {} equal parts", extent, outputs);
-    return {};
-  }
-  const int64_t part = (extent + outputs - 1) / outputs;
-  std::vector<int64_t> sizes(static_cast<size_t>(outputs), part);
-  sizes.back() = extent - part * (outputs - 1);
-  if (sizes.back() < 1) {
-    *why = fmt::format("an extent of {} leaves nothing for the last of {} parts", extent, outputs);
-    return {};
-  }
-  return sizes;
 }
 
 bool is_to_channels_last(const std::vector<int64_t>& perm) {

@@ -1,7 +1,8 @@
 #pragma once
 // The index arithmetic of ONNX's channel-structure ops, apart from the importer so that it is
-// tested on its own: Slice and Split ranges by ONNX's rules, the Transposes that bracket a
-// channels-last section (ConvNeXt), and torch's channel-shuffle Reshape → Transpose → Reshape.
+// tested on its own: Slice ranges by ONNX's rules, the Transposes that bracket a channels-last
+// section (ConvNeXt), and torch's channel-shuffle Reshape → Transpose → Reshape. Split's sizes
+// in each opset's form are core/onnx/opset.h's split_sizes.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,13 +24,6 @@ struct IndexRange {
   bool empty() const { return begin >= end; }
 };
 IndexRange slice_range(int64_t start, int64_t end, int64_t extent);
-
-// The sizes of the outputs of an ONNX Split of an axis of `extent` into `outputs` parts:
-// `split` when given (opset 11's attribute, opset 13's input), else by opset 18's
-// `num_outputs` (0: absent; equal parts of ceil(extent / n), the last one smaller), else equal
-// parts. Returns the sizes, or an empty vector with `why` saying what is wrong.
-std::vector<int64_t> split_sizes(int64_t extent, int outputs, const std::vector<int64_t>* split,
-                                 int64_t num_outputs, std::string* why);
 
 // Transpose perms of a rank-r tensor: (0, 2, …, r−1, 1) moves the channels last; (0, r−1, 1,
 // …, r−2) moves them back first.

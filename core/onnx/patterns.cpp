@@ -9,10 +9,10 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "core/detail/onnx_proto.h"
 #include "core/error.h"
 #include "core/onnx.h"
 #include "core/onnx/channel_ops.h"
+#include "core/onnx/proto.h"
 
 namespace brickdl::onnx_detail {
 

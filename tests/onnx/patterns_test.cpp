@@ -8,8 +8,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "core/detail/onnx_proto.h"
 #include "core/onnx/patterns.h"
+#include "core/onnx/proto.h"
 
 namespace brickdl::onnx_detail {
 namespace {

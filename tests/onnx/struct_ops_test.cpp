@@ -14,6 +14,7 @@
 #include "core/graph_builder.h"
 #include "core/onnx.h"
 #include "core/onnx/channel_ops.h"
+#include "core/onnx/opset.h"
 #include "core/onnx/patterns.h"
 #include "kernels/weights.h"
 

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "core/detail/onnx_proto.h"
 #include "core/error.h"
 #include "core/onnx.h"
+#include "core/onnx/proto.h"
 
 namespace brickdl {
 

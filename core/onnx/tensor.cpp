@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "core/detail/onnx_proto.h"
 #include "core/error.h"
+#include "core/onnx/proto.h"
 
 namespace brickdl {
 

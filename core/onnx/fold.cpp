@@ -1,4 +1,4 @@
-// Constant folding of the shape arithmetic ONNX exporters emit (core/detail/onnx_proto.h).
+// Constant folding of the shape arithmetic ONNX exporters emit (core/onnx/proto.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "core/detail/onnx_proto.h"
 #include "core/error.h"
+#include "core/onnx/proto.h"
 
 namespace brickdl::onnx_detail {
 
