@@ -361,11 +361,14 @@ void Importer::elementwise(const onnx::NodeProto& n) {
       emit(n, l, a.rank);
       return;
     }
-    if (!(sa == sb) || a.rank != b.rank)
-      refuse(n,
-             "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
-                 dims_str(onnx_dims(sb, b.rank)) +
-                 " must be equal (brickdl broadcasts only Mul of (N, C, ...) by (N, C, 1, ...))");
+    // Numpy broadcasting between two computed tensors of one rank (core/graph.h).
+    const auto fits = [](int64_t x, int64_t y) { return x == y || x == 1 || y == 1; };
+    if (a.rank != b.rank || sa.n != sb.n || !fits(sa.c, sb.c) || !fits(sa.d, sb.d) ||
+        !fits(sa.h, sb.h) || !fits(sa.w, sb.w))
+      refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
+                    dims_str(onnx_dims(sb, b.rank)) +
+                    " must be equal, or of one rank with extent 1 on the axes where they differ "
+                    "(brickdl broadcasts two computed tensors so, the batch excepted)");
     Layer l;
     l.op = op == "Add"   ? OpKind::kAdd
            : op == "Sub" ? OpKind::kSub

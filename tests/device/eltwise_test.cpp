@@ -221,13 +221,17 @@ TEST(EltwiseKernels, MbconvDeviceCasesMatchUnderEmulation) {
   int n = 0;
   for (const auto& cases : {test_support::generated_cases(), test_support::tensor_core_cases()})
     for (const test_support::DeviceCase& k : cases)
-      if (k.graph.name() == "mbconv") {
+      if (k.graph.name() == "mbconv" || k.graph.name() == "mbconv_se") {
         EmulatorOptions eo;
         eo.workers = k.candidate.strategy == Strategy::kMemoized ? 3 : 1;
         expect_matches(k.graph, k.candidate, eo);
         ++n;
+        if (k.graph.name() == "mbconv_se" && k.candidate.group.first == 10) { // se .. add
+          EXPECT_EQ(k.graph.layer(10).op, OpKind::kChannelMul);
+          EXPECT_EQ(k.graph.layer(12).name, "add");
+        }
       }
-  EXPECT_EQ(n, 6);
+  EXPECT_EQ(n, 6 + 7);
 }
 
 } // namespace

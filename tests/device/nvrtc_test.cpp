@@ -232,6 +232,22 @@ TEST(Nvrtc, CompilesSixteenBitStorageOnBothConvPaths) {
     expect_compiled(j);
 }
 
+// Compiled, and no stack frame at all (expect_compiled allows a small one) on any kernel of the
+// plan.
+void expect_compiled_without_stack(const Job& j) {
+  expect_compiled(j);
+  if (!j.module)
+    return;
+  const std::string& log = j.module->log;
+  int frames = 0;
+  std::smatch m;
+  for (auto it = log.cbegin();
+       std::regex_search(it, log.cend(), m, std::regex("(\\d+) bytes stack frame"));
+       it = m.suffix().first, ++frames)
+    EXPECT_EQ(std::stoi(m[1]), 0) << j.what << "\n" << log;
+  EXPECT_GT(frames, 0) << j.what << "\n" << log; // ptxas -v reported every kernel
+}
+
 // EfficientNet-B0's MBConv block (stage 2: 24 channels expanded to 144, 56x56, batch 8; SiLU
 // after the expand and the depthwise conv, the residual add), merged whole: expand 1x1,
 // depthwise 3x3 and project 1x1 in one kernel, in fp32, tf32 and bf16, padded, memoized and
@@ -249,20 +265,33 @@ TEST(Nvrtc, CompilesMergedMbconvBlocks) {
                                       make(grp, Strategy::kMemoized, {1, 8, 8, 0}, 128),
                                       make(grp, Strategy::kLayerwise, {1, 8, 8, 0})});
   NvrtcCompiler compiler;
-  for (const Job& j : compile_all(compiler, cases, {80, 90})) {
-    expect_compiled(j);
-    if (!j.module)
-      continue;
-    // No stack frame at all (expect_compiled allows a small one), on every kernel of the plan.
-    const std::string& log = j.module->log;
-    int frames = 0;
-    std::smatch m;
-    for (auto it = log.cbegin();
-         std::regex_search(it, log.cend(), m, std::regex("(\\d+) bytes stack frame"));
-         it = m.suffix().first, ++frames)
-      EXPECT_EQ(std::stoi(m[1]), 0) << j.what << "\n" << log;
-    EXPECT_GT(frames, 0) << j.what << "\n" << log; // ptxas -v reported every kernel
+  for (const Job& j : compile_all(compiler, cases, {80, 90}))
+    expect_compiled_without_stack(j);
+}
+
+// The same block with its squeeze-excitation (test_graphs.h mbconv_se_block), at the same size:
+// the group before the SE's pool (expand .. silu2) and the group after it (the multiply by the
+// SE vector, which reads D and s from global memory, project, add), each padded, memoized and
+// layer by layer, fp32 / tf32 / bf16, sm_80 and sm_90a: no C75xx advisory, no stack frame.
+// Host emulation: EltwiseKernels.MbconvWithSqueezeExcitationInEveryPrecision.
+TEST(Nvrtc, CompilesMergedMbconvBlocksWithSqueezeExcitation) {
+  if (!NvrtcCompiler::is_supported())
+    GTEST_SKIP() << "built without CUDA";
+  std::vector<Graph> graphs;
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+    graphs.push_back(test_support::mbconv_se_block(TensorShape{8, 24, 1, 56, 56, 2}, 6, t));
+  const Graph& g = graphs[0];
+  std::vector<Candidate> candidates;
+  for (const Group grp :
+       {Group{g.find("expand"), g.find("silu2")}, Group{g.find("se"), g.find("add")}}) {
+    candidates.push_back(make(grp, Strategy::kPadded, {1, 8, 8, 0}));
+    candidates.push_back(make(grp, Strategy::kMemoized, {1, 8, 8, 0}, 128));
+    candidates.push_back(make(grp, Strategy::kLayerwise, {1, 8, 8, 0}));
   }
+  const auto cases = on_each(graphs, candidates);
+  NvrtcCompiler compiler;
+  for (const Job& j : compile_all(compiler, cases, {80, 90}))
+    expect_compiled_without_stack(j);
 }
 
 // Thread block cluster kernels (sm_90 only: barrier.cluster, mapa) compile
