@@ -29,28 +29,17 @@ int conv_bn_silu(GraphBuilder& b, int x, int64_t out, int kernel, int stride, in
 }
 
 // torchvision's SqueezeExcitation: the map scaled per image and channel by a gate computed from
-// its global average. The IR's mul takes two tensors of one shape (a broadcasting mul is issue
-// 32's, not here yet), so the [N, C, 1, 1] gate is first replicated over the map by a nearest
-// upsample by its extent ("p.scale_broadcast"): the same product, exactly, at the price of one
-// more layer that writes the gate at the map's size. Square maps only (an upsample has one
-// factor): a non-square input_size is refused with a ShapeError.
+// its global average: channel_mul of the map by the [N, C, 1, 1] gate (broadcast, core/graph.h).
+// The pool ends any merged group before it; the multiply merges into the group after it
+// (docs/kernels.md, the SE vector).
 int squeeze_excitation(GraphBuilder& b, int x, int64_t squeeze, const std::string& p) {
-  const TensorShape& map = b.shape(x);
-  if (map.h != map.w)
-    throw ShapeError("model 'efficientnet_b0': layer '" + p + "' squeezes a " +
-                     std::to_string(map.h) + "x" + std::to_string(map.w) +
-                     " map; its gate is broadcast by an upsample, which needs a square map (give "
-                     "a square input_size)");
-  const int64_t channels = map.c;
-  const int extent = static_cast<int>(map.h);
+  const int64_t channels = b.shape(x).c;
   int s = b.global_avg_pool(x, p + ".avgpool");
   s = b.conv2d(s, squeeze, 1, 1, 0, 1, 1, true, p + ".fc1");
   s = b.silu(s, p + ".activation");
   s = b.conv2d(s, channels, 1, 1, 0, 1, 1, true, p + ".fc2");
   s = b.sigmoid(s, p + ".scale_activation");
-  if (extent > 1)
-    s = b.upsample(s, extent, false, p + ".scale_broadcast");
-  return b.mul(s, x, p + ".mul");
+  return b.channel_mul(x, s, p + ".mul");
 }
 
 int mbconv(GraphBuilder& b, int x, int64_t out, int kernel, int stride, int expand,

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/group.h"
 
 namespace brickdl {
 namespace {
@@ -376,20 +377,20 @@ TEST(Zoo, EfficientNetB0MatchesTorchvisionAndThePaper) {
     }
   macs += conv_macs(7 * 7, 1280, 320, 1) + 1280 * 1000;
   EXPECT_EQ(g.total_macs(), macs);
-  // The squeeze-excitation product: a [N, C, 1, 1] gate, replicated over the map by a nearest
-  // upsample (core/zoo/efficientnet.cpp), times the [N, C, H, W] map.
+  // The squeeze-excitation product: the [N, C, H, W] map times a [N, C, 1, 1] gate
+  // (channel_mul, broadcast), which merges after the gate's pool (core/group.h brick_blocker).
   const Layer& mul = layer(g, "features.6.3.block.2.mul");
-  EXPECT_EQ(mul.op, OpKind::kMul);
-  const Layer& gate = g.layer(mul.inputs[0]);
-  EXPECT_EQ(gate.name, "features.6.3.block.2.scale_broadcast");
-  EXPECT_EQ(gate.op, OpKind::kUpsample);
-  EXPECT_EQ(gate.upsample_scale, 7);
-  EXPECT_EQ(g.layer(gate.inputs[0]).out, (TensorShape{1, 1152, 1, 1, 1, 2}));
+  EXPECT_EQ(mul.op, OpKind::kChannelMul);
+  const Layer& gate = g.layer(mul.inputs[1]);
+  EXPECT_EQ(gate.name, "features.6.3.block.2.scale_activation");
+  EXPECT_EQ(gate.out, (TensorShape{1, 1152, 1, 1, 1, 2}));
   EXPECT_EQ(mul.out, (TensorShape{1, 1152, 1, 7, 7, 2}));
-  // Its gate needs a square map: anything else is refused, not computed wrongly.
+  EXPECT_EQ(brick_blocker(g, Group{mul.id, mul.id + 1}), "");
+  // A non-square input needs nothing of the gate's (the upsample that spread it once did).
   ZooOptions wide;
   wide.input_size = {224, 320};
-  EXPECT_THROW(build_zoo_model("efficientnet_b0", wide), ShapeError);
+  EXPECT_EQ(layer(build_zoo_model("efficientnet_b0", wide), "features.6.3.block.2.mul").out,
+            (TensorShape{1, 1152, 1, 7, 10, 2}));
   EXPECT_EQ(layer(g, "features.6.3.block.2.fc1").out_channels, 48); // 192 / 4
   int adds = 0;
   for (const Layer& l : g.layers())
