@@ -51,6 +51,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include <unistd.h>
@@ -250,18 +251,9 @@ Graph onnx_graph(const Options& o, const std::vector<GivenInput>& given) {
   OnnxImportOptions io;
   io.batch = o.batch;
   io.input_size = o.input_size;
-  const int64_t batch = o.batch == 0 ? given_batch(given) : 0;
-  if (batch > 0) {
-    // The importer refuses a dynamic batch without a value and names it so; only then does
-    // the batch of the arrays apply.
-    try {
-      return import_onnx(o.model, io).graph;
-    } catch (const UserError& e) {
-      if (std::string(e.what()).find("has a dynamic batch") == std::string::npos)
-        throw;
-    }
-    io.batch = static_cast<int>(batch);
-  }
+  if (o.batch == 0)
+    io.dynamic_batch = static_cast<int>( // beyond an int: the importer's limits refuse it
+        std::min<int64_t>(given_batch(given), std::numeric_limits<int>::max()));
   return import_onnx(o.model, io).graph;
 }
 
@@ -639,6 +631,10 @@ nlohmann::json layer_json(const Options& o, const Graph& graph, const Layer& l,
     j["activation"] = activation_name(l.activation);
   if (l.activation == Activation::kLeakyRelu)
     j["leaky_slope"] = l.leaky_slope;
+  if (l.activation == Activation::kClip) {
+    j["clip_min"] = l.clip_min;
+    j["clip_max"] = l.clip_max;
+  }
   if (!l.fused_from.empty())
     j["fused_from"] = l.fused_from;
   if (!traits(l.op).attributes.empty())

@@ -43,10 +43,12 @@ std::string epilogue_str(const Layer& l) {
     s += " bias";
   if (l.bn_folded)
     s += " +bn";
-  if (l.activation == Activation::kRelu)
-    s += " +relu";
   if (l.activation == Activation::kLeakyRelu)
     s += fmt::format(" +leaky_relu {:g}", l.leaky_slope);
+  else if (l.activation == Activation::kClip)
+    s += fmt::format(" +clip [{:g}, {:g}]", l.clip_min, l.clip_max);
+  else if (l.activation != Activation::kNone)
+    s += std::string(" +") + activation_name(l.activation);
   return s;
 }
 

@@ -64,10 +64,30 @@ std::string TensorShape::str() const {
 const char* activation_name(Activation a) {
   switch (a) {
   case Activation::kNone: return "none";
-  case Activation::kRelu: return "relu";
-  case Activation::kLeakyRelu: return "leaky_relu";
+  case Activation::kRelu: return op_name(OpKind::kRelu);
+  case Activation::kLeakyRelu: return op_name(OpKind::kLeakyRelu);
+  case Activation::kClip: return op_name(OpKind::kClip);
+  case Activation::kSigmoid: return op_name(OpKind::kSigmoid);
+  case Activation::kSilu: return op_name(OpKind::kSilu);
+  case Activation::kHardSwish: return op_name(OpKind::kHardSwish);
+  case Activation::kHardSigmoid: return op_name(OpKind::kHardSigmoid);
+  case Activation::kGelu: return op_name(OpKind::kGelu);
   }
   return "?";
+}
+
+Activation op_activation(OpKind op) {
+  switch (op) {
+  case OpKind::kRelu: return Activation::kRelu;
+  case OpKind::kLeakyRelu: return Activation::kLeakyRelu;
+  case OpKind::kClip: return Activation::kClip;
+  case OpKind::kSigmoid: return Activation::kSigmoid;
+  case OpKind::kSilu: return Activation::kSilu;
+  case OpKind::kHardSwish: return Activation::kHardSwish;
+  case OpKind::kHardSigmoid: return Activation::kHardSigmoid;
+  case OpKind::kGelu: return Activation::kGelu;
+  default: return Activation::kNone;
+  }
 }
 
 namespace {
@@ -260,8 +280,10 @@ Graph fuse_for_inference(const Graph& g) {
       prod.bn_folded = true;
       prod.bias = true;
     } else {
-      prod.activation = applied_activation(l);
+      prod.activation = op_activation(l.op);
       prod.leaky_slope = l.leaky_slope;
+      prod.clip_min = l.clip_min;
+      prod.clip_max = l.clip_max;
     }
     prod.fused_from.push_back(l.name);
     dropped[static_cast<size_t>(i)] = true;

@@ -58,9 +58,24 @@ bool is_broadcast(const TensorShape& operand, const TensorShape& out);
 // conv reading one channel into many, or any other op, never does.
 bool broadcasts(const Layer& consumer, const TensorShape& operand);
 
-// Activation applied as an epilogue of a conv / add / linear after fusion.
-enum class Activation { kNone, kRelu, kLeakyRelu };
+// Activation applied as an epilogue of a conv / add / linear after fusion (fuse_for_inference
+// folds the activation op into its producer): the op's math (kernels/detail/op_math.h), its
+// parameters in the producer's Layer::leaky_slope / clip_min / clip_max.
+enum class Activation {
+  kNone,
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kSigmoid,
+  kSilu,
+  kHardSwish,
+  kHardSigmoid,
+  kGelu,
+};
+// The op's name ("relu", "clip", "gelu", ...); "none".
 const char* activation_name(Activation a);
+// The activation op `op` applies, as an epilogue (kNone: not an activation op, op_traits.h).
+Activation op_activation(OpKind op);
 
 // The activation `layer` applies: its fused epilogue, or its own op for relu / leaky_relu
 // (with Layer::leaky_slope).

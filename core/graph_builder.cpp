@@ -547,6 +547,21 @@ int GraphBuilder::conv_transpose(int x, int64_t out_channels, const Window& w,
   return add_layer(l);
 }
 
+int GraphBuilder::activation(int x, Activation a, const Layer& params, const std::string& name) {
+  switch (a) {
+  case Activation::kNone: break;
+  case Activation::kRelu: return relu(x, name);
+  case Activation::kLeakyRelu: return leaky_relu(x, params.leaky_slope, name);
+  case Activation::kClip: return clip(x, params.clip_min, params.clip_max, name);
+  case Activation::kSigmoid: return sigmoid(x, name);
+  case Activation::kSilu: return silu(x, name);
+  case Activation::kHardSwish: return hard_swish(x, name);
+  case Activation::kHardSigmoid: return hard_sigmoid(x, name);
+  case Activation::kGelu: return gelu(x, name);
+  }
+  throw ShapeError("graph '" + name_ + "': layer '" + name + "': no activation to add");
+}
+
 int GraphBuilder::sigmoid(int x, const std::string& name) {
   return add_layer(unary(OpKind::kSigmoid, x, name));
 }

@@ -40,6 +40,9 @@ public:
   int batch_norm(int x, const std::string& name = "");
   int relu(int x, const std::string& name = "");
   int leaky_relu(int x, float slope = 0.1f, const std::string& name = "");
+  // The op of activation `a` (not kNone) on x, with `params`' slope or clip range: an epilogue
+  // written out as its own layer.
+  int activation(int x, Activation a, const Layer& params, const std::string& name = "");
   int add(int a, int b, const std::string& name = "");
   int concat(const std::vector<int>& xs, const std::string& name = "");
   int max_pool(int x, const Window& w, bool ceil_mode = false, const std::string& name = "");

@@ -38,8 +38,9 @@ std::string epilogue_text(const Layer& l) {
   case Activation::kNone: return "";
   case Activation::kRelu: return " relu";
   case Activation::kLeakyRelu: return fmt::format(" leaky{}", l.leaky_slope);
+  case Activation::kClip: return fmt::format(" clip{}:{}", l.clip_min, l.clip_max);
+  default: return std::string(" ") + activation_name(l.activation);
   }
-  return "";
 }
 
 // "conv3x3/2 64->128 28x28", "conv_transpose3x3/2 256->256 192x288" (the output's extent),

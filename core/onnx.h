@@ -55,6 +55,7 @@ struct OnnxTensor {
 struct OnnxImportOptions {
   std::string name;                // the graph's name; default: the file's stem
   int batch = 0;                   // > 0: overrides the file's batch (needed when dynamic)
+  int dynamic_batch = 0;           // > 0 (and batch 0): the batch of inputs whose batch is dynamic
   std::vector<int64_t> input_size; // non-empty: [H, W] or [D, H, W] overriding the file's
   DType dtype = DType::kF32;
   // Graph inputs given values here become constants (ONNX node tests pass weights as inputs).

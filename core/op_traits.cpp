@@ -33,9 +33,9 @@ constexpr std::array<OpTraits, 28> kTable = {{
       {OpKind::kFlatten,       "flatten",          1, 1, false, kWhole,    ChannelRule::kWhole,      {},                                                 false, false, false, false},
       {OpKind::kLinear,        "linear",           1, 1, false, kWhole,    ChannelRule::kWhole,      {kOutFeatures, kBias},                              true,  true,  false, false},
       {OpKind::kConvTranspose, "conv_transpose",   1, 1, false, kWhole,    ChannelRule::kWhole,      {kConvWindow, kOutputPadding, kGroups, kOutChannels, kBias}, true, true, false, false},
-      {OpKind::kSigmoid,       "sigmoid",          1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
-      {OpKind::kSilu,          "silu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
-      {OpKind::kClip,          "clip",             1, 1, true,  kSame,     ChannelRule::kSame,       {kClipRange},                                       false, false, false, true},
+      {OpKind::kSigmoid,       "sigmoid",          1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
+      {OpKind::kSilu,          "silu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
+      {OpKind::kClip,          "clip",             1, 1, true,  kSame,     ChannelRule::kSame,       {kClipRange},                                       false, false, true,  true},
       {OpKind::kMul,           "mul",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
       {OpKind::kPad,           "pad",              1, 1, false, kWhole,    ChannelRule::kSame,       {kPads},                                            false, false, false, false},
       {OpKind::kSlice,         "slice",            1, 1, true,  kSame,     ChannelRule::kSlice,      {kChannelRange},                                    false, false, false, false},
@@ -47,9 +47,9 @@ constexpr std::array<OpTraits, 28> kTable = {{
       {OpKind::kLayerNorm,     "layer_norm",       1, 1, true,  kSame,     ChannelRule::kWhole,      {kEpsilon},                                         false, false, false, false},
       // hard_swish x·hard_sigmoid(x), hard_sigmoid clip(x/6 + 1/2, 0, 1): torch's (ONNX's
       // HardSigmoid with alpha 1/6, beta 1/2); gelu the exact one, x/2·(1 + erf(x/√2)).
-      {OpKind::kHardSwish,     "hard_swish",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
-      {OpKind::kHardSigmoid,   "hard_sigmoid",     1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
-      {OpKind::kGelu,          "gelu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
+      {OpKind::kHardSwish,     "hard_swish",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
+      {OpKind::kHardSigmoid,   "hard_sigmoid",     1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
+      {OpKind::kGelu,          "gelu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
       // channel_mul: x (N, C, …) times s (N, C, 1, …), one value per image and channel (the
       // squeeze-excitation multiply): s is broadcast (core/graph.h broadcast_axes), so a brick
       // of the output reads s[n, c0:c1] whole. Brickable when s comes from outside the group

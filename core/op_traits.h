@@ -135,7 +135,8 @@ struct OpTraits {
   AttrList attributes;   // canonical order
   bool folds_batch_norm; // a following batch-norm folds into its weights (conv, linear)
   bool takes_epilogue;   // a following activation becomes its epilogue (conv, add, linear)
-  bool is_activation;    // relu, leaky_relu: folded as an epilogue when possible
+  bool is_activation;    // relu, leaky_relu, clip, sigmoid, silu, hard_swish, hard_sigmoid,
+                         // gelu: folded as an epilogue when possible (core/graph.h Activation)
   bool generated;        // the CUDA kernel templates compute it
 
   constexpr bool windowed() const { return spatial == SpatialRule::kWindow; }

@@ -70,7 +70,8 @@ Tensor gather_conv(const Tensor& x, const std::vector<float>& weight,
             }
             if (!bias.empty())
               acc += static_cast<Acc>(bias[static_cast<size_t>(co)]);
-            y.at(n, co, oz, oy, ox) = activate(static_cast<float>(acc), ep.activation, ep.slope);
+            y.at(n, co, oz, oy, ox) =
+                activate(static_cast<float>(acc), ep.activation, ep.slope, ep.clip_lo, ep.clip_hi);
           }
     }
   return y;
@@ -155,7 +156,8 @@ Tensor linear_impl(const Tensor& x, const std::vector<float>& weight,
                static_cast<Acc>(x.data()[n * in + i]);
       if (!bias.empty())
         acc += static_cast<Acc>(bias[static_cast<size_t>(o)]);
-      y.at(n, o, 0, 0, 0) = activate(static_cast<float>(acc), ep.activation, ep.slope);
+      y.at(n, o, 0, 0, 0) =
+          activate(static_cast<float>(acc), ep.activation, ep.slope, ep.clip_lo, ep.clip_hi);
     }
   return y;
 }
@@ -393,8 +395,9 @@ Tensor leaky_relu(const Tensor& x, float slope) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b, Epilogue ep) {
-  return broadcast_binary(
-      a, b, "add", [&](float u, float v) { return activate(u + v, ep.activation, ep.slope); });
+  return broadcast_binary(a, b, "add", [&](float u, float v) {
+    return activate(u + v, ep.activation, ep.slope, ep.clip_lo, ep.clip_hi);
+  });
 }
 
 Tensor concat(const std::vector<const Tensor*>& xs) {
@@ -512,7 +515,7 @@ Tensor run_layer(const Layer& l, const std::vector<const Tensor*>& in, const Lay
                  Accumulation acc) {
   BRICKDL_CHECK(in.size() == l.inputs.size(),
                 "layer " << l.name << " got " << in.size() << " inputs, wants " << l.inputs.size());
-  const Epilogue ep{l.activation, l.leaky_slope};
+  const Epilogue ep{l.activation, l.leaky_slope, l.clip_min, l.clip_max};
   Tensor y;
   switch (l.op) {
   case OpKind::kInput: BRICKDL_CHECK(false, "the input layer is not run"); break;

@@ -22,7 +22,8 @@ enum class Accumulation { kF32, kF64 };
 
 struct Epilogue {
   Activation activation = Activation::kNone;
-  float slope = 0.1f; // leaky relu
+  float slope = 0.1f;             // leaky relu
+  float clip_lo = 0, clip_hi = 0; // clip
 };
 
 // weight [Cout][Cin/groups][kd][kh][kw]; bias [Cout] or empty.

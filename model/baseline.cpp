@@ -95,9 +95,7 @@ bool has_epilogue_passes(const Layer& l) {
 
 // Adds the activation pass of `act` after `x`.
 int add_activation_pass(GraphBuilder& b, int x, const Layer& l) {
-  const std::string name = l.name + ".act";
-  return l.activation == Activation::kLeakyRelu ? b.leaky_relu(x, l.leaky_slope, name)
-                                                : b.relu(x, name);
+  return b.activation(x, l.activation, l, l.name + ".act");
 }
 
 } // namespace

@@ -302,6 +302,33 @@ private:
     add_node("Mul", name, {p + ".mul", initializer(p + ".half", {}, {0.5f})}, y);
   }
 
+  // Activation `a` of layer l (its op, or its epilogue) from x to y, in the nodes the op's own
+  // layer writes: silu as Sigmoid and Mul, clip with its range as inputs.
+  void activation(Activation a, const Layer& l, const std::string& name, const std::string& x,
+                  const std::string& y) {
+    switch (a) {
+    case Activation::kNone: break;
+    case Activation::kRelu: add_node("Relu", name, {x}, y); break;
+    case Activation::kLeakyRelu:
+      real(add_node("LeakyRelu", name, {x}, y), "alpha", l.leaky_slope);
+      break;
+    case Activation::kSigmoid: add_node("Sigmoid", name, {x}, y); break;
+    case Activation::kHardSigmoid: hard_sigmoid(name, x, y); break;
+    case Activation::kHardSwish: add_node("HardSwish", name, {x}, y); break;
+    case Activation::kGelu: gelu(name, x, y); break;
+    case Activation::kSilu:
+      add_node("Sigmoid", name + ".sigmoid", {x}, name + ".sigmoid");
+      add_node("Mul", name, {x, name + ".sigmoid"}, y);
+      break;
+    case Activation::kClip:
+      add_node("Clip", name,
+               {x, initializer(name + ".min", {}, {l.clip_min}),
+                initializer(name + ".max", {}, {l.clip_max})},
+               y);
+      break;
+    }
+  }
+
   // Long on purpose: one case per op.
   void layer(const Layer& l) {
     BRICKDL_CHECK(!l.bn_folded, "ONNX export takes unfused graphs (layer " << l.name << ")");
@@ -316,27 +343,17 @@ private:
     case OpKind::kConv:
     case OpKind::kConvTranspose: conv(l, in[0], out); break;
     case OpKind::kBatchNorm: batch_norm(l, in[0], out); break;
-    case OpKind::kRelu: add_node("Relu", l.name, in, out); break;
+    case OpKind::kRelu:
     case OpKind::kLeakyRelu:
-      real(add_node("LeakyRelu", l.name, in, out), "alpha", l.leaky_slope);
-      break;
-    case OpKind::kSigmoid: add_node("Sigmoid", l.name, in, out); break;
-    case OpKind::kHardSigmoid: hard_sigmoid(l.name, in[0], out); break;
-    case OpKind::kHardSwish: add_node("HardSwish", l.name, in, out); break;
-    case OpKind::kGelu: gelu(l.name, in[0], out); break;
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kGelu:
+    case OpKind::kSilu:
+    case OpKind::kClip: activation(op_activation(l.op), l, l.name, in[0], out); break;
     case OpKind::kChannelMul: add_node("Mul", l.name, in, out); break; // ONNX broadcasts
     case OpKind::kSub: add_node("Sub", l.name, in, out); break;
     case OpKind::kDiv: add_node("Div", l.name, in, out); break;
-    case OpKind::kSilu:
-      add_node("Sigmoid", l.name + ".sigmoid", in, l.name + ".sigmoid");
-      add_node("Mul", l.name, {in[0], l.name + ".sigmoid"}, out);
-      break;
-    case OpKind::kClip:
-      add_node("Clip", l.name,
-               {in[0], initializer(l.name + ".min", {}, {l.clip_min}),
-                initializer(l.name + ".max", {}, {l.clip_max})},
-               out);
-      break;
     case OpKind::kAdd: add_node("Add", l.name, in, out); break;
     case OpKind::kMul: add_node("Mul", l.name, in, out); break;
     case OpKind::kConcat: integer(add_node("Concat", l.name, in, out), "axis", 1); break;
@@ -351,12 +368,8 @@ private:
     case OpKind::kChannelShuffle: channel_shuffle(l, in[0], out); break;
     case OpKind::kLayerNorm: layer_norm(l, in[0], out); break;
     }
-    if (!epilogue)
-      return;
-    onnx::NodeProto* a = add_node(l.activation == Activation::kRelu ? "Relu" : "LeakyRelu",
-                                  l.name + ".act", {out}, l.name);
-    if (l.activation == Activation::kLeakyRelu)
-      real(a, "alpha", l.leaky_slope);
+    if (epilogue)
+      activation(l.activation, l, l.name + ".act", out, l.name);
   }
 
   const Graph& g_;

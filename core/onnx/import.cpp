@@ -130,8 +130,8 @@ void Importer::constant_node(const onnx::NodeProto& n) {
 }
 
 // The runtime inputs (graph inputs without a value), in the file's order: each one's shape
-// from the file, the batch and size from the options (every input takes them). One input is
-// the layer "input"; several are named as in the file. Returns the first one's name.
+// from the file, the batch and size from the options (every input takes them), each layer
+// named as in the file. Returns the first one's name.
 std::string Importer::read_inputs(const onnx::GraphProto& g) {
   std::vector<const onnx::ValueInfoProto*> runtime;
   for (const auto& in : g.input())
@@ -141,11 +141,11 @@ std::string Importer::read_inputs(const onnx::GraphProto& g) {
     fail("the graph has no runtime input (every input has a value); brickdl graphs take at "
          "least one");
   for (const onnx::ValueInfoProto* in : runtime)
-    read_input(*in, runtime.size() > 1);
+    read_input(*in);
   return runtime[0]->name();
 }
 
-void Importer::read_input(const onnx::ValueInfoProto& in, bool several) {
+void Importer::read_input(const onnx::ValueInfoProto& in) {
   const auto& type = in.type();
   if (!type.has_tensor_type())
     fail("input '" + in.name() + "' is not a tensor (a sequence, map or optional); brickdl " +
@@ -157,7 +157,9 @@ void Importer::read_input(const onnx::ValueInfoProto& in, bool several) {
   const std::vector<int64_t> d = input_dims(in);
   const int rank = static_cast<int>(d.size());
   const TensorShape s = shape_of(d);
-  const std::string layer = several ? in.name() : "input";
+  // The file's name for it, so that `brickdl-run --input NAME=FILE` finds a model's one input
+  // as it finds one of several.
+  const std::string& layer = in.name();
   int id = 0;
   try { // the builder checks the sizes of core/limits.h and that the batches agree
     if (b_) {
@@ -246,6 +248,8 @@ std::vector<int64_t> Importer::input_dims(const onnx::ValueInfoProto& in) const 
                      options_.batch));
   if (options_.batch > 0 && rank > 1)
     d[0] = options_.batch;
+  else if (options_.dynamic_batch > 0 && rank > 1 && d[0] < 0)
+    d[0] = options_.dynamic_batch;
   if (!options_.input_size.empty()) {
     if (static_cast<int>(options_.input_size.size()) != rank - 2)
       fail(fmt::format("input_size has {} extents; input '{}' has {} spatial dims",

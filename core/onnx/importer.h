@@ -67,7 +67,7 @@ private:
   void load_external_data();
   void constant_node(const onnx::NodeProto& n);
   std::string read_inputs(const onnx::GraphProto& g);
-  void read_input(const onnx::ValueInfoProto& in, bool several);
+  void read_input(const onnx::ValueInfoProto& in);
   void bind_outputs(const std::vector<std::string>& names,
                     const std::vector<const onnx::NodeProto*>& order, OnnxModel& out);
   void check_input_extents(const std::string& name, const std::vector<int64_t>& d) const;

@@ -137,6 +137,21 @@ int eltwise_kind(OpKind op) {
   }
 }
 
+int act_of(Activation a) {
+  switch (a) {
+  case Activation::kNone: return dev::kActNone;
+  case Activation::kRelu: return dev::kActRelu;
+  case Activation::kLeakyRelu: return dev::kActLeaky;
+  case Activation::kClip: return dev::kActClip;
+  case Activation::kSigmoid: return dev::kActSigmoid;
+  case Activation::kSilu: return dev::kActSilu;
+  case Activation::kHardSwish: return dev::kActHardSwish;
+  case Activation::kHardSigmoid: return dev::kActHardSigmoid;
+  case Activation::kGelu: return dev::kActGelu;
+  }
+  return dev::kActNone;
+}
+
 // Fills the fields of a layer that do not depend on the strategy.
 LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>& group_ids,
                          const std::vector<int>& inputs) {
@@ -151,10 +166,7 @@ LayerDesc describe_layer(const Graph& g, const Layer& l, const std::vector<int>&
   d.ew = eltwise_kind(l.op);
   d.clip_lo = l.clip_min;
   d.clip_hi = l.clip_max;
-  const Activation act = applied_activation(l);
-  d.act = act == Activation::kRelu        ? dev::kActRelu
-          : act == Activation::kLeakyRelu ? dev::kActLeaky
-                                          : dev::kActNone;
+  d.act = act_of(applied_activation(l));
   d.num_src = static_cast<int>(l.inputs.size());
   for (int s = 0; s < d.num_src; ++s) {
     const int in = l.inputs[static_cast<size_t>(s)];
@@ -674,6 +686,14 @@ std::vector<float> pack_conv_weights(const dev::LayerDesc& L, const std::vector<
   return packed;
 }
 
+// The masks' bit positions, which prelude.cuh's #if lines name.
+static_assert(dev::kActClip == 3 && dev::kActSigmoid == 4 && dev::kActSilu == 5 &&
+                  dev::kActHardSwish == 6 && dev::kActHardSigmoid == 7 && dev::kActGelu == 8,
+              "prelude.cuh BRICKDL_ACTS");
+static_assert(dev::kEwSigmoid == 2 && dev::kEwSilu == 3 && dev::kEwClip == 4 &&
+                  dev::kEwHardSwish == 7 && dev::kEwHardSigmoid == 8 && dev::kEwGelu == 9,
+              "brick_ops.cuh BRICKDL_EWS");
+
 PlanPaths plan_paths(const KernelPlan& plan) {
   PlanPaths p;
   for (const KernelLaunch& k : plan.launches)
@@ -683,6 +703,8 @@ PlanPaths plan_paths(const KernelPlan& plan) {
       p.acc_regs = p.acc_regs || d.acc_regs;
       p.cluster = p.cluster || k.desc.cluster > 1;
       p.storage = k.desc.storage;
+      p.acts |= 1 << d.act;
+      p.ews |= d.op == dev::kOpEltwise ? 1 << d.ew : 0;
       if (d.op != dev::kOpConv)
         continue;
       if (d.mma_m > 0) {
@@ -843,6 +865,8 @@ std::string plan_source(const KernelPlan& plan, const std::string& what) {
       << "#define BRICKDL_STREAMED " << (paths.streamed ? 1 : 0) << "\n"
       << "#define BRICKDL_CLUSTER " << (paths.cluster ? 1 : 0) << "\n"
       << "#define BRICKDL_STORAGE " << paths.storage << "\n"
+      << "#define BRICKDL_ACTS " << paths.acts << "\n"
+      << "#define BRICKDL_EWS " << paths.ews << "\n"
       << "#include \"kernels.cuh\"\n";
   for (size_t i = 0; i < plan.launches.size(); ++i)
     src << kernel_text(plan.launches[i], static_cast<int>(i));

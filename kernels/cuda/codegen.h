@@ -117,6 +117,8 @@ struct PlanPaths {
   bool streamed = false;
   bool cluster = false;
   int storage = 0; // dev::Storage of the global tensors (every launch of a plan alike)
+  int acts = 0;    // the epilogues (dev::Act) of the plan's layers, bit a for Act a: a mask
+  int ews = 0;     // the elementwise functions (dev::Ew) of its elementwise layers: a mask
 };
 PlanPaths plan_paths(const KernelPlan& plan);
 

@@ -113,6 +113,7 @@ struct Step {
   cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace = 0;
   cudnnActivationDescriptor_t activation = nullptr; // a sigmoid or clip step's own
+  cudnnActivationDescriptor_t epilogue = nullptr;   // a sigmoid or clip epilogue (not relu)
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnOpTensorDescriptor_t op = nullptr;
 };
@@ -398,21 +399,25 @@ int plan_pool(Step& s, const Layer& l, const TensorShape& in0, Math math) {
   return 1;
 }
 
-// The activation descriptor of a sigmoid or clip layer (cudnnActivationForward): clip only
-// as CUDNN_ACTIVATION_CLIPPED_RELU, min(max(x, 0), max), so its min must be 0.
-void describe_activation(Step& s, const Layer& l) {
+// The descriptor of activation `a` (a sigmoid or clip layer's own, or a layer's epilogue) for
+// cudnnActivationForward, with l's clip range: clip only as CUDNN_ACTIVATION_CLIPPED_RELU,
+// min(max(x, 0), max), so its min must be 0. Silu, gelu and the hard ones have no call.
+void describe_activation(cudnnActivationDescriptor_t* d, Activation a, const Layer& l) {
   cudnnActivationMode_t mode = CUDNN_ACTIVATION_SIGMOID;
   double coef = 0.0;
-  if (l.op == OpKind::kClip) {
+  if (a == Activation::kClip) {
     if (l.clip_min != 0.0f)
       throw Unsupported("cuDNN baseline: clip " + l.name + " has min " +
                         std::to_string(l.clip_min) +
                         "; cuDNN's clipped relu clips at 0 below, so only min 0 has a call");
     mode = CUDNN_ACTIVATION_CLIPPED_RELU;
     coef = l.clip_max;
+  } else if (a != Activation::kSigmoid) {
+    throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") +
+                      activation_name(a) + " (" + l.name + ")");
   }
-  BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(&s.activation));
-  BRICKDL_CUDNN_CALL(cudnnSetActivationDescriptor(s.activation, mode, CUDNN_PROPAGATE_NAN, coef));
+  BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(d));
+  BRICKDL_CUDNN_CALL(cudnnSetActivationDescriptor(*d, mode, CUDNN_PROPAGATE_NAN, coef));
 }
 
 // An add or mul (+ activation), relu, leaky relu, sigmoid or clip step. Returns its calls per
@@ -433,7 +438,7 @@ int plan_eltwise(Step& s, const Layer& l, Math math) {
     calls += 1;
   }
   if (l.op == OpKind::kSigmoid || l.op == OpKind::kClip) {
-    describe_activation(s, l);
+    describe_activation(&s.activation, op_activation(l.op), l);
     calls += 1;
   }
   return calls + (s.act != Activation::kNone ? 1 : 0);
@@ -499,8 +504,8 @@ void leaky_relu(Math math, void* y, long long n, float slope, cudaStream_t strea
   BRICKDL_CUDA_CALL(cudaGetLastError());
 }
 
-// The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu with
-// cudnnActivationForward, leaky relu with our kernel.
+// The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu, sigmoid and
+// clip with cudnnActivationForward, leaky relu with our kernel.
 void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, const Step& s,
                       void* y, Math math, cudaStream_t stream) {
   const float one = 1.f, zero = 0.f;
@@ -509,6 +514,8 @@ void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, co
     BRICKDL_CUDNN_CALL(cudnnActivationForward(handle, relu, &one, out, y, &zero, out, y));
   else if (s.act == Activation::kLeakyRelu)
     leaky_relu(math, y, s.out_numel, s.slope, stream);
+  else if (s.epilogue)
+    BRICKDL_CUDNN_CALL(cudnnActivationForward(handle, s.epilogue, &one, out, y, &zero, out, y));
 }
 
 // Elements of the weight and the bias of conv or conv_transpose layer `l` reading `in0` (0
@@ -592,6 +599,8 @@ struct CudnnLayerwise::Impl {
         cudnnDestroyOpTensorDescriptor(s.op);
       if (s.activation)
         cudnnDestroyActivationDescriptor(s.activation);
+      if (s.epilogue)
+        cudnnDestroyActivationDescriptor(s.epilogue);
     }
     if (relu)
       cudnnDestroyActivationDescriptor(relu);
@@ -654,6 +663,9 @@ CudnnLayerwise::CudnnLayerwise(const Graph& graph, const Group& group, Math math
     m.bias_numel.push_back(l.bias ? l.out.c : 0);
     // The step joins the list first, so that ~Impl frees its descriptors when planning throws.
     m.steps.push_back(s);
+    if (l.activation != Activation::kNone && l.activation != Activation::kRelu &&
+        l.activation != Activation::kLeakyRelu)
+      describe_activation(&m.steps.back().epilogue, l.activation, l);
     plan_step(m.handle, m.steps.back(), l, in0, math, algorithms, m.calls, m.workspace_bytes, desc,
               m.choices);
     m.intermediate.push_back(nullptr);

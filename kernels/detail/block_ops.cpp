@@ -75,7 +75,8 @@ void store_channel(const Layer& l, const LayerWeights& wts, const float* a, int6
       const float* src = a + oz * plane + oy * row;
       float* o = at(out.data, out.stored, so, co, what.lo[0] + oz, what.lo[1] + oy, what.lo[2]);
       for (int64_t i = 0; i < what.extent(2); ++i)
-        o[i] = activate(has_bias ? src[i] + bias : src[i], l.activation, l.leaky_slope);
+        o[i] = activate(has_bias ? src[i] + bias : src[i], l.activation, l.leaky_slope, l.clip_min,
+                        l.clip_max);
     }
 }
 
@@ -198,7 +199,7 @@ void conv_block(const Graph& g, const Layer& l, const LayerWeights& wts, const C
         float* o = at(out.data, out.stored, so, co, oz, oy, what.lo[2]);
         for (int64_t i = 0; i < nx; ++i) {
           const float v = wts.bias.empty() ? o[i] : o[i] + bias;
-          o[i] = activate(v, l.activation, l.leaky_slope);
+          o[i] = activate(v, l.activation, l.leaky_slope, l.clip_min, l.clip_max);
         }
       }
   }
@@ -415,7 +416,9 @@ void compute_block(const Graph& g, const Layer& l, const LayerWeights& w,
   case OpKind::kAdd:
     elementwise_block(
         inputs, out, what,
-        [&](int64_t, float a, float b) { return activate(a + b, l.activation, l.leaky_slope); },
+        [&](int64_t, float a, float b) {
+          return activate(a + b, l.activation, l.leaky_slope, l.clip_min, l.clip_max);
+        },
         broadcast_of(g, l));
     break;
   case OpKind::kSigmoid:

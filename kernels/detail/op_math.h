@@ -9,17 +9,6 @@
 
 namespace brickdl::kernels::detail {
 
-// NaN in, NaN out, as in PyTorch (relu(NaN) = NaN, clamp(NaN) = NaN, max_pool over a window
-// holding a NaN = NaN): a comparison with a NaN is false, so each op tests for it first.
-inline float activate(float v, Activation a, float slope) {
-  switch (a) {
-  case Activation::kNone: return v;
-  case Activation::kRelu: return v > 0.0f || std::isnan(v) ? v : 0.0f;
-  case Activation::kLeakyRelu: return v > 0.0f || std::isnan(v) ? v : v * slope;
-  }
-  return v;
-}
-
 // Logistic sigmoid, 1 / (1 + e^−v), and SiLU, v · sigmoid(v) (ONNX Sigmoid; Sigmoid → Mul).
 inline float sigmoid(float v) {
   return 1.0f / (1.0f + std::exp(-v));
@@ -45,6 +34,25 @@ inline float clip(float v, float lo, float hi) {
   if (std::isnan(v))
     return v;
   return std::min(std::max(v, lo), hi);
+}
+
+// An activation (a layer's epilogue or its own op), with its parameters: the leaky relu's slope,
+// the clip's range. NaN in, NaN out, as in PyTorch (relu(NaN) = NaN, clamp(NaN) = NaN, max_pool
+// over a window holding a NaN = NaN): a comparison with a NaN is false, so each op tests for it
+// first.
+inline float activate(float v, Activation a, float slope, float lo = 0.0f, float hi = 0.0f) {
+  switch (a) {
+  case Activation::kNone: return v;
+  case Activation::kRelu: return v > 0.0f || std::isnan(v) ? v : 0.0f;
+  case Activation::kLeakyRelu: return v > 0.0f || std::isnan(v) ? v : v * slope;
+  case Activation::kClip: return clip(v, lo, hi);
+  case Activation::kSigmoid: return sigmoid(v);
+  case Activation::kSilu: return silu(v);
+  case Activation::kHardSwish: return hard_swish(v);
+  case Activation::kHardSigmoid: return hard_sigmoid(v);
+  case Activation::kGelu: return gelu(v);
+  }
+  return v;
 }
 
 // One step of a max pool: the larger of the running maximum `m` and `v`, NaN as soon as either

@@ -118,13 +118,14 @@ protected:
 TEST_F(OnnxBatchCli, ADynamicBatchIsTakenFromTheInputArray) {
   write("dyn.onnx", model(true, false));
   const std::string x = array("x3.npy", 3, 2);
-  for (const std::string& spec : {x}) {
+  for (const std::string& spec : {x, "x=" + x}) { // by position, and by the file's name for it
     ASSERT_EQ(run("--model " + path("dyn.onnx") + " --input " + spec + " --out " + path("run") +
                   " --check"),
               0)
         << err();
     const nlohmann::json m = nlohmann::json::parse(std::ifstream(path("run/manifest.json")));
     EXPECT_EQ(m.at("batch"), 3);
+    EXPECT_EQ(m.at("inputs").at(0).at("name"), "x");
     EXPECT_EQ(read_npy(path("run/output.npy")).shape, (std::vector<int64_t>{3, 4, 6, 6}));
     fs::remove_all(path("run"));
   }

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/graph_builder.h"
+#include "core/group.h"
 
 namespace brickdl {
 namespace {
@@ -149,6 +150,48 @@ TEST(Fusion, KeepsReluWhoseProducerHasTwoReaders) {
   const Graph f = fuse_for_inference(b.build());
   EXPECT_EQ(f.size(), 4);
   EXPECT_EQ(f.layer(2).op, OpKind::kRelu);
+}
+
+// Every activation op folds into a conv, an add or a linear layer before it as that layer's
+// epilogue, with its parameters (the clip's range, the leaky slope); the workload signature
+// names it, so plans of the two forms never share tuning results.
+TEST(Fusion, FoldsEveryActivationWithItsParameters) {
+  int ops = 0;
+  for (const std::string& name : op_names()) {
+    OpKind op{};
+    ASSERT_TRUE(parse_op(name, &op));
+    EXPECT_EQ(traits(op).is_activation, op_activation(op) != Activation::kNone) << name;
+    if (op_activation(op) == Activation::kNone)
+      continue;
+    ++ops;
+    GraphBuilder b("t", TensorShape{2, 4, 1, 6, 6, 2});
+    const int c = b.conv2d(b.input(), 4, 3, 1, 1, 1, 1, true, "c");
+    Layer l;
+    l.leaky_slope = 0.25f;
+    l.clip_min = -1.0f;
+    l.clip_max = 2.0f;
+    const int a = b.activation(c, op_activation(op), l, "act");
+    const int s = b.add(a, b.input(), "s");
+    b.activation(s, op_activation(op), l, "act2");
+    const Graph f = fuse_for_inference(b.build());
+    ASSERT_EQ(f.size(), 3) << name; // input, c(+act), s(+act2)
+    for (int id : {1, 2}) {
+      EXPECT_EQ(f.layer(id).activation, op_activation(op)) << name;
+      EXPECT_EQ(std::string(activation_name(f.layer(id).activation)), name);
+    }
+    const std::string key = workload_signature(f, Group{1, 1});
+    const std::string word = op == OpKind::kClip        ? " clip-1:2 "
+                             : op == OpKind::kLeakyRelu ? " leaky0.25 "
+                                                        : " " + name + " ";
+    EXPECT_NE(key.find(word), std::string::npos) << key;
+    if (op == OpKind::kClip) {
+      EXPECT_EQ(f.layer(1).clip_min, -1.0f);
+      EXPECT_EQ(f.layer(1).clip_max, 2.0f);
+    } else if (op == OpKind::kLeakyRelu) {
+      EXPECT_EQ(f.layer(1).leaky_slope, 0.25f);
+    }
+  }
+  EXPECT_EQ(ops, 8);
 }
 
 TEST(Errors, DidYouMean) {

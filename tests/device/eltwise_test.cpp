@@ -51,28 +51,33 @@ void expect_all_strategies(const Graph& g, Group grp, BrickShape b, int threads)
 }
 
 // conv 3x3 → conv 1x1 → op(the 1x1's output, the 3x3's) → conv 1x1 (all with biases): the op in
-// the middle of a merged group, between convs.
+// the middle of a merged group, between convs. A unary activation there folds into the 1x1
+// conv as its epilogue (fuse_for_inference); `standalone` gives the 1x1's output a second reader
+// (an add of it after the op), so that the op stays an elementwise layer of its own.
 using OpOnConv = std::function<int(GraphBuilder&, int conv, int other)>;
 
-Graph around(const TensorShape& in, DType t, const OpOnConv& op) {
+Graph around(const TensorShape& in, DType t, const OpOnConv& op, bool standalone) {
   GraphBuilder b("eltwise", in, t);
   const int x = b.input();
   const int c1 = b.conv2d(x, 16, 3, 1, 1, 1, 1, true, "c1");
   const int c2 = b.conv2d(c1, 16, 1, 1, 0, 1, 1, true, "c2");
-  const int y = op(b, c2, c1);
+  int y = op(b, c2, c1);
+  if (standalone)
+    y = b.add(y, c2, "keep");
   b.conv2d(y, 8, 1, 1, 0, 1, 1, true, "c3");
   return fuse_for_inference(b.build());
 }
 
 void check_op(const OpOnConv& op) {
-  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
-    for (const TensorShape& in : {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{1, 16, 1, 13, 7, 2},
-                                  TensorShape{3, 8, 1, 6, 6, 2}}) {
-      const Graph g = around(in, t, op);
-      const Group all{1, g.size() - 1};
-      expect_all_strategies(g, all, {1, 4, 4, 0}, 64);
-      expect_all_strategies(g, all, {1, 3, 5, 8}, 128); // ragged bricks, channel blocks
-    }
+  for (bool standalone : {false, true})
+    for (DType t : {DType::kF32, DType::kTF32, DType::kBF16})
+      for (const TensorShape& in : {TensorShape{2, 8, 1, 9, 10, 2}, TensorShape{1, 16, 1, 13, 7, 2},
+                                    TensorShape{3, 8, 1, 6, 6, 2}}) {
+        const Graph g = around(in, t, op, standalone);
+        const Group all{1, g.size() - 1};
+        expect_all_strategies(g, all, {1, 4, 4, 0}, 64);
+        expect_all_strategies(g, all, {1, 3, 5, 8}, 128); // ragged bricks, channel blocks
+      }
 }
 
 TEST(EltwiseKernels, Sigmoid) {
@@ -161,17 +166,25 @@ TEST(EltwiseKernels, BroadcastOperandsEitherSide) {
 }
 
 TEST(EltwiseKernels, CodegenCarriesTheOpAndItsRange) {
-  const Graph g =
-      around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, [](GraphBuilder& b, int c, int) {
-        return b.clip(c, -1.5f, std::numeric_limits<float>::infinity(), "op");
-      });
-  const KernelPlan plan = plan_kernels(
-      g, test_support::make_candidate({1, g.size() - 1}, Strategy::kPadded, {1, 4, 4, 0}, 64));
-  const dev::LayerDesc& clip = plan.launches[0].desc.layers[g.find("op") - 1];
-  EXPECT_EQ(clip.op, dev::kOpEltwise);
-  EXPECT_EQ(clip.ew, dev::kEwClip);
-  EXPECT_EQ(clip.clip_lo, -1.5f);
-  EXPECT_NE(plan.source.find("__builtin_huge_valf()"), std::string::npos);
+  const OpOnConv op = [](GraphBuilder& b, int c, int) {
+    return b.clip(c, -1.5f, std::numeric_limits<float>::infinity(), "op");
+  };
+  for (bool standalone : {false, true}) {
+    const Graph g = around(TensorShape{1, 8, 1, 6, 6, 2}, DType::kF32, op, standalone);
+    const KernelPlan plan = plan_kernels(
+        g, test_support::make_candidate({1, g.size() - 1}, Strategy::kPadded, {1, 4, 4, 0}, 64));
+    // The op's own layer, or the 1x1 conv's epilogue.
+    const dev::LayerDesc& clip =
+        plan.launches[0].desc.layers[(standalone ? g.find("op") : g.find("c2")) - 1];
+    EXPECT_EQ(clip.op, standalone ? dev::kOpEltwise : dev::kOpConv);
+    if (standalone)
+      EXPECT_EQ(clip.ew, dev::kEwClip);
+    else
+      EXPECT_EQ(clip.act, dev::kActClip);
+    EXPECT_EQ(clip.clip_lo, -1.5f);
+    EXPECT_NE(plan.source.find("__builtin_huge_valf()"), std::string::npos);
+    EXPECT_EQ(g.size(), standalone ? 6 : 4); // input, c1, c2, [op, keep,] c3
+  }
 }
 
 // ---- EfficientNet-B0's MBConv ----------------------------------------------------------------
@@ -184,7 +197,7 @@ TEST(EltwiseKernels, MbconvBlockMergedInEveryPrecision) {
          {TensorShape{2, 16, 1, 10, 9, 2}, TensorShape{1, 24, 1, 7, 7, 2}}) {
       const Graph g = test_support::mbconv_block(in, 4, t);
       const Group grp{g.find("expand"), g.find("add")};
-      ASSERT_EQ(grp.size(), 6);
+      ASSERT_EQ(grp.size(), 4);
       expect_all_strategies(g, grp, {1, 4, 4, 0}, 128);
       expect_all_strategies(g, grp, {1, 4, 5, 8}, 128);
       EmulatorOptions eo;
@@ -193,7 +206,7 @@ TEST(EltwiseKernels, MbconvBlockMergedInEveryPrecision) {
     }
 }
 
-// The block with its squeeze-excitation: the pool ends the group of expand .. silu2, the SE's
+// The block with its squeeze-excitation: the pool ends the group of expand .. dw, the SE's
 // 1x1 convs on (N, C, 1, 1) run between, and the group se .. add multiplies D by s as it reads
 // D (docs/kernels.md); both groups in the three precisions, every strategy, with batch blocks.
 TEST(EltwiseKernels, MbconvWithSqueezeExcitationInEveryPrecision) {
@@ -202,8 +215,8 @@ TEST(EltwiseKernels, MbconvWithSqueezeExcitationInEveryPrecision) {
          {TensorShape{2, 16, 1, 10, 9, 2}, TensorShape{1, 24, 1, 7, 7, 2}}) {
       const Graph g = test_support::mbconv_se_block(in, 4, t);
       for (const Group grp :
-           {Group{g.find("expand"), g.find("silu2")}, Group{g.find("se"), g.find("add")},
-            Group{g.find("se_fc1"), g.find("se_gate")}}) {
+           {Group{g.find("expand"), g.find("dw")}, Group{g.find("se"), g.find("add")},
+            Group{g.find("se_fc1"), g.find("se_fc2")}}) {
         expect_all_strategies(g, grp, {1, 4, 4, 0}, 128);
         expect_all_strategies(g, grp, {1, 4, 5, 8}, 128);
         EmulatorOptions eo;
@@ -226,9 +239,9 @@ TEST(EltwiseKernels, MbconvDeviceCasesMatchUnderEmulation) {
         eo.workers = k.candidate.strategy == Strategy::kMemoized ? 3 : 1;
         expect_matches(k.graph, k.candidate, eo);
         ++n;
-        if (k.graph.name() == "mbconv_se" && k.candidate.group.first == 10) { // se .. add
-          EXPECT_EQ(k.graph.layer(10).op, OpKind::kChannelMul);
-          EXPECT_EQ(k.graph.layer(12).name, "add");
+        if (k.graph.name() == "mbconv_se" && k.candidate.group.first == 6) { // se .. add
+          EXPECT_EQ(k.graph.layer(6).op, OpKind::kChannelMul);
+          EXPECT_EQ(k.graph.layer(8).name, "add");
         }
       }
   EXPECT_EQ(n, 6 + 7);

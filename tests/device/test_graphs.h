@@ -25,7 +25,8 @@ inline Graph bottleneck_block(const TensorShape& in, int64_t mid, DType t = DTyp
 // EfficientNet-B0's MBConv block on `in` (fused), without its squeeze-excitation
 // (mbconv_se_block has it): expand 1x1 to
 // in.c · ratio channels, BN, SiLU, depthwise 3x3 (stride 1), BN, SiLU, project 1x1 back to
-// in.c, BN, plus the block's input. Layers expand, silu1, dw, silu2, project, add.
+// in.c, BN, plus the block's input. Fused layers expand, dw (each with its BN and a SiLU
+// epilogue), project, add.
 inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
   GraphBuilder b("mbconv", in, t);
   const int x = b.input();
@@ -40,9 +41,10 @@ inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType:
 // The same block with its squeeze-excitation, as torchvision's EfficientNet-B0 builds it: after
 // the depthwise conv's SiLU (D), s = sigmoid(fc2(silu(fc1(mean(D))))) with 1x1 convs fc1 (to
 // in.c / 4 channels, at least 1) and fc2 (back, both with biases), then D · s (channel_mul,
-// "se") feeds the projection. Layers expand, silu1, dw, silu2, se_pool, se_fc1, se_silu,
-// se_fc2, se_gate, se, project, add: the pool ends the group of expand .. silu2, and the
-// group se .. add reads D and s from outside (docs/kernels.md, the SE vector).
+// "se") feeds the projection. Fused layers (1..8) expand, dw (D), se_pool, se_fc1, se_fc2 (s:
+// the SiLU and the sigmoid are epilogues), se, project, add: the pool ends the group of
+// expand .. dw, and the group se .. add reads D and s from outside (docs/kernels.md, the SE
+// vector).
 inline Graph mbconv_se_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
   GraphBuilder b("mbconv_se", in, t);
   const int x = b.input();

@@ -29,8 +29,9 @@ inline double normwise_error(const Tensor& a, const Tensor& b) {
 }
 
 // Every group of the graph (all lengths), each strategy, several bricks (channel blocks too):
-// the merged executor's output equals the reference's. Every layer whose op is in
-// `must_merge` runs inside a merged group of several layers at least once.
+// the merged executor's output equals the reference's. Every op in `must_merge` that is in the
+// graph, as a layer or as an epilogue (an activation op folded into its producer), runs inside a
+// merged group of several layers at least once.
 inline void expect_groups_match(const Graph& g, uint64_t seed, const std::set<OpKind>& must_merge) {
   const ModelWeights w = make_weights(g, seed);
   const Tensor input = random_tensor(g.input_shape(), seed, 0);
@@ -45,7 +46,8 @@ inline void expect_groups_match(const Graph& g, uint64_t seed, const std::set<Op
   const bool three_d = g.input_shape().spatial_rank == 3;
   const BrickShape bricks[] = {{1, 2, 3, 0, 1, 1}, {1, 4, 4, 2, 1, 1}, {1, 3, 5, 0, 2, 1}};
   int checked = 0;
-  std::set<OpKind> merged_ops; // ops run inside a merged group of several layers
+  std::set<OpKind> merged_ops;      // ops run inside a merged group of several layers
+  std::set<Activation> merged_acts; // and epilogues
   for (int first = 1; first < g.size(); ++first)
     for (int last = first; last < g.size(); ++last) {
       const Group grp{first, last};
@@ -70,15 +72,23 @@ inline void expect_groups_match(const Graph& g, uint64_t seed, const std::set<Op
           ASSERT_TRUE(r.supported) << what << ": " << r.reason;
           EXPECT_LE(normwise_error(r.output, full[static_cast<size_t>(last)]), 1e-5) << what;
           ++checked;
-          for (int id = first; id <= last && s != Strategy::kLayerwise && last > first; ++id)
+          for (int id = first; id <= last && s != Strategy::kLayerwise && last > first; ++id) {
             merged_ops.insert(g.layer(id).op);
+            merged_acts.insert(g.layer(id).activation);
+          }
         }
     }
   // The whole graph is one valid group, so every strategy runs it at least.
   EXPECT_GT(checked, 3 * g.size());
-  for (const Layer& l : g.layers())
-    if (must_merge.count(l.op))
-      EXPECT_TRUE(merged_ops.count(l.op)) << op_name(l.op) << " never ran in a merged group";
+  for (OpKind op : must_merge) {
+    const Activation act = op_activation(op);
+    const bool present = std::any_of(g.layers().begin(), g.layers().end(), [&](const Layer& l) {
+      return l.op == op || (act != Activation::kNone && l.activation == act);
+    });
+    if (present)
+      EXPECT_TRUE(merged_ops.count(op) || (act != Activation::kNone && merged_acts.count(act)))
+          << op_name(op) << " never ran in a merged group";
+  }
 }
 
 } // namespace brickdl::kernels::test_support

@@ -357,8 +357,8 @@ TEST(CpuMeasurer, MeasuresValidatesAndCounts) {
 }
 
 // A decoder step as DeepCAM's: conv → conv_transpose (k 3, stride 2, pad 1, output_padding 1)
-// → batch-norm → relu → conv → sigmoid; fused, the batch-norm and relu fold into the
-// transposed conv: 1 conv, 2 conv_transpose (+bn, relu), 3 conv, 4 sigmoid.
+// → batch-norm → relu → conv → max pool 3x3/1; fused, the batch-norm and relu fold into the
+// transposed conv: 1 conv, 2 conv_transpose (+bn, relu), 3 conv, 4 max pool.
 Graph decoder_step() {
   GraphBuilder b("decoder", TensorShape{2, 4, 1, 5, 6, 2});
   const int c = b.conv2d(b.input(), 6, 3, 1, 1, 1, 1, false, "conv");
@@ -368,7 +368,7 @@ Graph decoder_step() {
   w.pad = {0, 1, 1};
   const int t = b.conv_transpose(c, 4, w, {0, 1, 1}, 2, false, "deconv");
   const int r = b.relu(b.batch_norm(t, "deconv.bn"), "deconv.relu");
-  b.sigmoid(b.conv2d(r, 3, 3, 1, 1, 1, 1, true, "head"), "sigmoid");
+  b.max_pool(b.conv2d(r, 3, 3, 1, 1, 1, 1, true, "head"), 3, 1, 1, false, "pool");
   return fuse_for_inference(b.build());
 }
 
@@ -452,7 +452,7 @@ TEST(CpuMeasurer, LayerwiseGroupWithAConvTransposeRunsAndValidates) {
 }
 
 TEST(PlanExecutor, ConvTransposeOutsideTheGroupsRunsLayerwise) {
-  // Plan: the conv padded, the head and sigmoid memoized; the transposed conv between them
+  // Plan: the conv padded, the head and pool memoized; the transposed conv between them
   // belongs to no group and runs as a one-layer layerwise group.
   const Graph g = decoder_step();
   const ModelWeights w = make_weights(g, 3);

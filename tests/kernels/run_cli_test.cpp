@@ -109,7 +109,8 @@ TEST_F(RunCli, RunsTheModelOfAnExperimentFile) {
                                      "kernel: 3, stride: 2, padding: 1, output_padding: 1}\n"
                                      "batch: 2\n"
                                      "target: H200\n";
-  std::ofstream(path("plan.json")) << R"([{"first": 1, "last": 2, "strategy": "padded",
+  // Fused: c1 with s1 as its epilogue (layer 1), then up (layer 2, layerwise: no brick rule).
+  std::ofstream(path("plan.json")) << R"([{"first": 1, "last": 1, "strategy": "padded",
                                            "brick": [1, 4, 4]}])";
   ASSERT_EQ(run("--model " + path("exp.yaml") + " --plan " + path("plan.json") + " --out " +
                 path("run") + " --check"),
@@ -118,8 +119,9 @@ TEST_F(RunCli, RunsTheModelOfAnExperimentFile) {
   EXPECT_EQ(read_npy(path("run/output.npy")).shape, (std::vector<int64_t>{2, 2, 12, 12}));
   const nlohmann::json m = nlohmann::json::parse(read("run/manifest.json"));
   EXPECT_EQ(m.at("batch"), 2);
-  EXPECT_EQ(m.at("layers").at(3).at("op"), "conv_transpose");
-  EXPECT_EQ(read_npy(path("run/" + m.at("layers").at(3).at("weight").get<std::string>())).shape,
+  EXPECT_EQ(m.at("layers").at(1).at("activation"), "sigmoid");
+  EXPECT_EQ(m.at("layers").at(2).at("op"), "conv_transpose");
+  EXPECT_EQ(read_npy(path("run/" + m.at("layers").at(2).at("weight").get<std::string>())).shape,
             (std::vector<int64_t>{3, 2, 3, 3})); // (Cin, Cout/groups, kh, kw)
   // An experiment sets its own batch and size.
   EXPECT_EQ(run("--model " + path("exp.yaml") + " --batch 4 --out " + path("run2")), 2);

@@ -370,8 +370,9 @@ BRICKDL_DEVICE void conv_box(const LayerDesc& L, const float* BRICKDL_RESTRICT w
             continue;
           }
 #endif
-          const float v =
-              row_inside && x >= 0 && x < L.out.w ? activate(acc[j][i], L.act, L.slope) : 0.f;
+          const float v = row_inside && x >= 0 && x < L.out.w
+                              ? activate(acc[j][i], L.act, L.slope, L.clip_lo, L.clip_hi)
+                              : 0.f;
           store_out(image_out(out, img), co0 + j, z, y, x, v);
         }
       }
@@ -444,13 +445,25 @@ BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const InSource* src, int 
     const float u = fetch(src[s], c, z, y, x);
     v = L.ew == kEwMul ? v * u : L.ew == kEwSub ? v - u : L.ew == kEwDiv ? v / u : v + u;
   }
-  switch (L.ew) {
+  switch (L.ew) { // only the functions the plan uses are compiled (prelude.cuh BRICKDL_EWS)
+#if BRICKDL_EWS & (1 << 2) // kEwSigmoid
   case kEwSigmoid: return sigmoid_f(v);
+#endif
+#if BRICKDL_EWS & (1 << 3) // kEwSilu
   case kEwSilu: return v * sigmoid_f(v);
+#endif
+#if BRICKDL_EWS & (1 << 4) // kEwClip
   case kEwClip: return clip_f(v, L.clip_lo, L.clip_hi);
+#endif
+#if BRICKDL_EWS & (1 << 7) // kEwHardSwish
   case kEwHardSwish: return v * hard_sigmoid_f(v);
+#endif
+#if BRICKDL_EWS & (1 << 8) // kEwHardSigmoid
   case kEwHardSigmoid: return hard_sigmoid_f(v);
+#endif
+#if BRICKDL_EWS & (1 << 9) // kEwGelu
   case kEwGelu: return gelu_f(v);
+#endif
   default: return v;
   }
 }
@@ -468,7 +481,7 @@ BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const O
       const int x = ro[2] + r % re[2];
       float v = 0.f;
       if (inside(L.out, z, y, x))
-        v = activate(eltwise_value(L, src, c, z, y, x), L.act, L.slope);
+        v = activate(eltwise_value(L, src, c, z, y, x), L.act, L.slope, L.clip_lo, L.clip_hi);
       store_out(out, c, z, y, x, v);
     }
   }

@@ -161,7 +161,8 @@ BRICKDL_DEVICE void mma_store_out(const float* frag, const LayerDesc& L, const O
       continue;
     int z, y, x;
     const int img = box_position(ro, re, P, images, m, &z, &y, &x);
-    const float v = inside(L.out, z, y, x) ? activate(frag[i], L.act, L.slope) : 0.f;
+    const float v =
+        inside(L.out, z, y, x) ? activate(frag[i], L.act, L.slope, L.clip_lo, L.clip_hi) : 0.f;
     store_out(image_out(out, img), co, z, y, x, v);
   }
 }

@@ -31,7 +31,20 @@ constexpr int kMaxMmaN = 4;     // n8 tiles (output channels) per warp (tensor-c
 constexpr int kWgmmaTileFloats = 64 * kMaxMmaN; // a wgmma weight tile: 8·kMaxMmaN x 32 bytes
 
 enum Op : int { kOpConv = 0, kOpEltwise = 1, kOpMaxPool = 2, kOpAvgPool = 3 };
-enum Act : int { kActNone = 0, kActRelu = 1, kActLeaky = 2 };
+// A layer's epilogue activation (core/graph.h Activation; its clip range in clip_lo / clip_hi).
+// The values are bit positions of codegen's BRICKDL_ACTS / BRICKDL_EWS masks (prelude.cuh):
+// keep them and the masks' #if lines in step.
+enum Act : int {
+  kActNone = 0,
+  kActRelu = 1,
+  kActLeaky = 2,
+  kActClip = 3,
+  kActSigmoid = 4,
+  kActSilu = 5,
+  kActHardSwish = 6,
+  kActHardSigmoid = 7,
+  kActGelu = 8,
+};
 // What an elementwise layer computes before its activation (brick_ops.cuh eltwise_box): the
 // sum of its sources (add, relu, leaky relu), their product (mul, channel_mul), difference,
 // quotient, or one function of its one source (the formulas of kernels/detail/op_math.h).

@@ -489,9 +489,45 @@ BRICKDL_DEVICE float clip_f(float v, float lo, float hi) {
   const float m = v < lo ? lo : v; // std::max(v, lo)
   return hi < m ? hi : m;          // std::min(m, hi)
 }
-BRICKDL_DEVICE float activate(float v, int act, float slope) {
+// The epilogues (BRICKDL_ACTS, bit a for Act a) and elementwise functions (BRICKDL_EWS, bit e
+// for Ew e) a kernel source compiles: codegen defines the ones its plan uses (codegen.h
+// PlanPaths), so that no other function's code is inlined into every conv's epilogue (an
+// erf / exp path there cost a memoized tf32 wgmma kernel its registers: 128 with a 1104-byte
+// stack and serialized wgmma, NVRTC 13.0, sm_90a); under emulation every one is there.
+#if !defined(BRICKDL_ACTS)
+#define BRICKDL_ACTS 0x7fffffff
+#endif
+#if !defined(BRICKDL_EWS)
+#define BRICKDL_EWS 0x7fffffff
+#endif
+
+// A layer's epilogue (op_math.h activate): relu and leaky relu, or one of the elementwise
+// functions, with the leaky slope or the clip range.
+BRICKDL_DEVICE float activate(float v, int act, float slope, float lo, float hi) {
   const bool keep = v > 0.f || is_nan(v);
-  return act == kActRelu ? (keep ? v : 0.f) : act == kActLeaky ? (keep ? v : v * slope) : v;
+  switch (act) {
+  case kActRelu: return keep ? v : 0.f;
+  case kActLeaky: return keep ? v : v * slope;
+#if BRICKDL_ACTS & (1 << 3) // kActClip
+  case kActClip: return clip_f(v, lo, hi);
+#endif
+#if BRICKDL_ACTS & (1 << 4) // kActSigmoid
+  case kActSigmoid: return sigmoid_f(v);
+#endif
+#if BRICKDL_ACTS & (1 << 5) // kActSilu
+  case kActSilu: return v * sigmoid_f(v);
+#endif
+#if BRICKDL_ACTS & (1 << 6) // kActHardSwish
+  case kActHardSwish: return v * hard_sigmoid_f(v);
+#endif
+#if BRICKDL_ACTS & (1 << 7) // kActHardSigmoid
+  case kActHardSigmoid: return hard_sigmoid_f(v);
+#endif
+#if BRICKDL_ACTS & (1 << 8) // kActGelu
+  case kActGelu: return gelu_f(v);
+#endif
+  default: return v;
+  }
 }
 // A max pool's step: NaN as soon as either is NaN (op_math.h max_step).
 BRICKDL_DEVICE float max_step(float m, float v) {
