@@ -21,7 +21,7 @@ constexpr std::array<OpTraits, 28> kTable = {{
   //  op                      name               inputs brick  spatial    channels                  attributes                                          bn     epi    act    gen
       {OpKind::kInput,         "input",            0, 0, false, kNone,     ChannelRule::kNone,       {},                                                 false, false, false, false},
       {OpKind::kConv,          "conv",             1, 1, true,  kWindow,   ChannelRule::kConvGroups, {kConvWindow, kGroups, kOutChannels, kBias},        true,  true,  false, true},
-      {OpKind::kBatchNorm,     "batch_norm",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, false},
+      {OpKind::kBatchNorm,     "batch_norm",       1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, false, true},
       {OpKind::kRelu,          "relu",             1, 1, true,  kSame,     ChannelRule::kSame,       {},                                                 false, false, true,  true},
       {OpKind::kLeakyRelu,     "leaky_relu",       1, 1, true,  kSame,     ChannelRule::kSame,       {kSlope},                                           false, false, true,  true},
       {OpKind::kAdd,           "add",              2, 2, true,  kSame,     ChannelRule::kSame,       {},                                                 false, true,  false, true},

@@ -133,6 +133,7 @@ int eltwise_kind(OpKind op) {
   case OpKind::kHardSwish: return dev::kEwHardSwish;
   case OpKind::kHardSigmoid: return dev::kEwHardSigmoid;
   case OpKind::kGelu: return dev::kEwGelu;
+  case OpKind::kBatchNorm: return dev::kEwAffine;
   default: return dev::kEwSum; // add, relu, leaky relu
   }
 }
@@ -691,7 +692,8 @@ static_assert(dev::kActClip == 3 && dev::kActSigmoid == 4 && dev::kActSilu == 5 
                   dev::kActHardSwish == 6 && dev::kActHardSigmoid == 7 && dev::kActGelu == 8,
               "prelude.cuh BRICKDL_ACTS");
 static_assert(dev::kEwSigmoid == 2 && dev::kEwSilu == 3 && dev::kEwClip == 4 &&
-                  dev::kEwHardSwish == 7 && dev::kEwHardSigmoid == 8 && dev::kEwGelu == 9,
+                  dev::kEwHardSwish == 7 && dev::kEwHardSigmoid == 8 && dev::kEwGelu == 9 &&
+                  dev::kEwAffine == 10,
               "brick_ops.cuh BRICKDL_EWS");
 
 PlanPaths plan_paths(const KernelPlan& plan) {

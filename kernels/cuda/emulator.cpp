@@ -141,6 +141,28 @@ void run_launch(const KernelLaunch& k, const dev::KernelArgs& args, const Emulat
     t.join();
 }
 
+// The launch's parameters in `a`: conv weights packed as the kernel reads them (in the returned
+// tensors, which must outlive the launch), a batch-norm's scale, and the biases (fp32).
+std::vector<GlobalTensor> bind_parameters(const KernelLaunch& k,
+                                          const std::vector<std::vector<float>>& weights,
+                                          const std::vector<std::vector<float>>& biases,
+                                          int storage, dev::KernelArgs& a) {
+  std::vector<GlobalTensor> packed(k.layers.size());
+  for (size_t l = 0; l < k.layers.size(); ++l) {
+    const size_t gl = static_cast<size_t>(k.layers[l]);
+    const dev::LayerDesc& d = k.desc.layers[l];
+    if (d.op == dev::kOpConv) {
+      const std::vector<float> w = pack_conv_weights(d, weights[gl]);
+      packed[l] = GlobalTensor(w.data(), w.size(), storage);
+      a.weight[l] = packed[l].data();
+    } else if (d.op == dev::kOpEltwise && d.ew == dev::kEwAffine) {
+      a.weight[l] = weights[gl].data();
+    }
+    a.bias[l] = biases[gl].empty() ? nullptr : biases[gl].data();
+  }
+  return packed;
+}
+
 } // namespace
 
 EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
@@ -175,16 +197,7 @@ EmulatorResult emulate_plan(const Graph& graph, const KernelPlan& plan,
         const TensorSlot& slot = k.inputs[s];
         a.ext[s] = (slot.external ? in : outputs).at(static_cast<size_t>(slot.index)).data();
       }
-      std::vector<GlobalTensor> packed(k.layers.size());
-      for (size_t l = 0; l < k.layers.size(); ++l) {
-        const size_t gl = static_cast<size_t>(k.layers[l]);
-        if (k.desc.layers[l].op == dev::kOpConv) {
-          const std::vector<float> w = pack_conv_weights(k.desc.layers[l], weights[gl]);
-          packed[l] = GlobalTensor(w.data(), w.size(), storage);
-          a.weight[l] = packed[l].data();
-        }
-        a.bias[l] = biases[gl].empty() ? nullptr : biases[gl].data();
-      }
+      const std::vector<GlobalTensor> packed = bind_parameters(k, weights, biases, storage, a);
       a.out = outputs[static_cast<size_t>(k.output)].data();
       a.memo = memo.data();
       a.flags = flags.data();

@@ -1,5 +1,6 @@
 // The elementwise family of the generated kernels (sigmoid, silu, clip, hard_swish,
-// hard_sigmoid, gelu, mul, sub, div; add and the activations were there before), and operands
+// hard_sigmoid, gelu, batch-norm's per-channel scale and shift, mul, sub, div; add and the
+// activations were there before), as layers and as conv epilogues, and operands
 // broadcast per channel, per image or per plane (channel_mul: squeeze-excitation's multiply),
 // under the host emulator, against the reference ops on random inputs of several shapes, in
 // fp32, tf32 and bf16, padded, memoized and layer by layer; and EfficientNet-B0's MBConv block
@@ -112,6 +113,12 @@ TEST(EltwiseKernels, HardSigmoid) {
 
 TEST(EltwiseKernels, Gelu) {
   check_op([](GraphBuilder& b, int c, int) { return b.gelu(c, "op"); });
+}
+
+// A batch-norm that does not fold (its input has another reader): a per-channel scale and
+// shift; folded into the conv before it otherwise.
+TEST(EltwiseKernels, PerChannelScaleAndShift) {
+  check_op([](GraphBuilder& b, int c, int) { return b.batch_norm(c, "op"); });
 }
 
 TEST(EltwiseKernels, SubAndDivOfEqualShapes) {

@@ -160,6 +160,8 @@ dev::KernelArgs GeneratedRun::launch_args(const KernelLaunch& k, const GroupBuff
       packed_.push_back(
           upload_stored(pack_conv_weights(k.desc.layers[l], weights.at(id).weight), storage_));
       a.weight[l] = packed_.back().as<float>();
+    } else if (k.desc.layers[l].op == dev::kOpEltwise && k.desc.layers[l].ew == dev::kEwAffine) {
+      a.weight[l] = buf.weight_ptrs.at(gl); // a batch-norm's scale, fp32
     }
     a.bias[l] = buf.bias_ptrs.at(gl);
   }

@@ -437,9 +437,11 @@ BRICKDL_DEVICE void pool_box(const LayerDesc& L, const RegionBuf& in, const OutT
 
 // Elementwise: act(f(sources)) over the box (ro, re), channels [c0, c1): f sums them (add),
 // multiplies (mul, channel_mul), subtracts or divides them, or maps its one source (sigmoid,
-// silu, clip, hard_swish, hard_sigmoid, gelu); LayerDesc::ew.
-BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const InSource* src, int c, int z, int y,
-                                   int x) {
+// silu, clip, hard_swish, hard_sigmoid, gelu; a batch-norm's per-channel scale w and shift b,
+// fp32 as a conv's bias); LayerDesc::ew.
+BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const float* BRICKDL_RESTRICT w,
+                                   const float* BRICKDL_RESTRICT b, const InSource* src, int c,
+                                   int z, int y, int x) {
   float v = fetch(src[0], c, z, y, x);
   for (int s = 1; s < L.num_src; ++s) {
     const float u = fetch(src[s], c, z, y, x);
@@ -464,12 +466,17 @@ BRICKDL_DEVICE float eltwise_value(const LayerDesc& L, const InSource* src, int 
 #if BRICKDL_EWS & (1 << 9) // kEwGelu
   case kEwGelu: return gelu_f(v);
 #endif
+#if BRICKDL_EWS & (1 << 10) // kEwAffine
+  case kEwAffine: return v * load_cached(w + c) + load_cached(b + c);
+#endif
   default: return v;
   }
 }
 
-BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const OutTarget& out,
-                                const int* ro, const int* re, int c0, int c1) {
+// `w` and `b`: the layer's KernelArgs weight and bias (a batch-norm's scale and shift).
+BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const float* w, const float* b,
+                                const InSource* src, const OutTarget& out, const int* ro,
+                                const int* re, int c0, int c1) {
   const int vol = re[0] * re[1] * re[2];
   const int total = (c1 - c0) * vol;
   BRICKDL_FOR_EACH_THREAD(t) {
@@ -481,7 +488,7 @@ BRICKDL_DEVICE void eltwise_box(const LayerDesc& L, const InSource* src, const O
       const int x = ro[2] + r % re[2];
       float v = 0.f;
       if (inside(L.out, z, y, x))
-        v = activate(eltwise_value(L, src, c, z, y, x), L.act, L.slope, L.clip_lo, L.clip_hi);
+        v = activate(eltwise_value(L, w, b, src, c, z, y, x), L.act, L.slope, L.clip_lo, L.clip_hi);
       store_out(out, c, z, y, x, v);
     }
   }

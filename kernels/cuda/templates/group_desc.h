@@ -59,6 +59,7 @@ enum Ew : int {
   kEwHardSwish = 7,
   kEwHardSigmoid = 8,
   kEwGelu = 9,
+  kEwAffine = 10, // batch-norm: x · scale[c] + shift[c] (KernelArgs weight and bias, fp32)
 };
 enum SrcKind : int { kSrcExternal = 0, kSrcLayer = 1 };
 enum Mode : int { kModePadded = 0, kModeMemoized = 1 };
@@ -182,8 +183,9 @@ struct GroupDesc {
 // otherwise, reached only through gload / gstore / goffset), bias is fp32.
 struct KernelArgs {
   const float* ext[kMaxExternal];  // NCDHW
-  const float* weight[kMaxLayers]; // conv: packed (codegen.h pack_conv_weights)
-  const float* bias[kMaxLayers];   // conv with bias: [cout], fp32
+  const float* weight[kMaxLayers]; // conv: packed (codegen.h pack_conv_weights); batch-norm:
+                                   // its scale, [c], fp32
+  const float* bias[kMaxLayers];   // conv with bias: [cout], fp32; batch-norm: its shift
   float* out;                      // NCDHW output of the last layer
   float* memo;                     // memoized: intermediate bricks
   int* flags;                      // memoized: one state flag per intermediate brick

@@ -297,7 +297,7 @@ BRICKDL_DEVICE void memo_compute(const GroupDesc& G, const LayerDesc& L, int l, 
         break;
       src[s] = memo_operand(G, L, s, a, q, n0 + j);
     }
-    eltwise_box(L, src, memo_target(G, L, l, a, q, n0 + j), ro, re, c0, c1);
+    eltwise_box(L, a.weight[l], a.bias[l], src, memo_target(G, L, l, a, q, n0 + j), ro, re, c0, c1);
   }
 }
 

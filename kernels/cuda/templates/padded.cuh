@@ -167,7 +167,7 @@ BRICKDL_DEVICE void padded_layer(const GroupDesc& G, const LayerDesc& L, bool is
               image_buf(region_buf(G, block_smem() + P.smem_out, P.region, bo, P.cslice, rank), j);
         }
       }
-      eltwise_box(L, src, image_out(out, j), ro, re, c0, c1);
+      eltwise_box(L, w, bias, src, image_out(out, j), ro, re, c0, c1);
     }
 #if BRICKDL_STREAMED
   } else if (L.stream_c > 0) {
