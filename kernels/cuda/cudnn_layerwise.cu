@@ -399,9 +399,10 @@ int plan_pool(Step& s, const Layer& l, const TensorShape& in0, Math math) {
   return 1;
 }
 
-// The descriptor of activation `a` (a sigmoid or clip layer's own, or a layer's epilogue) for
-// cudnnActivationForward, with l's clip range: clip only as CUDNN_ACTIVATION_CLIPPED_RELU,
-// min(max(x, 0), max), so its min must be 0. Silu, gelu and the hard ones have no call.
+// The descriptor of activation `a` (a sigmoid, silu or clip layer's own, or a layer's epilogue)
+// for cudnnActivationForward, with l's clip range: clip only as CUDNN_ACTIVATION_CLIPPED_RELU,
+// min(max(x, 0), max), so its min must be 0; silu as CUDNN_ACTIVATION_SWISH with beta 1,
+// x · sigmoid(x). Gelu and the hard ones have no call.
 void describe_activation(cudnnActivationDescriptor_t* d, Activation a, const Layer& l) {
   cudnnActivationMode_t mode = CUDNN_ACTIVATION_SIGMOID;
   double coef = 0.0;
@@ -412,16 +413,20 @@ void describe_activation(cudnnActivationDescriptor_t* d, Activation a, const Lay
                         "; cuDNN's clipped relu clips at 0 below, so only min 0 has a call");
     mode = CUDNN_ACTIVATION_CLIPPED_RELU;
     coef = l.clip_max;
+  } else if (a == Activation::kSilu) {
+    mode = CUDNN_ACTIVATION_SWISH;
   } else if (a != Activation::kSigmoid) {
     throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") +
                       activation_name(a) + " (" + l.name + ")");
   }
   BRICKDL_CUDNN_CALL(cudnnCreateActivationDescriptor(d));
   BRICKDL_CUDNN_CALL(cudnnSetActivationDescriptor(*d, mode, CUDNN_PROPAGATE_NAN, coef));
+  if (mode == CUDNN_ACTIVATION_SWISH)
+    BRICKDL_CUDNN_CALL(cudnnSetActivationDescriptorSwishBeta(*d, 1.0));
 }
 
-// An add or mul (+ activation), relu, leaky relu, sigmoid or clip step. Returns its calls per
-// run.
+// An add or mul (+ activation), relu, leaky relu, sigmoid, silu or clip step. Returns its calls
+// per run.
 int plan_eltwise(Step& s, const Layer& l, Math math) {
   s.kind = Step::kEltwise;
   if (l.op == OpKind::kRelu)
@@ -437,7 +442,7 @@ int plan_eltwise(Step& s, const Layer& l, Math math) {
         CUDNN_PROPAGATE_NAN));
     calls += 1;
   }
-  if (l.op == OpKind::kSigmoid || l.op == OpKind::kClip) {
+  if (l.op == OpKind::kSigmoid || l.op == OpKind::kClip || l.op == OpKind::kSilu) {
     describe_activation(&s.activation, op_activation(l.op), l);
     calls += 1;
   }
@@ -478,6 +483,7 @@ void plan_step(cudnnHandle_t handle, Step& s, const Layer& l, const TensorShape&
   case OpKind::kRelu:
   case OpKind::kLeakyRelu:
   case OpKind::kSigmoid:
+  case OpKind::kSilu:
   case OpKind::kClip: calls += plan_eltwise(s, l, math); break;
   default:
     throw Unsupported(std::string("cuDNN baseline: no layer-by-layer call for ") + op_name(l.op) +
@@ -504,8 +510,8 @@ void leaky_relu(Math math, void* y, long long n, float slope, cudaStream_t strea
   BRICKDL_CUDA_CALL(cudaGetLastError());
 }
 
-// The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu, sigmoid and
-// clip with cudnnActivationForward, leaky relu with our kernel.
+// The epilogue cuDNN did not fuse into step `s`, on its output y in place: relu, sigmoid, silu
+// and clip with cudnnActivationForward, leaky relu with our kernel.
 void unfused_epilogue(cudnnHandle_t handle, cudnnActivationDescriptor_t relu, const Step& s,
                       void* y, Math math, cudaStream_t stream) {
   const float one = 1.f, zero = 0.f;
