@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "core/graph_builder.h"
@@ -61,33 +62,37 @@ std::string TensorShape::str() const {
   return s;
 }
 
+namespace {
+// Each epilogue and the activation op it is.
+constexpr std::pair<Activation, OpKind> kActivationOps[] = {
+    {Activation::kRelu, OpKind::kRelu},
+    {Activation::kLeakyRelu, OpKind::kLeakyRelu},
+    {Activation::kClip, OpKind::kClip},
+    {Activation::kSigmoid, OpKind::kSigmoid},
+    {Activation::kSilu, OpKind::kSilu},
+    {Activation::kHardSwish, OpKind::kHardSwish},
+    {Activation::kHardSigmoid, OpKind::kHardSigmoid},
+    {Activation::kGelu, OpKind::kGelu},
+};
+} // namespace
+
 const char* activation_name(Activation a) {
-  switch (a) {
-  case Activation::kNone: return "none";
-  case Activation::kRelu: return op_name(OpKind::kRelu);
-  case Activation::kLeakyRelu: return op_name(OpKind::kLeakyRelu);
-  case Activation::kClip: return op_name(OpKind::kClip);
-  case Activation::kSigmoid: return op_name(OpKind::kSigmoid);
-  case Activation::kSilu: return op_name(OpKind::kSilu);
-  case Activation::kHardSwish: return op_name(OpKind::kHardSwish);
-  case Activation::kHardSigmoid: return op_name(OpKind::kHardSigmoid);
-  case Activation::kGelu: return op_name(OpKind::kGelu);
-  }
-  return "?";
+  return a == Activation::kNone ? "none" : op_name(activation_op(a));
 }
 
 Activation op_activation(OpKind op) {
-  switch (op) {
-  case OpKind::kRelu: return Activation::kRelu;
-  case OpKind::kLeakyRelu: return Activation::kLeakyRelu;
-  case OpKind::kClip: return Activation::kClip;
-  case OpKind::kSigmoid: return Activation::kSigmoid;
-  case OpKind::kSilu: return Activation::kSilu;
-  case OpKind::kHardSwish: return Activation::kHardSwish;
-  case OpKind::kHardSigmoid: return Activation::kHardSigmoid;
-  case OpKind::kGelu: return Activation::kGelu;
-  default: return Activation::kNone;
-  }
+  for (const auto& [a, o] : kActivationOps)
+    if (o == op)
+      return a;
+  return Activation::kNone;
+}
+
+OpKind activation_op(Activation a) {
+  for (const auto& [x, o] : kActivationOps)
+    if (x == a)
+      return o;
+  BRICKDL_CHECK(false, "activation " << static_cast<int>(a) << " has no op");
+  return OpKind::kInput;
 }
 
 namespace {
@@ -109,6 +114,19 @@ std::array<bool, 4> broadcast_axes(const TensorShape& operand, const TensorShape
 bool is_broadcast(const TensorShape& operand, const TensorShape& out) {
   const std::array<bool, 4> b = broadcast_axes(operand, out);
   return b[0] || b[1] || b[2] || b[3];
+}
+
+bool broadcast_shape(const TensorShape& a, const TensorShape& b, TensorShape* out) {
+  const auto fits = [](int64_t x, int64_t y) { return x == y || x == 1 || y == 1; };
+  if (a.n != b.n || a.spatial_rank != b.spatial_rank || !fits(a.c, b.c) || !fits(a.d, b.d) ||
+      !fits(a.h, b.h) || !fits(a.w, b.w))
+    return false;
+  *out = a;
+  out->c = std::max(a.c, b.c);
+  out->d = std::max(a.d, b.d);
+  out->h = std::max(a.h, b.h);
+  out->w = std::max(a.w, b.w);
+  return true;
 }
 
 bool broadcasts(const Layer& consumer, const TensorShape& operand) {

@@ -54,6 +54,9 @@ struct TensorShape {
 // (N, C, 1, 1), a per-image scalar (N, 1, 1, 1), a row). The batch never broadcasts.
 std::array<bool, 4> broadcast_axes(const TensorShape& operand, const TensorShape& out);
 bool is_broadcast(const TensorShape& operand, const TensorShape& out);
+// The output shape of a binary elementwise op on a and b (per axis the larger extent), or
+// false when they do not broadcast: batches or ranks differ, or an axis differs with neither 1.
+bool broadcast_shape(const TensorShape& a, const TensorShape& b, TensorShape* out);
 // Whether elementwise `consumer` (kSame spatial and channel rules) broadcasts `operand`; a
 // conv reading one channel into many, or any other op, never does.
 bool broadcasts(const Layer& consumer, const TensorShape& operand);
@@ -74,8 +77,10 @@ enum class Activation {
 };
 // The op's name ("relu", "clip", "gelu", ...); "none".
 const char* activation_name(Activation a);
-// The activation op `op` applies, as an epilogue (kNone: not an activation op, op_traits.h).
+// The activation op `op` applies, as an epilogue (kNone: not an activation op, op_traits.h);
+// and back, the op of an activation (not kNone).
 Activation op_activation(OpKind op);
+OpKind activation_op(Activation a);
 
 // The activation `layer` applies: its fused epilogue, or its own op for relu / leaky_relu
 // (with Layer::leaky_slope).

@@ -209,22 +209,10 @@ void infer_layer_norm(Layer& l, const TensorShape& x) {
 // Binary elementwise ops broadcast as numpy does, per axis but the batch: equal extents, or
 // 1 on either side (core/graph.h broadcast_axes).
 void infer_broadcast(Layer& l, const std::vector<const TensorShape*>& in) {
-  const TensorShape& a = *in[0];
-  const TensorShape& b = *in[1];
-  TensorShape out = a;
-  int64_t* o[4] = {&out.c, &out.d, &out.h, &out.w};
-  const int64_t ea[4] = {a.c, a.d, a.h, a.w};
-  const int64_t eb[4] = {b.c, b.d, b.h, b.w};
-  bool ok = a.n == b.n && a.spatial_rank == b.spatial_rank;
-  for (int i = 0; i < 4 && ok; ++i) {
-    ok = ea[i] == eb[i] || ea[i] == 1 || eb[i] == 1;
-    *o[i] = std::max(ea[i], eb[i]);
-  }
-  if (!ok)
+  if (!broadcast_shape(*in[0], *in[1], &l.out))
     shape_error(l, "inputs must have equal shapes, or extent 1 on the axes where they differ "
                    "(broadcasting; the batch must agree), got " +
                        shapes_str(in));
-  l.out = out;
 }
 
 } // namespace
@@ -548,18 +536,13 @@ int GraphBuilder::conv_transpose(int x, int64_t out_channels, const Window& w,
 }
 
 int GraphBuilder::activation(int x, Activation a, const Layer& params, const std::string& name) {
-  switch (a) {
-  case Activation::kNone: break;
-  case Activation::kRelu: return relu(x, name);
-  case Activation::kLeakyRelu: return leaky_relu(x, params.leaky_slope, name);
-  case Activation::kClip: return clip(x, params.clip_min, params.clip_max, name);
-  case Activation::kSigmoid: return sigmoid(x, name);
-  case Activation::kSilu: return silu(x, name);
-  case Activation::kHardSwish: return hard_swish(x, name);
-  case Activation::kHardSigmoid: return hard_sigmoid(x, name);
-  case Activation::kGelu: return gelu(x, name);
-  }
-  throw ShapeError("graph '" + name_ + "': layer '" + name + "': no activation to add");
+  if (a == Activation::kNone)
+    throw ShapeError("graph '" + name_ + "': layer '" + name + "': no activation to add");
+  Layer l = unary(activation_op(a), x, name);
+  l.leaky_slope = params.leaky_slope;
+  l.clip_min = params.clip_min;
+  l.clip_max = params.clip_max;
+  return add_layer(l);
 }
 
 int GraphBuilder::sigmoid(int x, const std::string& name) {

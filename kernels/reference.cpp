@@ -200,14 +200,9 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* what, F f)
       y.data()[i] = f(a.data()[i], b.data()[i]);
     return y;
   }
-  TensorShape os = as;
-  os.c = std::max(as.c, bs.c), os.d = std::max(as.d, bs.d);
-  os.h = std::max(as.h, bs.h), os.w = std::max(as.w, bs.w);
-  const auto fits = [&](const TensorShape& s) {
-    return s.n == os.n && (s.c == os.c || s.c == 1) && (s.d == os.d || s.d == 1) &&
-           (s.h == os.h || s.h == 1) && (s.w == os.w || s.w == 1);
-  };
-  BRICKDL_CHECK(fits(as) && fits(bs), "" << what << " of " << as.str() << " and " << bs.str());
+  TensorShape os;
+  BRICKDL_CHECK(broadcast_shape(as, bs, &os),
+                "" << what << " of " << as.str() << " and " << bs.str());
   const auto get = [](const Tensor& t, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
     const TensorShape& s = t.shape();
     return t.at(n, s.c == 1 ? 0 : c, s.d == 1 ? 0 : z, s.h == 1 ? 0 : y, s.w == 1 ? 0 : x);

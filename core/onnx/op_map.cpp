@@ -362,9 +362,8 @@ void Importer::elementwise(const onnx::NodeProto& n) {
       return;
     }
     // Numpy broadcasting between two computed tensors of one rank (core/graph.h).
-    const auto fits = [](int64_t x, int64_t y) { return x == y || x == 1 || y == 1; };
-    if (a.rank != b.rank || sa.n != sb.n || !fits(sa.c, sb.c) || !fits(sa.d, sb.d) ||
-        !fits(sa.h, sb.h) || !fits(sa.w, sb.w))
+    TensorShape out;
+    if (a.rank != b.rank || !broadcast_shape(sa, sb, &out))
       refuse(n, "inputs of shapes " + dims_str(onnx_dims(sa, a.rank)) + " and " +
                     dims_str(onnx_dims(sb, b.rank)) +
                     " must be equal, or of one rank with extent 1 on the axes where they differ "

@@ -70,7 +70,8 @@ void check_template_layer(const Graph& g, const Layer& l, int rank) {
     if (g.layer(in).out.spatial_rank != rank)
       throw Unsupported("mixed 2-D and 3-D tensors in one group at " + l.name);
     // The elementwise template reads every operand at the output's coordinates, a broadcast
-    // one (from outside the group: core/group.h brick_blocker) at 0 along its axes of extent 1.
+    // one at 0 along its axes of extent 1 (padded and memoized: from outside the group only,
+    // group_launch).
     if (traits(l.op).spatial == SpatialRule::kSame && !(g.layer(in).out == l.out) &&
         !broadcasts(l, g.layer(in).out))
       throw Unsupported(op_label(l) + " reads a tensor of another shape");
@@ -87,9 +88,6 @@ GroupInfo inspect_group(const Graph& g, const Group& group) {
   info.rank = g.layer(group.last).out.spatial_rank;
   for (int id = group.first; id <= group.last; ++id) {
     check_template_layer(g, g.layer(id), info.rank);
-    for (int in : g.layer(id).inputs)
-      if (group.contains(in) && broadcasts(g.layer(id), g.layer(in).out))
-        throw Unsupported(brick_blocker(g, group)); // a broadcast operand from inside the group
     info.ids.push_back(id);
   }
   info.inputs = group_external_inputs(g, group);
@@ -811,6 +809,10 @@ int cluster_of(const Candidate& c, const GroupDesc& gd, const PlanContext& ctx) 
 KernelLaunch group_launch(const PlanContext& ctx, const Candidate& c, KernelPlan& plan) {
   const Graph& g = ctx.g;
   const GroupInfo& info = ctx.info;
+  // What padded and memoized cannot run (core/group.h), e.g. a broadcast operand computed inside
+  // the group; layer by layer can.
+  if (const std::string why = brick_blocker(g, c.group); !why.empty())
+    throw Unsupported(why);
   KernelLaunch k;
   k.symbol = "brickdl_group";
   k.threads = c.threads;

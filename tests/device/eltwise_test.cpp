@@ -234,6 +234,22 @@ TEST(EltwiseKernels, MbconvWithSqueezeExcitationInEveryPrecision) {
     }
 }
 
+// The SE gate computed inside the group (fc2 .. add): layer by layer runs it, padded and memoized
+// refuse it naming the operand (core/group.h brick_blocker).
+TEST(EltwiseKernels, BroadcastOperandFromInsideTheGroupRunsLayerByLayer) {
+  const Graph g = test_support::mbconv_se_block(TensorShape{2, 16, 1, 10, 9, 2}, 4);
+  const Group grp{g.find("se_fc2"), g.find("add")};
+  EmulatorOptions eo;
+  expect_matches(g, test_support::make_candidate(grp, Strategy::kLayerwise, {1, 4, 4, 0}, 128), eo);
+  for (Strategy s : {Strategy::kPadded, Strategy::kMemoized})
+    try {
+      plan_kernels(g, test_support::make_candidate(grp, s, {1, 4, 4, 0}, 128));
+      ADD_FAILURE() << strategy_name(s) << " planned a group computing its broadcast operand";
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find("broadcasts 'se_fc2'"), std::string::npos) << e.what();
+    }
+}
+
 // The MBConv cases the GPU tests run (device_cases.h: Device.GeneratedKernelsMatchTheCpuReference
 // in fp32, Device.TensorCoreKernelsMatchTheirHostEmulation in tf32 / bf16) plan here and match
 // the reference under emulation, so a GPU run compares against a checked twin.

@@ -27,15 +27,27 @@ inline Graph bottleneck_block(const TensorShape& in, int64_t mid, DType t = DTyp
 // in.c · ratio channels, BN, SiLU, depthwise 3x3 (stride 1), BN, SiLU, project 1x1 back to
 // in.c, BN, plus the block's input. Fused layers expand, dw (each with its BN and a SiLU
 // epilogue), project, add.
-inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
-  GraphBuilder b("mbconv", in, t);
+// The block of mbconv_block / mbconv_se_block: expand, depthwise (D), [the SE,] project, add.
+inline Graph mbconv_graph(const TensorShape& in, int64_t ratio, DType t, bool se) {
+  GraphBuilder b(se ? "mbconv_se" : "mbconv", in, t);
   const int x = b.input();
   const int64_t mid = in.c * ratio;
   int y = b.silu(b.batch_norm(b.conv2d(x, mid, 1, 1, 0, 1, 1, false, "expand")), "silu1");
   y = b.silu(b.batch_norm(b.conv2d(y, mid, 3, 1, 1, 1, mid, false, "dw")), "silu2");
+  if (se) {
+    int s = b.global_avg_pool(y, "se_pool");
+    s = b.silu(b.conv2d(s, std::max<int64_t>(1, in.c / 4), 1, 1, 0, 1, 1, true, "se_fc1"),
+               "se_silu");
+    s = b.sigmoid(b.conv2d(s, mid, 1, 1, 0, 1, 1, true, "se_fc2"), "se_gate");
+    y = b.channel_mul(y, s, "se");
+  }
   y = b.batch_norm(b.conv2d(y, in.c, 1, 1, 0, 1, 1, false, "project"));
   b.add(y, x, "add");
   return fuse_for_inference(b.build());
+}
+
+inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
+  return mbconv_graph(in, ratio, t, false);
 }
 
 // The same block with its squeeze-excitation, as torchvision's EfficientNet-B0 builds it: after
@@ -46,17 +58,7 @@ inline Graph mbconv_block(const TensorShape& in, int64_t ratio, DType t = DType:
 // expand .. dw, and the group se .. add reads D and s from outside (docs/kernels.md, the SE
 // vector).
 inline Graph mbconv_se_block(const TensorShape& in, int64_t ratio, DType t = DType::kF32) {
-  GraphBuilder b("mbconv_se", in, t);
-  const int x = b.input();
-  const int64_t mid = in.c * ratio;
-  int y = b.silu(b.batch_norm(b.conv2d(x, mid, 1, 1, 0, 1, 1, false, "expand")), "silu1");
-  const int d = b.silu(b.batch_norm(b.conv2d(y, mid, 3, 1, 1, 1, mid, false, "dw")), "silu2");
-  int s = b.global_avg_pool(d, "se_pool");
-  s = b.silu(b.conv2d(s, std::max<int64_t>(1, in.c / 4), 1, 1, 0, 1, 1, true, "se_fc1"), "se_silu");
-  s = b.sigmoid(b.conv2d(s, mid, 1, 1, 0, 1, 1, true, "se_fc2"), "se_gate");
-  y = b.batch_norm(b.conv2d(b.channel_mul(d, s, "se"), in.c, 1, 1, 0, 1, 1, false, "project"));
-  b.add(y, x, "add");
-  return fuse_for_inference(b.build());
+  return mbconv_graph(in, ratio, t, true);
 }
 
 // The window of one conv of a random chain, drawn with pick(lo, hi) (uniform ints, in this
