@@ -1,6 +1,5 @@
 // brickdl-query: reads tuning databases (best configurations, runs, comparisons, exports)
 // and merges them. Everything but `merge` opens the database read-only.
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -21,12 +20,6 @@ namespace {
 
 using brickdl::TuningDb;
 namespace query = brickdl::query;
-
-void remove_database(const std::string& path) {
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-    std::filesystem::remove(path + suffix, ec);
-}
 
 // The command line: the options of every subcommand, filled by parsing.
 struct Args {
@@ -99,20 +92,12 @@ CLI::App* add_merge(CLI::App& app, Args& a) {
 }
 
 int run_merge(const Args& a) {
-  const bool existed = std::filesystem::exists(a.merge_out);
-  try {
-    TuningDb out(a.merge_out);
-    for (const auto& s : brickdl::merge_databases(out, a.merge_inputs, a.merge_options)) {
-      std::cout << fmt::format(
-          "merged {}: runs +{} ({} already present), measurements +{} ({} already present), "
-          "predictions +{}, plans +{}, baselines +{}\n",
-          s.input, s.runs_added, s.runs_present, s.measurements_added, s.measurements_present,
-          s.predictions_added, s.plans_added, s.baselines_added);
-    }
-  } catch (...) {
-    if (!existed)
-      remove_database(a.merge_out); // a refused merge leaves no new file
-    throw;
+  for (const auto& s : brickdl::merge_into(a.merge_out, a.merge_inputs, a.merge_options)) {
+    std::cout << fmt::format(
+        "merged {}: runs +{} ({} already present), measurements +{} ({} already present), "
+        "predictions +{}, plans +{}, baselines +{}\n",
+        s.input, s.runs_added, s.runs_present, s.measurements_added, s.measurements_present,
+        s.predictions_added, s.plans_added, s.baselines_added);
   }
   return 0;
 }

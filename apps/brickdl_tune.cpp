@@ -3,6 +3,7 @@
 // report.txt into each experiment's output folder. Several experiments run one after another.
 //
 //   brickdl-tune MODEL.onnx [--batch N] [--target GPU] ...   (an experiment with defaults)
+//   brickdl-tune ZOO_NAME [--batch N] [--target GPU] ...     (the same for a zoo model)
 //   brickdl-tune EXPERIMENT.yaml [more.yaml ...] [--target GPU] [--precision P] [--batch N]
 //                [--input-size H,W | D,H,W] [--calibration FILE] [--describe] [--backend B] [--db
 //                PATH]
@@ -25,7 +26,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "apps/run_tool.h"
 #include "core/describe.h"
@@ -72,29 +72,20 @@ void mark_aborted(const std::string& db_path, int64_t run_id) {
   }
 }
 
-// `brickdl-tune MODEL.onnx`: the experiment `model: MODEL.onnx`, `target: H200` (unless
-// --target), the file's batch (unless --batch), every other key at its default; named after
-// the file. Its errors name the file (and the node), never the experiment written here.
-ExperimentConfig onnx_experiment(const Args& a, const std::string& path) {
-  const std::string stem = std::filesystem::path(path).stem().string();
-  const std::string yaml = fmt::format("name: {}\nmodel: {}\ntarget: H200\n",
-                                       nlohmann::json(stem).dump(), nlohmann::json(path).dump());
-  const std::string here = "brickdl-tune's experiment of " + path;
-  try {
-    ExperimentConfig exp = parse_experiment(yaml, here, a.overrides);
-    exp.output_dir = "out/" + exp.name; // the defaults are the file's: no override suffix
-    return exp;
-  } catch (const UserError& e) {
-    if (e.where().file == here)
-      throw UserError(e.bare_message());
-    throw;
-  }
+// `brickdl-tune MODEL.onnx` or `brickdl-tune ZOO_NAME`: the model's bare experiment
+// (core/experiment.h bare_model_yaml: `target: H200` unless --target, the file's batch unless
+// --batch, every other key at its default), named after the file or the zoo model. Its errors
+// name the model, never the experiment written here.
+ExperimentConfig bare_experiment(const Args& a, const std::string& model) {
+  const BareModel bare{model, std::nullopt, std::nullopt};
+  return parse_bare_model(bare_model_yaml(bare), bare, a.overrides);
 }
 
 // The experiment at `path` with the command line's overrides; the registries' names checked.
 ExperimentConfig load(const Args& a, const std::string& path) {
-  ExperimentConfig exp =
-      is_onnx_path(path) ? onnx_experiment(a, path) : load_experiment(path, a.overrides);
+  ExperimentConfig exp = is_onnx_path(path) || is_zoo_name(path)
+                             ? bare_experiment(a, path)
+                             : load_experiment(path, a.overrides);
   const auto from_command_line = [](const char* flag) {
     return SourceLocation{"the command line", 0, 0, flag};
   };
@@ -412,8 +403,8 @@ int run_mpi(const Args& a, search::InterruptHandler& interrupt, std::streambuf* 
 // The command line's options, into `a`.
 void add_options(CLI::App& app, Args& a) {
   app.add_option("experiment", a.experiments,
-                 "experiment YAML files (tuned in turn), or ONNX models (.onnx) tuned with the "
-                 "defaults")
+                 "experiment YAML files (tuned in turn), or ONNX models (.onnx) or zoo model "
+                 "names (resnet50, ...) tuned with the defaults")
       ->required();
   app.add_option("--target", a.overrides.gpu,
                  "the GPU spec to plan for, over the experiment's `target` (" +

@@ -29,6 +29,10 @@ public:
   explicit UserError(const std::string& message) : std::runtime_error(message), message_(message) {}
   UserError(const SourceLocation& where, const std::string& message)
       : std::runtime_error(format(where, message)), where_(where), message_(message) {}
+  // An error at `where` whose text (`shown`) leaves the place out: a place in a text the user
+  // never wrote (core/experiment.h parse_bare_model) is kept for callers, not printed.
+  UserError(const SourceLocation& where, const std::string& message, const std::string& shown)
+      : std::runtime_error(shown), where_(where), message_(message) {}
 
   const SourceLocation& where() const { return where_; }
   // The message without the location prefix.

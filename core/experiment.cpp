@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/detail/yaml_reader.h"
 #include "core/error.h"
@@ -814,6 +815,52 @@ std::string ExperimentOverrides::describe() const {
 
 std::vector<std::string> experiment_keys() {
   return kTopKeys;
+}
+
+std::vector<std::string> search_keys() {
+  return kSearchKeys;
+}
+
+std::vector<std::string> measurement_keys() {
+  return kMeasurementKeys;
+}
+
+bool is_zoo_name(const std::string& arg) {
+  const std::vector<std::string> names = zoo_names();
+  return std::find(names.begin(), names.end(), arg) != names.end() && !std::filesystem::exists(arg);
+}
+
+std::string bare_model_yaml(const BareModel& m) {
+  const bool onnx = is_onnx_path(m.model);
+  const std::string name = onnx ? std::filesystem::path(m.model).stem().string() : m.model;
+  // JSON strings are YAML flow scalars: any path or name is quoted safely.
+  std::string yaml = fmt::format("name: {}\n", nlohmann::json(name).dump());
+  if (m.num_classes && !onnx)
+    yaml += fmt::format("model: {{zoo: {}, num_classes: {}}}\n", nlohmann::json(m.model).dump(),
+                        *m.num_classes);
+  else
+    yaml += fmt::format("model: {}\n", nlohmann::json(m.model).dump());
+  if (m.input_channels)
+    yaml += fmt::format("input_channels: {}\n", *m.input_channels);
+  return yaml + "target: H200\n";
+}
+
+ExperimentConfig parse_bare_model(const std::string& yaml_text, const BareModel& model,
+                                  const ExperimentOverrides& overrides) {
+  const std::string here = "the experiment of " + model.model;
+  try {
+    ExperimentConfig exp = parse_experiment(yaml_text, here, overrides);
+    exp.output_dir = "out/" + exp.name; // the defaults are the model's: no override suffix
+    return exp;
+  } catch (const UserError& e) {
+    if (e.where().file != here)
+      throw;
+    // `model`'s own errors start with the model; another key's name it (model.num_classes).
+    const std::string& key = e.where().key;
+    throw UserError(e.where(), e.bare_message(),
+                    key.empty() || key == "model" ? e.bare_message()
+                                                  : "key '" + key + "': " + e.bare_message());
+  }
 }
 
 } // namespace brickdl

@@ -165,5 +165,26 @@ ExperimentConfig parse_experiment(const std::string& yaml_text, const std::strin
 
 // The valid top-level keys (for suggestions and docs).
 std::vector<std::string> experiment_keys();
+// The valid keys of the `search` and `measurement` sections.
+std::vector<std::string> search_keys();
+std::vector<std::string> measurement_keys();
+
+// A model without an experiment file, as `brickdl-tune MODEL` (an ONNX file or a zoo name) and
+// the Python package's Model.zoo / Model.onnx take it: every key at its default but `name` (the
+// zoo name, or the file's stem), `model`, `target: H200` and the options given here.
+struct BareModel {
+  std::string model;                     // a zoo name, or a path ending in .onnx
+  std::optional<int64_t> num_classes;    // a zoo model's classifier (unset: its default)
+  std::optional<int64_t> input_channels; // unset: the model's
+};
+// True when `arg` names a zoo model (and no file of that name exists).
+bool is_zoo_name(const std::string& arg);
+// The experiment's YAML text.
+std::string bare_model_yaml(const BareModel& model);
+// The experiment of `yaml_text` (bare_model_yaml's, perhaps with more keys set), output folder
+// out/<name>. A UserError about the text itself names the model instead ("the experiment of
+// MODEL"): the user never wrote that text.
+ExperimentConfig parse_bare_model(const std::string& yaml_text, const BareModel& model,
+                                  const ExperimentOverrides& overrides = {});
 
 } // namespace brickdl

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the module layering of brickdl's C++ sources and that no include cycle exists.
 
-  apps ──► distributed ──► search ──► model ───► core
+  apps, python ──► distributed ──► search ──► model ───► core
                              │  └──► kernels ─► core
                              └─────► store ───► core
 
@@ -16,7 +16,7 @@ import sys
 # Module of a path, most specific prefix first.
 MODULES = [("core/store/", "store"), ("core/", "core"), ("model/", "model"),
            ("kernels/", "kernels"), ("search/", "search"), ("distributed/", "distributed"),
-           ("apps/", "apps"), ("tests/", "tests"), ("benchmarks/", "benchmarks")]
+           ("apps/", "apps"), ("python/", "python"), ("tests/", "tests"), ("benchmarks/", "benchmarks")]
 ALLOWED = {
     "core": {"core"},
     "store": {"store", "core"},
@@ -25,6 +25,7 @@ ALLOWED = {
     "search": {"search", "store", "model", "kernels", "core"},
     "distributed": {"distributed", "search", "store", "model", "kernels", "core"},
     "apps": {"apps", "distributed", "search", "store", "model", "kernels", "core"},
+    "python": {"python", "distributed", "search", "store", "model", "kernels", "core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

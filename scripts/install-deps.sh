@@ -2,7 +2,8 @@
 # Installs the Debian packages brickdl builds and tests with (only those missing), then the
 # Python packages of scripts/requirements.txt from PyPI into the virtual environment .venv
 # (BRICKDL_VENV moves it; only when they are missing or another version): the `onnx` package whose node tests
-# (opsets past Debian's libonnx-testdata) ctest onnx_node_tests_current runs. The CUDA toolkit
+# (opsets past Debian's libonnx-testdata) ctest onnx_node_tests_current runs, and what the Python
+# package brickdl is built, tested and used with (nanobind, scikit-build-core, pytest, pandas). The CUDA toolkit
 # itself is expected in /usr/local/cuda (optional: without it the CPU backend and the model
 # carry the whole pipeline).
 #
@@ -33,7 +34,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin
-  python3 python3-matplotlib python3-numpy python3-venv
+  python3 python3-dev python3-matplotlib python3-numpy python3-venv
   xz-utils
 )
 # One dpkg-query for all (it exits 1 when one is unknown to dpkg, and still lists the others).

@@ -91,6 +91,8 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
       all_measured = false;
     }
     r.dram_bytes = ce.prediction.dram_bytes;
+    r.l1_bytes = ce.prediction.l1_bytes;
+    r.l2_bytes = ce.prediction.l2_bytes;
     r.dram_lower_bound = ev.groups[static_cast<size_t>(step.group)].lower_bound.dram_bytes;
     double lw_measured = 0;
     bool lw_all = true;
@@ -111,6 +113,8 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
     s.layerwise_predicted_ms += r.layerwise_predicted_ms;
     s.dram_bytes += r.dram_bytes;
     s.dram_lower_bound += r.dram_lower_bound;
+    s.l1_bytes += r.l1_bytes;
+    s.l2_bytes += r.l2_bytes;
     s.groups.push_back(std::move(r));
   }
   if (all_measured) {
@@ -146,7 +150,7 @@ nlohmann::json brick_json(const BrickShape& b) {
   return j;
 }
 
-nlohmann::json to_json(const PlanSummary& s) {
+nlohmann::json to_json(const PlanSummary& s, bool bytes_per_level) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& r : s.groups) {
     const Candidate& c = r.candidate;
@@ -167,9 +171,13 @@ nlohmann::json to_json(const PlanSummary& s) {
       g["brick"] = brick_json(c.brick);
       g["threads"] = c.threads;
     }
+    if (bytes_per_level) {
+      g["l1_bytes"] = r.l1_bytes;
+      g["l2_bytes"] = r.l2_bytes;
+    }
     groups.push_back(std::move(g));
   }
-  return {
+  nlohmann::json out = {
       {"label", s.label},
       {"predicted_ms", s.predicted_ms},
       {"measured_ms", opt(s.measured_ms)},
@@ -179,6 +187,11 @@ nlohmann::json to_json(const PlanSummary& s) {
       {"dram_lower_bound", s.dram_lower_bound},
       {"groups", std::move(groups)},
   };
+  if (bytes_per_level) {
+    out["l1_bytes"] = s.l1_bytes;
+    out["l2_bytes"] = s.l2_bytes;
+  }
+  return out;
 }
 
 } // namespace brickdl::search

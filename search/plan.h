@@ -60,6 +60,7 @@ struct PlanGroupSummary {
   std::optional<double> layerwise_measured_ms; // when every one of them was measured
   double dram_bytes = 0;                       // predicted
   double dram_lower_bound = 0;                 // compulsory traffic of the group
+  double l1_bytes = 0, l2_bytes = 0;           // predicted (model/cost_model.h)
 };
 
 struct PlanSummary {
@@ -70,12 +71,15 @@ struct PlanSummary {
   double layerwise_predicted_ms = 0;
   std::optional<double> layerwise_measured_ms;
   double dram_bytes = 0, dram_lower_bound = 0;
+  double l1_bytes = 0, l2_bytes = 0;
   int groups_measured = 0;
 };
 
 PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluation& evaluation);
 
-nlohmann::json to_json(const PlanSummary& summary);
+// With `bytes_per_level`, each group and the total also carry the predicted "l1_bytes" and
+// "l2_bytes" (plan.json); without, the form the database stores (plans.json).
+nlohmann::json to_json(const PlanSummary& summary, bool bytes_per_level = false);
 // A merged candidate's brick as plan.json writes it ({"d", "h", "w", "cb"}, "nb" / "cl" when not
 // 1).
 nlohmann::json brick_json(const BrickShape& brick);

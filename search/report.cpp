@@ -450,8 +450,8 @@ nlohmann::json report_json(const TuneReport& r) {
         {"failed", r.failed},
         {"stopped_by", r.stopped_by},
         {"prediction_scale", r.scale}}},
-      {"plan", to_json(r.replanned ? *r.replanned : r.predicted)},
-      {"model_plan", to_json(r.predicted)},
+      {"plan", to_json(r.replanned ? *r.replanned : r.predicted, /*bytes_per_level=*/true)},
+      {"model_plan", to_json(r.predicted, /*bytes_per_level=*/true)},
       {"alternatives", alts},
   };
   if (r.paper_layerwise_predicted_ms)

@@ -452,4 +452,20 @@ std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::st
   return stats;
 }
 
+std::vector<MergeStats> merge_into(const std::string& out, const std::vector<std::string>& inputs,
+                                   const MergeOptions& options) {
+  const bool existed = std::filesystem::exists(out);
+  try {
+    TuningDb db(out);
+    return merge_databases(db, inputs, options);
+  } catch (...) {
+    if (!existed) {
+      std::error_code ec;
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        std::filesystem::remove(out + suffix, ec);
+    }
+    throw;
+  }
+}
+
 } // namespace brickdl

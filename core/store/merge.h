@@ -44,4 +44,9 @@ struct MergeStats {
 std::vector<MergeStats> merge_databases(TuningDb& out, const std::vector<std::string>& inputs,
                                         const MergeOptions& options = {});
 
+// brickdl-query merge OUT IN...: merge_databases into the file `out`, created when absent; a
+// refused merge leaves no new file behind (nor its -wal, -shm or -journal).
+std::vector<MergeStats> merge_into(const std::string& out, const std::vector<std::string>& inputs,
+                                   const MergeOptions& options = {});
+
 } // namespace brickdl

@@ -607,27 +607,12 @@ size_t threads_column(const ExportTable& table) {
 }
 
 void print_export_csv(const ExportTable& table, std::ostream& os) {
-  const size_t threads_col = threads_column(table);
-  std::vector<std::string> header;
-  for (size_t c = 0; c < table.columns.size(); ++c) {
-    header.push_back(table.columns[c]);
-    if (c == threads_col)
-      header.push_back("config");
-  }
-  for (const auto& name : table.counter_names)
-    header.push_back("counter." + name);
-  os << join_names(header, ",") << "\n";
-  for (const ExportRow& row : table.rows) {
+  const ExportGrid grid = export_grid(table);
+  os << join_names(grid.columns, ",") << "\n";
+  for (const std::vector<Cell>& row : grid.rows) {
     std::vector<std::string> cells;
-    for (size_t c = 0; c < row.cells.size(); ++c) {
-      cells.push_back(csv_cell(row.cells[c]));
-      if (c == threads_col)
-        cells.push_back(csv_text(row.candidate.config()));
-    }
-    for (const auto& name : table.counter_names) {
-      auto it = row.counters.find(name);
-      cells.push_back(it != row.counters.end() ? csv_cell(it->second) : "");
-    }
+    for (const Cell& cell : row)
+      cells.push_back(csv_cell(cell));
     os << join_names(cells, ",") << "\n";
   }
 }
@@ -660,6 +645,35 @@ void print_export_json(const ExportTable& table, std::ostream& os) {
 }
 
 } // namespace
+
+ExportGrid export_grid(const ExportTable& table) {
+  const size_t threads_col = threads_column(table);
+  ExportGrid grid;
+  for (size_t c = 0; c < table.columns.size(); ++c) {
+    grid.columns.push_back(table.columns[c]);
+    if (c == threads_col)
+      grid.columns.push_back("config");
+  }
+  for (const auto& name : table.counter_names)
+    grid.columns.push_back("counter." + name);
+  for (const ExportRow& row : table.rows) {
+    std::vector<Cell> cells;
+    for (size_t c = 0; c < row.cells.size(); ++c) {
+      cells.push_back(row.cells[c]);
+      if (c == threads_col)
+        cells.emplace_back(std::in_place_type<std::string>, row.candidate.config());
+    }
+    for (const auto& name : table.counter_names) {
+      auto it = row.counters.find(name);
+      if (it != row.counters.end())
+        cells.emplace_back(std::in_place_type<double>, it->second);
+      else
+        cells.emplace_back(std::in_place_type<std::nullptr_t>, nullptr);
+    }
+    grid.rows.push_back(std::move(cells));
+  }
+  return grid;
+}
 
 void print_export(const ExportTable& table, ExportFormat format, std::ostream& os) {
   if (format == ExportFormat::kCsv) {

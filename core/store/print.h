@@ -46,4 +46,12 @@ enum class ExportFormat { kCsv, kJson };
 // (null when there is none), plus `counters` and `samples_ms`.
 void print_export(const ExportTable& table, ExportFormat format, std::ostream& os);
 
+// The CSV form of an export as typed cells (the Python package's DataFrames): its columns, and
+// one row of cells per exported row, `config` as text and each counter a number or NULL.
+struct ExportGrid {
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+ExportGrid export_grid(const ExportTable& table);
+
 } // namespace brickdl::query

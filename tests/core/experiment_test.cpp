@@ -621,5 +621,39 @@ TEST(ExperimentOverrides, BadValuesNameTheFlag) {
   EXPECT_TRUE(contains(error_of(o), "--input-size: each extent must be 1 to"));
 }
 
+// `brickdl-tune resnet50` and brickdl.Model.zoo("resnet50"): the model with every key at its
+// default, named after it, planned for the H200; its errors name the model, not the text.
+TEST(BareModel, AZooNameIsAnExperimentWithTheDefaults) {
+  const BareModel bare{"resnet50", std::nullopt, std::nullopt};
+  ExperimentOverrides o;
+  o.batch = 8;
+  const ExperimentConfig e = parse_bare_model(bare_model_yaml(bare), bare, o);
+  EXPECT_EQ(e.name, "resnet50");
+  EXPECT_EQ(e.model, "resnet50");
+  EXPECT_EQ(e.batch, 8);
+  EXPECT_EQ(e.gpu.name, "H200");
+  EXPECT_EQ(e.output_dir, "out/resnet50");
+  EXPECT_EQ(e.search.brick_sizes, SearchSpaceConfig{}.brick_sizes);
+  EXPECT_EQ(e.graph.layer(e.graph.size() - 1).out.c, 1000);
+  EXPECT_TRUE(is_zoo_name("resnet50"));
+  EXPECT_FALSE(is_zoo_name("resnet5"));
+  EXPECT_FALSE(is_zoo_name("experiments/resnet50.yaml"));
+
+  const BareModel ten{"resnet50", 10, std::nullopt};
+  EXPECT_EQ(parse_bare_model(bare_model_yaml(ten), ten).graph.layers().back().out.c, 10);
+}
+
+TEST(BareModel, ErrorsNameTheModelNotTheTextWrittenForIt) {
+  const BareModel bad{"resnet50", int64_t{0}, std::nullopt};
+  try {
+    parse_bare_model(bare_model_yaml(bad), bad);
+    FAIL() << "num_classes 0 was accepted";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find("experiment of"), std::string::npos) << what;
+    EXPECT_NE(what.find("num_classes"), std::string::npos) << what;
+  }
+}
+
 } // namespace
 } // namespace brickdl
