@@ -1,5 +1,6 @@
-// brickdl-query: reads tuning databases (best configurations, runs, comparisons, exports)
-// and merges them. Everything but `merge` opens the database read-only.
+// brickdl-query: reads tuning databases (best configurations, runs, comparisons, exports of
+// measurements and of the model's predictions) and merges them. Everything but `merge` opens the
+// database read-only.
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -34,7 +35,7 @@ struct Args {
   // accuracy
   query::AccuracyFilter accuracy;
   bool summary_only = false;
-  // export
+  // export, predictions
   std::string format = "csv", out_path;
   std::optional<int64_t> export_run;
   // merge
@@ -80,6 +81,19 @@ CLI::App* add_export(CLI::App& app, Args& a) {
   return exp;
 }
 
+CLI::App* add_predictions(CLI::App& app, Args& a) {
+  CLI::App* pred = app.add_subcommand(
+      "predictions", "One row per prediction of a run's candidates for its GPU spec (every "
+                     "model version stored) with the workload, its first group and the "
+                     "candidate");
+  pred->add_option("--format", a.format, "csv or json")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->capture_default_str();
+  pred->add_option("--run", a.export_run, "Only this run's predictions");
+  pred->add_option("--out", a.out_path, "Write to this file instead of standard output");
+  return pred;
+}
+
 CLI::App* add_merge(CLI::App& app, Args& a) {
   CLI::App* merge = app.add_subcommand(
       "merge", "Copy databases into OUT (created when absent), remapping ids; merging the same "
@@ -113,10 +127,9 @@ void run_best(TuningDb& db, const Args& a) {
   }
 }
 
-void run_export(TuningDb& db, const Args& a) {
+// Prints an export (of measurements or of predictions) in --format to --out or stdout.
+void write_export(const query::ExportTable& table, const Args& a) {
   const auto format = a.format == "json" ? query::ExportFormat::kJson : query::ExportFormat::kCsv;
-  const query::ExportTable table =
-      query::export_measurements(db, a.export_run, format == query::ExportFormat::kJson);
   if (a.out_path.empty()) {
     query::print_export(table, format, std::cout);
     return;
@@ -132,9 +145,13 @@ void run_export(TuningDb& db, const Args& a) {
     throw brickdl::UserError("writing '" + a.out_path + "' failed");
 }
 
+void run_export(TuningDb& db, const Args& a) {
+  write_export(query::export_measurements(db, a.export_run, a.format == "json"), a);
+}
+
 // The subcommands, as parsed.
 struct Commands {
-  CLI::App *best, *runs, *show, *compare, *accuracy, *exp, *merge;
+  CLI::App *best, *runs, *show, *compare, *accuracy, *exp, *predictions, *merge;
 };
 
 CLI::App* add_accuracy(CLI::App& app, Args& a) {
@@ -167,9 +184,11 @@ Commands add_commands(CLI::App& app, Args& a) {
                       "Only each run's own measurements (leave out what it resumed)");
   c.accuracy = add_accuracy(app, a);
   c.exp = add_export(app, a);
+  c.predictions = add_predictions(app, a);
   c.merge = add_merge(app, a);
   // `--db` may also follow the subcommand.
-  for (CLI::App* sub : {c.best, c.runs, c.show, c.compare, c.accuracy, c.exp, c.merge})
+  for (CLI::App* sub :
+       {c.best, c.runs, c.show, c.compare, c.accuracy, c.exp, c.predictions, c.merge})
     sub->fallthrough();
   return c;
 }
@@ -194,6 +213,8 @@ int run(const Commands& c, const Args& a) {
       query::print_accuracy(sets, !a.summary_only, std::cout);
   } else if (c.exp->parsed()) {
     run_export(db, a);
+  } else if (c.predictions->parsed()) {
+    write_export(query::export_predictions(db, a.export_run), a);
   }
   return 0;
 }
@@ -201,8 +222,9 @@ int run(const Commands& c, const Args& a) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"brickdl-query: best configurations, runs, comparisons, predicted vs measured "
-               "and exports from a brickdl tuning database, and merging of databases"};
+  CLI::App app{"brickdl-query: best configurations, runs, comparisons, predicted vs measured, "
+               "exports of measurements and of predictions from a brickdl tuning database, and "
+               "merging of databases"};
   Args a;
   const Commands commands = add_commands(app, a);
   return brickdl::run_tool("brickdl-query", app, argc, argv, [&] { return run(commands, a); });

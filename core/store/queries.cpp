@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -1029,6 +1030,51 @@ std::map<int64_t, std::vector<double>> export_samples(sqlite3* h, std::optional<
   return out;
 }
 
+// The columns of `predictions` that export_predictions() places beside the candidate; the
+// rest follow them under their own names.
+constexpr const char* kPredictionKeyCols[] = {"candidate_id", "gpu_spec", "model_version",
+                                              "feasible", "reason"};
+
+// The other columns of `predictions` in the schema's order, as the database has them (a
+// column added to the schema is exported without a change here).
+std::vector<std::string> prediction_value_columns(sqlite3* h) {
+  Statement st(h, "SELECT name FROM pragma_table_info('predictions') ORDER BY cid",
+               "reading the columns of predictions");
+  std::vector<std::string> out;
+  while (st.step()) {
+    const std::string name = st.text(0);
+    if (std::find(std::begin(kPredictionKeyCols), std::end(kPredictionKeyCols), name) ==
+        std::end(kPredictionKeyCols))
+      out.push_back(name);
+  }
+  return out;
+}
+
+// Every prediction for a run's GPU spec of a candidate of the run's workloads, with the
+// workload's first group in the run (the fewest layers first on a tie); `values` are the
+// further prediction columns, each selected under its own name.
+std::string predictions_sql(const std::vector<std::string>& values) {
+  std::string cols;
+  for (const std::string& v : values)
+    cols += fmt::format(", p.\"{0}\" AS \"{0}\"", v);
+  return fmt::format(
+      "SELECT r.id AS run, w.id AS workload_id, w.signature AS signature, "
+      "w.description AS description, g.layer_names AS layers, g.first_layer AS first_layer, "
+      "g.last_layer AS last_layer, c.id AS candidate_id, c.strategy AS strategy, c.bd AS bd, "
+      "c.bh AS bh, c.bw AS bw, c.cb AS cb, c.bn AS bn, c.cl AS cl, c.threads AS threads, "
+      "p.gpu_spec AS gpu_spec, p.model_version AS model_version, p.feasible AS feasible, "
+      "p.reason AS reason{} "
+      "FROM runs r JOIN run_groups g ON g.run_id = r.id "
+      "JOIN workloads w ON w.id = g.workload_id JOIN candidates c ON c.workload_id = w.id "
+      "JOIN predictions p ON p.candidate_id = c.id AND p.gpu_spec = r.gpu_spec "
+      "WHERE (?1 IS NULL OR r.id = ?1) AND NOT EXISTS (SELECT 1 FROM run_groups g2 WHERE "
+      "g2.run_id = g.run_id AND g2.workload_id = g.workload_id AND (g2.first_layer < "
+      "g.first_layer OR (g2.first_layer = g.first_layer AND g2.last_layer < g.last_layer))) "
+      "ORDER BY r.id, g.first_layer, c.id, p.model_version",
+      cols);
+}
+constexpr int kPredictionCandidateCol = 7; // candidate_id, strategy, bd, ..., threads
+
 } // namespace
 
 ExportTable export_measurements(TuningDb& db, std::optional<int64_t> run_id, bool with_samples) {
@@ -1055,6 +1101,27 @@ ExportTable export_measurements(TuningDb& db, std::optional<int64_t> run_id, boo
       row.counters = std::move(it->second);
     if (auto it = samples.find(id); it != samples.end())
       row.samples_ms = std::move(it->second);
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+ExportTable export_predictions(TuningDb& db, std::optional<int64_t> run_id) {
+  if (run_id)
+    run_summary(db, *run_id); // an unknown run is a UserError naming it
+  sqlite3* h = StoreAccess::connection(db);
+  Statement st(h, predictions_sql(prediction_value_columns(h)), "exporting predictions");
+  st.bind_all(run_id);
+  ExportTable out;
+  for (int c = 0; c < st.column_count(); ++c)
+    out.columns.push_back(st.column_name(c));
+  BRICKDL_CHECK(out.columns[kPredictionCandidateCol] == "candidate_id" &&
+                out.columns[kPredictionCandidateCol + 8] == "threads");
+  while (st.step()) {
+    ExportRow row;
+    for (int c = 0; c < st.column_count(); ++c)
+      row.cells.push_back(cell(st, c));
+    row.candidate = read_candidate(st, kPredictionCandidateCol);
     out.rows.push_back(std::move(row));
   }
   return out;

@@ -6,7 +6,8 @@
 //                                         ├──► runs()                ──► RunRow       │
 //                                         ├──► run_details()         ──► RunDetails   ├─► print.h
 //                                         ├──► compare_runs()        ──► Comparison   │
-//                                         └──► export_measurements() ──► ExportTable ─┘
+//                                         ├──► export_measurements() ──► ExportTable ─┤
+//                                         └──► export_predictions()  ──► ExportTable ─┘
 //
 // Every function here only reads, so a database copied from another machine (or an older
 // schema, migrated in memory by TuningDb) works the same. Rows are deterministic for a given
@@ -301,7 +302,8 @@ AccuracyStats accuracy_stats(const std::vector<double>& predicted,
 // A value as SQLite stored it: NULL, integer, real or text.
 using Cell = std::variant<std::nullptr_t, int64_t, double, std::string>;
 
-// One measurement joined with its run, target, workload, candidate and prediction.
+// One measurement joined with its run, target, workload, candidate and prediction (or one
+// prediction with its run, workload and candidate: export_predictions()).
 struct ExportRow {
   std::vector<Cell> cells; // one per ExportTable::columns
   CandidateRef candidate;
@@ -323,5 +325,15 @@ struct ExportTable {
 inline constexpr const char* kPredictionPrefix = "pred_";
 
 ExportTable export_measurements(TuningDb& db, std::optional<int64_t> run_id, bool with_samples);
+
+// The model's predictions of one run, or of every run: each candidate of the run's workloads
+// with a prediction for the run's GPU spec, one row per model version stored (predictions for
+// other specs are left out), ordered by run, the workload's first group in the run, candidate
+// id and model version. Columns: run, workload_id, signature, description, layers (the layer
+// names of the workload's first group in the run), first_layer, last_layer, candidate_id,
+// strategy .. threads, gpu_spec, model_version, feasible, reason, then every further column of
+// the predictions table by its own name (time_ms .. atomics_conflict). No counters, no
+// samples. Throws UserError for an unknown run.
+ExportTable export_predictions(TuningDb& db, std::optional<int64_t> run_id);
 
 } // namespace brickdl::query

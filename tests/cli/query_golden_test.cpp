@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -700,6 +701,63 @@ TEST_F(AnswersCli, TextFromTheFileIsPrintedEscaped) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.err.find("strategy 'p\\x8added'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\x8a'), std::string::npos);
+}
+
+// `predictions` on a database brickdl-tune wrote (--backend none: the model only): the header,
+// and a row per prediction of a run's workloads for its GPU spec, as counted here in SQL of
+// our own.
+TEST(PredictionsCli, OneRowPerPredictionOfARunsWorkloadsForItsSpec) {
+  std::string tmpl = (fs::temp_directory_path() / "brickdl-predictions-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  const std::string db = (dir / "tune.db").string(), yaml = (dir / "chain.yaml").string();
+  std::ofstream(yaml) << "name: chain\n"
+                         "model: {zoo: conv_chain, depth: 3, channels: 4, kernel: 3, image: 20, "
+                         "dims: 3}\n"
+                         "batch: 1\n"
+                         "target: {gpu: A100-40GB}\n"
+                         "search: {brick_sizes: [4, 8], max_group_len: 3, searcher: dp}\n"
+                         "database: "
+                      << db << "\noutput: " << (dir / "out").string() << "\n";
+  auto run = [&](const std::string& cmd) {
+    const int status = std::system(
+        (cmd + " > '" + (dir / "out.txt").string() + "' 2> '" + (dir / "err.txt").string() + "'")
+            .c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n"
+                                                               << read_file(dir / "err.txt");
+    return read_file(dir / "out.txt");
+  };
+  run(fmt::format("'{}' '{}' --backend none --quiet", BRICKDL_TUNE_BIN, yaml));
+  const std::string csv = run(fmt::format("'{}' --db '{}' predictions", BRICKDL_QUERY_BIN, db));
+  const std::string json =
+      run(fmt::format("'{}' --db '{}' predictions --format json", BRICKDL_QUERY_BIN, db));
+
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw,
+                               "SELECT count(*) FROM runs r JOIN predictions p ON p.gpu_spec = "
+                               "r.gpu_spec JOIN candidates c ON c.id = p.candidate_id WHERE "
+                               "c.workload_id IN (SELECT workload_id FROM run_groups WHERE "
+                               "run_id = r.id)",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const int64_t expected = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+
+  EXPECT_GT(expected, 0);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "run,workload_id,signature,description,layers,first_layer,last_layer,candidate_id,"
+            "strategy,bd,bh,bw,cb,bn,cl,threads,config,gpu_spec,model_version,feasible,reason,"
+            "time_ms,time_dram_ms,time_l2_ms,time_compute_ms,time_atomics_compulsory_ms,"
+            "time_atomics_conflict_ms,time_other_ms,flops,redundant_flops,l1_bytes,l2_bytes,"
+            "dram_bytes,dram_lower_bound,atomics_compulsory,atomics_conflict");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), expected + 1) << csv;
+  EXPECT_EQ(nlohmann::json::parse(json).size(), static_cast<size_t>(expected));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 } // namespace

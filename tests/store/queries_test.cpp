@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <variant>
+#include <vector>
 
 #include "core/error.h"
 #include "core/store/print.h"
@@ -36,7 +39,8 @@ protected:
     info.target_fingerprint = "cpu:test";
     info.backend = "cpu";
     run_ = db.begin_run(info);
-    const int64_t w = db.workload_id({"sig", 2, "conv3x3 | conv3x3", 100});
+    w_ = db.workload_id({"sig", 2, "conv3x3 | conv3x3", 100});
+    const int64_t w = w_;
     db.add_run_group(run_, w, 1, 2, "conv1 .. conv2", "subgraph 1");
     Candidate c;
     c.strategy = Strategy::kPadded;
@@ -56,7 +60,7 @@ protected:
 
   fs::path dir_;
   std::string path_;
-  int64_t run_ = 0, candidate_ = 0;
+  int64_t run_ = 0, candidate_ = 0, w_ = 0;
 };
 
 TEST_F(StoreQueries, RunsAndRunDetailsAreTypedRows) {
@@ -102,6 +106,125 @@ TEST_F(StoreQueries, ExportKeepsSqliteTypesAndAsksForSamplesOnlyWhenNeeded) {
   ASSERT_EQ(with.rows.size(), 1u);
   EXPECT_EQ(with.rows[0].samples_ms, (std::vector<double>{2.0, 1.0, 3.0}));
   EXPECT_TRUE(query::export_measurements(db, run_ + 1, true).rows.empty());
+}
+
+// The cell of `column` in row `row`.
+query::Cell cell_at(const query::ExportTable& table, size_t row, const std::string& column) {
+  const auto it = std::find(table.columns.begin(), table.columns.end(), column);
+  EXPECT_NE(it, table.columns.end()) << column;
+  if (it == table.columns.end())
+    return nullptr;
+  return table.rows.at(row).cells.at(static_cast<size_t>(it - table.columns.begin()));
+}
+
+// Predictions of run_ (A100-40GB): the padded candidate by two model versions, a layerwise one
+// infeasible, and an H200 prediction that only a second run (H200) shows. The workload also
+// occurs later in run_ (layers 4-5): its first group names it.
+class StorePredictions : public StoreQueries {
+protected:
+  void SetUp() override {
+    StoreQueries::SetUp();
+    TuningDb db(path_);
+    db.set_clock([] { return std::string("2024-01-01T00:00:00.000Z"); });
+    db.add_run_group(run_, w_, 4, 5, "conv4 .. conv5", "subgraph 2");
+    layerwise_ = db.candidate_id(w_, Candidate{});
+    PredictionRow p;
+    p.time_ms = 1.5;
+    p.dram_bytes = 4096;
+    p.atomics_conflict = 3;
+    db.put_prediction(candidate_, "A100-40GB", "v1", p);
+    p.time_ms = 1.25;
+    db.put_prediction(candidate_, "A100-40GB", "v2", p);
+    p.time_ms = 0.5;
+    db.put_prediction(candidate_, "H200", "v1", p);
+    p.feasible = false;
+    p.reason = "too big";
+    db.put_prediction(layerwise_, "A100-40GB", "v1", p);
+    RunInfo info;
+    info.experiment = "chain";
+    info.model = "custom";
+    info.gpu_spec = "H200";
+    info.target_fingerprint = "model:H200";
+    info.backend = "none";
+    run2_ = db.begin_run(info);
+    db.add_run_group(run2_, w_, 1, 2, "a .. b");
+  }
+
+  int64_t layerwise_ = 0, run2_ = 0;
+};
+
+TEST_F(StorePredictions, ExportHasTheRunsGpuSpecPerModelVersion) {
+  TuningDb db(path_, TuningDb::Mode::kReadOnly);
+  const query::ExportTable all = query::export_predictions(db, std::nullopt);
+  const std::vector<std::string> columns{
+      // the run, workload, group, candidate and key of the prediction
+      "run", "workload_id", "signature", "description", "layers", "first_layer", "last_layer",
+      "candidate_id", "strategy", "bd", "bh", "bw", "cb", "bn", "cl", "threads", "gpu_spec",
+      "model_version", "feasible", "reason",
+      // the rest of the predictions table, in its order
+      "time_ms", "time_dram_ms", "time_l2_ms", "time_compute_ms", "time_atomics_compulsory_ms",
+      "time_atomics_conflict_ms", "time_other_ms", "flops", "redundant_flops", "l1_bytes",
+      "l2_bytes", "dram_bytes", "dram_lower_bound", "atomics_compulsory", "atomics_conflict"};
+  EXPECT_EQ(all.columns, columns);
+  ASSERT_EQ(all.rows.size(), 4u);
+  EXPECT_TRUE(all.counter_names.empty());
+  auto at = [&](size_t row, const std::string& column) { return cell_at(all, row, column); };
+  // run_: the padded candidate by v1 and v2, then the layerwise one (a later id); then run2_.
+  const std::vector<std::tuple<int64_t, int64_t, std::string, std::string, double>> expected{
+      {run_, candidate_, "A100-40GB", "v1", 1.5},
+      {run_, candidate_, "A100-40GB", "v2", 1.25},
+      {run_, layerwise_, "A100-40GB", "v1", 0.5},
+      {run2_, candidate_, "H200", "v1", 0.5}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& [run, candidate, spec, version, time] = expected[i];
+    EXPECT_EQ(at(i, "run"), query::Cell(run)) << i;
+    EXPECT_EQ(at(i, "candidate_id"), query::Cell(candidate)) << i;
+    EXPECT_EQ(at(i, "gpu_spec"), query::Cell(spec)) << i;
+    EXPECT_EQ(at(i, "model_version"), query::Cell(version)) << i;
+    EXPECT_EQ(at(i, "time_ms"), query::Cell(time)) << i;
+    EXPECT_EQ(at(i, "workload_id"), query::Cell(w_)) << i;
+    EXPECT_EQ(all.rows[i].cells.size(), all.columns.size());
+    EXPECT_TRUE(all.rows[i].counters.empty() && all.rows[i].samples_ms.empty());
+  }
+}
+
+TEST_F(StorePredictions, RowsNameTheWorkloadsFirstGroupAndTheCandidate) {
+  TuningDb db(path_, TuningDb::Mode::kReadOnly);
+  const query::ExportTable all = query::export_predictions(db, std::nullopt);
+  ASSERT_EQ(all.rows.size(), 4u);
+  auto at = [&](size_t row, const std::string& column) { return cell_at(all, row, column); };
+  EXPECT_EQ(at(0, "layers"), query::Cell(std::string("conv1 .. conv2")));
+  EXPECT_EQ(at(0, "first_layer"), query::Cell(int64_t{1}));
+  EXPECT_EQ(at(0, "last_layer"), query::Cell(int64_t{2}));
+  EXPECT_EQ(at(0, "signature"), query::Cell(std::string("sig")));
+  EXPECT_EQ(at(0, "description"), query::Cell(std::string("conv3x3 | conv3x3")));
+  EXPECT_EQ(at(0, "strategy"), query::Cell(std::string("padded")));
+  EXPECT_EQ(at(0, "feasible"), query::Cell(int64_t{1}));
+  EXPECT_EQ(at(0, "dram_bytes"), query::Cell(4096.0));
+  EXPECT_EQ(at(0, "atomics_conflict"), query::Cell(3.0));
+  EXPECT_EQ(all.rows[0].candidate.config(), "padded 8x8 t128");
+  EXPECT_EQ(at(2, "feasible"), query::Cell(int64_t{0}));
+  EXPECT_EQ(at(2, "reason"), query::Cell(std::string("too big")));
+  EXPECT_EQ(all.rows[2].candidate.config(), "layerwise");
+  EXPECT_EQ(at(3, "layers"), query::Cell(std::string("a .. b")));
+}
+
+TEST_F(StorePredictions, ExportOfOneRunAndOfAnUnknownRun) {
+  TuningDb db(path_, TuningDb::Mode::kReadOnly);
+  const query::ExportTable all = query::export_predictions(db, std::nullopt);
+  EXPECT_EQ(query::export_predictions(db, run_).rows.size(), 3u);
+  const query::ExportTable second = query::export_predictions(db, run2_);
+  ASSERT_EQ(second.rows.size(), 1u);
+  EXPECT_EQ(second.columns, all.columns);
+  ASSERT_EQ(all.rows.size(), 4u);
+  EXPECT_EQ(second.rows[0].cells, all.rows[3].cells);
+  try {
+    query::export_predictions(db, run2_ + 1);
+    ADD_FAILURE() << "no UserError for an unknown run";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("no run " + std::to_string(run2_ + 1)), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(StorePrint, PrintsRowsWithoutADatabase) {
