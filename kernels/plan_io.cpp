@@ -67,7 +67,7 @@ int batch_block(const json& v, const std::string& file, const std::string& key) 
   return v.get<int>();
 }
 
-// Unknown keys are errors, except the report fields of brickdl-tune's plan.json.
+// Unknown keys are errors, except the report fields of brickdl-tune's plan.json (times, bytes).
 void check_keys(const json& e, const std::string& file, const std::string& at) {
   static const std::vector<std::string> kKeys = {"first",    "last",   "first_layer", "last_layer",
                                                  "strategy", "brick",  "cb",          "nb",
@@ -75,7 +75,7 @@ void check_keys(const json& e, const std::string& file, const std::string& at) {
   for (const auto& [k, v] : e.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end() && k != "layers" &&
         k != "workload" && k.find("_ms") == std::string::npos &&
-        k.find("dram") == std::string::npos)
+        k.find("dram") == std::string::npos && k.find("_bytes") == std::string::npos)
       fail(file, at + "." + k,
            "unknown key" + did_you_mean(k, kKeys) + "; valid: " + join_names(kKeys));
   }

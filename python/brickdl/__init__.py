@@ -380,7 +380,7 @@ class Database:
              batch: Optional[int] = None, target: str = "", layer: str = "",
              source: str = "") -> Any:
         """The best configuration per workload, model, precision, batch and source of numbers
-        (brickdl-query best --format json, nested keys as dotted columns)."""
+        (brickdl-query best --json, nested keys as dotted columns)."""
         return records(self._db.best(model, gpu, precision, batch, target, layer, source),
                        self.as_frame)
 

@@ -29,14 +29,19 @@ def csv_frame(text):
     return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
 
 
+def missing(x):
+    """NULL as a DataFrame or a CSV holds it; the CSV writes an empty text as NULL is written."""
+    return x is None or x != x or x == ""
+
+
 def same(frame, expected):
-    """Equal column for column (floats exactly; NaN where the other has NaN or None)."""
+    """Equal column for column (floats exactly; NULL where the other has NULL)."""
     assert list(frame.columns) == list(expected.columns)
     assert len(frame) == len(expected)
     for c in frame.columns:
         a, b = frame[c].tolist(), expected[c].tolist()
         for x, y in zip(a, b):
-            if (x is None or x != x) and (y is None or y != y):
+            if missing(x) and missing(y):
                 continue
             assert x == y, (c, x, y)
 
@@ -73,11 +78,15 @@ def test_predictions_equal_the_csv_export(tuned):
 
 def test_best_equals_brickdl_query_best_json(tuned):
     db = brickdl.Database(tuned)
-    expected = json.loads(cli("brickdl-query", "best", "--db", tuned, "--format", "json").stdout)
+    expected = json.loads(cli("brickdl-query", "best", "--db", tuned, "--json").stdout)
     rows = brickdl.Database(tuned, as_frame=False).best()
     assert rows == expected
-    h200 = db.best(model="resnet50", gpu="H200", precision="tf32", layer="layer3.0.conv2")
-    assert len(h200) == 1 and h200["source"].iloc[0].startswith("predicted")
+    h200 = brickdl.Database(tuned, as_frame=False).best(
+        model="resnet50", gpu="H200", precision="tf32", layer="layer3.0.conv2")
+    assert h200 and all(r["source"].startswith("predicted") for r in h200)
+    assert h200 == json.loads(cli("brickdl-query", "best", "--db", tuned, "--json", "--model",
+                                  "resnet50", "--gpu", "H200", "--precision", "tf32", "--layer",
+                                  "layer3.0.conv2").stdout)
     with pytest.raises(brickdl.UserError, match="valid: measured, predicted"):
         db.best(source="guessed")
 

@@ -53,7 +53,7 @@ def test_plan_json_and_database_rows_equal_the_clis(in_tmp):
     assert py.runs()[keep].equals(c.runs()[keep])
 
 
-def test_the_plans_groups_tile_the_fused_graph_and_carry_bytes_per_level():
+def test_the_plans_groups_tile_the_fused_graph_and_carry_bytes_per_level(in_tmp):
     model = brickdl.Model.zoo("resnet50", batch=8)
     plan = brickdl.tune(model, target="H200", precision="tf32", backend="none", db="g.db")
     fused = model.describe(fused=True)
@@ -63,7 +63,18 @@ def test_the_plans_groups_tile_the_fused_graph_and_carry_bytes_per_level():
     assert sum(g.predicted_ms for g in plan.groups) == pytest.approx(plan.predicted_ms)
     merged = [g for g in plan.groups if g.strategy != "layerwise"]
     assert merged and all(g.brick and g.threads for g in merged)
-    assert all(g.l1_bytes >= g.l2_bytes >= 0 and g.dram_bytes > 0 for g in plan.groups)
+    # The bytes per level are the chosen candidate's prediction, as the database holds it.
+    preds = brickdl.Database("g.db").predictions(run=plan.run_id)
+    for g in merged:
+        # (rows name a workload's first group: the same workload may recur later)
+        row = preds[(preds.description == g.workload) & (preds.time_ms == g.predicted_ms) &
+                    (preds.strategy == g.strategy) & (preds.bh == g.brick["h"]) &
+                    (preds.cb == g.brick["cb"]) & (preds.threads == g.threads) &
+                    (preds.bn == g.brick.get("nb", 1))]
+        # (two workloads may share a description and a prediction: residual adds of equal shape)
+        assert len(row) >= 1, g
+        assert set(zip(row.l1_bytes, row.l2_bytes, row.dram_bytes)) == {
+            (g.l1_bytes, g.l2_bytes, g.dram_bytes)}
     df = plan.frame()
     assert list(df["speedup"]) == [g.speedup for g in plan.groups]
     assert plan.measured_ms is None and plan.measured_speedup is None
