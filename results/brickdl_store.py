@@ -9,7 +9,10 @@ The schema and its version come from core/store/schema.sql, the file the C++ sto
     conn = brickdl_store.open_db(path, write=True, create=True)  # created from the schema
 
 Every refusal raises StoreError with a message that starts with the file's path. Only the
-standard library is used.
+standard library is used: these scripts run where the Python package brickdl (whose
+brickdl.Database reads through the C++ store) is not built: under Debian's /usr/bin/python3
+with its matplotlib, in framework environments (experiments/baselines/), and on the GPU machine
+of the device bundle (docs/python.md, "Why the figure scripts keep results/brickdl_store.py").
 """
 import functools
 import os

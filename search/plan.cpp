@@ -69,6 +69,31 @@ bool plan_before(const SearchSpace& space, const Plan& a, const Plan& b) {
   return ia < ib;
 }
 
+namespace {
+
+// The group's layers run layerwise, each as its own library kernel, into `r`: predicted, and
+// measured when every one of them was (the return value).
+bool add_layerwise(const Group& group, const SearchSpace& space, const Evaluation& ev,
+                   PlanGroupSummary& r) {
+  double measured = 0;
+  bool all = true;
+  for (int layer = group.first; layer <= group.last; ++layer) {
+    const int g = space.singleton(layer);
+    const CandidateEval& lw = ev.at(CandidateRef{g, space.group(g).layerwise});
+    r.layerwise_predicted_ms += lw.prediction.time_ms;
+    if (lw.measurement && lw.measurement->status == MeasureStatus::kOk) {
+      measured += lw.measurement->median_ms;
+    } else {
+      all = false;
+    }
+  }
+  if (all)
+    r.layerwise_measured_ms = measured;
+  return all;
+}
+
+} // namespace
+
 PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluation& ev) {
   PlanSummary s;
   s.label = plan.label;
@@ -94,20 +119,7 @@ PlanSummary summarize(const Plan& plan, const SearchSpace& space, const Evaluati
     r.l1_bytes = ce.prediction.l1_bytes;
     r.l2_bytes = ce.prediction.l2_bytes;
     r.dram_lower_bound = ev.groups[static_cast<size_t>(step.group)].lower_bound.dram_bytes;
-    double lw_measured = 0;
-    bool lw_all = true;
-    for (int layer = ge.group.first; layer <= ge.group.last; ++layer) {
-      const int g = space.singleton(layer);
-      const CandidateEval& lw = ev.at(CandidateRef{g, space.group(g).layerwise});
-      r.layerwise_predicted_ms += lw.prediction.time_ms;
-      if (lw.measurement && lw.measurement->status == MeasureStatus::kOk) {
-        lw_measured += lw.measurement->median_ms;
-      } else {
-        lw_all = false;
-      }
-    }
-    if (lw_all)
-      r.layerwise_measured_ms = lw_measured;
+    const bool lw_all = add_layerwise(ge.group, space, ev, r);
     all_layerwise_measured = all_layerwise_measured && lw_all;
     s.predicted_ms += r.predicted_ms;
     s.layerwise_predicted_ms += r.layerwise_predicted_ms;

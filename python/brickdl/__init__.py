@@ -260,7 +260,8 @@ def tune(model: Model, target: Optional[str] = None, precision: Optional[str] = 
                                     db=os.fspath(db) if db is not None else None,
                                     budget_s=budget_s)
     settings.update(search_overrides)
-    tuned = model.with_settings(**settings)
+    given = {k: v for k, v in settings.items() if v is not None}
+    tuned = model.with_settings(**given) if given else model
     callback, finish = make_progress(progress)
     try:
         outcome = _brickdl.tune(tuned._e, fresh, use_other_targets, callback)

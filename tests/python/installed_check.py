@@ -5,7 +5,8 @@ without the build tree on the path, and prints the figure brickdl-tune prints.
     installed_check.py BUILD/python/brickdl BUILD/apps
 
 Exit 0: it does; 1: it does not; 77 (skipped): no brickdl is installed in this interpreter, or
-the installed one is not this build's (its extension module differs from the build tree's).
+the installed one is not this build's (other Python files, or an extension module of another size
+or older than the build tree's).
 """
 import glob
 import hashlib
@@ -24,6 +25,19 @@ def digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def same_build(built, installed, module, installed_module):
+    """The installed package is this build's: the same Python files, and an extension module
+    of the same size installed no earlier than it was built (installing rewrites its RPATH, so
+    the bytes differ)."""
+    for name in os.listdir(built):
+        if name.endswith(".py") and (
+                not os.path.exists(os.path.join(installed, name)) or
+                digest(os.path.join(built, name)) != digest(os.path.join(installed, name))):
+            return False
+    a, b = os.stat(module), os.stat(installed_module)
+    return a.st_size == b.st_size and b.st_mtime >= a.st_mtime - 1
+
+
 def main():
     built, apps = sys.argv[1], sys.argv[2]
     spec = importlib.util.find_spec("brickdl")
@@ -37,7 +51,8 @@ def main():
     if os.path.realpath(installed) == os.path.realpath(built):
         print("python_installed: brickdl resolves to the build tree, not an installed copy")
         return 1
-    if len(mine) != 1 or len(theirs) != 1 or digest(mine[0]) != digest(theirs[0]):
+    if len(mine) != 1 or len(theirs) != 1 or not same_build(built, installed, mine[0],
+                                                            theirs[0]):
         print(f"python_installed: the brickdl installed at {installed} is not this build's "
               "(scripts/python-install.sh installs it); skipped")
         return 77
