@@ -14,7 +14,7 @@ import brickdl
 
 SOURCE = os.environ.get("BRICKDL_SOURCE_DIR",
                         os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..")))
-BIN = os.environ.get("BRICKDL_BIN", os.path.join(SOURCE, "build", "apps"))
+BIN = os.path.abspath(os.environ.get("BRICKDL_BIN", os.path.join(SOURCE, "build", "apps")))
 
 # A three-conv 3-D chain small enough to measure every candidate on the CPU in seconds.
 CHAIN_YAML = """name: chain
