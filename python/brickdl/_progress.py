@@ -20,14 +20,19 @@ class _LineBar:
         self.resumed = 0
         self.last = 0.0
         self.drawn = False
+        self.event: Optional[Event] = None
 
     def __call__(self, e: Event) -> None:
         self.failed += e["status"] not in ("ok", "")
         self.resumed += bool(e["resumed"])
+        self.event = e
         now = time.monotonic()
-        if self.drawn and now - self.last < 0.1 and e["done"] < e["queued"]:
+        if self.drawn and now - self.last < 0.1:
             return
         self.last = now
+        self.draw(e)
+
+    def draw(self, e: Event) -> None:
         s = int(e["elapsed_s"])
         self.stream.write(f"\rmeasure {e['done']}/{e['queued']}  {self.resumed} resumed  "
                           f"{self.failed} failed  {s // 60}:{s % 60:02d} elapsed")
@@ -35,6 +40,8 @@ class _LineBar:
         self.drawn = True
 
     def close(self) -> None:
+        if self.event is not None:
+            self.draw(self.event)  # the last state, which the rate limit may have skipped
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()

@@ -188,3 +188,16 @@ def test_an_unreadable_database_is_a_user_error(in_tmp):
         brickdl.tune(brickdl.Model.zoo("resnet50"), backend="none", db="bad.db")
     assert str(e.value) == cli_error("brickdl-tune", "resnet50", "--backend", "none", "--db",
                                      "bad.db", cwd=in_tmp)
+
+
+def test_the_progress_line_counts_the_candidates_on_stderr(in_tmp, chain_experiment, capsys):
+    plan = brickdl.tune(brickdl.Model.experiment(chain_experiment), db="t.db", progress="line")
+    n = plan.report["measurements"]["measured"]
+    err = capsys.readouterr().err
+    last = err.rstrip("\n").split("\r")[-1]
+    assert err.endswith("\n") and last.startswith(f"measure {n}/"), err
+    assert "0 resumed  0 failed" in last
+    # tqdm's bar when asked for a bar and tqdm is there; else the same line.
+    again = brickdl.tune(brickdl.Model.experiment(chain_experiment), db="t.db", progress=True)
+    assert again.report["measurements"]["resumed"] == n
+    assert f"{n}/" in capsys.readouterr().err
