@@ -315,8 +315,8 @@ def _input_arrays(model: Model, inputs: Any) -> List[Any]:
         unknown = sorted(set(inputs) - set(names))
         missing = [n for n in names if n not in inputs]
         if unknown or missing:
-            raise UserError(f"brickdl.run inputs: {'no input ' + repr(unknown[0]) if unknown else 'missing ' + repr(missing[0])}"
-                            f"; the model's inputs: {', '.join(names)}")
+            what = f"no input {unknown[0]!r}" if unknown else f"missing {missing[0]!r}"
+            raise UserError(f"brickdl.run inputs: {what}; the model's inputs: {', '.join(names)}")
         arrays = [inputs[n] for n in names]
     elif isinstance(inputs, (list, tuple)):
         arrays = list(inputs)
@@ -336,7 +336,9 @@ def run(model: Model, plan: Optional[Plan] = None, inputs: Any = None, backend: 
     a dict by name; None: seeded random ones (uniform [-1, 1), from `seed`). Weights are the
     ONNX file's own, else seeded random (from `seed`). check: compare every output with the
     layer-by-layer reference under brickdl-run --check's tolerance; raises CheckError when one
-    differs. threads: CPU worker threads (0: every usable CPU)."""
+    differs. threads: CPU worker threads (0: every usable CPU). allow_mismatch: run a plan made
+    for another model, input size or channel count anyway (brickdl-run --allow-plan-mismatch);
+    its groups must still fit the graph."""
     if backend != "cpu":
         raise UserError(f"brickdl.run(backend={backend!r}): plans run on the CPU (backend='cpu'); "
                         "GPU kernels are measured by brickdl.tune(backend='cuda')")

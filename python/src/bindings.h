@@ -31,15 +31,6 @@ nb::object to_python(const nlohmann::json& value);
 // JSON.
 nlohmann::json parse_json(const std::string& text, const std::string& what);
 
-// An experiment as the Python Model holds it: the loaded experiment, and how to load it again
-// with settings over it (models.cpp).
-struct Experiment {
-  ExperimentConfig config;
-  BareModel bare;          // a zoo model or an ONNX file: bare.model set; an experiment file: empty
-  std::string source_yaml; // the text it was parsed from (bare models)
-  std::string kind;        // "zoo", "onnx" or "experiment"
-};
-
 // The experiment of a brickdl._brickdl.Experiment object (models.cpp).
 const ExperimentConfig& experiment_config(nb::handle model);
 

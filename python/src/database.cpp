@@ -87,6 +87,8 @@ public:
                  rows);
   }
 
+  // best and accuracy go through json_text, brickdl-query's own JSON text: it turns bytes of a
+  // damaged or foreign file that are no UTF-8 into U+FFFD, which a Python str needs.
   nb::object best(const query::BestFilter& f) {
     return to_python(
         nlohmann::json::parse(query::json_text(query::best_json(query::best(db_, f)))));

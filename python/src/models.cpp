@@ -38,9 +38,13 @@ struct Settings {
   std::optional<std::string> backend, db, out;
 };
 
-// An Experiment with its settings, as bound: the Python Model holds one.
+// An experiment as the Python Model holds it (bound as brickdl._brickdl.Experiment): the loaded
+// experiment, how to load it again, and the settings given so far.
 struct Model {
-  Experiment e;
+  ExperimentConfig config;
+  BareModel bare;          // a zoo model or an ONNX file: bare.model set; an experiment file: empty
+  std::string source_yaml; // the text it was parsed from (bare models)
+  std::string kind;        // "zoo", "onnx" or "experiment"
   Settings settings;
 };
 
@@ -110,7 +114,7 @@ void rethrow_as_setting(const UserError& err, const nlohmann::json& keys) {
 namespace {
 
 // The experiment parsed again with `s` over it.
-ExperimentConfig reload(const Experiment& e, const Settings& s) {
+ExperimentConfig reload(const Model& e, const Settings& s) {
   if (!e.bare.model.empty())
     return parse_bare_model(with_keys(e.source_yaml, s.keys), e.bare, s.overrides);
   if (s.keys.empty())
@@ -174,7 +178,7 @@ Model with_settings(const Model& base, const std::string& settings_json) {
   Model m = base;
   m.settings = merge_settings(base.settings, parse_json(settings_json, "the settings"));
   try {
-    ExperimentConfig c = reload(base.e, m.settings);
+    ExperimentConfig c = reload(base, m.settings);
     if (m.settings.backend) {
       c.measurement.backend = *m.settings.backend;
       c.measurement.backend_at = SourceLocation{"the command line", 0, 0, "--backend"};
@@ -184,7 +188,7 @@ Model with_settings(const Model& base, const std::string& settings_json) {
     if (m.settings.out)
       c.output_dir = *m.settings.out;
     search::check_names(c);
-    m.e.config = std::move(c);
+    m.config = std::move(c);
   } catch (const UserError& err) {
     rethrow_as_setting(err, m.settings.keys);
   }
@@ -193,11 +197,11 @@ Model with_settings(const Model& base, const std::string& settings_json) {
 
 Model bare_model(const BareModel& bare, const std::string& kind, const nlohmann::json& flags) {
   Model m;
-  m.e.bare = bare;
-  m.e.kind = kind;
-  m.e.source_yaml = bare_model_yaml(bare);
+  m.bare = bare;
+  m.kind = kind;
+  m.source_yaml = bare_model_yaml(bare);
   flag_settings(flags, m.settings);
-  m.e.config = parse_bare_model(m.e.source_yaml, bare, m.settings.overrides);
+  m.config = parse_bare_model(m.source_yaml, bare, m.settings.overrides);
   return m;
 }
 
@@ -227,9 +231,9 @@ Model onnx_model(const std::string& path, std::optional<int> batch) {
 
 Model file_model(const std::string& path) {
   Model m;
-  m.e.kind = "experiment";
-  m.e.config = load_experiment(path);
-  search::check_names(m.e.config);
+  m.kind = "experiment";
+  m.config = load_experiment(path);
+  search::check_names(m.config);
   return m;
 }
 
@@ -243,7 +247,7 @@ nlohmann::json shape_json(const TensorShape& s) {
 
 // The layers of the model's graph (unfused as loaded, or fused as tuned) as rows.
 nlohmann::json describe_rows(const Model& m, bool fused) {
-  const Graph g = fused ? fuse_for_inference(m.e.config.graph) : m.e.config.graph;
+  const Graph g = fused ? fuse_for_inference(m.config.graph) : m.config.graph;
   nlohmann::json rows = nlohmann::json::array();
   for (const Layer& l : g.layers()) {
     std::vector<std::string> inputs;
@@ -265,14 +269,14 @@ nlohmann::json describe_rows(const Model& m, bool fused) {
 // brickdl-tune --describe's text.
 std::string describe_text(const Model& m) {
   std::ostringstream os;
-  describe_experiment(m.e.config, os);
+  describe_experiment(m.config, os);
   os << '\n';
-  model::describe_model(fuse_for_inference(m.e.config.graph), m.e.config.gpu, os);
+  model::describe_model(fuse_for_inference(m.config.graph), m.config.gpu, os);
   return os.str();
 }
 
 nb::object input_shapes(const Model& m) {
-  const Graph& g = m.e.config.graph;
+  const Graph& g = m.config.graph;
   nlohmann::json shapes = nlohmann::json::object();
   for (int id : g.inputs())
     shapes[g.layer(id).name] = shape_json(g.layer(id).out);
@@ -282,23 +286,23 @@ nb::object input_shapes(const Model& m) {
 } // namespace
 
 const ExperimentConfig& experiment_config(nb::handle model) {
-  return nb::cast<const Model&>(model).e.config;
+  return nb::cast<const Model&>(model).config;
 }
 
 void bind_models(nb::module_& m) {
   nb::class_<Model>(m, "Experiment",
                     "A model with its experiment (brickdl.Model wraps one): read-only.")
-      .def_prop_ro("name", [](const Model& x) { return x.e.config.name; })
-      .def_prop_ro("model", [](const Model& x) { return x.e.config.model; })
-      .def_prop_ro("kind", [](const Model& x) { return x.e.kind; })
-      .def_prop_ro("file", [](const Model& x) { return x.e.config.file; })
-      .def_prop_ro("batch", [](const Model& x) { return x.e.config.batch; })
-      .def_prop_ro("precision", [](const Model& x) { return dtype_name(x.e.config.precision); })
-      .def_prop_ro("gpu", [](const Model& x) { return x.e.config.gpu.name; })
-      .def_prop_ro("backend", [](const Model& x) { return x.e.config.measurement.backend; })
-      .def_prop_ro("database", [](const Model& x) { return x.e.config.database; })
-      .def_prop_ro("output_dir", [](const Model& x) { return x.e.config.output_dir; })
-      .def_prop_ro("layers", [](const Model& x) { return x.e.config.graph.size(); })
+      .def_prop_ro("name", [](const Model& x) { return x.config.name; })
+      .def_prop_ro("model", [](const Model& x) { return x.config.model; })
+      .def_prop_ro("kind", [](const Model& x) { return x.kind; })
+      .def_prop_ro("file", [](const Model& x) { return x.config.file; })
+      .def_prop_ro("batch", [](const Model& x) { return x.config.batch; })
+      .def_prop_ro("precision", [](const Model& x) { return dtype_name(x.config.precision); })
+      .def_prop_ro("gpu", [](const Model& x) { return x.config.gpu.name; })
+      .def_prop_ro("backend", [](const Model& x) { return x.config.measurement.backend; })
+      .def_prop_ro("database", [](const Model& x) { return x.config.database; })
+      .def_prop_ro("output_dir", [](const Model& x) { return x.config.output_dir; })
+      .def_prop_ro("layers", [](const Model& x) { return x.config.graph.size(); })
       .def_prop_ro("inputs", &input_shapes)
       .def(
           "describe_rows",

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import brickdl
-from conftest import cli, cli_error
+from conftest import cli, cli_error, source
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,11 @@ def same(frame, expected):
 
 
 def test_runs(tuned):
-    runs = brickdl.Database(tuned).runs()
+    db = brickdl.Database(tuned)
+    assert db.path == str(tuned)
+    with open(source("core", "store", "schema.sql"), encoding="utf-8") as f:
+        assert f"('schema_version', '{db.schema_version}')" in f.read()
+    runs = db.runs()
     assert list(runs["id"]) == [1, 2]
     assert list(runs["kind"]) == ["measured (CPU)", "model only"]
     assert list(runs["status"]) == ["complete", "complete"]

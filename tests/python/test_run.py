@@ -77,3 +77,19 @@ def test_an_onnx_model_runs_with_its_own_weights(tmp_path):
     r = brickdl.run(m, inputs=x, seed=99, check=True)
     np.testing.assert_allclose(r.output, np.load(tmp_path / "ref" / "output.npy"), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_a_failed_check_raises_check_error_with_the_result(small, monkeypatch):
+    # The executor agrees with the reference here; the package's reaction to a failed check is
+    # tested on the C++ call's answer with one output marked failed.
+    real = brickdl._brickdl.run
+
+    def failing(*args):
+        r = real(*args)
+        r["check"][0].update(passed=False, message="1 of 10 output elements differ")
+        return r
+
+    monkeypatch.setattr(brickdl._brickdl, "run", failing)
+    with pytest.raises(brickdl.CheckError, match="output 'fc': 1 of 10 output elements") as e:
+        brickdl.run(small, check=True)
+    assert e.value.result.passed is False and e.value.result.output.shape == (1, 10)

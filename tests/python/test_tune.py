@@ -125,6 +125,8 @@ def test_a_cpu_tune_reports_progress_and_releases_the_gil(in_tmp, chain_experime
     assert all(e["status"] == "ok" and e["median_ms"] > 0 for e in events)
     assert ticks[0] > 10, "the counting thread never ran while tune() worked"
     assert plan.measured_ms is not None and plan.target.startswith("cpu:")
+    assert all(g.speedup_measured for g in plan.groups)
+    assert plan.measured_speedup == plan.layerwise_measured_ms / plan.measured_ms
     ms = brickdl.Database("t.db").measurements(run=plan.run_id)
     assert len(ms) == report["measured"] and set(ms["status"]) == {"ok"}
 
