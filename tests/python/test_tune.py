@@ -160,6 +160,10 @@ except brickdl.Interrupted as e:
 
 
 def test_ctrl_c_stops_the_tune_cleanly(in_tmp, chain_experiment):
+    # A larger chain and more repetitions: about 3 s of measuring after the first result on an
+    # idle machine, so the signal arrives while the run is still measuring.
+    chain_experiment.write_text(CHAIN_YAML.replace("image: 12", "image: 24")
+                                .replace("repetitions: 3", "repetitions: 30"))
     p = subprocess.Popen([sys.executable, "-c", CTRL_C, str(chain_experiment)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=in_tmp)
     assert p.stdout.readline().strip() == "started"
