@@ -29,16 +29,24 @@
 #    NVRTC (--no-precompile leaves it out). MANIFEST.txt records the NVRTC that compiled them
 #    and the architecture ("nvrtc-cache: NVRTC 13.0 sm_90a N kernels S s each"): their keys hold
 #    both, and run.sh says whether they match the machine's. xz, not gzip: 2.4 MB where gzip
-#    took 5.8 MB of the 30 MiB (89 cubins, 27 MB unpacked); the device tests' 62 kernels add
+#    took 5.8 MB of the room (89 cubins, 27 MB unpacked); the device tests' 62 kernels add
 #    9.4 MB unpacked, 0.96 MB in xz alone, and took 105 s to compile on 2 busy cores (40 s of CPU).
 #
-# DIR must stay under 30 MiB: it travels with the source tree (about 34 MB) to the GPU machine
-# (the device tool's carry), 64 MiB in all; its programs and libraries travel packed
-# (programs.tar.xz, about 10 MB for their 39 MB), which run.sh unpacks first. Exit status: 0 done; 1 the build failed or DIR is too large; 2 bad usage.
+# What travels must fit: the device tool sends the checkout's working tree (tracked and
+# untracked-not-ignored files, about 42 MiB, most of it the committed result set's database)
+# and the carried bundle together, 64 MiB at most (scripts/lib/travel.sh counts it as the tool
+# does). So the bundle's programs and libraries travel packed (programs.tar.xz, about 9 MB for
+# their 36 MB), which run.sh unpacks first; the script refuses, before building, a tree that
+# leaves no room, and after packing a bundle that does not fit beside the tree, naming the
+# largest files; it prints what travels and what is left, which a rerun after filing results
+# (scripts/device/file-results.sh: up to an 8 MiB database) needs.
+# Exit status: 0 done; 1 the build failed or what travels is too large; 2 bad usage.
 set -euo pipefail
 
 usage() { echo "usage: $0 [--no-precompile] [--from-build BUILD] DIR" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib/travel.sh
+. "$root/scripts/lib/travel.sh"
 precompile=1
 if [ "${1:-}" = --no-precompile ]; then precompile=0; shift; fi
 build_it=1
@@ -51,7 +59,7 @@ if [ "${1:-}" = --from-build ]; then
 fi
 [ $# -eq 1 ] || usage
 dir=$1
-max_bytes=$((30 * 1024 * 1024))
+limit=$(travel_limit_bytes)
 programs=(apps/brickdl-tune apps/brickdl-query apps/brickdl-device tests/device/cuda_device_tests
   tests/device/cuda_toolkit_tests benchmarks/gpu_bench tests/distributed/process_pool_tests
   tests/distributed/fault_measure_worker)
@@ -73,6 +81,27 @@ files=(experiments/gpu_check_resnet50.yaml experiments/gpu_check_resnet50_tf32.y
   experiments/baselines/jax_net.py experiments/baselines/pytorch_eager.py
   experiments/baselines/torch_compile.py experiments/baselines/jax_xla.py
   results/brickdl_store.py results/gpu_summary.py core/store/schema.sql)
+
+# ---- 0. room ---------------------------------------------------------------------------------
+# The tree alone may already leave no room for a bundle: say so before a build of minutes.
+# (travel_too_large WHAT BYTES [BUNDLE]: the error, the largest tracked files and those of
+# BUNDLE, exit 1.)
+travel_too_large() {
+  echo "device-bundle: $1 $(travel_kib "$2") KiB, over the $(travel_kib "$limit") KiB the" \
+    "device tool carries (the checkout's tracked and untracked-not-ignored files, and the" \
+    "carried bundle); the largest files:" >&2
+  {
+    travel_largest "$root" 5
+    if [ -n "${3:-}" ]; then find "$3" -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 3'; fi
+  } | sed 's/^/  /' >&2
+  exit 1
+}
+if tree=$(travel_tree_bytes "$root" "$dir"); then
+  [ "$tree" -lt "$limit" ] || travel_too_large "the checkout's working tree alone travels" "$tree"
+else
+  echo "device-bundle: warning: the size check below counts the bundle alone" >&2
+  tree=0
+fi
 
 # ---- 1. build -------------------------------------------------------------------------------
 # brickdl-calibrate: bundled when this checkout has it (run.sh skips its stage otherwise).
@@ -182,10 +211,13 @@ echo "device-bundle: $dir: $((bytes / 1024)) KiB ($(ls "$dir/bin" | wc -l) progr
 # device tool's 64 MiB, and packed they take about a fifth (run.sh unpacks them first).
 tar -C "$dir" -cf - bin lib | xz -T2 -3 >"$dir/programs.tar.xz"
 rm -rf "${dir:?}/bin" "${dir:?}/lib"
-bytes=$(du -sb "$dir" | cut -f1)
+bytes=$(travel_folder_bytes "$dir")
 echo "device-bundle: packed bin/ and lib/ into programs.tar.xz: $((bytes / 1024)) KiB in all"
-if [ "$bytes" -gt "$max_bytes" ]; then
-  echo "device-bundle: $dir is $bytes bytes, over the 30 MiB it may take; largest:" >&2
-  find "$dir" -type f -printf '%s %p\n' | sort -rn | head -5 >&2
-  exit 1
-fi
+# Counted again: the build may have written files that are not ignored.
+tree=$(travel_tree_bytes "$root" "$dir" 2>/dev/null) || tree=0
+total=$((tree + bytes))
+[ "$total" -le "$limit" ] || travel_too_large "the checkout's tree ($(travel_kib "$tree") KiB) and \
+the bundle ($(travel_kib "$bytes") KiB) travel" "$total" "$dir"
+echo "device-bundle: travels: the checkout's tree $(travel_kib "$tree") KiB + the bundle" \
+  "$(travel_kib "$bytes") KiB = $(travel_kib "$total") KiB of $(travel_kib "$limit") KiB;" \
+  "$(((limit - total) / 1024)) KiB to spare"

@@ -6,10 +6,16 @@
 # copies summary.txt, summary.csv, env.txt, console.log, logs.tar.gz, calibration.json (the
 # calibrate stage's, when the run has one) and brickdl.db (when under 8 MiB) to results/gpu/NAME/ (default NAME: <UTC date>-<GPU name from env.txt>) and adds
 # the run's line to the table in results/gpu/README.md: what ran (the stages and their
-# outcome) and the verdict lines. Commit the folder and the README afterwards.
+# outcome) and the verdict lines. Commit the folder and the README afterwards. Then it says
+# whether a rerun still fits in what the device tool carries (scripts/lib/travel.sh): the
+# checkout, now holding these files, and the bundle (BRICKDL_DEVICE_BUNDLE, default
+# device-bundle/), 64 MiB at most; when not, which file to move out of the checkout until after
+# the rerun. A bundle unpacked by a rehearsal here (bin/, lib/) no longer fits: rebuild it.
 set -euo pipefail
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 FETCHED_OUT [NAME]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/lib/travel.sh
+. "$root/scripts/lib/travel.sh"
 src=$1
 [ -f "$src/summary.txt" ] || [ -f "$src/console.log" ] ||
   { echo "file-results: $src holds no summary.txt or console.log of a device run" >&2; exit 2; }
@@ -35,3 +41,26 @@ rev=$(grep -m1 -o 'revision [^ ,]*' "$dest/env.txt" 2>/dev/null | cut -d' ' -f2 
 echo "| [$name]($name/summary.txt) | ${gpu:-?} | ${rev:-?} | ${stages:-no summary} | ${verdicts:-none} |" \
   >>"$root/results/gpu/README.md"
 echo "file-results: $dest ($(ls "$dest" | tr '\n' ' ')); a line was added to results/gpu/README.md"
+
+# ---- whether a rerun still fits ----------------------------------------------------------------
+bundle=${BRICKDL_DEVICE_BUNDLE:-$root/device-bundle}
+if ! tree=$(travel_tree_bytes "$root" "$bundle"); then
+  echo "file-results: whether a rerun fits is not known (above)"
+  exit 0
+fi
+packed=0
+[ -d "$bundle" ] && packed=$(travel_folder_bytes "$bundle")
+total=$((tree + packed)) limit=$(travel_limit_bytes)
+shown=${bundle#"$root"/}
+what="the checkout $(travel_kib "$tree") KiB + $shown $(travel_kib "$packed") KiB ="
+what="$what $(travel_kib "$total") KiB of $(travel_kib "$limit") KiB"
+if [ "$total" -le "$limit" ]; then
+  echo "file-results: a rerun fits: it carries $what"
+else
+  echo "file-results: a rerun would be REFUSED: it would carry $what. Before it, move out of the" \
+    "checkout (and back after it) the largest of what this run filed:"
+  find "$dest" -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 3' | sed "s|$root/||; s/^/  /"
+  if [ -d "$bundle/bin" ]; then
+    echo "  (and $shown holds bin/: unpacked by a rehearsal; rebuild it: scripts/device-bundle.sh)"
+  fi
+fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The device bundle's dry run (ctest device_bundle_dry_run), on a machine without a GPU:
-#   1. scripts/device-bundle.sh packs this build (under its 30 MiB limit, its programs and
-#      libraries in programs.tar.xz), which run.sh unpacks first, with or without the xz
-#      program;
+#   1. scripts/device-bundle.sh packs this build (its programs and libraries in
+#      programs.tar.xz), which run.sh unpacks first, with or without the xz program; the
+#      checkout's tree and the bundle fit in what the device tool carries (64 MiB), and a
+#      bundle that would not fit beside the tree is refused after packing, naming the largest
+#      files (tests/device/device_scripts_test.sh tests the counting);
 #   2. DIR/run.sh resolves every library the bundle needs with only the bundle's libraries and
 #      the GPU libraries it finds (ldd: nothing missing, nothing from elsewhere) and exits 3
 #      with one "no GPU here" line;
@@ -43,16 +45,32 @@ step() {
 variant() { cp -al "$tmp/bundle" "$1"; }
 
 step "packing the bundle"
-"$root/scripts/device-bundle.sh" --no-precompile --from-build "$build" "$tmp/bundle" ||
-  fail "device-bundle.sh exited $?"
+"$root/scripts/device-bundle.sh" --no-precompile --from-build "$build" "$tmp/bundle" \
+  >"$tmp/pack.log" 2>&1 || { cat "$tmp/pack.log"; fail "device-bundle.sh exited $?"; }
+cat "$tmp/pack.log"
 step "packed"
 for f in run.sh MANIFEST.txt gpu-libs.txt system-libs.txt programs.tar.xz \
   results/gpu_summary.py experiments/gpu_check_resnet50.yaml; do
   [ -e "$tmp/bundle/$f" ] || fail "the bundle lacks $f"
 done
 [ -e "$tmp/bundle/bin" ] && fail "the bundle's bin/ travels unpacked"
-size=$(du -sb "$tmp/bundle" | cut -f1)
-[ "$size" -le $((30 * 1024 * 1024)) ] || fail "the bundle is $size bytes"
+size=$(find "$tmp/bundle" -type f -printf '%s\n' | awk '{s += $1} END {printf "%d", s}')
+# "travels: the checkout's tree T KiB + the bundle B KiB = S KiB of 65536 KiB; F KiB to spare"
+travels=$(grep "^device-bundle: travels: " "$tmp/pack.log") || fail "no 'travels:' line"
+pattern='.* tree ([0-9]+) KiB \+ the bundle ([0-9]+) KiB = ([0-9]+) KiB of ([0-9]+) KiB;.*'
+read -r tree_kib bundle_kib sum_kib limit_kib < <(echo "$travels" | sed -E "s/$pattern/\1 \2 \3 \4/")
+[ "$limit_kib" = 65536 ] && [ "$bundle_kib" -eq $(((size + 1023) / 1024)) ] &&
+  [ "$sum_kib" -le "$limit_kib" ] && [ "$tree_kib" -gt 0 ] ||
+  fail "the bundle is $size bytes: $travels"
+# A limit the bundle breaks beside the tree (not the tree alone): refused after packing.
+BRICKDL_DEVICE_TRAVEL_LIMIT=$((tree_kib * 1024 + 4096)) "$root/scripts/device-bundle.sh" \
+  --no-precompile --from-build "$build" "$tmp/too-large" >"$tmp/log" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "and the bundle ([0-9]* KiB) travel [0-9]* KiB, over the" "$tmp/log" &&
+  grep -q "^  [0-9]* results/" "$tmp/log" ||
+  { cat "$tmp/log"; fail "a bundle with no room: exit $rc"; }
+rm -rf "$tmp/too-large"
+step "a bundle with no room refused"
 # run.sh unpacks the programs first (no GPU: exit 3), by Python's tarfile where xz fails.
 mkdir -p "$tmp/noxz"
 printf '#!/bin/sh\necho "xz: not on this machine" >&2\nexit 127\n' >"$tmp/noxz/xz"
