@@ -36,7 +36,7 @@
 # untracked-not-ignored files, about 42 MiB, most of it the committed result set's database)
 # and the carried bundle together, 64 MiB at most (scripts/lib/travel.sh counts it as the tool
 # does). So the bundle's programs and libraries travel packed (programs.tar.xz, about 9 MB for
-# their 36 MB), which run.sh unpacks first; the script refuses, before building, a tree that
+# their 34 MB), which run.sh unpacks first; the script refuses, before building, a tree that
 # leaves no room, and after packing a bundle that does not fit beside the tree, naming the
 # largest files; it prints what travels and what is left, which a rerun after filing results
 # (scripts/device/file-results.sh: up to an 8 MiB database) needs.
@@ -92,7 +92,7 @@ travel_too_large() {
     "carried bundle); the largest files:" >&2
   {
     travel_largest "$root" 5
-    if [ -n "${3:-}" ]; then find "$3" -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 3'; fi
+    if [ -n "${3:-}" ]; then travel_largest_in "$3"; fi
   } | sed 's/^/  /' >&2
   exit 1
 }

@@ -59,7 +59,7 @@ if [ "$total" -le "$limit" ]; then
 else
   echo "file-results: a rerun would be REFUSED: it would carry $what. Before it, move out of the" \
     "checkout (and back after it) the largest of what this run filed:"
-  find "$dest" -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 3' | sed "s|$root/||; s/^/  /"
+  travel_largest_in "$dest" | sed "s|$root/||; s/^/  /"
   if [ -d "$bundle/bin" ]; then
     echo "  (and $shown holds bin/: unpacked by a rehearsal; rebuild it: scripts/device-bundle.sh)"
   fi

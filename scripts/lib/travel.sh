@@ -13,6 +13,7 @@
 #                                      (status 1, saying why) when ROOT is not a git checkout.
 #   travel_folder_bytes DIR            the bytes of the files under DIR (a carried folder)
 #   travel_largest ROOT [N]            the N (default 5) largest tracked files: "BYTES PATH" lines
+#   travel_largest_in DIR [N]          the N (default 3) largest files under DIR, the same way
 #   travel_kib BYTES                   BYTES in KiB, rounded up
 
 travel_limit_bytes() { echo "${BRICKDL_DEVICE_TRAVEL_LIMIT:-$((64 * 1024 * 1024))}"; }
@@ -51,13 +52,15 @@ travel_tree_bytes() {
   echo $((tracked + untracked + shared))
 }
 
-travel_folder_bytes() {
-  find "$1" -type f -printf '%s\n' | awk '{s += $1} END {printf "%d\n", s}'
+travel_folder_bytes() { find "$1" -type f -print0 | travel_sum_sizes; }
+
+# The N largest of NUL-separated paths on stdin, as "BYTES PATH" lines. (awk reads all of
+# sort's output: head's early exit would end the pipe with SIGPIPE, which a caller's pipefail
+# turns into a failure.)
+travel_top() {
+  xargs -0 -r stat -c '%s %n' -- 2>/dev/null | sort -rn | awk -v n="$1" 'NR <= n'
 }
 
-travel_largest() {
-  # (awk reads all of sort's output: head's early exit would end the pipe with SIGPIPE, which
-  # a caller's pipefail turns into a failure)
-  (cd "$1" && git ls-files -z | xargs -0 -r stat -c '%s %n' -- 2>/dev/null | sort -rn |
-    awk -v n="${2:-5}" 'NR <= n')
-}
+travel_largest() { (cd "$1" && git ls-files -z | travel_top "${2:-5}"); }
+
+travel_largest_in() { find "$1" -type f -print0 | travel_top "${2:-3}"; }
