@@ -34,6 +34,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin
+  libxsmm-dev libdnnl-dev
   python3 python3-dev python3-matplotlib python3-numpy python3-venv
   xz-utils
 )
