@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "core/group.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/group_data.h"
 #include "kernels/merged_executor.h"
 #include "kernels/reference.h"
@@ -153,12 +155,22 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     return res;
   const GroupData data(graph, candidate.group, options.seed);
   const Tensor& ref = reference(graph, candidate.group, data, options.seed);
+  // The inputs in the blocked layout and the parameters packed once, outside every timing: in a
+  // plan, activations stay blocked between groups and parameters are packed once.
+  const int lanes = cpu::lanes();
+  const cpu::PackedModel packed(graph, data.weights, lanes);
+  packed.pack(candidate.group.first, candidate.group.last);
+  std::vector<cpu::BlockedTensor> blocked;
+  for (const Tensor* t : data.input_ptrs)
+    blocked.push_back(cpu::to_blocked(*t, lanes));
+  std::vector<const cpu::BlockedTensor*> inputs;
+  for (const cpu::BlockedTensor& t : blocked)
+    inputs.push_back(&t);
   const ExecOptions exec{threads_};
-  const auto run = [&] {
-    return execute_group(graph, candidate, data.input_ptrs, data.weights, exec);
-  };
+  const cpu::ScopedPinning pinning(threads_);
+  const auto run = [&] { return execute_group(graph, candidate, inputs, packed, exec); };
   const auto t0 = Clock::now();
-  const GroupResult first = run();
+  const BlockedGroupResult first = run();
   const double first_ms = ms_since(t0);
   if (unsupported(first.supported ? "" : first.reason, res))
     return res;
@@ -167,7 +179,7 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     res.counters["cpu_threads"] = threads_; // how the times were taken, not a count
   }
   const Tolerance tol = group_tolerance(graph, candidate.group, options.atol, options.rtol);
-  if (wrong_result(first.output, ref, tol, res) || first_run_timed_out(first_ms, options, res))
+  if (wrong_result(cpu::from_blocked(first.output), ref, tol, res) || first_run_timed_out(first_ms, options, res))
     return res;
   if (options.repetitions == 0) // validation only: the first run is the one sample
     res.samples_ms.push_back(first_ms);

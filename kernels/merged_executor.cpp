@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/group.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/detail/group_info.h"
 #include "kernels/strategies/strategies.h"
 
@@ -89,10 +90,10 @@ std::string unsupported_reason(const Graph& g, const Candidate& c) {
   return brick_blocker(g, c.group);
 }
 
-GroupResult execute_group(const Graph& graph, const Candidate& candidate,
-                          const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
-                          const ExecOptions& options) {
-  GroupResult res;
+BlockedGroupResult execute_group(const Graph& graph, const Candidate& candidate,
+                                 const std::vector<const cpu::BlockedTensor*>& inputs,
+                                 const cpu::PackedModel& packed, const ExecOptions& options) {
+  BlockedGroupResult res;
   res.reason = unsupported_reason(graph, candidate);
   if (!res.reason.empty()) {
     res.supported = false;
@@ -102,11 +103,18 @@ GroupResult execute_group(const Graph& graph, const Candidate& candidate,
   BRICKDL_CHECK(inputs.size() == info.external_ids.size(),
                 "group needs " << info.external_ids.size() << " inputs, got " << inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k)
-    BRICKDL_CHECK(inputs[k] && inputs[k]->shape() == graph.layer(info.external_ids[k]).out,
+    BRICKDL_CHECK(inputs[k] && inputs[k]->shape() == graph.layer(info.external_ids[k]).out &&
+                      inputs[k]->lanes() == packed.lanes(),
                   "input " << k << " of the group is not the output of layer "
-                           << graph.layer(info.external_ids[k]).name);
-  const detail::StrategyContext ctx{info, inputs, weights, resolve_threads(options.threads),
-                                    options.memo_observer};
+                           << graph.layer(info.external_ids[k]).name << " in "
+                           << packed.lanes() << " lanes");
+  // The packed layers, resolved before the threads start (PackedModel::at takes a lock).
+  std::vector<const cpu::PackedLayer*> layers;
+  for (int id = candidate.group.first; id <= candidate.group.last; ++id)
+    layers.push_back(&packed.at(id));
+  const detail::StrategyContext ctx{info,           inputs, layers, packed.lanes(),
+                                    resolve_threads(options.threads), options.memo_observer,
+                                    options.poison_output};
   switch (candidate.strategy) {
   case Strategy::kLayerwise: res = detail::run_layerwise(ctx); break;
   case Strategy::kPadded: res = detail::run_padded(ctx, candidate.brick); break;
@@ -114,6 +122,39 @@ GroupResult execute_group(const Graph& graph, const Candidate& candidate,
   }
   for (int id = candidate.group.first; id <= candidate.group.last; ++id)
     res.counters.useful_flops += 2 * graph.layer(id).macs;
+  return res;
+}
+
+GroupResult execute_group(const Graph& graph, const Candidate& candidate,
+                          const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
+                          const ExecOptions& options) {
+  GroupResult res;
+  res.reason = unsupported_reason(graph, candidate);
+  if (!res.reason.empty()) {
+    res.supported = false;
+    return res;
+  }
+  const int lanes = options.lanes > 0 ? options.lanes : cpu::lanes();
+  std::vector<cpu::BlockedTensor> blocked;
+  blocked.reserve(inputs.size());
+  for (const Tensor* t : inputs) {
+    BRICKDL_CHECK(t != nullptr, "a null input");
+    blocked.push_back(cpu::to_blocked(*t, lanes));
+  }
+  std::vector<const cpu::BlockedTensor*> ptrs;
+  for (const cpu::BlockedTensor& t : blocked)
+    ptrs.push_back(&t);
+  const cpu::PackedModel packed(graph, weights, lanes);
+  ExecOptions poisoned = options;
+  poisoned.poison_output = true;
+  BlockedGroupResult r = execute_group(graph, candidate, ptrs, packed, poisoned);
+  res.supported = r.supported;
+  res.reason = r.reason;
+  res.output = cpu::from_blocked(r.output);
+  for (auto& [id, t] : r.inner_outputs)
+    res.inner_outputs.emplace(id, cpu::from_blocked(t));
+  res.counters = std::move(r.counters);
+  res.fallbacks = std::move(r.fallbacks);
   return res;
 }
 

@@ -15,8 +15,11 @@
 //     (strategies/layerwise.cpp)   (strategies/padded.cpp)        (strategies/memoized.cpp)
 //
 // merged_executor.cpp resolves the group once (detail/group_info.h: where each input comes
-// from, who reads each layer) and dispatches (strategies/strategies.h); all three compute
-// with the block kernels of detail/block_ops.h.
+// from, who reads each layer) and dispatches (strategies/strategies.h); all three compute on the
+// channel-blocked layout (kernels/cpu/blocked.h: nChw8c on AVX2, nChw16c on AVX-512) with the
+// CPU kernels of kernels/cpu/region_ops.h (libxsmm's batch-reduce GEMM for convs and linear
+// layers, vector loops for the rest), on OpenMP threads. Parameters are packed once per
+// PackedModel (kernels/cpu/packed.h), not per call.
 //
 // Counting conventions are those at the top of model/cost_model.h (the analytic model
 // predicts the same counts for the same candidate), made precise here:
@@ -63,6 +66,8 @@
 
 #include "core/candidate.h"
 #include "core/graph.h"
+#include "kernels/cpu/blocked.h"
+#include "kernels/cpu/packed.h"
 #include "kernels/tensor.h"
 #include "kernels/weights.h"
 
@@ -102,6 +107,12 @@ struct ExecOptions {
   // brick meet a conflict), kConflict when the worker found the brick claimed by another.
   // Tests use it to make a conflict certain; it must be thread-safe.
   MemoObserver memo_observer = nullptr;
+  // Lanes of the blocked layout the Tensor overload of execute_group converts to (8 or 16;
+  // 0: the ISA's, kernels/cpu/isa.h). The blocked overload takes its inputs' lanes.
+  int lanes = 0;
+  // padded / memoized: the output starts as NaN (padding lanes too), so that an element a
+  // strategy failed to write shows. The Tensor overload of execute_group always sets it.
+  bool poison_output = false;
 };
 
 // The CPUs this process may run on: its affinity mask, which mpirun's binding, taskset and
@@ -117,6 +128,19 @@ struct GroupResult {
   // stores count as intermediate stores, as every layerwise layer's do.
   std::map<int, Tensor> inner_outputs;
   ExecCounters counters;
+  // Layers of a layerwise group that ran on the reference ops for want of a CPU kernel
+  // ("<layer>: why"), as the report lists them.
+  std::vector<std::string> fallbacks;
+};
+
+// The same on the blocked layout: what plans and measurements run (no conversion inside).
+struct BlockedGroupResult {
+  bool supported = true;
+  std::string reason;
+  cpu::BlockedTensor output;
+  std::map<int, cpu::BlockedTensor> inner_outputs;
+  ExecCounters counters;
+  std::vector<std::string> fallbacks;
 };
 
 // Empty when `candidate` can run on the CPU executor, else why not: the group rules of
@@ -126,10 +150,16 @@ std::string unsupported_reason(const Graph& graph, const Candidate& candidate);
 
 // Runs `candidate` on `graph` (fused or not). inputs[k] is the full output tensor of
 // group_external_inputs(graph, group)[k] (core/group.h); weights cover the group's layers. An
-// unsupported candidate returns supported = false and no output. Elements of the output that a
-// strategy failed to write would be NaN (the output starts as NaN for padded and memoized).
+// unsupported candidate returns supported = false and no output.
+// Converts the inputs to the blocked layout of options.lanes, packs the group's parameters,
+// runs, and converts the outputs back: for tests and one-off runs (plans and measurements use the
+// blocked overload, which converts nothing).
 GroupResult execute_group(const Graph& graph, const Candidate& candidate,
                           const std::vector<const Tensor*>& inputs, const ModelWeights& weights,
                           const ExecOptions& options = {});
+// inputs[k] in the blocked layout (all of one lane count, the packed model's).
+BlockedGroupResult execute_group(const Graph& graph, const Candidate& candidate,
+                                 const std::vector<const cpu::BlockedTensor*>& inputs,
+                                 const cpu::PackedModel& packed, const ExecOptions& options = {});
 
 } // namespace brickdl::kernels

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/group.h"
+#include "kernels/cpu/isa.h"
 
 namespace brickdl::kernels {
 
@@ -37,7 +38,7 @@ namespace {
 // The activations of a plan run: each layer's output, freed after its last reader ran.
 class Activations {
 public:
-  Activations(const Graph& g, std::vector<Tensor> inputs)
+  Activations(const Graph& g, std::vector<Tensor> inputs, int lanes)
       : g_(g), out_(static_cast<size_t>(g.size())),
         last_reader_(static_cast<size_t>(g.size()), -1) {
     for (const Layer& l : g.layers())
@@ -50,13 +51,14 @@ public:
       BRICKDL_CHECK(x.shape() == g.layer(id).out, "input " << x.shape().str() << " for graph input "
                                                            << g.layer(id).name << " "
                                                            << g.layer(id).out.str());
-      out_[static_cast<size_t>(id)] = std::move(x);
+      out_[static_cast<size_t>(id)] = cpu::to_blocked(x, lanes);
+      x = Tensor();
     }
   }
 
   // The group's external inputs (core/group.h order), as execute_group takes them.
-  std::vector<const Tensor*> inputs_of(const Group& group) {
-    std::vector<const Tensor*> in;
+  std::vector<const cpu::BlockedTensor*> inputs_of(const Group& group) {
+    std::vector<const cpu::BlockedTensor*> in;
     for (int p : group_external_inputs(g_, group))
       in.push_back(&out_[static_cast<size_t>(p)]);
     return in;
@@ -64,26 +66,26 @@ public:
 
   // Stores the outputs of layers [first, last] (the last layer's, and graph outputs before it)
   // and frees every input no later layer reads that is no graph output.
-  void store(const Group& group, GroupResult& r) {
+  void store(const Group& group, BlockedGroupResult& r) {
     out_[static_cast<size_t>(group.last)] = std::move(r.output);
     for (auto& [id, t] : r.inner_outputs)
       out_[static_cast<size_t>(id)] = std::move(t);
     for (int id = group.first; id <= group.last; ++id)
       for (int p : g_.layer(id).inputs)
         if (last_reader_[static_cast<size_t>(p)] <= group.last && !g_.is_output(p))
-          out_[static_cast<size_t>(p)] = Tensor();
+          out_[static_cast<size_t>(p)] = cpu::BlockedTensor();
   }
 
   std::vector<Tensor> take_outputs() {
     std::vector<Tensor> outs;
     for (int id : g_.outputs())
-      outs.push_back(std::move(out_[static_cast<size_t>(id)]));
+      outs.push_back(cpu::from_blocked(out_[static_cast<size_t>(id)]));
     return outs;
   }
 
 private:
   const Graph& g_;
-  std::vector<Tensor> out_;
+  std::vector<cpu::BlockedTensor> out_;
   std::vector<int> last_reader_;
 };
 
@@ -108,8 +110,8 @@ void add_to_totals(const ExecCounters& group_counters, const Group& group, ExecC
 
 // Runs `c` on the stored activations, stores its output and returns its counters.
 ExecCounters run_group(const Graph& g, const Candidate& c, Activations& acts,
-                       const ModelWeights& weights, const ExecOptions& options) {
-  GroupResult r = execute_group(g, c, acts.inputs_of(c.group), weights, options);
+                       const cpu::PackedModel& packed, const ExecOptions& options) {
+  BlockedGroupResult r = execute_group(g, c, acts.inputs_of(c.group), packed, options);
   BRICKDL_CHECK(r.supported, "layers " << g.layer(c.group.first).name << " .. "
                                        << g.layer(c.group.last).name << ": " << r.reason);
   for (int id = c.group.first; id < c.group.last; ++id)
@@ -143,21 +145,23 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,
   PlanResult res;
   res.group_counters.resize(plan.size());
   res.counters.bricks_per_layer.assign(static_cast<size_t>(g.size()), 0);
-  Activations acts(g, std::move(inputs));
+  const int lanes = options.lanes > 0 ? options.lanes : cpu::lanes();
+  const cpu::PackedModel packed(g, weights, lanes);
+  Activations acts(g, std::move(inputs), lanes);
   size_t next = 0;
   for (int id = g.num_inputs(); id < g.size();) {
     Candidate c;
     if (next < order.size() && plan[order[next]].group.first == id) {
       const size_t k = order[next++];
       c = plan[k];
-      res.group_counters[k] = run_group(g, c, acts, weights, options);
+      res.group_counters[k] = run_group(g, c, acts, packed, options);
       add_to_totals(res.group_counters[k], c.group, res.counters);
     } else {
       // A layer outside every group: a one-layer layerwise group (the block kernels over the
       // whole tensor, multithreaded).
       c.group = Group{id, id};
       c.strategy = Strategy::kLayerwise;
-      add_to_totals(run_group(g, c, acts, weights, options), c.group, res.counters);
+      add_to_totals(run_group(g, c, acts, packed, options), c.group, res.counters);
     }
     id = c.group.last + 1;
     if (progress)

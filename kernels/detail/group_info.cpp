@@ -67,10 +67,6 @@ int64_t weight_share(const Layer& l, int64_t channels) {
   return l.out.c > 0 ? l.params * channels / l.out.c : 0;
 }
 
-ConstBlock image_block(const Tensor& t, int64_t n) {
-  return ConstBlock{t.image(n), Region::whole(t.shape())};
-}
-
 float* scratch(std::vector<float>& buf, int64_t elems) {
   if (static_cast<int64_t>(buf.size()) < elems)
     buf.resize(static_cast<size_t>(elems));

@@ -11,7 +11,6 @@
 
 #include "core/graph.h"
 #include "core/group.h"
-#include "kernels/detail/block_ops.h"
 #include "kernels/region.h"
 #include "kernels/tensor.h"
 
@@ -63,9 +62,6 @@ int64_t block_flops(const Graph& g, const Layer& l, const Region& r);
 
 // The share of a layer's parameters that computing `channels` of its output channels reads.
 int64_t weight_share(const Layer& l, int64_t channels);
-
-// Image n of `t` as a block over the whole image.
-ConstBlock image_block(const Tensor& t, int64_t n);
 
 // A growable scratch buffer that keeps its memory between uses.
 float* scratch(std::vector<float>& buf, int64_t elems);

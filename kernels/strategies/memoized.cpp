@@ -13,7 +13,8 @@
 
 #include "core/error.h"
 #include "kernels/bricks.h"
-#include "kernels/detail/parallel.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/region_ops.h"
 #include "kernels/strategies/strategies.h"
 
 namespace brickdl::kernels::detail {
@@ -22,21 +23,40 @@ namespace {
 
 constexpr uint8_t kEmpty = 0, kClaimed = 1, kDone = 2;
 
-// One intermediate layer's bricked store with a state flag per brick.
+// A brick's state flag on a cache line of its own: workers claiming neighbouring bricks do not
+// share a line.
+struct alignas(64) BrickFlag {
+  std::atomic<uint8_t> state{kEmpty};
+};
+
+// One intermediate layer's bricked store, each brick a blocked view of its own 64-byte aligned
+// storage (its channel block, whole vectors), with a state flag per brick and batch block.
 struct BrickStore {
   BrickLayout layout;
-  std::unique_ptr<float[]> data; // uninitialised: only computed bricks are ever read
-  std::unique_ptr<std::atomic<uint8_t>[]> state;
+  int lanes;
+  int64_t brick_floats = 0;
+  cpu::AlignedFloats data; // uninitialised: only computed bricks are ever read
+  std::unique_ptr<BrickFlag[]> state;
 
-  BrickStore(const TensorShape& shape, const BrickShape& brick, int64_t blocks)
-      : layout(shape, brick) {
-    data.reset(new float[static_cast<size_t>(layout.storage_elems())]);
-    const int64_t units = blocks * layout.bricks_per_image();
-    state.reset(new std::atomic<uint8_t>[static_cast<size_t>(units)]);
-    for (int64_t i = 0; i < units; ++i)
-      state[i].store(kEmpty, std::memory_order_relaxed);
+  BrickStore(const TensorShape& shape, const BrickShape& brick, int64_t blocks, int lanes)
+      : layout(shape, brick), lanes(lanes) {
+    for (int64_t cb = 0; cb < layout.channel_blocks(); ++cb)
+      brick_floats = std::max(brick_floats, view(cb).floats());
+    brick_floats = cpu::round_up(brick_floats, 16);
+    data = cpu::aligned_floats(layout.num_bricks() * brick_floats);
+    state.reset(new BrickFlag[static_cast<size_t>(blocks * layout.bricks_per_image())]);
   }
-  float* brick(int64_t i) { return data.get() + i * layout.brick_elems(); }
+  // The view of a brick of channel block cb (data unset), over the brick's whole extent.
+  cpu::BlockedView view(int64_t cb) const {
+    const Region r = layout.storage_region(BrickCoord{0, cb, {0, 0, 0}});
+    return {nullptr, cpu::blocked_storage_region(r, lanes), lanes};
+  }
+  cpu::BlockedView brick(int64_t i) const {
+    const BrickCoord c = layout.coord(i);
+    cpu::BlockedView v{data.get() + i * brick_floats,
+                       cpu::blocked_storage_region(layout.storage_region(c), lanes), lanes};
+    return v;
+  }
 };
 
 // Deadlock freedom: a worker holds claims only on bricks it is computing, and while computing
@@ -48,23 +68,26 @@ struct BrickStore {
 class MemoRun {
 public:
   MemoRun(const StrategyContext& ctx, const BrickShape& brick)
-      : info_(ctx.info), inputs_(ctx.inputs), weights_(ctx.weights),
+      : info_(ctx.info), inputs_(ctx.inputs), packed_(ctx.packed), lanes_(ctx.lanes),
         last_(info_.shape(info_.last()), brick), batch_block_(brick.images_per_unit(batch())),
         blocks_((batch() + batch_block_ - 1) / batch_block_),
-        workers_(static_cast<size_t>(ctx.threads)), observer_(ctx.memo_observer) {
+        workers_(static_cast<size_t>(ctx.threads)), observer_(ctx.memo_observer),
+        poison_(ctx.poison) {
     for (int i = 0; i < info_.last(); ++i)
-      stores_.push_back(std::make_unique<BrickStore>(info_.shape(i), brick, blocks_));
+      stores_.push_back(std::make_unique<BrickStore>(info_.shape(i), brick, blocks_, lanes_));
     for (auto& w : workers_) {
       w.counters.bricks_per_layer.assign(static_cast<size_t>(info_.size), 0);
       w.levels.resize(static_cast<size_t>(info_.size));
     }
   }
 
-  GroupResult run() {
-    GroupResult res;
-    res.output = Tensor(info_.shape(info_.last()), std::numeric_limits<float>::quiet_NaN());
+  BlockedGroupResult run() {
+    BlockedGroupResult res;
+    res.output = cpu::BlockedTensor(info_.shape(info_.last()), lanes_);
+    if (poison_)
+      std::fill_n(res.output.data(), res.output.floats(), std::numeric_limits<float>::quiet_NaN());
     output_ = &res.output;
-    parallel_for(blocks_ * last_.bricks_per_image(), static_cast<int>(workers_.size()),
+    cpu::parallel_units(blocks_ * last_.bricks_per_image(), static_cast<int>(workers_.size()),
                  [&](int64_t b, int t) {
                    try {
                      compute(info_.last(), b, workers_[static_cast<size_t>(t)]);
@@ -83,13 +106,13 @@ private:
   // not allocate. compute(i) recurses only into layers < i, so each layer's level is in use
   // by at most one brick at a time.
   struct Level {
-    std::vector<Region> needs;               // per distinct source
-    std::vector<std::vector<float>> buffers; // gathered intermediate regions, per source
-    std::vector<ConstBlock> blocks;          // per source
-    std::vector<ConstBlock> inputs;          // per input slot
+    std::vector<Region> needs;                   // per distinct source
+    std::vector<std::vector<float>> buffers;     // gathered intermediate regions, per source
+    std::vector<cpu::ConstBlockedView> blocks;   // per source
+    std::vector<cpu::ConstBlockedView> inputs;   // per input slot
     std::vector<int64_t> bricks, deferred;   // producer bricks being ensured
   };
-  struct Worker {
+  struct alignas(64) Worker {
     ExecCounters counters;
     std::vector<Level> levels; // [layer]
   };
@@ -115,14 +138,15 @@ private:
     k.memo_lookups += static_cast<int64_t>(bricks.size());
     deferred.clear();
     for (int64_t b : bricks) {
-      uint8_t s = st.state[b].load(std::memory_order_acquire);
-      if (s == kEmpty && st.state[b].compare_exchange_strong(s, kClaimed, std::memory_order_acq_rel,
-                                                             std::memory_order_acquire)) {
+      std::atomic<uint8_t>& flag = st.state[b].state;
+      uint8_t s = flag.load(std::memory_order_acquire);
+      if (s == kEmpty && flag.compare_exchange_strong(s, kClaimed, std::memory_order_acq_rel,
+                                                      std::memory_order_acquire)) {
         k.memo_claims += 1;
         if (observer_)
           observer_(MemoEvent::kClaim, p, b);
         compute(p, b, w);
-        st.state[b].store(kDone, std::memory_order_release);
+        flag.store(kDone, std::memory_order_release);
       } else if (s == kDone) {
         k.memo_hits += 1;
       } else {
@@ -133,7 +157,7 @@ private:
       }
     }
     for (int64_t b : deferred) {
-      for (int spins = 0; st.state[b].load(std::memory_order_acquire) != kDone; ++spins) {
+      for (int spins = 0; st.state[b].state.load(std::memory_order_acquire) != kDone; ++spins) {
         if (abort_.load(std::memory_order_relaxed))
           throw InternalError("memoized execution aborted by another worker's failure");
         if (spins > 64)
@@ -168,6 +192,20 @@ private:
     w.counters.bytes_loaded_weight += weight_share(l, what.channels()) * info_.elem_bytes;
   }
 
+  // Region `need` of intermediate layer p in image n, copied out of its bricks (each exactly its
+  // own channels) into `buf`; `bricks` is scratch.
+  cpu::ConstBlockedView gather(int p, int64_t n, const Region& need, std::vector<float>& buf,
+                               std::vector<int64_t>& bricks) const {
+    const BrickStore& st = *stores_[static_cast<size_t>(p)];
+    cpu::BlockedView dst{nullptr, cpu::blocked_storage_region(need, lanes_), lanes_};
+    dst.data = scratch(buf, dst.floats());
+    st.layout.bricks_touching(n, need, &bricks);
+    for (int64_t b : bricks)
+      cpu::copy_channels(cpu::as_const(st.brick(b)), dst,
+                         intersect(need, st.layout.region(st.layout.coord(b))));
+    return cpu::as_const(dst);
+  }
+
   // Brick bc of layer i (its region `what`) in bc's image, from the producers' stores.
   void compute_image(int i, const BrickCoord& bc, const Region& what, Level& lv, Worker& w) {
     const Graph& g = *info_.graph;
@@ -183,13 +221,10 @@ private:
       const Region& need = lv.needs[s];
       const int64_t bytes = need.volume() * info_.elem_bytes;
       if (src.external) {
-        lv.blocks[s] = image_block(*inputs_[static_cast<size_t>(src.index)], bc.n);
+        lv.blocks[s] = inputs_[static_cast<size_t>(src.index)]->image(bc.n);
         k.bytes_loaded_input += bytes;
       } else {
-        float* dst = scratch(lv.buffers[s], need.volume());
-        gather_region(stores_[static_cast<size_t>(src.index)]->data.get(), layout(src.index), bc.n,
-                      need, dst);
-        lv.blocks[s] = ConstBlock{dst, need};
+        lv.blocks[s] = gather(src.index, bc.n, need, lv.buffers[s], lv.bricks);
         k.bytes_loaded_intermediate += bytes;
       }
     }
@@ -197,31 +232,31 @@ private:
     for (size_t s : info_.slot_to_source[static_cast<size_t>(i)])
       lv.inputs.push_back(lv.blocks[s]);
     const bool is_last = i == info_.last();
-    const Block out =
-        is_last ? Block{output_->image(bc.n), Region::whole(l.out)}
-                : Block{stores_[static_cast<size_t>(i)]->brick(b), layout(i).storage_region(bc)};
-    compute_block(g, l, weights_.at(l.id), lv.inputs, out, what);
+    cpu::BlockedView out = is_last ? output_->image(bc.n) : stores_[static_cast<size_t>(i)]->brick(b);
+    cpu::compute_region(g, *packed_[static_cast<size_t>(i)], lv.inputs, out, what);
     k.flops += block_flops(g, l, what);
     (is_last ? k.bytes_stored_output : k.bytes_stored_intermediate) +=
         what.volume() * info_.elem_bytes;
   }
 
   const GroupInfo& info_;
-  const std::vector<const Tensor*>& inputs_;
-  const ModelWeights& weights_;
+  const std::vector<const cpu::BlockedTensor*>& inputs_;
+  const std::vector<const cpu::PackedLayer*>& packed_;
+  const int lanes_;
   BrickLayout last_;
   const int64_t batch_block_; // images per unit
   const int64_t blocks_;      // batch blocks
   std::vector<std::unique_ptr<BrickStore>> stores_;
   std::vector<Worker> workers_;
   const MemoObserver& observer_;
-  Tensor* output_ = nullptr;
+  cpu::BlockedTensor* output_ = nullptr;
   std::atomic<bool> abort_{false};
+  const bool poison_;
 };
 
 } // namespace
 
-GroupResult run_memoized(const StrategyContext& ctx, const BrickShape& brick) {
+BlockedGroupResult run_memoized(const StrategyContext& ctx, const BrickShape& brick) {
   return MemoRun(ctx, brick).run();
 }
 

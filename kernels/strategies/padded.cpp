@@ -1,12 +1,15 @@
 // Padded: one unit per brick of the last layer's output and batch block of images; every
 // earlier layer recomputed over the unit's region in unit-local buffers (merged_executor.h).
 // The CPU runs a unit's images one after the other; it counts what a GPU unit holding them
-// together moves: the weights once per unit, the regions once per image.
+// together moves: the weights once per unit, the regions once per image. Unit buffers are
+// blocked views of the worker's own storage, sized to the unit's regions: a brick sized to one
+// core's L2 keeps every intermediate of the unit there.
 #include <algorithm>
 #include <limits>
 
 #include "kernels/bricks.h"
-#include "kernels/detail/parallel.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/region_ops.h"
 #include "kernels/strategies/strategies.h"
 
 namespace brickdl::kernels::detail {
@@ -27,24 +30,27 @@ public:
     }
   }
 
-  GroupResult run() {
-    GroupResult res;
-    res.output = Tensor(info_.shape(info_.last()), std::numeric_limits<float>::quiet_NaN());
+  BlockedGroupResult run() {
+    BlockedGroupResult res;
+    res.output = cpu::BlockedTensor(info_.shape(info_.last()), ctx_.lanes);
+    if (ctx_.poison)
+      std::fill_n(res.output.data(), res.output.floats(), std::numeric_limits<float>::quiet_NaN());
     output_ = &res.output;
-    parallel_for(blocks_ * units_.bricks_per_image(), ctx_.threads,
-                 [&](int64_t u, int t) { run_unit(u, workers_[static_cast<size_t>(t)]); });
+    cpu::parallel_units(blocks_ * units_.bricks_per_image(), ctx_.threads,
+                        [&](int64_t u, int t) { run_unit(u, workers_[static_cast<size_t>(t)]); });
     for (const Worker& w : workers_)
       res.counters.add(w.counters);
     return res;
   }
 
 private:
-  // Per worker, reused across units: one buffer and one region per group layer.
-  struct Worker {
+  // Per worker, reused across units: one buffer and one region per group layer. Aligned to
+  // cache lines, so two workers never share one.
+  struct alignas(64) Worker {
     ExecCounters counters;
     std::vector<std::vector<float>> buffers;
     std::vector<Region> region;
-    std::vector<ConstBlock> in;
+    std::vector<cpu::ConstBlockedView> in;
   };
 
   // Unit u: brick u % bricks_per_image of the images of batch block u / bricks_per_image.
@@ -106,6 +112,13 @@ private:
     }
   }
 
+  // The unit buffer of layer s as a view (its region, all channels from 0).
+  cpu::BlockedView buffer(Worker& w, int s) const {
+    const Region& r = w.region[static_cast<size_t>(s)];
+    return {w.buffers[static_cast<size_t>(s)].data(), cpu::blocked_storage_region(r, ctx_.lanes),
+            ctx_.lanes};
+  }
+
   // Layer i over the unit's region of it (image n): intermediates into the worker's buffers,
   // the last layer into the output. The unit's first image counts the brick and the weights.
   void compute_layer(int i, int64_t n, bool first_image, Worker& w) {
@@ -113,18 +126,21 @@ private:
     const Layer& l = info_.layer(i);
     w.in.clear();
     for (const Source& s : info_.slot_source[static_cast<size_t>(i)]) {
-      if (s.external) {
-        w.in.push_back(image_block(*ctx_.inputs[static_cast<size_t>(s.index)], n));
-      } else {
-        w.in.push_back(ConstBlock{w.buffers[static_cast<size_t>(s.index)].data(),
-                                  w.region[static_cast<size_t>(s.index)]});
-      }
+      if (s.external)
+        w.in.push_back(ctx_.inputs[static_cast<size_t>(s.index)]->image(n));
+      else
+        w.in.push_back(cpu::as_const(buffer(w, s.index)));
     }
     const bool is_last = i == info_.last();
-    const Block out = is_last
-                          ? Block{output_->image(n), Region::whole(l.out)}
-                          : Block{scratch(w.buffers[static_cast<size_t>(i)], what.volume()), what};
-    compute_block(*info_.graph, l, ctx_.weights.at(l.id), w.in, out, what);
+    cpu::BlockedView out;
+    if (is_last) {
+      out = output_->image(n);
+    } else {
+      out = buffer(w, i);
+      scratch(w.buffers[static_cast<size_t>(i)], out.floats());
+      out.data = w.buffers[static_cast<size_t>(i)].data();
+    }
+    cpu::compute_region(*info_.graph, *ctx_.packed[static_cast<size_t>(i)], w.in, out, what);
     ExecCounters& k = w.counters;
     k.flops += block_flops(*info_.graph, l, what);
     if (first_image) {
@@ -141,12 +157,12 @@ private:
   const int64_t batch_block_; // images per unit
   const int64_t blocks_;      // batch blocks
   std::vector<Worker> workers_;
-  Tensor* output_ = nullptr;
+  cpu::BlockedTensor* output_ = nullptr;
 };
 
 } // namespace
 
-GroupResult run_padded(const StrategyContext& ctx, const BrickShape& brick) {
+BlockedGroupResult run_padded(const StrategyContext& ctx, const BrickShape& brick) {
   return PaddedRun(ctx, brick).run();
 }
 
