@@ -52,6 +52,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include <unistd.h>
@@ -66,6 +67,9 @@
 #include "core/graph.h"
 #include "core/onnx.h"
 #include "core/zoo.h"
+#include "core/measurer.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/npy.h"
 #include "kernels/plan_executor.h"
 #include "kernels/plan_io.h"
@@ -92,6 +96,9 @@ struct Options {
   std::string plan_file;
   std::string out_dir;
   int threads = 0;
+  int repeat = 0;                   // timed runs of the plan (0: one run, reported as before)
+  int warmup = 0;                   // untimed runs before them
+  std::string layerwise = "onednn"; // the engine of the layers the plan runs layerwise
   bool check = false;
   std::string export_onnx;
   bool quiet = false;               // no progress on stderr
@@ -479,11 +486,74 @@ nlohmann::json times_json(const Times& t) {
 
 PlanResult execute(const Loaded& in, const Options& o, Times& times) {
   StepProgress progress(in.plan.empty() ? "layer by layer" : "plan", in.graph.size() - 1, o.quiet);
+  PlanOptions po;
+  po.exec.threads = o.threads;
+  parse_layerwise_engine(o.layerwise, &po.layerwise);
+  po.warmup = o.warmup;
+  po.repetitions = std::max(o.repeat, 1);
   const Clock::time_point t0 = Clock::now();
-  PlanResult result = execute_plan(in.graph, in.plan, in.inputs, in.weights, ExecOptions{o.threads},
+  PlanResult result = execute_plan(in.graph, in.plan, in.inputs, in.weights, po,
                                    [&](int last_done) { progress.update(last_done); });
   times.plan = ms_since(t0);
   return result;
+}
+
+// "median 12.34 ms (min 12.01, max 13.2, n 10)".
+std::string spread(const std::vector<double>& samples) {
+  MeasureResult m;
+  m.samples_ms = samples;
+  m.summarize();
+  return fmt::format("median {:.3f} ms (min {:.3f}, max {:.3f}, n {})", m.median_ms, m.min_ms,
+                     m.max_ms, samples.size());
+}
+
+nlohmann::json samples_json(const std::vector<double>& samples) {
+  MeasureResult m;
+  m.samples_ms = samples;
+  m.summarize();
+  return {{"median", m.median_ms}, {"min", m.min_ms},   {"max", m.max_ms},
+          {"p25", m.p25_ms},       {"p75", m.p75_ms},   {"samples", samples}};
+}
+
+// The manifest's "timing": how the plan ran and its times per segment and end to end.
+nlohmann::json timing_json(const Graph& g, const PlanResult& r, const Options& o) {
+  nlohmann::json segs = nlohmann::json::array();
+  for (const SegmentTiming& s : r.segments)
+    segs.push_back({{"first", s.first},
+                    {"last", s.last},
+                    {"layers", g.layer(s.first).name + " .. " + g.layer(s.last).name},
+                    {"engine", s.engine},
+                    {"steps", s.steps},
+                    {"ms", samples_json(s.samples_ms)}});
+  return {{"threads", r.threads},
+          {"lanes", r.lanes},
+          {"isa", cpu::isa().name},
+          {"libxsmm_target", cpu::isa().libxsmm},
+          {"onednn", cpu::onednn_version()},
+          {"layerwise_engine", o.layerwise},
+          {"warmup", o.warmup},
+          {"segments", segs},
+          {"fallbacks", r.fallbacks},
+          {"convert_in_ms", samples_json(r.convert_in_ms)},
+          {"convert_out_ms", samples_json(r.convert_out_ms)},
+          {"end_to_end_ms", samples_json(r.end_to_end_ms)}};
+}
+
+// With --repeat: the time of each segment and end to end, as medians with their spread.
+void print_timing(const Graph& g, const PlanResult& r, const Options& o) {
+  std::cout << fmt::format("brickdl-run: {} thread(s), {} ({} lanes), layerwise layers on {}, "
+                           "{} warm-up run(s), {} timed run(s)\n",
+                           r.threads, cpu::isa().name, r.lanes, o.layerwise, o.warmup,
+                           r.end_to_end_ms.size());
+  for (const SegmentTiming& s : r.segments)
+    std::cout << fmt::format("  {:<48} {:<20} {}\n",
+                             g.layer(s.first).name + " .. " + g.layer(s.last).name, s.engine,
+                             spread(s.samples_ms));
+  std::cout << "  convert in (to the blocked layout): " << spread(r.convert_in_ms) << "\n";
+  std::cout << "  convert out (to NCHW): " << spread(r.convert_out_ms) << "\n";
+  std::cout << "  end to end: " << spread(r.end_to_end_ms) << "\n";
+  for (const std::string& f : r.fallbacks)
+    std::cout << "  fallback: " << f << "\n";
 }
 
 // Each plan entry (plan order) with its layers and its own counters ("bricks_computed.<i>":
@@ -560,6 +630,7 @@ nlohmann::json run_manifest(const Options& o, const Loaded& in, const PlanResult
   if (!in.mismatches.empty())
     manifest["plan_mismatches"] = in.mismatches; // run with --allow-plan-mismatch
   manifest["counters"] = result.counters.to_map();
+  manifest["timing"] = timing_json(graph, result, o);
   manifest["weights_note"] =
       "fused graph as executed: batch-norm folded into the preceding conv/linear; standalone "
       "batch-norm as weight=scale, bias=shift (y = x*scale + shift)";
@@ -680,13 +751,23 @@ void write_manifest(const Options& o, const nlohmann::json& manifest) {
 // The closing line: what ran, at which batch, and what each time measures.
 //   brickdl-run: resnet50, batch 8 (the plan's), 73 fused layers, 52 plan groups: plan executed
 //   in 2598.9 ms; reference in 24012.3 ms; total 29.1 s; wrote run/
-std::string summary(const Options& o, const Loaded& in, const Times& t, bool plan_batch) {
+std::string summary(const Options& o, const Loaded& in, const Times& t, const PlanResult& r,
+                    bool plan_batch) {
   std::string s =
       fmt::format("brickdl-run: {}, batch {}{}, {} fused layers, {} plan groups: ", in.graph.name(),
                   in.graph.batch(), plan_batch ? " (the plan's)" : "",
                   in.graph.size() - in.graph.num_inputs(), in.plan.size());
   s += in.plan.empty() ? "executed layer by layer" : "plan executed";
-  s += fmt::format(" in {:.1f} ms", t.plan);
+  MeasureResult e2e;
+  e2e.samples_ms = r.end_to_end_ms;
+  e2e.summarize();
+  s += fmt::format(" in {:.1f} ms", e2e.median_ms);
+  if (r.end_to_end_ms.size() > 1)
+    s += fmt::format(" (median of {} runs)", r.end_to_end_ms.size());
+  s += fmt::format(" on {} thread(s), layerwise layers on {}", r.threads, o.layerwise);
+  s += fmt::format("; set-up {:.1f} ms",
+                   std::max(0.0, t.plan - std::accumulate(r.end_to_end_ms.begin(),
+                                                          r.end_to_end_ms.end(), 0.0)));
   if (t.reference >= 0)
     s += fmt::format("; reference in {:.1f} ms", t.reference);
   s += fmt::format("; total {:.1f} s; ", ms_since(t.start) / 1000);
@@ -714,6 +795,8 @@ int run(Options o, Times& times) {
   const Loaded in = load(o, std::move(fused), std::move(origin), given);
   times.load = ms_since(times.start);
   const PlanResult result = execute(in, o, times);
+  if (o.repeat > 0)
+    print_timing(in.graph, result, o);
   nlohmann::json manifest = run_manifest(o, in, result);
   const int status = o.check ? check(in, result.outputs, o, times, manifest) : 0;
   if (!o.out_dir.empty()) {
@@ -723,7 +806,7 @@ int run(Options o, Times& times) {
     manifest["times_ms"] = times_json(times);
     write_manifest(o, manifest);
   }
-  std::cout << summary(o, in, times, plan_batch) << std::endl;
+  std::cout << summary(o, in, times, result, plan_batch) << std::endl;
   return status;
 }
 
@@ -762,6 +845,17 @@ int main(int argc, char** argv) {
                "with a warning (it checks the plan's groups, not the run it was tuned for)");
   app.add_option("--threads", o.threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--repeat", o.repeat,
+                 "time N runs of the plan after the warm-up ones and print each segment's time "
+                 "and the end-to-end time as medians with their spread (manifest.json: timing)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "untimed runs before the timed ones (default 0)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--layerwise", o.layerwise,
+                 "the engine of the layers the plan runs layerwise (its layerwise groups and the "
+                 "layers outside its groups): onednn (default: oneDNN with its post-op fusions "
+                 "and its 1x1 + depthwise fusion) or bricks (the brick kernels layer by layer)")
+      ->check(CLI::IsMember({"onednn", "bricks"}));
   app.add_flag("--check", o.check,
                "also run the layer-by-layer reference and report the error (exit 1 when the "
                "output differs)");
@@ -774,7 +868,8 @@ int main(int argc, char** argv) {
       "Weights are those of the fused graph as executed: batch-norm folded into the preceding "
       "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.\n"
       "The last line on stdout says what each time measures: 'plan executed in' the plan run "
-      "alone, 'reference in' the layer-by-layer reference (--check), 'total' the whole "
+      "alone (NCHW in to NCHW out; the median with --repeat), 'set-up' packing the weights, "
+      "oneDNN's primitives and the warm-up runs, 'reference in' the layer-by-layer reference (--check), 'total' the whole "
       "command (model, weights and files included).");
   return run_tool("brickdl-run", app, argc, argv, [&] {
     Times times;

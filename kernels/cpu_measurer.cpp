@@ -4,10 +4,13 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "core/group.h"
+#include "kernels/cpu/cache_flush.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/group_data.h"
 #include "kernels/merged_executor.h"
@@ -89,8 +92,8 @@ bool first_run_timed_out(double first_ms, const MeasureOptions& o, MeasureResult
 
 // Warm-up runs, then one sample per repetition, within the time-out (else kTimeout with the
 // samples so far).
-void time_repetitions(const std::function<void()>& run, const MeasureOptions& o,
-                      MeasureResult& res) {
+void time_repetitions(const std::function<void()>& run, const std::function<void()>& flush,
+                      const MeasureOptions& o, MeasureResult& res) {
   const auto budget_start = Clock::now();
   const double budget_ms = o.timeout_s * 1e3;
   for (int i = 0; i < o.warmup; ++i) {
@@ -99,6 +102,8 @@ void time_repetitions(const std::function<void()>& run, const MeasureOptions& o,
       break;
   }
   for (int i = 0; i < o.repetitions; ++i) {
+    if (o.flush_l2)
+      flush();
     const auto t = Clock::now();
     run();
     res.samples_ms.push_back(ms_since(t));
@@ -166,7 +171,14 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   std::vector<const cpu::BlockedTensor*> inputs;
   for (const cpu::BlockedTensor& t : blocked)
     inputs.push_back(&t);
-  const ExecOptions exec{threads_};
+  ExecOptions exec{threads_};
+  // A layerwise candidate is the honest baseline: oneDNN with its own fusions, prepared once.
+  std::unique_ptr<cpu::OnednnGroup> onednn;
+  if (candidate.strategy == Strategy::kLayerwise) {
+    onednn = std::make_unique<cpu::OnednnGroup>(graph, candidate.group, packed,
+                                                cpu::OnednnOptions{true, true});
+    exec.onednn = onednn.get();
+  }
   const cpu::ScopedPinning pinning(threads_);
   const auto run = [&] { return execute_group(graph, candidate, inputs, packed, exec); };
   const auto t0 = Clock::now();
@@ -177,6 +189,9 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   if (options.collect_counters) {
     res.counters = first.counters.to_map();
     res.counters["cpu_threads"] = threads_; // how the times were taken, not a count
+    res.counters["cpu_lanes"] = lanes;
+    if (onednn) // layers oneDNN could not run, which ran on the brick kernels
+      res.counters["onednn_fallbacks"] = static_cast<double>(onednn->fallbacks().size());
   }
   const Tolerance tol = group_tolerance(graph, candidate.group, options.atol, options.rtol);
   if (wrong_result(cpu::from_blocked(first.output), ref, tol, res) || first_run_timed_out(first_ms, options, res))
@@ -184,7 +199,7 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
   if (options.repetitions == 0) // validation only: the first run is the one sample
     res.samples_ms.push_back(first_ms);
   else
-    time_repetitions(run, options, res);
+    time_repetitions(run, [&] { cpu::flush_caches(threads_); }, options, res);
   res.summarize();
   return res;
 }

@@ -1,6 +1,10 @@
 #pragma once
 // CpuMeasurer: the Measurer of the CPU backend. It runs a candidate with the merged executor
-// (kernels/merged_executor.h) on seeded random inputs and weights:
+// (kernels/merged_executor.h) on seeded random inputs and weights: padded and memoized
+// candidates on the brick kernels, layerwise ones through oneDNN with its own fusions
+// (kernels/cpu/onednn.h: the honest baseline every merged candidate is compared with). Inputs
+// are converted to the blocked layout and parameters packed (oneDNN's primitives made) once,
+// before the first run and outside every timing; the worker threads are pinned while it runs.
 //
 //   inputs, weights (seed) ─► reference (plain loops) ─────────────────────┐ validate
 //                          └► candidate once (counters, output) ───────────┘ (rtol, atol)
@@ -13,7 +17,8 @@
 // element fails |out − ref| <= atol + rtol·|ref| (NaN fails; kernels/validation.h, shared by
 // every backend); max_rel_error is the norm-wise error max|out − ref| / max|ref|. Candidates the
 // executor cannot run are kUnsupported; a run longer than timeout_s ends the measurement with
-// kTimeout (the samples so far are kept). flush_l2 has no CPU counterpart and is ignored. Worker
+// kTimeout (the samples so far are kept). With flush_l2 (the default) every timed run is cold: the caches are swept
+// before it (kernels/cpu/cache_flush.h), untimed; without it runs follow each other warm. Worker
 // threads are the constructor's; the counters (ExecCounters::to_map) carry their number as
 // "cpu_threads". With repetitions 0 (a validation: search/plan_validation.h) the validated first
 // run is the only sample and nothing else runs.

@@ -114,7 +114,7 @@ BlockedGroupResult execute_group(const Graph& graph, const Candidate& candidate,
     layers.push_back(&packed.at(id));
   const detail::StrategyContext ctx{info,           inputs, layers, packed.lanes(),
                                     resolve_threads(options.threads), options.memo_observer,
-                                    options.poison_output};
+                                    options.poison_output, options.onednn};
   switch (candidate.strategy) {
   case Strategy::kLayerwise: res = detail::run_layerwise(ctx); break;
   case Strategy::kPadded: res = detail::run_padded(ctx, candidate.brick); break;

@@ -73,6 +73,10 @@
 
 namespace brickdl::kernels {
 
+namespace cpu {
+class OnednnGroup;
+} // namespace cpu
+
 struct ExecCounters {
   int64_t flops = 0;
   int64_t useful_flops = 0;
@@ -113,6 +117,10 @@ struct ExecOptions {
   // padded / memoized: the output starts as NaN (padding lanes too), so that an element a
   // strategy failed to write shows. The Tensor overload of execute_group always sets it.
   bool poison_output = false;
+  // A layerwise candidate runs through this oneDNN preparation of its group
+  // (kernels/cpu/onednn.h) instead of the brick kernels; null: the brick kernels. Ignored by
+  // padded and memoized.
+  const cpu::OnednnGroup* onednn = nullptr;
 };
 
 // The CPUs this process may run on: its affinity mask, which mpirun's binding, taskset and

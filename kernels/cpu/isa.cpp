@@ -1,5 +1,6 @@
 #include "kernels/cpu/isa.h"
 
+#include <dnnl.hpp>
 #include <libxsmm.h>
 
 #include <cstdlib>
@@ -37,8 +38,10 @@ IsaInfo decide() {
   info.lanes = want == "avx512" ? 16 : 8;
   info.name = want;
   libxsmm_init();
-  if (info.isa == Isa::kAvx2)
+  if (info.isa == Isa::kAvx2) {
     libxsmm_set_target_arch("hsw"); // AVX2 code even on an AVX-512 host
+    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); // before oneDNN's first primitive
+  }
   info.libxsmm = libxsmm_get_target_arch();
   return info;
 }

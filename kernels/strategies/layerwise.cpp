@@ -1,7 +1,10 @@
 // Layerwise: one layer at a time over whole tensors (merged_executor.h), each through the CPU
-// kernels' whole-layer entry (kernels/cpu/region_ops.h: units of image × channel range × slab).
+// kernels' whole-layer entry (kernels/cpu/region_ops.h: units of image × channel range × slab),
+// or through oneDNN (kernels/cpu/onednn.h) when the caller prepared it. The counts are the
+// same either way: they count what a layer-by-layer execution moves.
 #include <algorithm>
 
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/region_ops.h"
 #include "kernels/strategies/strategies.h"
 
@@ -10,12 +13,11 @@ namespace brickdl::kernels::detail {
 namespace {
 
 // Layer i read each distinct input whole once, its parameters once, and wrote its output.
-void count_layer(const GroupInfo& info, int i, const std::vector<const cpu::BlockedTensor*>& in,
-                 ExecCounters& k) {
+void count_layer(const GroupInfo& info, int i, ExecCounters& k) {
   const Layer& l = info.layer(i);
   for (const SourceSlots& s : info.sources[static_cast<size_t>(i)]) {
-    const int64_t bytes =
-        in[static_cast<size_t>(s.slots[0])]->shape().numel() * info.elem_bytes;
+    const int input = l.inputs[static_cast<size_t>(s.slots[0])];
+    const int64_t bytes = info.graph->layer(input).out.numel() * info.elem_bytes;
     (s.source.external ? k.bytes_loaded_input : k.bytes_loaded_intermediate) += bytes;
   }
   k.bytes_loaded_weight += l.params * info.elem_bytes;
@@ -38,8 +40,21 @@ void release_dead_inputs(const GroupInfo& info, int i, std::vector<cpu::BlockedT
 
 } // namespace
 
+ExecCounters layerwise_counters(const GroupInfo& info) {
+  ExecCounters k;
+  k.bricks_per_layer.assign(static_cast<size_t>(info.size), 0);
+  for (int i = 0; i < info.size; ++i)
+    count_layer(info, i, k);
+  return k;
+}
+
 BlockedGroupResult run_layerwise(const StrategyContext& ctx) {
   const GroupInfo& info = ctx.info;
+  if (ctx.onednn) {
+    BlockedGroupResult res = ctx.onednn->run(ctx.inputs, ctx.threads);
+    res.counters = layerwise_counters(info);
+    return res;
+  }
   BlockedGroupResult res;
   res.counters.bricks_per_layer.assign(static_cast<size_t>(info.size), 0);
   std::vector<cpu::BlockedTensor> outs(static_cast<size_t>(info.size));
@@ -54,7 +69,7 @@ BlockedGroupResult run_layerwise(const StrategyContext& ctx) {
         *info.graph, *ctx.packed[static_cast<size_t>(i)], in, ctx.threads, &fallback);
     if (!fallback.empty())
       res.fallbacks.push_back(l.name + ": " + fallback);
-    count_layer(info, i, in, res.counters);
+    count_layer(info, i, res.counters);
     release_dead_inputs(info, i, outs);
   }
   for (int i = 0; i + 1 < info.size; ++i)

@@ -27,9 +27,12 @@ struct StrategyContext {
   int threads = 1;            // resolved (>= 1)
   MemoObserver memo_observer; // ExecOptions::memo_observer
   bool poison = false;        // ExecOptions::poison_output
+  const cpu::OnednnGroup* onednn = nullptr; // ExecOptions::onednn (layerwise only)
 };
 
 BlockedGroupResult run_layerwise(const StrategyContext& ctx);
+// What a layerwise execution of the group counts (run_layerwise's counters), without running it.
+ExecCounters layerwise_counters(const GroupInfo& info);
 BlockedGroupResult run_padded(const StrategyContext& ctx, const BrickShape& brick);
 BlockedGroupResult run_memoized(const StrategyContext& ctx, const BrickShape& brick);
 

@@ -116,10 +116,13 @@ nb::dict run(nb::handle model, const std::string& plan_json, const std::vector<F
   {
     nb::gil_scoped_release release;
     const kernels::ModelWeights weights = kernels::model_weights(g, seed);
-    const Clock::time_point t1 = Clock::now();
-    kernels::PlanResult result =
-        kernels::execute_plan(g, plan, inputs, weights, kernels::ExecOptions{threads});
-    plan_ms = ms_since(t1);
+    // As brickdl-run: layerwise layers through oneDNN, merged groups on the brick kernels;
+    // plan_ms is the run itself (NCHW in to NCHW out), not the packing before it.
+    kernels::PlanOptions po;
+    po.exec.threads = threads;
+    po.layerwise = kernels::LayerwiseEngine::kOnednn;
+    kernels::PlanResult result = kernels::execute_plan(g, plan, inputs, weights, po);
+    plan_ms = result.end_to_end_ms.empty() ? 0.0 : result.end_to_end_ms.front();
     if (with_check)
       checks = check(g, inputs, weights, result.outputs, &reference_ms);
     outputs = std::move(result.outputs);
