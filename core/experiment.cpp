@@ -336,13 +336,19 @@ Graph build_zoo_graph(const YamlValue& m, const std::string& name, const Experim
   return build_zoo_model(name, o);
 }
 
-// `model: path.onnx`, relative to the experiment file. The file's batch and input size unless
-// the experiment gives them (a dynamic one must be given); its channels are the model's own.
-void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig* cfg) {
+// A path the experiment gives, relative to `base` (the experiment file's folder; empty for the
+// working directory) unless absolute.
+std::filesystem::path resolve(const std::filesystem::path& base, const std::string& given) {
+  const std::filesystem::path path(given);
+  return path.is_relative() ? base / path : path;
+}
+
+// `model: path.onnx`, relative to `base`. The file's batch and input size unless the experiment
+// gives them (a dynamic one must be given); its channels are the model's own.
+void read_onnx_model(const YamlValue& root, const YamlValue& m, const std::filesystem::path& base,
+                     ExperimentConfig* cfg) {
   const std::string given = m.as_string();
-  std::filesystem::path path(given);
-  if (path.is_relative() && !cfg->file.empty())
-    path = std::filesystem::path(cfg->file).parent_path() / path;
+  const std::filesystem::path path = resolve(base, given);
   OnnxImportOptions o;
   o.name = cfg->name.empty() ? path.stem().string() : cfg->name;
   o.batch = root.has("batch") || cfg->overrides.batch ? cfg->batch : 0;
@@ -353,10 +359,16 @@ void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig
     OnnxModel model = import_onnx(path.string(), o);
     cfg->graph = std::move(model.graph);
   } catch (const UserError& e) {
-    // The importer's messages start with the file; a message that does not is prefixed.
+    // The importer's messages start with the file; a message that does not is prefixed. A
+    // missing file says where a relative path was looked for.
     const std::string& why = e.bare_message();
+    std::string note;
+    if (path != given && !std::filesystem::exists(path))
+      note = fmt::format(" ('{}' is relative to the experiment file's folder, {})", given,
+                         base.string());
     throw UserError(m.where(),
-                    why.rfind(path.string() + ":", 0) == 0 ? why : "model " + given + ": " + why);
+                    (why.rfind(path.string() + ":", 0) == 0 ? why : "model " + given + ": " + why) +
+                        note);
   }
   cfg->batch = cfg->graph.batch();
   if (cfg->input_channels > 0 && cfg->graph.num_inputs() > 1)
@@ -373,7 +385,7 @@ void read_onnx_model(const YamlValue& root, const YamlValue& m, ExperimentConfig
 
 // Builds the graph of `model:`; every error carries the position of the model (or, for a
 // rank mismatch, of input_size).
-void read_model(const YamlValue& root, ExperimentConfig* cfg) {
+void read_model(const YamlValue& root, const std::filesystem::path& base, ExperimentConfig* cfg) {
   const YamlValue m = root.require("model", "a zoo model name (" + join_names(model_names()) +
                                                 "), an ONNX file (path.onnx) or an inline graph");
   if (m.is_map() && !m.has("zoo")) {
@@ -381,7 +393,7 @@ void read_model(const YamlValue& root, ExperimentConfig* cfg) {
     return;
   }
   if (m.is_scalar() && is_onnx_path(m.as_string())) {
-    read_onnx_model(root, m, cfg);
+    read_onnx_model(root, m, base, cfg);
     return;
   }
   const std::string name = zoo_model_name(m);
@@ -667,11 +679,13 @@ GpuSpec override_target(const std::string& name) {
   return *spec;
 }
 
-// The device calibration of the target (--calibration, else target.calibration unless
-// --target replaced the file's target), applied over cfg->gpu for the experiment's precision.
-// `explicit_fields`: the GpuSpec fields the target sets itself, which keep their values.
+// The device calibration of the target (--calibration, relative to the working directory, else
+// target.calibration, relative to `base`, unless --target replaced the file's target), applied
+// over cfg->gpu for the experiment's precision. `explicit_fields`: the GpuSpec fields the target
+// sets itself, which keep their values.
 void read_calibration(const YamlValue& root, const ExperimentOverrides& o,
-                      const std::vector<std::string>& explicit_fields, ExperimentConfig* cfg) {
+                      const std::vector<std::string>& explicit_fields,
+                      const std::filesystem::path& base, ExperimentConfig* cfg) {
   std::string path, given_by;
   SourceLocation at;
   if (o.calibration) {
@@ -688,8 +702,7 @@ void read_calibration(const YamlValue& root, const ExperimentOverrides& o,
     given_by = "target.calibration";
     at = v.where();
     // Relative to the experiment file, as an ONNX model is: the two travel together.
-    if (std::filesystem::path(path).is_relative() && !cfg->file.empty())
-      path = (std::filesystem::path(cfg->file).parent_path() / path).lexically_normal().string();
+    path = resolve(base, path).lexically_normal().string();
   } else {
     return;
   }
@@ -725,7 +738,10 @@ std::string output_folder(const YamlValue& root, const std::string& name,
   return dir;
 }
 
-ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverrides& overrides) {
+// The experiment of `root`; the paths it gives (an ONNX model, a calibration) are relative to
+// `base`.
+ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverrides& overrides,
+                                 const std::filesystem::path& base) {
   if (!root.present())
     root.fail(std::string("the experiment is empty; ") + kMinimalExample);
   if (!root.is_map())
@@ -765,13 +781,13 @@ ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverride
   apply_overrides(overrides, &cfg);
   cfg.overrides = overrides;
 
-  read_model(root, &cfg);
+  read_model(root, base, &cfg);
   if (cfg.name.empty())
     cfg.name = cfg.model;
 
   std::vector<std::string> explicit_fields;
   cfg.gpu = overrides.gpu ? override_target(*overrides.gpu) : read_target(root, &explicit_fields);
-  read_calibration(root, overrides, explicit_fields, &cfg);
+  read_calibration(root, overrides, explicit_fields, base, &cfg);
   cfg.search = read_search(root, cfg);
   if (root.has("seed"))
     cfg.seed = root.get("seed").as_uint64();
@@ -788,12 +804,14 @@ ExperimentConfig read_experiment(const YamlValue& root, const ExperimentOverride
 } // namespace
 
 ExperimentConfig load_experiment(const std::string& path, const ExperimentOverrides& overrides) {
-  return read_experiment(detail::load_yaml_file(path), overrides);
+  return read_experiment(detail::load_yaml_file(path), overrides,
+                         std::filesystem::path(path).parent_path());
 }
 
 ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file,
                                   const ExperimentOverrides& overrides) {
-  return read_experiment(detail::parse_yaml(yaml_text, file), overrides);
+  return read_experiment(detail::parse_yaml(yaml_text, file), overrides,
+                         std::filesystem::path(file).parent_path());
 }
 
 std::string ExperimentOverrides::describe() const {
@@ -849,7 +867,10 @@ ExperimentConfig parse_bare_model(const std::string& yaml_text, const BareModel&
                                   const ExperimentOverrides& overrides) {
   const std::string here = "the experiment of " + model.model;
   try {
-    ExperimentConfig exp = parse_experiment(yaml_text, here, overrides);
+    // The model's path is the caller's (the command line's, Python's): relative to the working
+    // directory. `here` names the text in messages only; no folder of it is a base.
+    ExperimentConfig exp =
+        read_experiment(detail::parse_yaml(yaml_text, here), overrides, std::filesystem::path());
     exp.output_dir = "out/" + exp.name; // the defaults are the model's: no override suffix
     return exp;
   } catch (const UserError& e) {

@@ -159,7 +159,8 @@ struct ExperimentConfig {
 // Loads and validates an experiment file, with `overrides` over it. Throws UserError.
 ExperimentConfig load_experiment(const std::string& path,
                                  const ExperimentOverrides& overrides = {});
-// Same, from YAML text; `file` is used in error messages.
+// Same, from YAML text; `file` is used in error messages, and the paths inside (an ONNX model, a
+// target's calibration) are relative to its folder, as in the file itself.
 ExperimentConfig parse_experiment(const std::string& yaml_text, const std::string& file,
                                   const ExperimentOverrides& overrides = {});
 
@@ -182,8 +183,9 @@ bool is_zoo_name(const std::string& arg);
 // The experiment's YAML text.
 std::string bare_model_yaml(const BareModel& model);
 // The experiment of `yaml_text` (bare_model_yaml's, perhaps with more keys set), output folder
-// out/<name>. A UserError about the text itself names the model instead ("the experiment of
-// MODEL"): the user never wrote that text.
+// out/<name>. The model's path is relative to the working directory, as given. A UserError about
+// the text itself names the model instead ("the experiment of MODEL"): the user never wrote that
+// text.
 ExperimentConfig parse_bare_model(const std::string& yaml_text, const BareModel& model,
                                   const ExperimentOverrides& overrides = {});
 

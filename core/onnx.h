@@ -107,8 +107,10 @@ void write_onnx_tensor(const std::string& path, const OnnxTensor& t, const std::
 // parameters `params` (per layer name, kernels/weights.h stored form; a batch-norm's scale and
 // shift are written as gamma and beta with mean 0, var 1, epsilon 0, so a re-import folds to
 // the same bits) as an opset-13 model (opset 17 when it holds a layer_norm: LayerNormalization
-// between Transposes to channels-last and back). Throws UserError when the file cannot be
-// written.
+// between Transposes to channels-last and back). The file is valid ONNX as ONNX Runtime checks
+// it: a Gemm reads a rank-2 tensor (a global average pool read only by linear layers is written
+// as ReduceMean with keepdims 0; another (N, C, 1, ...) input gets a Flatten first). Throws
+// UserError when the file cannot be written.
 void export_onnx(const Graph& graph, const ParamStore& params, const std::string& path);
 
 } // namespace brickdl

@@ -1,6 +1,7 @@
-// ONNX export: one node per layer (two for silu and for an epilogue activation; three for a
+// ONNX export: one node per layer (two for silu and for an epilogue activation, and for a
+// linear layer reading an unflattened (N, C, 1, ...) tensor: a Flatten first; three for a
 // channel shuffle and a spatial layer norm), named after the layer, every tensor named after
-// the layer that computes it.
+// the layer that computes it. Every file is valid ONNX as ONNX Runtime checks it.
 #include <algorithm>
 #include <fstream>
 #include <limits>
@@ -185,7 +186,41 @@ private:
     real(n, "epsilon", 0.0f);
   }
 
-  void linear(const Layer& l, const std::string& in, const std::string& out) {
+  // Whether global average pool `id` goes out flat, as torch writes x.mean([2, 3]) (ReduceMean,
+  // keepdims 0): when only linear layers read it, so each Gemm gets the rank-2 input ONNX
+  // requires, and a re-import reads the same pool back (no graph output: those keep their
+  // (N, C, 1, ...) dims).
+  bool flat_pool(int id) const {
+    const Layer& l = g_.layer(id);
+    const std::vector<int>& readers = g_.consumers(id);
+    return l.op == OpKind::kGlobalAvgPool && !g_.is_output(id) && !readers.empty() &&
+           std::all_of(readers.begin(), readers.end(),
+                       [&](int r) { return g_.layer(r).op == OpKind::kLinear; });
+  }
+
+  void global_pool(const Layer& l, const std::string& in, const std::string& out) {
+    if (!flat_pool(l.id)) {
+      add_node("GlobalAveragePool", l.name, {in}, out);
+      return;
+    }
+    std::vector<int64_t> axes;
+    for (int64_t a = 2; a < static_cast<int64_t>(onnx_shape(l.out).size()); ++a)
+      axes.push_back(a);
+    onnx::NodeProto* n = add_node("ReduceMean", l.name, {in}, out); // axes: an attribute to 17
+    ints(n, "axes", axes);
+    integer(n, "keepdims", 0);
+  }
+
+  // Gemm reads a rank-2 tensor. brickdl's linear layer also reads an (N, C, 1, ...) one (a pool
+  // with no flatten after it); unless that is a flat pool, a Flatten "<name>.flatten" comes
+  // first (and a re-import has that flatten layer more, with the same output).
+  void linear(const Layer& l, std::string in, const std::string& out) {
+    const int x = l.inputs.at(0);
+    if (g_.layer(x).out.spatial_rank != 0 && !flat_pool(x)) {
+      const std::string flat = l.name + ".flatten";
+      integer(add_node("Flatten", flat, {in}, flat), "axis", 1);
+      in = flat;
+    }
     const NamedParams& p = params(l);
     std::vector<std::string> inputs{in,
                                     initializer(l.name + ".weight", weight_dims(g_, l), p.weight)};
@@ -359,7 +394,7 @@ private:
     case OpKind::kConcat: integer(add_node("Concat", l.name, in, out), "axis", 1); break;
     case OpKind::kMaxPool:
     case OpKind::kAvgPool: pool(l, in[0], out); break;
-    case OpKind::kGlobalAvgPool: add_node("GlobalAveragePool", l.name, in, out); break;
+    case OpKind::kGlobalAvgPool: global_pool(l, in[0], out); break;
     case OpKind::kUpsample: upsample(l, in[0], out); break;
     case OpKind::kFlatten: integer(add_node("Flatten", l.name, in, out), "axis", 1); break;
     case OpKind::kLinear: linear(l, in[0], out); break;

@@ -2,13 +2,17 @@
 // and key, and every file shipped in experiments/.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "core/error.h"
 #include "core/experiment.h"
+#include "core/onnx.h"
 #include "core/zoo.h"
 
 namespace brickdl {
@@ -653,6 +657,52 @@ TEST(BareModel, ErrorsNameTheModelNotTheTextWrittenForIt) {
     EXPECT_EQ(what.find("experiment of"), std::string::npos) << what;
     EXPECT_NE(what.find("num_classes"), std::string::npos) << what;
   }
+}
+
+// A model path on the command line (`brickdl-tune models/m.onnx`, Model.onnx) is relative to
+// the working directory; one inside an experiment file, to the file's folder. The bare
+// experiment's name in messages, "the experiment of models/m.onnx", is no file: its folder once
+// made "the experiment of models/models/m.onnx" of the model.
+TEST(BareModel, PathsAreRelativeToTheWorkingDirectoryOrTheExperimentsFolder) {
+  const fs::path dir = fs::temp_directory_path() / ("brickdl_paths_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "models");
+  fs::create_directories(dir / "experiments");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir);
+  // A graph without parameters: the export needs none.
+  const ExperimentConfig src =
+      parse_experiment("model:\n  input: {channels: 2, size: [8, 8]}\n  layers:\n    - {op: relu}\n"
+                       "    - {op: max_pool, kernel: 2}\ntarget: H200\n",
+                       "src.yaml");
+  export_onnx(src.graph, {}, "models/m.onnx");
+  std::ofstream("models/exp.yaml") << "model: m.onnx\ntarget: H200\n";
+  std::ofstream("experiments/up.yaml") << "model: ../models/m.onnx\ntarget: H200\n";
+  const auto layers = [](const std::function<ExperimentConfig()>& load) {
+    try {
+      return load().graph.size();
+    } catch (const UserError& e) {
+      ADD_FAILURE() << e.what();
+      return 0;
+    }
+  };
+  const BareModel bare{"models/m.onnx", std::nullopt, std::nullopt};
+  EXPECT_EQ(layers([&] { return parse_bare_model(bare_model_yaml(bare), bare); }), 3);
+  EXPECT_EQ(layers([] { return load_experiment("models/exp.yaml"); }), 3);
+  EXPECT_EQ(layers([] { return load_experiment("experiments/up.yaml"); }), 3);
+  EXPECT_EQ(
+      layers([] { return parse_experiment("model: m.onnx\ntarget: H200\n", "models/x.yaml"); }), 3);
+  std::ofstream("experiments/exp.yaml") << "model: m.onnx\ntarget: H200\n"; // not beside it
+  std::string why;
+  try {
+    load_experiment("experiments/exp.yaml");
+  } catch (const UserError& e) {
+    why = e.what();
+  }
+  EXPECT_TRUE(contains(why, "experiments/m.onnx: cannot open the file ('m.onnx' is relative to "
+                            "the experiment file's folder, experiments)"))
+      << why;
+  fs::current_path(cwd);
+  fs::remove_all(dir);
 }
 
 } // namespace

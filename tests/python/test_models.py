@@ -84,6 +84,41 @@ def test_a_missing_onnx_file_is_the_clis_error(tmp_path):
     assert str(e.value) == cli_error("brickdl-tune", missing)
 
 
+def test_relative_paths_with_folders_from_the_folder_above(in_tmp):
+    """Model.onnx takes a path relative to the working directory, Model.experiment too; a path
+    inside an experiment is relative to the experiment's folder (as brickdl-tune reads them)."""
+    for folder in ("models", "experiments"):
+        (in_tmp / folder).mkdir()
+    cli("brickdl-run", "--model", "micro_graphsize", "--batch", "2", "--input-size", "12,12,12",
+        "--export-onnx", "models/chain.onnx", cwd=in_tmp)
+    (in_tmp / "models" / "exp.yaml").write_text("model: chain.onnx\ntarget: H200\n")
+    (in_tmp / "experiments" / "up.yaml").write_text("model: ../models/chain.onnx\ntarget: H200\n")
+    m = brickdl.Model.onnx("models/chain.onnx")
+    assert (m.name, m.kind, m.batch) == ("chain", "onnx", 2)
+    assert m.with_settings(backend="none").backend == "none"  # parsed again: the same path
+    layers = len(m.describe(as_frame=False))
+    for path in ("models/exp.yaml", "experiments/up.yaml"):
+        e = brickdl.Model.experiment(path)
+        assert (e.kind, e.batch, len(e.describe(as_frame=False))) == ("experiment", 2, layers)
+        assert e.with_settings(top_k=2).batch == 2, path
+    brickdl.tune(m, backend="none", db="brickdl.db", out="out/chain")
+    assert os.path.exists("out/chain/plan.json")
+
+
+def test_a_missing_relative_model_is_the_clis_error(in_tmp):
+    (in_tmp / "experiments").mkdir()
+    (in_tmp / "experiments" / "exp.yaml").write_text("model: chain.onnx\ntarget: H200\n")
+    with pytest.raises(brickdl.UserError) as e:
+        brickdl.Model.onnx("models/chain.onnx")
+    assert str(e.value) == cli_error("brickdl-tune", "models/chain.onnx", cwd=in_tmp)
+    assert str(e.value) == "models/chain.onnx: cannot open the file"
+    with pytest.raises(brickdl.UserError) as e:
+        brickdl.Model.experiment("experiments/exp.yaml")
+    assert str(e.value) == cli_error("brickdl-tune", "experiments/exp.yaml", cwd=in_tmp)
+    assert "experiments/chain.onnx: cannot open the file ('chain.onnx' is relative to the " \
+           "experiment file's folder, experiments)" in str(e.value)
+
+
 def test_bad_settings_name_the_keyword():
     m = brickdl.Model.zoo("resnet50")
     with pytest.raises(brickdl.UserError, match=r"^brickdl.tune\(\): key 'top_k': ") as e:
