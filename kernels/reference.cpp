@@ -40,6 +40,7 @@ Tensor gather_conv(const Tensor& x, const std::vector<float>& weight,
   const int64_t cin_g = is.c / groups, cout_g = os.c / groups;
   const int kd = win.kernel[0], kh = win.kernel[1], kw = win.kernel[2];
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t co = 0; co < os.c; ++co) {
       const int64_t g = co / cout_g;
@@ -102,6 +103,7 @@ Tensor avg_pool_impl(const Tensor& x, const Window& win, bool ceil_mode, bool co
   const TensorShape& is = x.shape();
   const TensorShape os = windowed_shape(is, win, ceil_mode);
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c)
       for (int64_t oz = 0; oz < os.d; ++oz)
@@ -131,6 +133,7 @@ template <typename Acc> Tensor global_avg_pool_impl(const Tensor& x) {
   os.d = os.h = os.w = 1;
   Tensor y(os);
   const int64_t sp = x.shape().spatial();
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c) {
       Acc sum = 0;
@@ -147,8 +150,10 @@ Tensor linear_impl(const Tensor& x, const std::vector<float>& weight,
                    const std::vector<float>& bias, int64_t out_features, Epilogue ep) {
   const int64_t in = x.shape().c * x.shape().spatial();
   BRICKDL_CHECK(static_cast<int64_t>(weight.size()) == out_features * in, "linear weight size");
-  Tensor y(TensorShape{x.shape().n, out_features, 1, 1, 1, 0});
-  for (int64_t n = 0; n < x.shape().n; ++n)
+  const int64_t batch = x.shape().n;
+  Tensor y(TensorShape{batch, out_features, 1, 1, 1, 0});
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int64_t n = 0; n < batch; ++n)
     for (int64_t o = 0; o < out_features; ++o) {
       Acc acc = 0;
       for (int64_t i = 0; i < in; ++i)
@@ -196,7 +201,9 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* what, F f)
   const TensorShape& bs = b.shape();
   if (as == bs) { // the common case, one flat loop
     Tensor y(as);
-    for (int64_t i = 0; i < a.numel(); ++i)
+    const int64_t count = a.numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i)
       y.data()[i] = f(a.data()[i], b.data()[i]);
     return y;
   }
@@ -208,6 +215,7 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* what, F f)
     return t.at(n, s.c == 1 ? 0 : c, s.d == 1 ? 0 : z, s.h == 1 ? 0 : y, s.w == 1 ? 0 : x);
   };
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c)
       for (int64_t z = 0; z < os.d; ++z)
@@ -219,7 +227,9 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, const char* what, F f)
 
 template <typename F> Tensor map(const Tensor& x, F f) {
   Tensor y(x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i)
+  const int64_t count = x.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i)
     y.data()[i] = f(x.data()[i]);
   return y;
 }
@@ -286,6 +296,7 @@ Tensor pad(const Tensor& x, const std::array<int, 3>& begin, const std::array<in
   os.w += begin[2] + end[2];
   BRICKDL_CHECK(os.d > 0 && os.h > 0 && os.w > 0, "pad leaves nothing of " << is.str());
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c)
       for (int64_t z = 0; z < os.d; ++z)
@@ -307,6 +318,7 @@ Tensor slice(const Tensor& x, int64_t begin, int64_t end) {
   os.c = end - begin;
   Tensor y(os);
   const int64_t plane = is.spatial();
+#pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < os.n; ++n)
     std::copy_n(x.image(n) + begin * plane, os.c * plane, y.image(n));
   return y;
@@ -318,6 +330,7 @@ Tensor channel_shuffle(const Tensor& x, int groups) {
                 "channel_shuffle of " << s.str() << " by " << groups);
   Tensor y(s);
   const int64_t plane = s.spatial();
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t o = 0; o < s.c; ++o)
       std::copy_n(x.image(n) + detail::shuffle_source(o, s.c, groups) * plane, plane,
@@ -334,6 +347,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<float>& gamma, const std::v
                                  << " parameters");
   Tensor y(s);
   const int64_t plane = s.spatial();
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t p = 0; p < plane; ++p) {
       const float* v = x.image(n) + p;
@@ -366,6 +380,7 @@ Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
                 "batch_norm parameters");
   Tensor y(s);
   const int64_t sp = s.spatial();
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t c = 0; c < s.c; ++c)
       for (int64_t i = 0; i < sp; ++i) {
@@ -377,14 +392,18 @@ Tensor batch_norm(const Tensor& x, const std::vector<float>& scale,
 
 Tensor relu(const Tensor& x) {
   Tensor y(x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i)
+  const int64_t count = x.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i)
     y.data()[i] = activate(x.data()[i], Activation::kRelu, 0);
   return y;
 }
 
 Tensor leaky_relu(const Tensor& x, float slope) {
   Tensor y(x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i)
+  const int64_t count = x.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i)
     y.data()[i] = activate(x.data()[i], Activation::kLeakyRelu, slope);
   return y;
 }
@@ -399,14 +418,16 @@ Tensor concat(const std::vector<const Tensor*>& xs) {
   BRICKDL_CHECK(!xs.empty(), "concat of nothing");
   TensorShape os = xs[0]->shape();
   os.c = 0;
-  for (const Tensor* t : xs)
+  for (const Tensor* t : xs) {
+    BRICKDL_CHECK(t->shape().n == os.n && t->shape().spatial() == os.spatial(), "concat shapes");
     os.c += t->shape().c;
+  }
   Tensor y(os);
+#pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < os.n; ++n) {
     int64_t c_out = 0;
     for (const Tensor* t : xs) {
       const TensorShape& s = t->shape();
-      BRICKDL_CHECK(s.n == os.n && s.spatial() == os.spatial(), "concat shapes");
       for (int64_t c = 0; c < s.c; ++c, ++c_out)
         for (int64_t z = 0; z < s.d; ++z)
           for (int64_t yy = 0; yy < s.h; ++yy)
@@ -421,6 +442,7 @@ Tensor max_pool(const Tensor& x, const Window& win, bool ceil_mode) {
   const TensorShape& is = x.shape();
   const TensorShape os = windowed_shape(is, win, ceil_mode);
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c)
       for (int64_t oz = 0; oz < os.d; ++oz)
@@ -468,6 +490,7 @@ Tensor upsample(const Tensor& x, int scale, bool bilinear) {
   os.h *= scale;
   os.w *= scale;
   Tensor y(os);
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < os.n; ++n)
     for (int64_t c = 0; c < os.c; ++c)
       for (int64_t oz = 0; oz < os.d; ++oz)

@@ -8,6 +8,11 @@
 // Summation order, per output element: conv over input channel, then kd, kh, kw (padding
 // taps skipped), then + bias, then the activation epilogue. The block kernels of the merged
 // executor use the same order.
+//
+// Threads: where the build has OpenMP, the loops over output elements (images × channels,
+// pixels, or flat) run on OpenMP's threads (omp_set_num_threads / OMP_NUM_THREADS decide how
+// many); each element is computed whole by one thread in the order above, so the results are
+// bit-identical on any number of threads.
 #include <array>
 #include <functional>
 #include <vector>
