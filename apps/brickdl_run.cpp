@@ -65,9 +65,9 @@
 #include "core/error.h"
 #include "core/experiment.h"
 #include "core/graph.h"
+#include "core/measurer.h"
 #include "core/onnx.h"
 #include "core/zoo.h"
-#include "core/measurer.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/npy.h"
@@ -511,8 +511,8 @@ nlohmann::json samples_json(const std::vector<double>& samples) {
   MeasureResult m;
   m.samples_ms = samples;
   m.summarize();
-  return {{"median", m.median_ms}, {"min", m.min_ms},   {"max", m.max_ms},
-          {"p25", m.p25_ms},       {"p75", m.p75_ms},   {"samples", samples}};
+  return {{"median", m.median_ms}, {"min", m.min_ms}, {"max", m.max_ms},
+          {"p25", m.p25_ms},       {"p75", m.p75_ms}, {"samples", samples}};
 }
 
 // The manifest's "timing": how the plan ran and its times per segment and end to end.
@@ -765,9 +765,9 @@ std::string summary(const Options& o, const Loaded& in, const Times& t, const Pl
   if (r.end_to_end_ms.size() > 1)
     s += fmt::format(" (median of {} runs)", r.end_to_end_ms.size());
   s += fmt::format(" on {} thread(s), layerwise layers on {}", r.threads, o.layerwise);
-  s += fmt::format("; set-up {:.1f} ms",
-                   std::max(0.0, t.plan - std::accumulate(r.end_to_end_ms.begin(),
-                                                          r.end_to_end_ms.end(), 0.0)));
+  s += fmt::format(
+      "; set-up {:.1f} ms",
+      std::max(0.0, t.plan - std::accumulate(r.end_to_end_ms.begin(), r.end_to_end_ms.end(), 0.0)));
   if (t.reference >= 0)
     s += fmt::format("; reference in {:.1f} ms", t.reference);
   s += fmt::format("; total {:.1f} s; ", ms_since(t.start) / 1000);
@@ -810,12 +810,8 @@ int run(Options o, Times& times) {
   return status;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"brickdl-run: execute a model or a plan on the CPU and write inputs, weights and "
-               "outputs as .npy files"};
-  Options o;
+// The command line's options, into `o`.
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--model", o.model,
                  "zoo model name (" + join_names(zoo_names()) +
                      "), an ONNX file (.onnx, run with its own weights) or an experiment file "
@@ -864,12 +860,22 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out_dir, "output folder (required unless checking or exporting)");
   app.add_option("--export-onnx", o.export_onnx,
                  "write the model (unfused, with the weights a run uses) as an ONNX file");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"brickdl-run: execute a model or a plan on the CPU and write inputs, weights and "
+               "outputs as .npy files"};
+  Options o;
+  add_options(app, o);
   app.footer(
       "Weights are those of the fused graph as executed: batch-norm folded into the preceding "
       "conv/linear, standalone batch-norm as scale/shift. See manifest.json in the output.\n"
       "The last line on stdout says what each time measures: 'plan executed in' the plan run "
       "alone (NCHW in to NCHW out; the median with --repeat), 'set-up' packing the weights, "
-      "oneDNN's primitives and the warm-up runs, 'reference in' the layer-by-layer reference (--check), 'total' the whole "
+      "oneDNN's primitives and the warm-up runs, 'reference in' the layer-by-layer reference "
+      "(--check), 'total' the whole "
       "command (model, weights and files included).");
   return run_tool("brickdl-run", app, argc, argv, [&] {
     Times times;

@@ -17,11 +17,11 @@
 // element fails |out − ref| <= atol + rtol·|ref| (NaN fails; kernels/validation.h, shared by
 // every backend); max_rel_error is the norm-wise error max|out − ref| / max|ref|. Candidates the
 // executor cannot run are kUnsupported; a run longer than timeout_s ends the measurement with
-// kTimeout (the samples so far are kept). With flush_l2 (the default) every timed run is cold: the caches are swept
-// before it (kernels/cpu/cache_flush.h), untimed; without it runs follow each other warm. Worker
-// threads are the constructor's; the counters (ExecCounters::to_map) carry their number as
-// "cpu_threads". With repetitions 0 (a validation: search/plan_validation.h) the validated first
-// run is the only sample and nothing else runs.
+// kTimeout (the samples so far are kept). With flush_l2 (the default) every timed run is cold: the
+// caches are swept before it (kernels/cpu/cache_flush.h), untimed; without it runs follow each
+// other warm. Worker threads are the constructor's; the counters (ExecCounters::to_map) carry their
+// number as "cpu_threads". With repetitions 0 (a validation: search/plan_validation.h) the
+// validated first run is the only sample and nothing else runs.
 #include <string>
 
 #include "core/measurer.h"

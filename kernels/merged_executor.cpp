@@ -106,15 +106,20 @@ BlockedGroupResult execute_group(const Graph& graph, const Candidate& candidate,
     BRICKDL_CHECK(inputs[k] && inputs[k]->shape() == graph.layer(info.external_ids[k]).out &&
                       inputs[k]->lanes() == packed.lanes(),
                   "input " << k << " of the group is not the output of layer "
-                           << graph.layer(info.external_ids[k]).name << " in "
-                           << packed.lanes() << " lanes");
+                           << graph.layer(info.external_ids[k]).name << " in " << packed.lanes()
+                           << " lanes");
   // The packed layers, resolved before the threads start (PackedModel::at takes a lock).
   std::vector<const cpu::PackedLayer*> layers;
   for (int id = candidate.group.first; id <= candidate.group.last; ++id)
     layers.push_back(&packed.at(id));
-  const detail::StrategyContext ctx{info,           inputs, layers, packed.lanes(),
-                                    resolve_threads(options.threads), options.memo_observer,
-                                    options.poison_output, options.onednn};
+  const detail::StrategyContext ctx{info,
+                                    inputs,
+                                    layers,
+                                    packed.lanes(),
+                                    resolve_threads(options.threads),
+                                    options.memo_observer,
+                                    options.poison_output,
+                                    options.onednn};
   switch (candidate.strategy) {
   case Strategy::kLayerwise: res = detail::run_layerwise(ctx); break;
   case Strategy::kPadded: res = detail::run_padded(ctx, candidate.brick); break;

@@ -51,7 +51,8 @@ double ms_since(Clock::time_point t0) {
 // last reader ran.
 class Activations {
 public:
-  Activations(const Graph& g) : g_(g), out_(static_cast<size_t>(g.size())),
+  Activations(const Graph& g)
+      : g_(g), out_(static_cast<size_t>(g.size())),
         last_reader_(static_cast<size_t>(g.size()), -1) {
     for (const Layer& l : g.layers())
       for (int p : l.inputs)
@@ -93,9 +94,9 @@ private:
 // A merged plan entry, or a run of layers the plan runs layerwise.
 struct Segment {
   int first = 0, last = 0;
-  int entry = -1;                              // the merged plan entry, or -1
-  std::unique_ptr<cpu::OnednnGroup> onednn;    // layerwise through oneDNN
-  std::vector<int> keep;                       // layerwise: layers read after the segment
+  int entry = -1;                           // the merged plan entry, or -1
+  std::unique_ptr<cpu::OnednnGroup> onednn; // layerwise through oneDNN
+  std::vector<int> keep;                    // layerwise: layers read after the segment
 };
 
 std::vector<Segment> make_segments(const Graph& g, const std::vector<Candidate>& plan,
@@ -145,15 +146,14 @@ class PlanRun {
 public:
   PlanRun(const Graph& g, const std::vector<Candidate>& plan, const ModelWeights& weights,
           const PlanOptions& o)
-      : g_(g), plan_(plan), o_(o),
-        lanes_(o.exec.lanes > 0 ? o.exec.lanes : cpu::lanes()),
+      : g_(g), plan_(plan), o_(o), lanes_(o.exec.lanes > 0 ? o.exec.lanes : cpu::lanes()),
         threads_(o.exec.threads > 0 ? o.exec.threads : usable_cpus()), packed_(g, weights, lanes_),
         probe_(g), segments_(make_segments(g, plan, probe_)) {
     packed_.pack(g.num_inputs(), g.size() - 1);
     for (Segment& s : segments_)
       if (s.entry < 0 && o.layerwise == LayerwiseEngine::kOnednn)
-        s.onednn = std::make_unique<cpu::OnednnGroup>(g, Group{s.first, s.last}, packed_,
-                                                      o.onednn, s.keep);
+        s.onednn = std::make_unique<cpu::OnednnGroup>(g, Group{s.first, s.last}, packed_, o.onednn,
+                                                      s.keep);
   }
 
   // One run: NCHW inputs to NCHW outputs, times appended to `res`.
@@ -269,8 +269,8 @@ private:
         acts.set(id, std::move(t));
     } else {
       for (int id = s.first; id <= s.last; ++id) {
-        acts.set(id, cpu::run_whole_layer(g_, packed_.at(id), acts.inputs_of(g_.layer(id)),
-                                          threads_));
+        acts.set(id,
+                 cpu::run_whole_layer(g_, packed_.at(id), acts.inputs_of(g_.layer(id)), threads_));
         acts.release(id, id);
       }
     }
@@ -327,8 +327,8 @@ PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,
   for (int i = 0; i < options.warmup; ++i)
     run.run(inputs, res, false, i == 0 ? progress : LayerProgress{});
   for (int i = 0; i < options.repetitions; ++i)
-    res.outputs = run.run(inputs, res, true, i == 0 && options.warmup == 0 ? progress
-                                                                            : LayerProgress{});
+    res.outputs =
+        run.run(inputs, res, true, i == 0 && options.warmup == 0 ? progress : LayerProgress{});
   run.count_layerwise(res);
   return res;
 }

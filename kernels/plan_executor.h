@@ -30,18 +30,18 @@ const char* layerwise_engine_name(LayerwiseEngine e); // "onednn", "bricks"
 bool parse_layerwise_engine(const std::string& s, LayerwiseEngine* out);
 
 struct PlanOptions {
-  ExecOptions exec;                                   // threads, lanes
+  ExecOptions exec; // threads, lanes
   LayerwiseEngine layerwise = LayerwiseEngine::kBricks;
-  cpu::OnednnOptions onednn{true, true};              // oneDNN's post-ops and 1x1 + depthwise
-  int warmup = 0;      // untimed runs first
-  int repetitions = 1; // timed runs (>= 1); the outputs are the last run's
-  bool pin = true;     // pin the threads (kernels/cpu/parallel.h ScopedPinning)
+  cpu::OnednnOptions onednn{true, true}; // oneDNN's post-ops and 1x1 + depthwise
+  int warmup = 0;                        // untimed runs first
+  int repetitions = 1;                   // timed runs (>= 1); the outputs are the last run's
+  bool pin = true;                       // pin the threads (kernels/cpu/parallel.h ScopedPinning)
 };
 
 // One segment's place and times.
 struct SegmentTiming {
-  int first = 0, last = 0;       // graph layer ids
-  std::string engine;            // "padded 8x8", "memoized 4x4/c32", "onednn", "bricks"
+  int first = 0, last = 0;        // graph layer ids
+  std::string engine;             // "padded 8x8", "memoized 4x4/c32", "onednn", "bricks"
   std::vector<double> samples_ms; // one per timed run
   std::vector<std::string> steps; // oneDNN's steps (kernels/cpu/onednn.h), or empty
 };

@@ -84,8 +84,8 @@ Tensor from_blocked(const BlockedTensor& b) {
 void copy_region(const ConstBlockedView& src, const BlockedView& dst, const Region& r) {
   if (r.empty())
     return;
-  BRICKDL_CHECK(src.lanes == dst.lanes, "copy between layouts of " << src.lanes << " and "
-                                                                   << dst.lanes << " lanes");
+  BRICKDL_CHECK(src.lanes == dst.lanes,
+                "copy between layouts of " << src.lanes << " and " << dst.lanes << " lanes");
   const int64_t L = src.lanes, row = r.extent(2) * L;
   for (int64_t b = r.c0 / L; b < ceil_div(r.c1, L); ++b)
     for (int64_t z = r.lo[0]; z < r.hi[0]; ++z)

@@ -41,7 +41,8 @@ struct BlockedStrides {
   int64_t x = 0, y = 0, z = 0, block = 0;
   BlockedStrides() = default;
   BlockedStrides(const Region& stored, int lanes)
-      : x(lanes), y(lanes * stored.extent(2)), z(y * stored.extent(1)), block(z * stored.extent(0)) {}
+      : x(lanes), y(lanes * stored.extent(2)), z(y * stored.extent(1)),
+        block(z * stored.extent(0)) {}
 };
 
 template <typename T> struct BlockedViewOf {
@@ -92,9 +93,7 @@ public:
   float* image_data(int64_t n) { return data_.get() + n * image_floats(); }
   const float* image_data(int64_t n) const { return data_.get() + n * image_floats(); }
   BlockedView image(int64_t n) { return {image_data(n), Region::whole(shape_), lanes_}; }
-  ConstBlockedView image(int64_t n) const {
-    return {image_data(n), Region::whole(shape_), lanes_};
-  }
+  ConstBlockedView image(int64_t n) const { return {image_data(n), Region::whole(shape_), lanes_}; }
   // Element (n, c, z, y, x).
   float at(int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) const {
     return *image(n).element(c, z, y, x);

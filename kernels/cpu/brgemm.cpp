@@ -16,8 +16,8 @@ Brgemm::Brgemm(const BrgemmShape& s) : shape_(s) {
   const libxsmm_blasint lda = s.lda, ldb = s.ldb, ldc = s.ldc;
   const libxsmm_smmfunction_reducebatch_addr f = libxsmm_smmdispatch_reducebatch_addr(
       s.m, s.n, s.k, &lda, &ldb, &ldc, &alpha, &beta, nullptr, nullptr);
-  BRICKDL_CHECK(f != nullptr, "libxsmm has no batch-reduce kernel for m" << s.m << " n" << s.n
-                                                                          << " k" << s.k);
+  BRICKDL_CHECK(f != nullptr,
+                "libxsmm has no batch-reduce kernel for m" << s.m << " n" << s.n << " k" << s.k);
   fn_ = reinterpret_cast<void*>(f);
 }
 

@@ -39,7 +39,7 @@ IsaInfo decide() {
   info.name = want;
   libxsmm_init();
   if (info.isa == Isa::kAvx2) {
-    libxsmm_set_target_arch("hsw"); // AVX2 code even on an AVX-512 host
+    libxsmm_set_target_arch("hsw");             // AVX2 code even on an AVX-512 host
     dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); // before oneDNN's first primitive
   }
   info.libxsmm = libxsmm_get_target_arch();

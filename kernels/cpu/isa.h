@@ -17,10 +17,10 @@ enum class Isa { kAvx2, kAvx512 };
 
 struct IsaInfo {
   Isa isa = Isa::kAvx2;
-  int lanes = 8;          // floats per vector: the blocked layout's channel block
-  std::string name;       // "avx2" or "avx512"
-  std::string host;       // the widest the host has ("avx512", "avx2")
-  std::string libxsmm;    // libxsmm's target architecture after it was set ("hsw", "skx", ...)
+  int lanes = 8;       // floats per vector: the blocked layout's channel block
+  std::string name;    // "avx2" or "avx512"
+  std::string host;    // the widest the host has ("avx512", "avx2")
+  std::string libxsmm; // libxsmm's target architecture after it was set ("hsw", "skx", ...)
 };
 
 // The ISA of this process, decided once (thread-safe). Throws UserError when the host has no

@@ -43,6 +43,21 @@ md flat_md(const TensorShape& s, int lanes) {
   return md({s.n, s.c}, kF32, dims{ceil_div(s.c, lanes) * lanes, 1});
 }
 
+// The plain (NCHW / NCDHW / NC) layout of a tensor, dense.
+md plain_md(const TensorShape& s) {
+  using tag = dn::memory::format_tag;
+  if (s.spatial_rank == 3)
+    return md({s.n, s.c, s.d, s.h, s.w}, kF32, tag::ncdhw);
+  if (s.spatial_rank == 2)
+    return md({s.n, s.c, s.h, s.w}, kF32, tag::nchw);
+  return md({s.n, s.c}, kF32, tag::nc);
+}
+
+// A reorder between two layouts, made once.
+dn::reorder make_reorder(const md& from, const md& to) {
+  return dn::reorder(dn::reorder::primitive_desc(engine(), from, engine(), to));
+}
+
 // Spatial axes oneDNN sees: d, h, w for 3-D, h, w for 2-D.
 std::vector<int> spatial_axes(const TensorShape& s) {
   return s.spatial_rank == 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{1, 2};
@@ -79,7 +94,9 @@ bool append_act(dn::post_ops& po, Activation a, float slope, float lo, float hi)
   case Activation::kClip: po.append_eltwise(1.f, alg::eltwise_clip_v2, lo, hi); return true;
   case Activation::kSigmoid: po.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f); return true;
   case Activation::kSilu: po.append_eltwise(1.f, alg::eltwise_swish, 1.f, 0.f); return true;
-  case Activation::kHardSwish: po.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f); return true;
+  case Activation::kHardSwish:
+    po.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+    return true;
   case Activation::kHardSigmoid:
     po.append_eltwise(1.f, alg::eltwise_linear, 1.f / 6.f, 0.5f);
     po.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
@@ -101,13 +118,19 @@ struct TensorRef {
 
 struct Step {
   std::string text;
-  int out = -1; // the group layer whose output the step writes
+  std::string impl; // oneDNN's implementation ("brg:avx512_core", "ref:any", ...)
+  int out = -1;     // the group layer whose output the step writes
   bool fallback = false;
   dn::primitive prim;
   md dst_md;
   std::vector<std::pair<int, TensorRef>> args; // (oneDNN argument, tensor)
   std::vector<md> arg_mds;
   std::unordered_map<int, dn::memory> constants; // weights and biases, reordered once
+  // oneDNN's JIT kernels want a plain source for a conv of fewer channels than a block (a
+  // stem on the image) and dense tensors for an inner product: the step reorders its first
+  // source into `plain_src` before it runs, or runs into `plain_dst` and reorders from it.
+  std::optional<md> plain_src, plain_dst;
+  dn::primitive src_reorder, dst_reorder;
 };
 
 // Owned copy of `v` as a oneDNN memory of `desc`.
@@ -139,7 +162,8 @@ md conv_weights_md(const Layer& l, int64_t cin, int rank) {
   else
     d = {l.out_channels, cin};
   d.insert(d.end(), ks.begin(), ks.end());
-  tag t = l.groups > 1 ? (rank == 3 ? tag::goidhw : tag::goihw) : (rank == 3 ? tag::oidhw : tag::oihw);
+  tag t =
+      l.groups > 1 ? (rank == 3 ? tag::goidhw : tag::goihw) : (rank == 3 ? tag::oidhw : tag::oihw);
   return md(d, kF32, t);
 }
 
@@ -180,6 +204,22 @@ struct OnednnGroup::Impl {
     return !kept[static_cast<size_t>(i)] && i != info.last() && c.size() == 1 && c[0].first == j;
   }
 
+  // The add after conv i that can be its binary post-op (options.post_ops; the conv read only
+  // by it, the other operand of the same shape), and the add's slot of that operand; or -1.
+  int fusable_add(int i, int* other_slot) const {
+    const Layer& l = layer(i);
+    if (!options.post_ops || i + 1 >= info.size || layer(i + 1).op != OpKind::kAdd ||
+        !only_read_by(i, i + 1))
+      return -1;
+    const Layer& a = layer(i + 1);
+    const size_t slot = a.inputs[0] == l.id ? 1 : 0;
+    if (a.inputs[1 - slot] != l.id || a.inputs[slot] == l.id || shape_of(a.inputs[slot]) != a.out ||
+        l.out != a.out)
+      return -1;
+    *other_slot = static_cast<int>(slot);
+    return i + 1;
+  }
+
   void prepare();
   bool conv_step(int i, Step& st, int* covered);
   bool conv_dw_step(int i, Step& st);
@@ -197,19 +237,8 @@ bool OnednnGroup::Impl::conv_step(int i, Step& st, int* covered) {
   const Layer& l = layer(i);
   const TensorShape& in = shape_of(l.inputs[0]);
   const WindowDims w = window_dims(l, in);
-  if (std::any_of(w.pad_r.begin(), w.pad_r.end(), [](int64_t p) { return p < 0; }))
-    return false;
-  int add = -1, other_slot = -1;
-  if (options.post_ops && i + 1 < info.size && layer(i + 1).op == OpKind::kAdd &&
-      only_read_by(i, i + 1)) {
-    const Layer& a = layer(i + 1);
-    const int slot = a.inputs[0] == l.id ? 1 : 0;
-    if (a.inputs[static_cast<size_t>(1 - slot)] == l.id && a.inputs[static_cast<size_t>(slot)] != l.id &&
-        shape_of(a.inputs[static_cast<size_t>(slot)]) == a.out && l.out == a.out) {
-      add = i + 1;
-      other_slot = slot;
-    }
-  }
+  int other_slot = -1;
+  const int add = fusable_add(i, &other_slot);
   const md wmd = conv_weights_md(l, in.c, in.spatial_rank);
   const md bias_md = l.bias ? md({l.out_channels}, kF32, dn::memory::format_tag::x) : md();
   for (int attempt = add >= 0 ? 0 : 1; attempt < 2; ++attempt) {
@@ -226,8 +255,10 @@ bool OnednnGroup::Impl::conv_step(int i, Step& st, int* covered) {
     dn::primitive_attr attr;
     attr.set_post_ops(po);
     try {
+      const bool plain = in.c < lanes; // a stem: oneDNN's JIT takes its image plain
+      const md src = plain ? plain_md(in) : act_md(in, lanes);
       const dn::convolution_forward::desc d(
-          dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, act_md(in, lanes),
+          dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src,
           md(wmd.dims(), kF32, dn::memory::format_tag::any), bias_md, act_md(l.out, lanes),
           w.strides, w.dilation, w.pad_l, w.pad_r);
       const dn::convolution_forward::primitive_desc pd(d, attr, engine());
@@ -235,9 +266,13 @@ bool OnednnGroup::Impl::conv_step(int i, Step& st, int* covered) {
       st.prim = dn::convolution_forward(pd);
       st.args = {{DNNL_ARG_SRC, ref(i, 0)}};
       st.arg_mds = {act_md(in, lanes)};
+      if (plain) {
+        st.plain_src = src;
+        st.src_reorder = make_reorder(act_md(in, lanes), src);
+      }
       if (with_add) {
-        st.args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_index) | DNNL_ARG_SRC_1,
-                           ref(add, other_slot)});
+        st.args.push_back(
+            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_index) | DNNL_ARG_SRC_1, ref(add, other_slot)});
         st.arg_mds.push_back(act_md(layer(add).out, lanes));
       }
       st.constants[DNNL_ARG_WEIGHTS] = reordered(wmd, p.raw->weight.data(), pd.weights_desc());
@@ -245,6 +280,7 @@ bool OnednnGroup::Impl::conv_step(int i, Step& st, int* covered) {
         st.constants[DNNL_ARG_BIAS] = owned(bias_md, p.raw->bias);
       st.out = with_add ? add : i;
       st.dst_md = act_md(layer(st.out).out, lanes);
+      st.impl = pd.impl_info_str();
       st.text = l.name + (with_add ? " + " + layer(add).name : "") + ": " + pd.impl_info_str() +
                 (with_add ? " (conv, residual add as a binary post-op)" : " (conv)");
       *covered = with_add ? add : -1;
@@ -301,14 +337,15 @@ bool OnednnGroup::Impl::conv_dw_step(int i, Step& st) {
     st.constants[DNNL_ARG_BIAS] = owned(bias_md, p.raw->bias);
   const int dw_w = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS;
   const md dw_user({d.out_channels, 1, 1, 3, 3}, kF32, dn::memory::format_tag::goihw);
-  st.constants[dw_w] = reordered(dw_user, q.raw->weight.data(),
-                                 pd.query_md(dn::query::exec_arg_md, dw_w));
+  st.constants[dw_w] =
+      reordered(dw_user, q.raw->weight.data(), pd.query_md(dn::query::exec_arg_md, dw_w));
   const md dw_bias({d.out_channels}, kF32, dn::memory::format_tag::x);
   st.constants[DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS] =
-      owned(dw_bias, d.bias ? q.raw->bias
-                            : std::vector<float>(static_cast<size_t>(d.out_channels), 0.0f));
+      owned(dw_bias,
+            d.bias ? q.raw->bias : std::vector<float>(static_cast<size_t>(d.out_channels), 0.0f));
   st.out = i + 1;
   st.dst_md = act_md(d.out, lanes);
+  st.impl = pd.impl_info_str();
   st.text = l.name + " + " + d.name + ": " + pd.impl_info_str() + " (1x1 conv + depthwise post-op)";
   return true;
 }
@@ -325,20 +362,30 @@ bool OnednnGroup::Impl::linear_step(int i, Step& st) {
   attr.set_post_ops(po);
   const md wmd({l.out_channels, in.c}, kF32, dn::memory::format_tag::ab);
   const md bias_md({l.out_channels}, kF32, dn::memory::format_tag::x);
-  const dn::inner_product_forward::desc d(
-      dn::prop_kind::forward_inference, flat_md(in, lanes),
-      md(wmd.dims(), kF32, dn::memory::format_tag::any), l.bias ? bias_md : md(),
-      flat_md(l.out, lanes));
+  const md src = plain_md(TensorShape{in.n, in.c, 1, 1, 1, 0});
+  const md dst = plain_md(l.out);
+  const dn::inner_product_forward::desc d(dn::prop_kind::forward_inference, src,
+                                          md(wmd.dims(), kF32, dn::memory::format_tag::any),
+                                          l.bias ? bias_md : md(), dst);
   const dn::inner_product_forward::primitive_desc pd(d, attr, engine());
   const PackedLayer& p = packed.at(l.id);
   st.prim = dn::inner_product_forward(pd);
   st.args = {{DNNL_ARG_SRC, ref(i, 0)}};
-  st.arg_mds = {flat_md(in, lanes)};
+  st.arg_mds = {in.c % lanes != 0 ? flat_md(in, lanes) : src};
+  if (in.c % lanes != 0) {
+    st.plain_src = src;
+    st.src_reorder = make_reorder(flat_md(in, lanes), src);
+  }
+  if (l.out.c % lanes != 0) {
+    st.plain_dst = dst;
+    st.dst_reorder = make_reorder(dst, flat_md(l.out, lanes));
+  }
   st.constants[DNNL_ARG_WEIGHTS] = reordered(wmd, p.raw->weight.data(), pd.weights_desc());
   if (l.bias)
     st.constants[DNNL_ARG_BIAS] = owned(bias_md, p.raw->bias);
   st.out = i;
-  st.dst_md = flat_md(l.out, lanes);
+  st.dst_md = l.out.c % lanes != 0 ? flat_md(l.out, lanes) : dst;
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (inner product)";
   return true;
 }
@@ -375,13 +422,14 @@ bool OnednnGroup::Impl::pool_step(int i, Step& st, std::string* why) {
     }
   }
   const dn::pooling_v2_forward::desc d(dn::prop_kind::forward_inference, alg, act_md(in, lanes),
-                                        dst, w.strides, w.kernel, w.dilation, w.pad_l, w.pad_r);
+                                       dst, w.strides, w.kernel, w.dilation, w.pad_l, w.pad_r);
   const dn::pooling_v2_forward::primitive_desc pd(d, engine());
   st.prim = dn::pooling_v2_forward(pd);
   st.args = {{DNNL_ARG_SRC, ref(i, 0)}};
   st.arg_mds = {act_md(in, lanes)};
   st.out = i;
   st.dst_md = dst;
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (pooling)";
   return true;
 }
@@ -421,6 +469,7 @@ bool OnednnGroup::Impl::binary_step(int i, Step& st, std::string* why) {
   st.arg_mds = {m0, m1};
   st.out = i;
   st.dst_md = act_md(l.out, lanes);
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (binary)";
   return true;
 }
@@ -429,7 +478,8 @@ bool OnednnGroup::Impl::eltwise_step(int i, Step& st) {
   const Layer& l = layer(i);
   dn::post_ops po;
   const Activation act = op_activation(l.op);
-  if (act == Activation::kHardSigmoid || !append_act(po, act, l.leaky_slope, l.clip_min, l.clip_max))
+  if (act == Activation::kHardSigmoid ||
+      !append_act(po, act, l.leaky_slope, l.clip_min, l.clip_max))
     return false;
   float scale, alpha, beta;
   dn::algorithm alg;
@@ -442,6 +492,7 @@ bool OnednnGroup::Impl::eltwise_step(int i, Step& st) {
   st.arg_mds = {m};
   st.out = i;
   st.dst_md = m;
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (eltwise)";
   return true;
 }
@@ -458,6 +509,7 @@ bool OnednnGroup::Impl::concat_step(int i, Step& st) {
   st.prim = dn::concat(pd);
   st.out = i;
   st.dst_md = act_md(l.out, lanes);
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (concat)";
   return true;
 }
@@ -474,6 +526,7 @@ bool OnednnGroup::Impl::resample_step(int i, Step& st) {
   st.arg_mds = {src};
   st.out = i;
   st.dst_md = dst;
+  st.impl = pd.impl_info_str();
   st.text = l.name + ": " + pd.impl_info_str() + " (resampling)";
   return true;
 }
@@ -515,6 +568,13 @@ void OnednnGroup::Impl::prepare() {
       }
     } catch (const dn::error& e) {
       why = std::string("oneDNN refused it (") + e.what() + ")";
+      ok = false;
+    }
+    if (ok && st.impl.find("ref:") != std::string::npos) {
+      // oneDNN's reference loops (a conv of few channels, a 3-D shape its JIT does not take)
+      // run hundreds of times slower than its JIT kernels: a baseline that slow proves
+      // nothing, so the brick kernels run it, and the report says so.
+      why = "oneDNN has only its reference implementation (" + st.impl + ") for it";
       ok = false;
     }
     if (!ok) {
@@ -590,13 +650,26 @@ BlockedGroupResult OnednnGroup::run(const std::vector<const BlockedTensor*>& inp
         args.emplace(st.args[k].first,
                      dn::memory(st.arg_mds[k], engine(),
                                 const_cast<float*>(tensor(st.args[k].second).data())));
-      args.emplace(DNNL_ARG_DST, dn::memory(st.dst_md, engine(), y.data()));
+      if (st.plain_src) {
+        dn::memory plain(*st.plain_src, engine());
+        st.src_reorder.execute(stream,
+                               {{DNNL_ARG_FROM, args.at(DNNL_ARG_SRC)}, {DNNL_ARG_TO, plain}});
+        args[DNNL_ARG_SRC] = plain;
+      }
+      dn::memory dst(st.dst_md, engine(), y.data());
+      std::optional<dn::memory> plain_dst;
+      if (st.plain_dst)
+        plain_dst.emplace(*st.plain_dst, engine());
+      args.emplace(DNNL_ARG_DST, plain_dst ? *plain_dst : dst);
       st.prim.execute(stream, args);
+      if (plain_dst)
+        st.dst_reorder.execute(stream, {{DNNL_ARG_FROM, *plain_dst}, {DNNL_ARG_TO, dst}});
       stream.wait();
       outs[static_cast<size_t>(st.out)] = std::move(y);
     }
     for (int i = 0; i < m.info.last(); ++i)
-      if (m.last_use[static_cast<size_t>(i)] == static_cast<int>(s) && !m.kept[static_cast<size_t>(i)])
+      if (m.last_use[static_cast<size_t>(i)] == static_cast<int>(s) &&
+          !m.kept[static_cast<size_t>(i)])
         outs[static_cast<size_t>(i)] = BlockedTensor();
   }
   BlockedGroupResult res;

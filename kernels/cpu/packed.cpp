@@ -65,8 +65,8 @@ PackedLayer pack_layer(const Graph& g, const Layer& l, const LayerWeights& w, in
   case OpKind::kConv: {
     const int64_t cin = g.layer(l.inputs[0]).out.c;
     p.depthwise = l.groups == cin && l.out_channels == cin && l.groups > 1;
-    p.weight = p.depthwise ? pack_depthwise(l, w.weight, lanes)
-                           : pack_conv(l, w.weight, cin / l.groups);
+    p.weight =
+        p.depthwise ? pack_depthwise(l, w.weight, lanes) : pack_conv(l, w.weight, cin / l.groups);
     p.bias = padded(w.bias, l.out_channels, lanes);
     break;
   }

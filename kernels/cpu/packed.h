@@ -26,11 +26,11 @@ namespace brickdl::kernels::cpu {
 struct PackedLayer {
   const Layer* layer = nullptr;
   int lanes = 8;
-  bool depthwise = false;   // a conv with groups = in = out channels
-  AlignedFloats weight;     // packed as above; null for layers without packed weights
-  std::vector<float> bias;  // packed as above; empty: none
-  std::vector<float> scale; // batch-norm (unfolded) / layer norm: per channel, padded
-  std::vector<float> shift; // the same for the shift / beta
+  bool depthwise = false;            // a conv with groups = in = out channels
+  AlignedFloats weight;              // packed as above; null for layers without packed weights
+  std::vector<float> bias;           // packed as above; empty: none
+  std::vector<float> scale;          // batch-norm (unfolded) / layer norm: per channel, padded
+  std::vector<float> shift;          // the same for the shift / beta
   const LayerWeights* raw = nullptr; // the stored form (what the reference takes)
 };
 

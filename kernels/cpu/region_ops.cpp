@@ -78,8 +78,8 @@ Region conv_input_box(const Layer& l, const Region& what, int64_t cin_g, int64_t
   for (size_t a = 0; a < 3; ++a) {
     const Window& w = l.window;
     box.lo[a] = what.lo[a] * w.stride[a] - w.pad[a];
-    box.hi[a] = (what.hi[a] - 1) * w.stride[a] - w.pad[a] +
-                int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
+    box.hi[a] =
+        (what.hi[a] - 1) * w.stride[a] - w.pad[a] + int64_t{w.dilation[a]} * (w.kernel[a] - 1) + 1;
   }
   box.c0 = what.c0 / cout_g * cin_g / lanes * lanes;
   box.c1 = ((what.c1 - 1) / cout_g + 1) * cin_g;
@@ -115,8 +115,7 @@ struct Chunk {
   int64_t z, y0, rows, x0, count, n;
 };
 
-template <typename F>
-void for_chunks(const Region& what, bool flat, int64_t width, F f) {
+template <typename F> void for_chunks(const Region& what, bool flat, int64_t width, F f) {
   const int64_t ex = what.extent(2);
   for (int64_t z = what.lo[0]; z < what.hi[0]; ++z) {
     if (flat && ex <= kMaxN) {
@@ -170,8 +169,13 @@ void conv_chunk(const ConvCall& cc, const std::vector<std::vector<Segment>>& by_
                              (mo - cc.g * cc.cout_g),
                          cc.src.at(s.c / L, iz, iy, ix) + s.c % L);
         }
-    const BrgemmShape shape{m, static_cast<int>(ch.n), segs[0].k, static_cast<int>(cc.cout_g),
-                            static_cast<int>(ldb), m, !first};
+    const BrgemmShape shape{m,
+                            static_cast<int>(ch.n),
+                            segs[0].k,
+                            static_cast<int>(cc.cout_g),
+                            static_cast<int>(ldb),
+                            m,
+                            !first};
     kernel(shape)(sc.batch.a.data(), sc.batch.b.data(), tile, sc.batch.size());
     first = false;
   }
@@ -180,8 +184,8 @@ void conv_chunk(const ConvCall& cc, const std::vector<std::vector<Segment>>& by_
               detail::epilogue_of(cc.l));
   const int64_t row_step = cc.flat ? cc.src.stored.extent(2) : 0;
   for (int64_t r = 0; r < ch.rows; ++r)
-    vk.store_row(tile + r * row_step * m, m, mo, m, cc.what.c0, cc.what.c1, cc.out, ch.z,
-                 ch.y0 + r, ch.x0, ch.count);
+    vk.store_row(tile + r * row_step * m, m, mo, m, cc.what.c0, cc.what.c1, cc.out, ch.z, ch.y0 + r,
+                 ch.x0, ch.count);
 }
 
 void conv_gemm(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
@@ -204,8 +208,7 @@ void conv_gemm(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
     const int64_t o1 = std::min(what.c1, (grp + 1) * cout_g);
     for (int64_t mo = o0; mo < o1; mo += kMaxM) {
       const int m = static_cast<int>(std::min(kMaxM, o1 - mo));
-      for_chunks(what, flat, width,
-                 [&](const Chunk& ch) { conv_chunk(cc, by_k, mo, m, ch, sc); });
+      for_chunks(what, flat, width, [&](const Chunk& ch) { conv_chunk(cc, by_k, mo, m, ch, sc); });
     }
   }
 }
@@ -230,8 +233,8 @@ void linear_gemm(const PackedLayer& p, const BlockedTensor& in, BlockedTensor& o
       sc.batch.clear();
       for (const Segment& s : segs)
         sc.batch.add(p.weight.get() + s.c * outs + mo, in.image_data(n0) + s.c);
-      const BrgemmShape shape{m, n, segs[0].k, static_cast<int>(outs),
-                              static_cast<int>(in.image_floats()), m, !first};
+      const BrgemmShape shape{
+          m, n, segs[0].k, static_cast<int>(outs), static_cast<int>(in.image_floats()), m, !first};
       kernel(shape)(sc.batch.a.data(), sc.batch.b.data(), tile, sc.batch.size());
       first = false;
     }
@@ -257,8 +260,8 @@ BlockedTensor run_reference(const PackedLayer& p, const std::vector<const Blocke
 // Units of a whole layer: (image, channel range, slab of the outermost non-trivial spatial
 // axis), about four per thread; channel ranges are whole blocks and as wide as the units allow,
 // so a conv reuses its staged input across many output channels.
-void run_brickable(const Graph& g, const PackedLayer& p, const std::vector<const BlockedTensor*>& in,
-                   BlockedTensor& y, int threads) {
+void run_brickable(const Graph& g, const PackedLayer& p,
+                   const std::vector<const BlockedTensor*>& in, BlockedTensor& y, int threads) {
   const Layer& l = *p.layer;
   const int L = p.lanes;
   const int64_t want = 4 * int64_t{threads};
@@ -267,8 +270,7 @@ void run_brickable(const Graph& g, const PackedLayer& p, const std::vector<const
   const int64_t cblocks = ceil_div(l.out.c, cblock);
   const int axis = l.out.d > 1 ? 0 : l.out.h > 1 ? 1 : 2;
   const int64_t extent = l.out.dim(axis);
-  const int64_t slabs =
-      std::min(extent, std::max<int64_t>(1, ceil_div(want, l.out.n * cblocks)));
+  const int64_t slabs = std::min(extent, std::max<int64_t>(1, ceil_div(want, l.out.n * cblocks)));
   const int64_t slab = ceil_div(extent, slabs);
   parallel_units(l.out.n * cblocks * slabs, threads, [&](int64_t u, int) {
     const int64_t n = u / (cblocks * slabs), c = (u / slabs) % cblocks, s = u % slabs;

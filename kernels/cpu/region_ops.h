@@ -2,7 +2,8 @@
 // The CPU kernels of one layer over a region of one image, in the blocked layout
 // (kernels/cpu/blocked.h), and of the layers that only run over whole tensors.
 //
-//   conv, linear ──► batch-reduce GEMM (kernels/cpu/brgemm.h: libxsmm) into a tile [pixel][channel],
+//   conv, linear ──► batch-reduce GEMM (kernels/cpu/brgemm.h: libxsmm) into a tile
+//   [pixel][channel],
 //                    then its epilogue (bias, activation) and a store into the blocked output
 //   depthwise conv, pools, elementwise ops, upsample, concat / slice / shuffle, layer norm,
 //   global average pool ──► vector loops over the lanes of a channel block (omp simd; the

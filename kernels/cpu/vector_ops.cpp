@@ -132,8 +132,8 @@ template <int L> struct Kernels {
   }
 
   // out (z, y, x0 + j) of block b <- row[j] (count pixels of L lanes), lanes [lo, hi).
-  static void store_lanes(const float* row, const BlockedView& out, int64_t b, int64_t z,
-                          int64_t y, int64_t x0, int64_t count, int lo, int hi) {
+  static void store_lanes(const float* row, const BlockedView& out, int64_t b, int64_t z, int64_t y,
+                          int64_t x0, int64_t count, int lo, int hi) {
     float* o = out.at(b, z, y, x0);
     if (lo == 0 && hi == L) {
       std::copy_n(row, count * L, o);
@@ -309,10 +309,10 @@ template <int L> struct Kernels {
           for (int64_t j = 0; j < ex; ++j) {
             const om::PoolSpan sx =
                 om::avg_pool_span(what.lo[2] + j, w.kernel[2], w.stride[2], w.pad[2], is.w);
-            const int64_t count = l.count_include_pad
-                                      ? sz.padded_extent * sy.padded_extent * sx.padded_extent
-                                      : (sz.end - sz.start) * (sy.end - sy.start) *
-                                            (sx.end - sx.start);
+            const int64_t count =
+                l.count_include_pad
+                    ? sz.padded_extent * sy.padded_extent * sx.padded_extent
+                    : (sz.end - sz.start) * (sy.end - sy.start) * (sx.end - sx.start);
             const float d = static_cast<float>(count);
 #pragma omp simd
             for (int q = 0; q < L; ++q)
@@ -346,8 +346,7 @@ template <int L> struct Kernels {
 
   template <typename F>
   static void elementwise(const Graph& g, const Layer& l, std::span<const ConstBlockedView> in,
-                          const BlockedView& out, const Region& what, F f,
-                          const ActParams& act) {
+                          const BlockedView& out, const Region& what, F f, const ActParams& act) {
     const int64_t ex = what.extent(2), n = ex * L;
     std::array<std::array<bool, 4>, 2> bc{};
     for (size_t k = 0; k < in.size() && k < 2; ++k)
@@ -357,8 +356,8 @@ template <int L> struct Kernels {
       for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
         for (int64_t y = what.lo[1]; y < what.hi[1]; ++y) {
           const float* a = operand_row(in[0], bc[0], b, z, y, what.lo[2], ex, 1);
-          const float* c = in.size() > 1 ? operand_row(in[1], bc[1], b, z, y, what.lo[2], ex, 2)
-                                         : a;
+          const float* c =
+              in.size() > 1 ? operand_row(in[1], bc[1], b, z, y, what.lo[2], ex, 2) : a;
           f(row, a, c, n, b);
           activate(row, n, act);
           int lo, hi;
@@ -453,7 +452,9 @@ template <int L> struct Kernels {
             }
             const om::LinearTap tz = om::linear_tap(z, fd, is.d), ty = om::linear_tap(y, fh, is.h),
                                 tx = om::linear_tap(x, fw, is.w);
-            const auto px = [&](int64_t iz, int64_t iy, int64_t ix) { return in.at(b, iz, iy, ix); };
+            const auto px = [&](int64_t iz, int64_t iy, int64_t ix) {
+              return in.at(b, iz, iy, ix);
+            };
             const float *a00 = px(tz.i0, ty.i0, tx.i0), *a01 = px(tz.i0, ty.i0, tx.i1),
                         *a10 = px(tz.i0, ty.i1, tx.i0), *a11 = px(tz.i0, ty.i1, tx.i1),
                         *b00 = px(tz.i1, ty.i0, tx.i0), *b01 = px(tz.i1, ty.i0, tx.i1),
@@ -547,13 +548,21 @@ template <int L> struct Kernels {
     case OpKind::kAvgPool: avg_pool(g, l, in[0], out, what); break;
     case OpKind::kBatchNorm: affine(g, p, in, out, what); break;
     case OpKind::kAdd:
-      binary(g, l, in, out, what, [](float a, float b) { return a + b; }, epilogue_of(l));
+      binary(
+          g, l, in, out, what, [](float a, float b) { return a + b; }, epilogue_of(l));
       break;
-    case OpKind::kSub: binary(g, l, in, out, what, [](float a, float b) { return a - b; }, none); break;
-    case OpKind::kDiv: binary(g, l, in, out, what, [](float a, float b) { return a / b; }, none); break;
+    case OpKind::kSub:
+      binary(
+          g, l, in, out, what, [](float a, float b) { return a - b; }, none);
+      break;
+    case OpKind::kDiv:
+      binary(
+          g, l, in, out, what, [](float a, float b) { return a / b; }, none);
+      break;
     case OpKind::kMul:
     case OpKind::kChannelMul:
-      binary(g, l, in, out, what, [](float a, float b) { return a * b; }, none);
+      binary(
+          g, l, in, out, what, [](float a, float b) { return a * b; }, none);
       break;
     case OpKind::kRelu:
     case OpKind::kLeakyRelu:
@@ -563,22 +572,24 @@ template <int L> struct Kernels {
     case OpKind::kHardSwish:
     case OpKind::kHardSigmoid:
     case OpKind::kGelu:
-      binary(g, l, in, out, what, [](float a, float) { return a; }, op_act(l));
+      binary(
+          g, l, in, out, what, [](float a, float) { return a; }, op_act(l));
       break;
     case OpKind::kConcat: {
       std::vector<int64_t> offsets{0};
       for (int id : l.inputs)
         offsets.push_back(offsets.back() + g.layer(id).out.c);
       gather(in, out, what, [&](int64_t c) {
-        const size_t k = static_cast<size_t>(
-            std::upper_bound(offsets.begin(), offsets.end(), c) - offsets.begin() - 1);
+        const size_t k = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), c) -
+                                             offsets.begin() - 1);
         return std::pair<size_t, int64_t>{k, c - offsets[k]};
       });
       break;
     }
     case OpKind::kSlice:
-      gather(in, out, what,
-             [&](int64_t c) { return std::pair<size_t, int64_t>{0, c + l.slice_begin}; });
+      gather(in, out, what, [&](int64_t c) {
+        return std::pair<size_t, int64_t>{0, c + l.slice_begin};
+      });
       break;
     case OpKind::kChannelShuffle: {
       const int64_t channels = g.layer(l.inputs[0]).out.c;

@@ -88,14 +88,14 @@ public:
       std::fill_n(res.output.data(), res.output.floats(), std::numeric_limits<float>::quiet_NaN());
     output_ = &res.output;
     cpu::parallel_units(blocks_ * last_.bricks_per_image(), static_cast<int>(workers_.size()),
-                 [&](int64_t b, int t) {
-                   try {
-                     compute(info_.last(), b, workers_[static_cast<size_t>(t)]);
-                   } catch (...) {
-                     abort_.store(true, std::memory_order_relaxed);
-                     throw;
-                   }
-                 });
+                        [&](int64_t b, int t) {
+                          try {
+                            compute(info_.last(), b, workers_[static_cast<size_t>(t)]);
+                          } catch (...) {
+                            abort_.store(true, std::memory_order_relaxed);
+                            throw;
+                          }
+                        });
     for (const auto& w : workers_)
       res.counters.add(w.counters);
     return res;
@@ -106,11 +106,11 @@ private:
   // not allocate. compute(i) recurses only into layers < i, so each layer's level is in use
   // by at most one brick at a time.
   struct Level {
-    std::vector<Region> needs;                   // per distinct source
-    std::vector<std::vector<float>> buffers;     // gathered intermediate regions, per source
-    std::vector<cpu::ConstBlockedView> blocks;   // per source
-    std::vector<cpu::ConstBlockedView> inputs;   // per input slot
-    std::vector<int64_t> bricks, deferred;   // producer bricks being ensured
+    std::vector<Region> needs;                 // per distinct source
+    std::vector<std::vector<float>> buffers;   // gathered intermediate regions, per source
+    std::vector<cpu::ConstBlockedView> blocks; // per source
+    std::vector<cpu::ConstBlockedView> inputs; // per input slot
+    std::vector<int64_t> bricks, deferred;     // producer bricks being ensured
   };
   struct alignas(64) Worker {
     ExecCounters counters;
@@ -232,7 +232,8 @@ private:
     for (size_t s : info_.slot_to_source[static_cast<size_t>(i)])
       lv.inputs.push_back(lv.blocks[s]);
     const bool is_last = i == info_.last();
-    cpu::BlockedView out = is_last ? output_->image(bc.n) : stores_[static_cast<size_t>(i)]->brick(b);
+    cpu::BlockedView out =
+        is_last ? output_->image(bc.n) : stores_[static_cast<size_t>(i)]->brick(b);
     cpu::compute_region(g, *packed_[static_cast<size_t>(i)], lv.inputs, out, what);
     k.flops += block_flops(g, l, what);
     (is_last ? k.bytes_stored_output : k.bytes_stored_intermediate) +=

@@ -24,9 +24,9 @@ struct StrategyContext {
   const std::vector<const cpu::BlockedTensor*>& inputs; // [k]: external input k of the group
   const std::vector<const cpu::PackedLayer*>& packed;   // [i]: group layer i, packed
   int lanes = 8;
-  int threads = 1;            // resolved (>= 1)
-  MemoObserver memo_observer; // ExecOptions::memo_observer
-  bool poison = false;        // ExecOptions::poison_output
+  int threads = 1;                          // resolved (>= 1)
+  MemoObserver memo_observer;               // ExecOptions::memo_observer
+  bool poison = false;                      // ExecOptions::poison_output
   const cpu::OnednnGroup* onednn = nullptr; // ExecOptions::onednn (layerwise only)
 };
 

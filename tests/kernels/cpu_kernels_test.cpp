@@ -186,8 +186,8 @@ TEST(CpuKernels, RegionsWriteOnlyTheirOwnElements) {
       for (int64_t c = 0; c < 21; ++c)
         for (int64_t y = 0; y < 9; ++y)
           for (int64_t xx = 0; xx < 10; ++xx) {
-            const bool inside = c >= what.c0 && c < what.c1 && y >= what.lo[1] &&
-                                y < what.hi[1] && xx >= what.lo[2] && xx < what.hi[2];
+            const bool inside = c >= what.c0 && c < what.c1 && y >= what.lo[1] && y < what.hi[1] &&
+                                xx >= what.lo[2] && xx < what.hi[2];
             const float v = out.at(0, c, 0, y, xx);
             if (inside)
               EXPECT_NEAR(v, ref.at(0, c, 0, y, xx), 1e-5) << what.str();
@@ -261,10 +261,12 @@ TEST(OnednnBaseline, InvertedResidualBlockUsesBothFusions) {
   for (int lanes : host_lanes()) {
     const cpu::PackedModel packed(g, w, lanes);
     const cpu::OnednnGroup dnn(g, grp, packed, {true, true});
-    ASSERT_EQ(dnn.steps().size(), 2u) << testing::PrintToString(dnn.steps());
-    EXPECT_NE(dnn.steps()[0].find("depthwise post-op"), std::string::npos) << dnn.steps()[0];
-    EXPECT_NE(dnn.steps()[1].find("binary post-op"), std::string::npos) << dnn.steps()[1];
-    EXPECT_TRUE(dnn.fallbacks().empty());
+    if (lanes == cpu::lanes()) { // oneDNN's JIT kernels take only its own ISA's block
+      ASSERT_EQ(dnn.steps().size(), 2u) << testing::PrintToString(dnn.steps());
+      EXPECT_NE(dnn.steps()[0].find("depthwise post-op"), std::string::npos) << dnn.steps()[0];
+      EXPECT_NE(dnn.steps()[1].find("binary post-op"), std::string::npos) << dnn.steps()[1];
+      EXPECT_TRUE(dnn.fallbacks().empty());
+    }
     const BlockedTensor bin = cpu::to_blocked(in, lanes);
     const BlockedGroupResult r = dnn.run({&bin}, 2);
     EXPECT_LE(normwise_error(cpu::from_blocked(r.output), ref), 2e-6) << "lanes " << lanes;

@@ -230,9 +230,12 @@ TEST_F(RunCli, TimesSayWhatTheyMeasureAndProgressGoesToStderr) {
   ASSERT_EQ(run(args + " --out " + path("run") + " --check"), 0) << read("err.txt");
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const std::regex closing("brickdl-run: conv_chain, batch 1, 3 fused layers, 2 plan groups: "
-                           "plan executed in [0-9]+[.][0-9] ms; reference in [0-9]+[.][0-9] ms; "
-                           "total [0-9]+[.][0-9] s; wrote .*/run\n");
+  const std::regex closing(
+      "brickdl-run: conv_chain, batch 1, 3 fused layers, 2 plan groups: "
+      "plan executed in [0-9]+[.][0-9] ms on [0-9]+ thread[(]s[)], layerwise "
+      "layers on onednn; set-up [0-9]+[.][0-9] ms; reference in [0-9]+[.][0-9] "
+      "ms; "
+      "total [0-9]+[.][0-9] s; wrote .*/run\n");
   const std::string out = read("out.txt");
   EXPECT_TRUE(std::regex_search(out, closing)) << out;
   // Every part of the time, and a total that is the whole command's (no more than the wall
