@@ -17,17 +17,21 @@ std::vector<float> padded(const std::vector<float>& v, int64_t channels, int lan
   return p;
 }
 
-// [group][tap][cin_g][cout_g] from the stored [cout][cin_g][taps].
+// [group][m-block][tap][cin_g][mb] from the stored [cout][cin_g][taps] (packed.h).
 AlignedFloats pack_conv(const Layer& l, const std::vector<float>& w, int64_t cin_g) {
   const int64_t groups = l.groups, cout_g = l.out_channels / groups;
   const int64_t taps = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
   AlignedFloats p = aligned_floats(groups * taps * cin_g * cout_g);
   for (int64_t g = 0; g < groups; ++g)
-    for (int64_t t = 0; t < taps; ++t)
-      for (int64_t ci = 0; ci < cin_g; ++ci)
-        for (int64_t co = 0; co < cout_g; ++co)
-          p[static_cast<size_t>(((g * taps + t) * cin_g + ci) * cout_g + co)] =
-              w[static_cast<size_t>(((g * cout_g + co) * cin_g + ci) * taps + t)];
+    for (int64_t m0 = 0; m0 < cout_g; m0 += kConvBlockM) {
+      const int64_t mb = std::min(kConvBlockM, cout_g - m0);
+      float* block = p.get() + g * taps * cin_g * cout_g + m0 * taps * cin_g;
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t ci = 0; ci < cin_g; ++ci)
+          for (int64_t co = 0; co < mb; ++co)
+            block[(t * cin_g + ci) * mb + co] =
+                w[static_cast<size_t>(((g * cout_g + m0 + co) * cin_g + ci) * taps + t)];
+    }
   return p;
 }
 

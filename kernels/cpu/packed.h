@@ -2,9 +2,11 @@
 // Parameters of a layer packed for the CPU kernels of one lane count, once per plan (or per
 // measured group), never per call:
 //
-//   conv (not depthwise)  [group][tap][cin / group][cout / group]   column-major GEMM panels:
-//                                                                   A(tap, channels) has lda =
-//                                                                   cout / group
+//   conv (not depthwise)  [group][m-block][tap][cin / group][mb]     column-major GEMM panels
+//                                                                   of mb = kConvBlockM output
+//                                                                   channels (fewer in a group's
+//                                                                   last block): one panel's
+//                                                                   rows are contiguous
 //   depthwise conv        [channel block][tap][lane]                one vector per tap
 //   linear                [in][out]                                 lda = out
 //   bias                  [out channels rounded up to whole blocks], zeros beyond
@@ -22,6 +24,9 @@
 #include "kernels/weights.h"
 
 namespace brickdl::kernels::cpu {
+
+// Output channels per GEMM panel of a conv (m): the tile of one call stays in L1.
+inline constexpr int64_t kConvBlockM = 64;
 
 struct PackedLayer {
   const Layer* layer = nullptr;

@@ -3,6 +3,7 @@
 #include "kernels/cpu/region_ops.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
@@ -17,19 +18,26 @@ namespace {
 
 // Output channels per GEMM (m) and output pixels per GEMM (n) at most: the tile C (m × n) and
 // one tap's panel of weights stay in L1 / L2.
-constexpr int64_t kMaxM = 64;
+constexpr int64_t kMaxM = kConvBlockM; // a panel of the packed weights (packed.h)
 constexpr int64_t kMaxN = 128;
 
-// Kernels of this thread by shape (dispatching through libxsmm costs a hash look-up).
+// Kernels of this thread by shape (dispatching through libxsmm costs a hash look-up and a lock;
+// this one is a hash look-up of the thread's own).
 const Brgemm& kernel(const BrgemmShape& s) {
-  thread_local std::vector<std::pair<BrgemmShape, Brgemm>> cache;
-  for (const auto& [shape, k] : cache)
-    if (shape == s)
-      return k;
-  if (cache.size() >= 256)
-    cache.clear();
-  cache.emplace_back(s, Brgemm(s));
-  return cache.back().second;
+  struct Hash {
+    size_t operator()(const BrgemmShape& k) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : {int64_t{k.m}, int64_t{k.n}, int64_t{k.k}, int64_t{k.lda}, int64_t{k.ldb},
+                        int64_t{k.ldc}, int64_t{k.accumulate}})
+        h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  thread_local std::unordered_map<BrgemmShape, Brgemm, Hash> cache;
+  const auto it = cache.find(s);
+  if (it != cache.end())
+    return it->second;
+  return cache.emplace(s, Brgemm(s)).first->second;
 }
 
 struct Scratch {
@@ -152,6 +160,11 @@ void conv_chunk(const ConvCall& cc, const std::vector<std::vector<Segment>>& by_
   const int L = cc.p.lanes;
   const int64_t ldb = cc.flat ? L : int64_t{L} * w.stride[2];
   float* tile = grow(sc.tile, ch.n * m);
+  // The packed panel of output channels [m0, m0 + mb) of the group that holds mo.
+  const int64_t m0 = cc.g * cc.cout_g + (mo - cc.g * cc.cout_g) / kMaxM * kMaxM;
+  const int64_t mb = std::min(kMaxM, (cc.g + 1) * cc.cout_g - m0);
+  const float* panel = cc.p.weight.get() + cc.g * cc.taps * cc.cin_g * cc.cout_g +
+                       (m0 - cc.g * cc.cout_g) * cc.taps * cc.cin_g;
   bool first = true;
   for (const std::vector<Segment>& segs : by_k) {
     sc.batch.clear();
@@ -163,19 +176,12 @@ void conv_chunk(const ConvCall& cc, const std::vector<std::vector<Segment>>& by_
           const int64_t iy = ch.y0 * w.stride[1] - w.pad[1] + int64_t{b} * w.dilation[1];
           const int64_t ix = ch.x0 * w.stride[2] - w.pad[2] + int64_t{c} * w.dilation[2];
           for (const Segment& s : segs)
-            sc.batch.add(cc.p.weight.get() +
-                             ((cc.g * cc.taps + t) * cc.cin_g + (s.c - cc.g * cc.cin_g)) *
-                                 cc.cout_g +
-                             (mo - cc.g * cc.cout_g),
+            sc.batch.add(panel + (t * cc.cin_g + (s.c - cc.g * cc.cin_g)) * mb + (mo - m0),
                          cc.src.at(s.c / L, iz, iy, ix) + s.c % L);
         }
-    const BrgemmShape shape{m,
-                            static_cast<int>(ch.n),
-                            segs[0].k,
-                            static_cast<int>(cc.cout_g),
-                            static_cast<int>(ldb),
-                            m,
-                            !first};
+    const BrgemmShape shape{
+        m,     static_cast<int>(ch.n), segs[0].k, static_cast<int>(mb), static_cast<int>(ldb), m,
+        !first};
     kernel(shape)(sc.batch.a.data(), sc.batch.b.data(), tile, sc.batch.size());
     first = false;
   }
@@ -188,8 +194,70 @@ void conv_chunk(const ConvCall& cc, const std::vector<std::vector<Segment>>& by_
                  ch.x0, ch.count);
 }
 
+// A 1×1, stride-1, ungrouped conv whose region covers whole channel blocks: each GEMM is one
+// block of output channels (m = lanes) written straight into the blocked output (ldc = lanes:
+// oneDNN's nChw16c kernel shape), over a run of pixels that is contiguous in both tensors (whole
+// rows when the views are as wide as the region), its bias and activation applied in place.
+bool direct_pointwise(const Layer& l, const Region& what, int lanes) {
+  const Window& w = l.window;
+  const bool pointwise = w.kernel == std::array<int, 3>{1, 1, 1} &&
+                         w.stride == std::array<int, 3>{1, 1, 1} &&
+                         w.pad == std::array<int, 3>{0, 0, 0} && l.groups == 1;
+  return pointwise && what.c0 % lanes == 0 && (what.c1 % lanes == 0 || what.c1 == l.out.c) &&
+         l.out.c % lanes == 0;
+}
+
+void conv_direct(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
+                 const BlockedView& out, const Region& what) {
+  const Layer& l = *p.layer;
+  const int L = p.lanes;
+  const int64_t cin = g.layer(l.inputs[0]).out.c, cout = l.out_channels;
+  const auto by_k = segments_by_k(0, cin, L);
+  Scratch& sc = scratch();
+  // Rows run together when both views are exactly as wide as the region.
+  const int64_t ex = what.extent(2);
+  const bool rows =
+      in.stored.extent(2) == ex && out.stored.extent(2) == ex && out.stored.lo[2] == what.lo[2];
+  // Pixels per GEMM: the run's input (all its channels) stays in L2 across the output blocks.
+  const int64_t max_n = std::clamp<int64_t>(32768 / std::max<int64_t>(cin, 1), 16, 256);
+  const detail::VectorKernels& vk = detail::vector_kernels(L);
+  const auto run = [&](int64_t z, int64_t y, int64_t x, int64_t n) {
+    for (int64_t b = what.c0 / L; b * L < what.c1; ++b) {
+      const int64_t m0 = b * L / kMaxM * kMaxM, mb = std::min(kMaxM, cout - m0);
+      const float* panel = p.weight.get() + m0 * cin;
+      float* c = out.at(b, z, y, x);
+      bool first = true;
+      for (const std::vector<Segment>& segs : by_k) {
+        sc.batch.clear();
+        for (const Segment& s : segs)
+          sc.batch.add(panel + s.c * mb + (b * L - m0), in.at(s.c / L, z, y, x) + s.c % L);
+        kernel({L, static_cast<int>(n), segs[0].k, static_cast<int>(mb), L, L, !first})(
+            sc.batch.a.data(), sc.batch.b.data(), c, sc.batch.size());
+        first = false;
+      }
+      vk.bias_act(c, n, L, L, p.bias.empty() ? nullptr : p.bias.data() + b * L,
+                  detail::epilogue_of(l));
+    }
+  };
+  for (int64_t z = what.lo[0]; z < what.hi[0]; ++z) {
+    if (rows) {
+      const int64_t total = what.extent(1) * ex;
+      for (int64_t j = 0; j < total; j += max_n)
+        run(z, what.lo[1] + j / ex, what.lo[2] + j % ex, std::min(max_n, total - j));
+      continue;
+    }
+    for (int64_t y = what.lo[1]; y < what.hi[1]; ++y)
+      for (int64_t x = what.lo[2]; x < what.hi[2]; x += max_n)
+        run(z, y, x, std::min(max_n, what.hi[2] - x));
+  }
+}
+
 void conv_gemm(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
                const BlockedView& out, const Region& what) {
+  if (direct_pointwise(*p.layer, what, p.lanes)) {
+    conv_direct(g, p, in, out, what);
+    return;
+  }
   const Layer& l = *p.layer;
   const TensorShape& is = g.layer(l.inputs[0]).out;
   const int64_t groups = l.groups, cin_g = is.c / groups, cout_g = l.out_channels / groups;
@@ -206,9 +274,12 @@ void conv_gemm(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
     const ConvCall cc{l, p, src, out, what, cin_g, cout_g, taps, grp, flat};
     const int64_t o0 = std::max(what.c0, grp * cout_g);
     const int64_t o1 = std::min(what.c1, (grp + 1) * cout_g);
-    for (int64_t mo = o0; mo < o1; mo += kMaxM) {
-      const int m = static_cast<int>(std::min(kMaxM, o1 - mo));
+    for (int64_t mo = o0; mo < o1;) {
+      // Up to the end of mo's panel of the packed weights.
+      const int64_t panel_end = grp * cout_g + ((mo - grp * cout_g) / kMaxM + 1) * kMaxM;
+      const int m = static_cast<int>(std::min(panel_end, o1) - mo);
       for_chunks(what, flat, width, [&](const Chunk& ch) { conv_chunk(cc, by_k, mo, m, ch, sc); });
+      mo += m;
     }
   }
 }
@@ -258,15 +329,22 @@ BlockedTensor run_reference(const PackedLayer& p, const std::vector<const Blocke
 }
 
 // Units of a whole layer: (image, channel range, slab of the outermost non-trivial spatial
-// axis), about four per thread; channel ranges are whole blocks and as wide as the units allow,
-// so a conv reuses its staged input across many output channels.
+// axis), about four per thread; channel ranges are whole panels of packed weights and as wide as
+// the units allow, so a conv reuses its staged input across many output channels.
 void run_brickable(const Graph& g, const PackedLayer& p,
                    const std::vector<const BlockedTensor*>& in, BlockedTensor& y, int threads) {
   const Layer& l = *p.layer;
   const int L = p.lanes;
   const int64_t want = 4 * int64_t{threads};
-  const int64_t cblock =
-      round_up(std::max<int64_t>(L, l.out.c * l.out.n / std::max<int64_t>(want, 1)), L);
+  // Channel ranges of whole weight panels (kConvBlockM) as wide as the units allow; slabs first
+  // split the rest, so each GEMM keeps a full panel of output channels.
+  // A GEMM conv reuses its staged input over the channels, other layers do not: they split by
+  // blocks of lanes.
+  const bool gemm = l.op == OpKind::kConv && !p.depthwise;
+  const int64_t unit = gemm ? kConvBlockM : L;
+  const int64_t cblock = std::min(
+      round_up(l.out.c, L),
+      round_up(std::max<int64_t>(unit, l.out.c * l.out.n / std::max<int64_t>(want, 1)), unit));
   const int64_t cblocks = ceil_div(l.out.c, cblock);
   const int axis = l.out.d > 1 ? 0 : l.out.h > 1 ? 1 : 2;
   const int64_t extent = l.out.dim(axis);

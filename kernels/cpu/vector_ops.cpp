@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -75,6 +76,9 @@ void activate_transcendental(float* p, int64_t n, const ActParams& a) {
 } // namespace
 
 void activate(float* p, int64_t n, const ActParams& a) {
+  // The parameters as locals: `p` could alias `a` for all the compiler knows, which would keep
+  // them in memory and the loops scalar.
+  const float slope = a.slope, lo = a.lo, hi = a.hi;
   switch (a.act) {
   case Activation::kNone: return;
   case Activation::kRelu:
@@ -85,12 +89,12 @@ void activate(float* p, int64_t n, const ActParams& a) {
   case Activation::kLeakyRelu:
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
-      p[i] = p[i] > 0.0f || p[i] != p[i] ? p[i] : p[i] * a.slope;
+      p[i] = p[i] > 0.0f || p[i] != p[i] ? p[i] : p[i] * slope;
     return;
   case Activation::kClip:
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
-      p[i] = p[i] != p[i] ? p[i] : std::min(std::max(p[i], a.lo), a.hi);
+      p[i] = p[i] != p[i] ? p[i] : std::min(std::max(p[i], lo), hi);
     return;
   case Activation::kHardSigmoid:
 #pragma omp simd
@@ -240,33 +244,131 @@ template <int L> struct Kernels {
         }
   }
 
+  // Output pixels [x, x + U) of one row of a depthwise conv into row[0, U·L): U accumulators of
+  // one vector each stay in registers across every tap; `rows` are the input rows the taps of
+  // the row read (block b, x = 0) with their weight vectors (kw per row). Interior pixels only
+  // (every kw tap inside the input) when U > 1.
+  // One AVX2 vector; a block of L lanes is V of them.
+  using v8 = float __attribute__((vector_size(32)));
+  static constexpr int V = L / 8;
+  static v8 load(const float* p) {
+    v8 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(float* p, v8 v) {
+    std::memcpy(p, &v, sizeof v);
+  }
+
+  // relu and clip (relu6) in registers; other activations run after, over the stored row.
+  static bool in_register(const ActParams& a) {
+    return a.act == Activation::kNone || a.act == Activation::kRelu || a.act == Activation::kClip;
+  }
+  static v8 act_vector(v8 v, const ActParams& a) {
+    if (a.act == Activation::kNone)
+      return v;
+    const v8 lo = v8{} + (a.act == Activation::kRelu ? 0.0f : a.lo);
+    v8 r = v > lo ? v : lo; // NaN compares false: handled below
+    if (a.act == Activation::kClip) {
+      const v8 hi = v8{} + a.hi;
+      r = r < hi ? r : hi;
+    }
+    return v != v ? v : r;
+  }
+
+  template <int U, bool Check>
+  static void depthwise_pixels(float* __restrict row, const float* const* rows,
+                               const float* const* wrows, int nrows, const Window& w, int64_t x,
+                               int64_t in_w, const float* bias, const ActParams& act) {
+    v8 acc[U][V] = {};
+    const int64_t step = int64_t{w.stride[2]} * L;
+    for (int r = 0; r < nrows; ++r)
+      for (int c = 0; c < w.kernel[2]; ++c) {
+        v8 wv[V];
+        for (int k = 0; k < V; ++k)
+          wv[k] = load(wrows[r] + c * L + 8 * k);
+        const int64_t ix = x * w.stride[2] - w.pad[2] + int64_t{c} * w.dilation[2];
+        if (Check && (ix < 0 || ix >= in_w))
+          continue;
+        const float* src = rows[r] + ix * L;
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u)
+#pragma GCC unroll 2
+          for (int k = 0; k < V; ++k)
+            acc[u][k] += wv[k] * load(src + u * step + 8 * k);
+      }
+    v8 b[V] = {};
+    if (bias)
+      for (int k = 0; k < V; ++k)
+        b[k] = load(bias + 8 * k);
+    const bool fused = in_register(act);
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u)
+#pragma GCC unroll 2
+      for (int k = 0; k < V; ++k)
+        store(row + u * L + 8 * k, fused ? act_vector(acc[u][k] + b[k], act) : acc[u][k] + b[k]);
+  }
+
   static void depthwise(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
                         const BlockedView& out, const Region& what) {
     const Layer& l = *p.layer;
+    const TensorShape& is = g.layer(l.inputs[0]).out;
+    const Window& w = l.window;
     const int64_t ex = what.extent(2);
-    const int64_t taps = int64_t{l.window.kernel[0]} * l.window.kernel[1] * l.window.kernel[2];
+    const int64_t taps = int64_t{w.kernel[0]} * w.kernel[1] * w.kernel[2];
     const ActParams act = epilogue_of(l);
-    windowed(
-        g, l, in, out, what, [&](float* row, int64_t) { std::fill_n(row, ex * L, 0.0f); },
-        [&](float* r, const float* s, int64_t step, int64_t count, int64_t b, int t) {
-          const float* wv = p.weight.get() + (b * taps + t) * L;
-          for (int64_t j = 0; j < count; ++j) {
-#pragma omp simd
-            for (int q = 0; q < L; ++q)
-              r[j * L + q] += wv[q] * s[j * step + q];
-          }
-        },
-        [&](float* row, int64_t b, int64_t, int64_t) {
-          if (!p.bias.empty()) {
-            const float* bv = p.bias.data() + b * L;
-            for (int64_t j = 0; j < ex; ++j) {
-#pragma omp simd
-              for (int q = 0; q < L; ++q)
-                row[j * L + q] += bv[q];
+    // Columns whose every tap lies inside the input.
+    const int64_t x_in0 = std::max(what.lo[2], ceil_div_signed(w.pad[2], w.stride[2]));
+    const int64_t x_in1 = std::min(
+        what.hi[2],
+        floor_div(is.w - 1 + w.pad[2] - int64_t{w.dilation[2]} * (w.kernel[2] - 1), w.stride[2]) +
+            1);
+    float* row = thread_buffer(0, ex * L);
+    std::vector<const float*> rows, wrows;
+    for (int64_t b = what.c0 / L; b * L < what.c1; ++b)
+      for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
+        for (int64_t y = what.lo[1]; y < what.hi[1]; ++y) {
+          rows.clear();
+          wrows.clear();
+          for (int a = 0; a < w.kernel[0]; ++a)
+            for (int bb = 0; bb < w.kernel[1]; ++bb) {
+              const int64_t iz = z * w.stride[0] - w.pad[0] + int64_t{a} * w.dilation[0];
+              const int64_t iy = y * w.stride[1] - w.pad[1] + int64_t{bb} * w.dilation[1];
+              if (iz < 0 || iz >= is.d || iy < 0 || iy >= is.h)
+                continue;
+              rows.push_back(in.at(b, iz, iy, 0));
+              wrows.push_back(p.weight.get() +
+                              (b * taps + (int64_t{a} * w.kernel[1] + bb) * w.kernel[2]) * L);
+            }
+          const int nr = static_cast<int>(rows.size());
+          int lo, hi;
+          lane_range(b, what.c0, what.c1, &lo, &hi);
+          // Whole blocks straight into the output; partial ones through the row buffer.
+          const bool direct = lo == 0 && hi == L;
+          float* dst = direct ? out.at(b, z, y, what.lo[2]) : row;
+          const float* bias = p.bias.empty() ? nullptr : p.bias.data() + b * L;
+          for (int64_t x = what.lo[2]; x < what.hi[2];) {
+            float* r = dst + (x - what.lo[2]) * L;
+            const int64_t inside = x >= x_in0 ? x_in1 - x : 0; // interior pixels from x
+            if (inside >= 4) {
+              depthwise_pixels<4, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
+              x += 4;
+            } else if (inside >= 2) {
+              depthwise_pixels<2, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
+              x += 2;
+            } else {
+              if (inside == 1)
+                depthwise_pixels<1, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
+              else
+                depthwise_pixels<1, true>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
+              x += 1;
             }
           }
-          activate(row, ex * L, act);
-        });
+          if (!in_register(act))
+            activate(dst, ex * L, act);
+          if (!direct)
+            store_lanes(row, out, b, z, y, what.lo[2], ex, lo, hi);
+        }
   }
 
   static void max_pool(const Graph& g, const Layer& l, const ConstBlockedView& in,

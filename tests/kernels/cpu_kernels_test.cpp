@@ -117,6 +117,10 @@ TEST(CpuKernels, ConvsOfEveryKindMatchTheReference) {
   b.silu(p);
   b.conv2d_rect(g, 9, 1, 5, 0, 2, 1, true); // 1x5
   b.conv2d(x, 17, 5, 3, 0, 1, 1, true);     // stride 3, no padding
+  // More output channels than one panel of packed weights (64), and a group of several.
+  const int wide = b.conv2d(x, 150, 1, 1, 0, 1, 1, true);
+  b.conv2d(wide, 130, 3, 1, 1, 1, 1, false);
+  b.conv2d(wide, 150, 3, 2, 1, 1, 2, true);
   expect_layers_match(fuse_for_inference(b.build()), 3, "2-D convs");
 
   GraphBuilder b3("convs3d", TensorShape{1, 5, 7, 6, 9, 3});
