@@ -3,6 +3,8 @@
 // per-thread row buffer and then stored into the lanes the caller owns.
 #include "kernels/cpu/vector_ops.h"
 
+#include <immintrin.h>
+
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
@@ -45,31 +47,39 @@ float scalar_act(float v, const ActParams& a) {
   return om::activate(v, a.act, a.slope, a.lo, a.hi);
 }
 
-// sigmoid, silu or gelu of p[0, n) through Eigen's vectorized logistic / erf; inputs that are
-// not finite take the reference's scalar function (NaN stays NaN, silu(−inf) is NaN).
+// The function of a chunk through Eigen, in place (coefficient-wise: no aliasing).
+void eigen_act(float* q, int64_t len, Activation act) {
+  Eigen::Map<Eigen::ArrayXf> x(q, len);
+  if (act == Activation::kSigmoid)
+    x = x.logistic();
+  else if (act == Activation::kSilu)
+    x = x * x.logistic();
+  else
+    x = 0.5f * x * (1.0f + (x * 0.70710678118654752f).erf());
+}
+
+// sigmoid, silu or gelu of p[0, n) through Eigen's vectorized logistic / erf. A chunk with an
+// input that is not finite (rare) keeps a copy and gives those inputs the reference's scalar
+// function (NaN stays NaN, silu(−inf) is NaN, where Eigen's clamped logistic would not be).
 void activate_transcendental(float* p, int64_t n, const ActParams& a) {
   constexpr int64_t kChunk = 512;
   float saved[kChunk];
   for (int64_t s = 0; s < n; s += kChunk) {
     const int64_t len = std::min(kChunk, n - s);
     float* q = p + s;
-    std::copy_n(q, len, saved);
-    Eigen::Map<Eigen::ArrayXf> x(q, len);
-    const Eigen::Map<const Eigen::ArrayXf> v(saved, len);
-    if (a.act == Activation::kSigmoid)
-      x = v.logistic();
-    else if (a.act == Activation::kSilu)
-      x = v * v.logistic();
-    else
-      x = 0.5f * v * (1.0f + (v * 0.70710678118654752f).erf());
     bool finite = true;
 #pragma omp simd reduction(&& : finite)
     for (int64_t i = 0; i < len; ++i)
-      finite = finite && std::isfinite(saved[i]);
-    if (!finite)
-      for (int64_t i = 0; i < len; ++i)
-        if (!std::isfinite(saved[i]))
-          q[i] = scalar_act(saved[i], a);
+      finite = finite && std::isfinite(q[i]);
+    if (finite) {
+      eigen_act(q, len, a.act);
+      continue;
+    }
+    std::copy_n(q, len, saved);
+    eigen_act(q, len, a.act);
+    for (int64_t i = 0; i < len; ++i)
+      if (!std::isfinite(saved[i]))
+        q[i] = scalar_act(saved[i], a);
   }
 }
 
@@ -260,18 +270,53 @@ template <int L> struct Kernels {
     std::memcpy(p, &v, sizeof v);
   }
 
-  // relu and clip (relu6) in registers; other activations run after, over the stored row.
-  static bool in_register(const ActParams& a) {
-    return a.act == Activation::kNone || a.act == Activation::kRelu || a.act == Activation::kClip;
+  // Activations in registers (Eigen's AVX2 logistic and erf packets for sigmoid, silu and gelu),
+  // with the reference's results for NaN and infinities.
+  static bool in_register(const ActParams&) {
+    return true;
   }
   static v8 act_vector(v8 v, const ActParams& a) {
-    if (a.act == Activation::kNone)
-      return v;
-    const v8 lo = v8{} + (a.act == Activation::kRelu ? 0.0f : a.lo);
-    v8 r = v > lo ? v : lo; // NaN compares false: handled below
-    if (a.act == Activation::kClip) {
-      const v8 hi = v8{} + a.hi;
+    const v8 zero = v8{}, one = zero + 1.0f, inf = zero + std::numeric_limits<float>::infinity();
+    const v8 nan = zero + std::numeric_limits<float>::quiet_NaN();
+    const auto logistic = [](v8 x) {
+      return reinterpret_cast<v8>(
+          Eigen::internal::scalar_logistic_op<float>().packetOp(reinterpret_cast<__m256>(x)));
+    };
+    v8 r = v;
+    switch (a.act) {
+    case Activation::kNone: return v;
+    case Activation::kRelu: r = v > zero ? v : zero; break;
+    case Activation::kLeakyRelu: r = v > zero ? v : v * a.slope; break;
+    case Activation::kClip: {
+      const v8 lo = zero + a.lo, hi = zero + a.hi;
+      r = v > lo ? v : lo;
       r = r < hi ? r : hi;
+      break;
+    }
+    case Activation::kHardSigmoid:
+    case Activation::kHardSwish: {
+      r = v * (1.0f / 6.0f) + 0.5f;
+      r = r > zero ? r : zero;
+      r = r < one ? r : one;
+      if (a.act == Activation::kHardSwish)
+        r = v * r;
+      break;
+    }
+    case Activation::kSigmoid:
+      r = logistic(v);
+      r = v == -inf ? zero : v == inf ? one : r;
+      break;
+    case Activation::kSilu:
+      r = v * logistic(v);
+      r = v == -inf ? nan : v == inf ? inf : r;
+      break;
+    case Activation::kGelu: {
+      const v8 e = reinterpret_cast<v8>(Eigen::internal::scalar_erf_op<float>().packetOp(
+          reinterpret_cast<__m256>(v * 0.70710678118654752f)));
+      r = 0.5f * v * (1.0f + e);
+      r = v == -inf ? nan : v == inf ? inf : r;
+      break;
+    }
     }
     return v != v ? v : r;
   }
@@ -282,14 +327,20 @@ template <int L> struct Kernels {
                                int64_t in_w, const float* bias, const ActParams& act) {
     v8 acc[U][V] = {};
     const int64_t step = int64_t{w.stride[2]} * L;
+    // The taps inside the input: all of them for interior pixels, else the range of c with
+    // 0 <= x·s − p + c·d < in_w.
+    int c0 = 0, c1 = w.kernel[2];
+    if (Check) {
+      const int64_t base = x * w.stride[2] - w.pad[2];
+      c0 = static_cast<int>(std::max<int64_t>(0, ceil_div_signed(-base, w.dilation[2])));
+      c1 = static_cast<int>(std::min<int64_t>(c1, floor_div(in_w - 1 - base, w.dilation[2]) + 1));
+    }
     for (int r = 0; r < nrows; ++r)
-      for (int c = 0; c < w.kernel[2]; ++c) {
+      for (int c = c0; c < c1; ++c) {
         v8 wv[V];
         for (int k = 0; k < V; ++k)
           wv[k] = load(wrows[r] + c * L + 8 * k);
         const int64_t ix = x * w.stride[2] - w.pad[2] + int64_t{c} * w.dilation[2];
-        if (Check && (ix < 0 || ix >= in_w))
-          continue;
         const float* src = rows[r] + ix * L;
 #pragma GCC unroll 8
         for (int u = 0; u < U; ++u)
@@ -324,7 +375,8 @@ template <int L> struct Kernels {
         floor_div(is.w - 1 + w.pad[2] - int64_t{w.dilation[2]} * (w.kernel[2] - 1), w.stride[2]) +
             1);
     float* row = thread_buffer(0, ex * L);
-    std::vector<const float*> rows, wrows;
+    // The input rows of one output row's taps (kd·kh of them), per thread.
+    thread_local std::vector<const float*> rows, wrows;
     for (int64_t b = what.c0 / L; b * L < what.c1; ++b)
       for (int64_t z = what.lo[0]; z < what.hi[0]; ++z)
         for (int64_t y = what.lo[1]; y < what.hi[1]; ++y) {
