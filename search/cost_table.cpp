@@ -47,7 +47,7 @@ std::vector<int> ranked_candidates(const CostMatrix& cost, int g) {
 }
 
 CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicted,
-                            const CostMatrix& measured) {
+                            const CostMatrix& measured, bool measured_merged_only) {
   BRICKDL_CHECK(predicted.size() == space.groups().size() && measured.size() == predicted.size(),
                 "cost matrices do not match the space");
   CombinedCosts out;
@@ -73,7 +73,9 @@ CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicte
       const double m = measured[g][i];
       double& c = out.cost[g][i];
       const bool baseline = static_cast<int>(i) == layerwise;
-      if (std::isnan(m) || (m == kExcluded && baseline)) {
+      if (std::isnan(m) && !baseline && measured_merged_only) {
+        c = kExcluded;
+      } else if (std::isnan(m) || (m == kExcluded && baseline)) {
         c = c < kExcluded ? c * out.scale : c;
       } else {
         c = m;

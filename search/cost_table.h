@@ -39,7 +39,11 @@ struct CombinedCosts {
 
 // Measured where available; a failed measurement excludes the candidate, except the layerwise
 // baseline of a layer, which falls back to its scaled prediction so that a plan always exists.
+// With `measured_merged_only` (measurements on another kind of device than the model predicts:
+// the CPU backend under a GPU model), a merged candidate without a measurement is excluded: one
+// scaled factor cannot say how another machine runs it, and a plan must not beat its measured
+// baseline on a guess.
 CombinedCosts combine_costs(const SearchSpace& space, const CostMatrix& predicted,
-                            const CostMatrix& measured);
+                            const CostMatrix& measured, bool measured_merged_only = false);
 
 } // namespace brickdl::search

@@ -593,7 +593,9 @@ bool Run::execute() {
         validate_plan(ctx_, space_, ev_, model_plan, run_id_, target_id_, report_.target);
   if ((ctx_.measurer || ctx_.pool) && !ctx_.validate_only) {
     measure();
-    const CombinedCosts combined = combine_costs(space_, predicted, ev_.measured_costs());
+    // CPU times under a GPU model: only measured merged candidates may enter the plan.
+    const CombinedCosts combined =
+        combine_costs(space_, predicted, ev_.measured_costs(), report_.backend == "cpu");
     report_.scale = combined.scale;
     Plan final_plan = searcher_.plan(combined.cost);
     BRICKDL_CHECK(final_plan.valid(), "no plan after measuring: " << final_plan.note);

@@ -151,10 +151,15 @@ void print_validated_groups(const PlanValidation& v, std::ostream& os) {
 void print_time_labels(const TuneReport& r, std::ostream& os) {
   if (!r.replanned || r.backend == "cuda")
     return;
-  os << fmt::format("re-planned for {}: 'meas ms' are times measured there; 'pred ms' and 'lw "
-                    "pred' are the model's predictions for {} (unmeasured candidates enter the "
-                    "plan scaled by {:.4g})\n",
-                    r.target, r.gpu_spec, r.scale);
+  os << fmt::format(
+      "re-planned for {}: 'meas ms' are times measured there; 'pred ms' and 'lw "
+      "pred' are the model's predictions for {} ({})\n",
+      r.target, r.gpu_spec,
+      r.backend == "cpu"
+          ? fmt::format("only measured merged candidates enter the plan; an "
+                        "unmeasured layerwise baseline enters scaled by {:.4g}",
+                        r.scale)
+          : fmt::format("unmeasured candidates enter the plan scaled by {:.4g}", r.scale));
 }
 
 namespace {

@@ -151,6 +151,14 @@ TEST(CostTable, CombineScalesUnmeasuredPredictions) {
   // A failed layerwise baseline falls back to its scaled prediction.
   meas[g22][0] = kExcluded;
   EXPECT_DOUBLE_EQ(combine_costs(sp, pred, meas).cost[g22][0], 4.0 * 10.0);
+  // Measured on another kind of device (the CPU under a GPU model): an unmeasured merged
+  // candidate stays out of the plan, where scaled it would have beaten its measured baseline
+  // (g11: 1.0 × 10 = 10 < 20 measured); unmeasured baselines still enter scaled.
+  const CombinedCosts cpu = combine_costs(sp, pred, meas, true);
+  EXPECT_EQ(cpu.cost[g11][1], kExcluded);
+  EXPECT_EQ(cpu.cost[g12][0], kExcluded);
+  EXPECT_DOUBLE_EQ(cpu.cost[g11][0], 20.0);
+  EXPECT_DOUBLE_EQ(cpu.cost[g22][0], 4.0 * 10.0);
 }
 
 // The measuring protocol: baselines first, then the top-k of the plan's groups rank by rank.
