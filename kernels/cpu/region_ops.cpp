@@ -285,9 +285,12 @@ void conv_gemm(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
 }
 
 // A linear layer over every image of a flat input: m output features by n images per GEMM, the
-// input features (k) in blocks of lanes; A is the packed [in][out] weight, B the images (ldb: one
-// image).
-void linear_gemm(const PackedLayer& p, const BlockedTensor& in, BlockedTensor& out, int threads) {
+// input features (k) in blocks of lanes; A is the packed [in][out] weight (`conv_panels`: a 1x1
+// conv's panels of kConvBlockM outputs, packed.h), B the images (ldb: one image). A 1x1 conv on
+// 1x1 images (a squeeze-excitation branch) runs here too: one GEMM over the batch, not one
+// column per image.
+void linear_gemm(const PackedLayer& p, const BlockedTensor& in, BlockedTensor& out, int threads,
+                 bool conv_panels = false) {
   const Layer& l = *p.layer;
   const int L = p.lanes;
   const int64_t images = in.shape().n, features = in.shape().c, outs = l.out_channels;
@@ -302,10 +305,13 @@ void linear_gemm(const PackedLayer& p, const BlockedTensor& in, BlockedTensor& o
     bool first = true;
     for (const std::vector<Segment>& segs : by_k) {
       sc.batch.clear();
+      const int64_t mb = std::min(kMaxM, outs - mo); // with conv_panels, mo starts a panel
       for (const Segment& s : segs)
-        sc.batch.add(p.weight.get() + s.c * outs + mo, in.image_data(n0) + s.c);
-      const BrgemmShape shape{
-          m, n, segs[0].k, static_cast<int>(outs), static_cast<int>(in.image_floats()), m, !first};
+        sc.batch.add(conv_panels ? p.weight.get() + mo * features + s.c * mb
+                                 : p.weight.get() + s.c * outs + mo,
+                     in.image_data(n0) + s.c);
+      const int lda = static_cast<int>(conv_panels ? mb : outs);
+      const BrgemmShape shape{m, n, segs[0].k, lda, static_cast<int>(in.image_floats()), m, !first};
       kernel(shape)(sc.batch.a.data(), sc.batch.b.data(), tile, sc.batch.size());
       first = false;
     }
@@ -425,6 +431,14 @@ BlockedTensor run_whole_layer(const Graph& g, const PackedLayer& p,
     });
     break;
   case OpKind::kLinear: linear_gemm(p, *in[0], y, threads); break;
+  case OpKind::kConv:
+    if (l.out.spatial() == 1 && l.groups == 1 && l.window.kernel == std::array<int, 3>{1, 1, 1} &&
+        l.window.stride == std::array<int, 3>{1, 1, 1} &&
+        l.window.pad == std::array<int, 3>{0, 0, 0})
+      linear_gemm(p, *in[0], y, threads, true);
+    else
+      run_brickable(g, p, in, y, threads);
+    break;
   case OpKind::kFlatten: std::copy_n(in[0]->data(), in[0]->floats(), y.data()); break;
   default: run_brickable(g, p, in, y, threads); break;
   }

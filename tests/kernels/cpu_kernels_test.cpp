@@ -151,6 +151,9 @@ TEST(CpuKernels, EveryEpilogueAndElementwiseOpMatchesTheReference) {
   b.mul(c, x);
   const int gap = b.global_avg_pool(c);
   b.channel_mul(c, b.sigmoid(gap));
+  // A squeeze-excitation branch: 1x1 convs on 1x1 images (one GEMM over the batch), more
+  // outputs than a panel.
+  b.sigmoid(b.conv2d(b.silu(b.conv2d(gap, 7, 1, 1, 0, 1, 1, true)), 70, 1, 1, 0, 1, 1, true));
   b.batch_norm(x);
   b.concat({c, x, c});
   b.upsample(c, 2, true);
