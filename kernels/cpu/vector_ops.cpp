@@ -360,6 +360,30 @@ template <int L> struct Kernels {
         store(row + u * L + 8 * k, fused ? act_vector(acc[u][k] + b[k], act) : acc[u][k] + b[k]);
   }
 
+  // One output row of one lane block, columns [x0, x1): interior pixels four or two at a
+  // time, border pixels over their valid taps only.
+  static void depthwise_row(float* dst, const float* const* rows, const float* const* wrows, int nr,
+                            const Window& w, int64_t x0, int64_t x1, int64_t x_in0, int64_t x_in1,
+                            int64_t in_w, const float* bias, const ActParams& act) {
+    for (int64_t x = x0; x < x1;) {
+      float* r = dst + (x - x0) * L;
+      const int64_t inside = x >= x_in0 ? x_in1 - x : 0; // interior pixels from x
+      if (inside >= 4) {
+        depthwise_pixels<4, false>(r, rows, wrows, nr, w, x, in_w, bias, act);
+        x += 4;
+      } else if (inside >= 2) {
+        depthwise_pixels<2, false>(r, rows, wrows, nr, w, x, in_w, bias, act);
+        x += 2;
+      } else {
+        if (inside == 1)
+          depthwise_pixels<1, false>(r, rows, wrows, nr, w, x, in_w, bias, act);
+        else
+          depthwise_pixels<1, true>(r, rows, wrows, nr, w, x, in_w, bias, act);
+        x += 1;
+      }
+    }
+  }
+
   static void depthwise(const Graph& g, const PackedLayer& p, const ConstBlockedView& in,
                         const BlockedView& out, const Region& what) {
     const Layer& l = *p.layer;
@@ -399,23 +423,8 @@ template <int L> struct Kernels {
           const bool direct = lo == 0 && hi == L;
           float* dst = direct ? out.at(b, z, y, what.lo[2]) : row;
           const float* bias = p.bias.empty() ? nullptr : p.bias.data() + b * L;
-          for (int64_t x = what.lo[2]; x < what.hi[2];) {
-            float* r = dst + (x - what.lo[2]) * L;
-            const int64_t inside = x >= x_in0 ? x_in1 - x : 0; // interior pixels from x
-            if (inside >= 4) {
-              depthwise_pixels<4, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
-              x += 4;
-            } else if (inside >= 2) {
-              depthwise_pixels<2, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
-              x += 2;
-            } else {
-              if (inside == 1)
-                depthwise_pixels<1, false>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
-              else
-                depthwise_pixels<1, true>(r, rows.data(), wrows.data(), nr, w, x, is.w, bias, act);
-              x += 1;
-            }
-          }
+          depthwise_row(dst, rows.data(), wrows.data(), nr, w, what.lo[2], what.hi[2], x_in0, x_in1,
+                        is.w, bias, act);
           if (!in_register(act))
             activate(dst, ex * L, act);
           if (!direct)
