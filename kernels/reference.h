@@ -6,8 +6,9 @@
 // on request, in fp64.
 //
 // Summation order, per output element: conv over input channel, then kd, kh, kw (padding
-// taps skipped), then + bias, then the activation epilogue. The block kernels of the merged
-// executor use the same order.
+// taps skipped), then + bias, then the activation epilogue. The fast CPU kernels
+// (kernels/cpu/) sum in another order (GEMM blocking), so they agree within a tolerance
+// (kernels/validation.h), not bit for bit.
 //
 // Threads: where the build has OpenMP, the loops over output elements (images × channels,
 // pixels, or flat) run on OpenMP's threads (omp_set_num_threads / OMP_NUM_THREADS decide how

@@ -8,7 +8,7 @@
 //   depthwise conv, pools, elementwise ops, upsample, concat / slice / shuffle, layer norm,
 //   global average pool ──► vector loops over the lanes of a channel block (omp simd; the
 //                    exp / erf of sigmoid, silu and gelu through Eigen's vectorized functions),
-//                    compiled once per ISA (kernels/cpu/vector_ops_avx2.cpp, _avx512.cpp)
+//                    one template instance per lane count (kernels/cpu/vector_ops.cpp)
 //   flatten of a spatial tensor, conv_transpose, pad ──► the reference ops
 //                    (kernels/reference.h) on a dense copy: no fast kernel yet
 //                    (run_whole_layer reports it through `fallback`)
