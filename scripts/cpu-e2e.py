@@ -10,9 +10,11 @@ on the machine hits them alike; a ratio is taken per round, and its median and r
 
   scripts/cpu-e2e.py [--build build] [--out out/cpu-e2e] [--threads N] [--rounds 3]
                      [--reps 5] [--warmup 2] [--models resnet50:1,mobilenet_v2:8,...]
+                     [--torch-python PYTHON] [--append]
 
-A model spec is NAME:BATCH or NAME:BATCH:H,W (or D,H,W): a stated reduction of the input.
-Writes OUT/e2e.json and OUT/e2e.md (the table the issue asks for).
+A model spec is NAME:BATCH or NAME:BATCH:HxW (or DxHxW): a stated reduction of the input.
+Writes OUT/e2e.json and OUT/e2e.md (the table the issue asks for); --append keeps the models
+already in OUT/e2e.json (a model measured again replaces its row).
 """
 import argparse
 import json
@@ -24,7 +26,7 @@ import time
 
 DEFAULT = ("resnet50:1,resnet50:8,mobilenet_v2:1,mobilenet_v2:8,efficientnet_b0:1,"
            "efficientnet_b0:8,convnext_tiny:1,vgg16_bn:1,drn_c_26:1,darknet53:1,inception_v4:1,"
-           "deepcam:1:384,576,resnet3d_34:1:16,112,112")
+           "deepcam:1:384x576,resnet3d_34:1:16x112x112")
 # torchvision's builders of the zoo models it has (PyTorch eager, where installed).
 TORCHVISION = {"resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2",
                "efficientnet_b0": "efficientnet_b0", "convnext_tiny": "convnext_tiny",
@@ -33,7 +35,7 @@ TORCHVISION = {"resnet50": "resnet50", "mobilenet_v2": "mobilenet_v2",
 
 def parse(spec):
     parts = spec.split(":")
-    size = [int(x) for x in parts[2].split(",")] if len(parts) > 2 else None
+    size = [int(x) for x in parts[2].split("x")] if len(parts) > 2 else None
     return parts[0], int(parts[1]), size
 
 
@@ -84,35 +86,49 @@ class Ort:
         return statistics.median(t)
 
 
+TORCH_TIMER = r"""
+import json, statistics, sys, time
+import torch, torchvision
+name, batch, size, threads, reps, warmup = json.loads(sys.argv[1])
+torch.set_num_threads(threads)
+net = getattr(torchvision.models, name)().eval()
+x = torch.rand(batch, 3, *size)
+with torch.inference_mode():
+    for _ in range(warmup):
+        net(x)
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        net(x)
+        t.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"median": statistics.median(t), "version": torch.__version__}))
+"""
+
+
 class Torch:
-    def __init__(self, model, batch, size, threads):
-        import torch
-        import torchvision
-        torch.set_num_threads(threads)
-        self.torch = torch
-        self.net = getattr(torchvision.models, TORCHVISION[model])().eval()
-        self.x = torch.rand(batch, 3, *(size or [224, 224]))
-        self.version = torch.__version__
+    """PyTorch eager (torchvision's model, batch-norm not folded) in a Python of its own
+    (--torch-python: an interpreter, or a wrapper that sets its environment), so that torch's
+    libraries never enter this process or brickdl's."""
+
+    def __init__(self, python, model, batch, size, threads):
+        self.python = python
+        self.args = [TORCHVISION[model], batch, size or [224, 224], threads]
+        self.version = json.loads(self._run(1, 0))["version"]
+
+    def _run(self, reps, warmup):
+        return run([self.python, "-c", TORCH_TIMER, json.dumps(self.args + [reps, warmup])])
 
     def time(self, reps, warmup):
-        with self.torch.inference_mode():
-            for _ in range(warmup):
-                self.net(self.x)
-            t = []
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                self.net(self.x)
-                t.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(t)
+        return json.loads(self._run(reps, warmup))["median"]
 
 
-def torch_for(model, batch, size, threads):
+def torch_for(args, model, batch, size):
     if not TORCHVISION.get(model):
         return None, "no torchvision model"
     try:
-        return Torch(model, batch, size, threads), ""
-    except ImportError as e:
-        return None, f"not installed ({e.name})"
+        return Torch(args.torch_python, model, batch, size, args.threads), ""
+    except RuntimeError as e:
+        return None, "not installed" if "ModuleNotFoundError" in str(e) else f"failed: {e}"[:200]
 
 
 def spread(xs):
@@ -134,7 +150,7 @@ def one_model(args, spec):
     tune_s = time.time() - t0
     plan = os.path.join(d, "tune", "plan.json")
     ort = Ort(onnx, args.threads)
-    tv, why = torch_for(model, batch, size, args.threads)
+    tv, why = torch_for(args, model, batch, size)
     rows = {"tuned": [], "onednn": [], "ort": [], "torch": []}
     manifest = None
     for _ in range(args.rounds):
@@ -189,10 +205,19 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--top-k", type=int, default=3)
     ap.add_argument("--models", default=DEFAULT)
+    ap.add_argument("--append", action="store_true")
+    ap.add_argument("--torch-python", default=sys.executable,
+                    help="a Python with torch and torchvision (default: this one)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
+    path = os.path.join(args.out, "e2e.json")
+    if args.append and os.path.exists(path):
+        results = json.load(open(path))["results"]
     for spec in args.models.split(","):
+        model, batch, _ = parse(spec)
+        results = [r for r in results if r.get("spec") != spec and
+                   (r.get("model"), r.get("batch")) != (model, batch)]
         print(f"cpu-e2e: {spec} ...", flush=True)
         try:
             r = one_model(args, spec)
@@ -205,7 +230,7 @@ def main():
         results.append(r)
         json.dump({"threads": args.threads, "rounds": args.rounds, "reps": args.reps,
                    "warmup": args.warmup, "results": results},
-                  open(os.path.join(args.out, "e2e.json"), "w"), indent=1)
+                  open(path, "w"), indent=1)
     open(os.path.join(args.out, "e2e.md"), "w").write(table(results, args.threads) + "\n")
     print(table(results, args.threads))
     return 0

@@ -92,7 +92,7 @@ def main():
                    for k, v in sorted(per_model.items()))]
     if errors:
         summary.append("Errors: " + "; ".join(errors))
-    text = "\n".join(lines[:4] + summary + [""] + lines[4:]) + "\n"
+    text = "\n".join(lines[:3] + summary + [""] + lines[3:]) + "\n"
     if args.out:
         open(args.out, "w").write(text)
     print("\n".join(summary))
