@@ -24,6 +24,7 @@
 #include <memory>
 #include <sstream>
 
+#include "benchmarks/cpu_bench_threads.h"
 #include "core/group.h"
 #include "core/zoo.h"
 #include "kernels/cpu/blocked.h"
@@ -40,8 +41,7 @@ using namespace brickdl;
 using namespace brickdl::kernels;
 
 int threads() {
-  const char* t = std::getenv("BRICKDL_BENCH_THREADS");
-  return t && std::atoi(t) > 0 ? std::atoi(t) : usable_cpus();
+  return bench::cpu_bench_threads();
 }
 
 bool wanted(const std::string& set) {

@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "benchmarks/cpu_bench_threads.h"
 #include "core/group.h"
 #include "core/zoo.h"
 #include "kernels/cpu/blocked.h"
@@ -41,8 +42,7 @@ using namespace brickdl;
 using namespace brickdl::kernels;
 
 int threads() {
-  const char* t = std::getenv("BRICKDL_BENCH_THREADS");
-  return t && std::atoi(t) > 0 ? std::atoi(t) : usable_cpus();
+  return bench::cpu_bench_threads();
 }
 
 // One conv layer alone: its graph, weights, packed parameters, input and oneDNN's primitive.
