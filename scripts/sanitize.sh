@@ -67,10 +67,10 @@ tsan() {
   quiet_build "$build" kernels_tests process_pool_tests fault_measure_worker || return 1
   # oneDNN runs on its own OpenMP threads (libgomp, not instrumented): TSan cannot see their
   # barriers and reports oneDNN's writes as races with the caller's allocation. oneDNN runs on
-  # the calling thread here (OMP_NUM_THREADS=1); the brick kernels' threads (std::thread in this
-  # build) are the ones checked.
+  # the calling thread here (OMP_NUM_THREADS=1, which the measuring workers inherit); the brick
+  # kernels' threads (std::thread in this build) are the ones checked.
   OMP_NUM_THREADS=1 "$build/tests/kernels/kernels_tests" --gtest_brief=1 || return 1
-  "$build/tests/distributed/process_pool_tests" --gtest_brief=1 || return 1
+  OMP_NUM_THREADS=1 "$build/tests/distributed/process_pool_tests" --gtest_brief=1 || return 1
 }
 
 case $what in
