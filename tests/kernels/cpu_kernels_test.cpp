@@ -166,42 +166,77 @@ TEST(CpuKernels, EveryEpilogueAndElementwiseOpMatchesTheReference) {
 }
 
 // A region computed into a view filled with a sentinel writes exactly its own elements (units
-// that share a channel block must not write each other's lanes).
-TEST(CpuKernels, RegionsWriteOnlyTheirOwnElements) {
-  GraphBuilder b("region", TensorShape{1, 12, 1, 9, 10, 2});
-  b.conv2d(b.input(), 21, 3, 1, 1, 1, 1, true);
-  const Graph g = fuse_for_inference(b.build());
-  const ModelWeights w = make_weights(g, 9);
-  const Tensor x = random_tensor(g.input_shape(), 9, 0);
+// that share a channel block must not write each other's lanes): layer 1 of `g`, random regions.
+void expect_regions_write_only_their_own(const Graph& g, uint64_t seed) {
+  const ModelWeights w = make_weights(g, seed);
+  const Tensor x = random_tensor(g.input_shape(), seed, 0);
   const Tensor ref = run_layer(g.layer(1), {&x}, w.at(1));
-  std::mt19937 rng(5);
+  const TensorShape& os = g.layer(1).out;
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  const auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   for (int lanes : host_lanes()) {
     const cpu::PackedModel packed(g, w, lanes);
     const BlockedTensor in = cpu::to_blocked(x, lanes);
     for (int trial = 0; trial < 20; ++trial) {
-      BlockedTensor out(g.layer(1).out, lanes);
+      BlockedTensor out(os, lanes);
       std::fill_n(out.data(), out.floats(), 1234.5f);
-      Region what = Region::whole(g.layer(1).out);
-      what.c0 = std::uniform_int_distribution<int64_t>(0, 20)(rng);
-      what.c1 = std::uniform_int_distribution<int64_t>(what.c0 + 1, 21)(rng);
-      what.lo[1] = std::uniform_int_distribution<int64_t>(0, 8)(rng);
-      what.hi[1] = std::uniform_int_distribution<int64_t>(what.lo[1] + 1, 9)(rng);
-      what.lo[2] = std::uniform_int_distribution<int64_t>(0, 9)(rng);
-      what.hi[2] = std::uniform_int_distribution<int64_t>(what.lo[2] + 1, 10)(rng);
+      Region what = Region::whole(os);
+      what.c0 = pick(0, os.c - 1);
+      what.c1 = pick(what.c0 + 1, os.c);
+      what.lo[1] = pick(0, os.h - 1);
+      what.hi[1] = pick(what.lo[1] + 1, os.h);
+      what.lo[2] = pick(0, os.w - 1);
+      what.hi[2] = pick(what.lo[2] + 1, os.w);
       const cpu::ConstBlockedView view = in.image(0);
       cpu::compute_region(g, packed.at(1), {&view, 1}, out.image(0), what);
-      for (int64_t c = 0; c < 21; ++c)
-        for (int64_t y = 0; y < 9; ++y)
-          for (int64_t xx = 0; xx < 10; ++xx) {
+      for (int64_t c = 0; c < os.c; ++c)
+        for (int64_t y = 0; y < os.h; ++y)
+          for (int64_t xx = 0; xx < os.w; ++xx) {
             const bool inside = c >= what.c0 && c < what.c1 && y >= what.lo[1] && y < what.hi[1] &&
                                 xx >= what.lo[2] && xx < what.hi[2];
             const float v = out.at(0, c, 0, y, xx);
             if (inside)
-              EXPECT_NEAR(v, ref.at(0, c, 0, y, xx), 1e-5) << what.str();
+              ASSERT_NEAR(v, ref.at(0, c, 0, y, xx), 1e-5)
+                  << g.name() << " " << what.str() << " lanes " << lanes;
             else
-              EXPECT_EQ(v, 1234.5f) << "written outside " << what.str() << " at c" << c;
+              ASSERT_EQ(v, 1234.5f) << "written outside " << what.str() << " at c" << c;
           }
     }
+  }
+}
+
+TEST(CpuKernels, RegionsWriteOnlyTheirOwnElements) {
+  GraphBuilder b("region", TensorShape{1, 12, 1, 9, 10, 2});
+  b.conv2d(b.input(), 21, 3, 1, 1, 1, 1, true);
+  expect_regions_write_only_their_own(fuse_for_inference(b.build()), 9);
+  // Depthwise convs: regions with and without border columns, of partial channel blocks.
+  GraphBuilder d("depthwise", TensorShape{1, 21, 1, 9, 45, 2});
+  d.silu(d.conv2d(d.input(), 21, 5, 1, 2, 1, 21, true));
+  expect_regions_write_only_their_own(fuse_for_inference(d.build()), 10);
+  GraphBuilder s("depthwise_strided", TensorShape{1, 19, 1, 11, 75, 2});
+  s.clip(s.conv2d(s.input(), 19, 3, 2, 2, 2, 19, false), 0.0f, 6.0f);
+  expect_regions_write_only_their_own(fuse_for_inference(s.build()), 11);
+}
+
+// Depthwise convs of narrow rows (a 7x7 layer: few interior pixels) and wide ones, every stride,
+// dilation and padding the models use, through whole layers on 1 and 2 threads.
+TEST(CpuKernels, DepthwiseConvsOfNarrowAndWideRowsMatchTheReference) {
+  for (int64_t width : {1, 2, 3, 5, 7, 14, 31, 33, 40, 67}) {
+    GraphBuilder b("depthwise_w" + std::to_string(width), TensorShape{2, 37, 1, 7, width, 2});
+    const int x = b.input();
+    b.silu(b.conv2d(x, 37, 3, 1, 1, 1, 37, true));
+    b.clip(b.conv2d(x, 37, 3, 2, 1, 1, 37, true), 0.0f, 6.0f);
+    b.conv2d(x, 37, 5, 1, 2, 1, 37, false);
+    b.sigmoid(b.conv2d(x, 37, 5, 2, 2, 1, 37, true));
+    b.relu(b.conv2d(x, 37, 3, 1, 2, 2, 37, true));
+    Window w1x5;
+    w1x5.kernel = {1, 1, 5};
+    w1x5.pad = {0, 0, 2};
+    b.conv(x, 37, w1x5, 37, true); // 1x5
+    expect_layers_match(fuse_for_inference(b.build()), 6 + static_cast<uint64_t>(width),
+                        "depthwise width " + std::to_string(width));
   }
 }
 
