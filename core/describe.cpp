@@ -105,6 +105,8 @@ std::string measurement_str(const MeasurementConfig& m) {
     s += fmt::format(", budget {:g} s", m.budget_s);
   if (m.max_measurements > 0)
     s += fmt::format(", at most {} measurements", m.max_measurements);
+  if (!m.plan_check)
+    s += ", no plan check";
   if (!m.counters.empty())
     s += fmt::format(", counters {}", fmt::join(m.counters, ", "));
   return s;

@@ -28,9 +28,9 @@ const std::vector<std::string> kSearchKeys = {"brick_sizes", "channel_blocks", "
                                               "threads",     "searcher",       "random_samples",
                                               "partitions",  "subgraphs",      "brick_depths"};
 const std::vector<std::string> kMeasurementKeys = {
-    "backend",  "warmup",           "repetitions",     "top_k",       "counters",
-    "flush_l2", "collect_counters", "timeout_s",       "cpu_threads", "rtol",
-    "atol",     "budget_s",         "max_measurements"};
+    "backend",  "warmup",           "repetitions",      "top_k",       "counters",
+    "flush_l2", "collect_counters", "timeout_s",        "cpu_threads", "rtol",
+    "atol",     "budget_s",         "max_measurements", "plan_check"};
 const std::vector<std::string> kZooKeys = {"zoo", "num_classes"};
 const std::vector<std::string> kConvChainKeys = {"zoo",        "depth", "channels", "kernel",
                                                  "image",      "dims",  "stride",   "dilation",
@@ -631,6 +631,8 @@ MeasurementConfig read_measurement(const YamlValue& root, uint64_t seed) {
     m.budget_s = v.get("budget_s").as_double(0);
   if (v.has("max_measurements"))
     m.max_measurements = v.get("max_measurements").as_int(0);
+  if (v.has("plan_check"))
+    m.plan_check = v.get("plan_check").as_bool();
   return m;
 }
 

@@ -44,7 +44,7 @@
 //                   hold no duplicates.
 //   measurement     backend; warmup >= 0; repetitions >= 1; top_k >= 1; counters; flush_l2;
 //                   collect_counters; timeout_s > 0; cpu_threads >= 0; rtol > 0; atol >= 0;
-//                   budget_s >= 0; max_measurements >= 0
+//                   budget_s >= 0; max_measurements >= 0; plan_check (bool, default true)
 //   seed            integer >= 0, also the measurer's seed (MeasureOptions::seed)
 //   database        path, relative to the working directory
 //   output          folder; default out/<name>
@@ -103,6 +103,9 @@ struct MeasurementConfig {
   int top_k = 3;                     // candidates measured per group
   std::vector<std::string> counters; // empty = the backend's defaults
   int cpu_threads = 0;               // CPU backend worker threads (0 = usable CPUs)
+  // A measuring CPU run times its re-planned plan inside the whole model against layerwise and
+  // returns layerwise where the plan lost (search/plan_check.h).
+  bool plan_check = true;
   // GPU ordinal to measure on (not YAML: MPI worker ranks and worker processes set it).
   int device = 0;
   // After a sticky device error, reset the device in this process (true: a run in process) or

@@ -100,7 +100,14 @@ struct Segment {
 };
 
 std::vector<Segment> make_segments(const Graph& g, const std::vector<Candidate>& plan,
-                                   const Activations& acts) {
+                                   const Activations& acts, const std::vector<int>& starts) {
+  std::vector<bool> starts_here(static_cast<size_t>(g.size()), false);
+  for (int id : starts) {
+    BRICKDL_CHECK(id >= g.num_inputs() && id < g.size(),
+                  "segment start " << id << " outside layers " << g.num_inputs() << ".."
+                                   << g.size() - 1);
+    starts_here[static_cast<size_t>(id)] = true;
+  }
   std::vector<int> merged_at(static_cast<size_t>(g.size()), -1);
   for (size_t k = 0; k < plan.size(); ++k)
     if (plan[k].strategy != Strategy::kLayerwise)
@@ -116,7 +123,8 @@ std::vector<Segment> make_segments(const Graph& g, const std::vector<Candidate>&
     } else {
       s.first = id;
       s.last = id;
-      while (s.last + 1 < g.size() && merged_at[static_cast<size_t>(s.last + 1)] < 0)
+      while (s.last + 1 < g.size() && merged_at[static_cast<size_t>(s.last + 1)] < 0 &&
+             !starts_here[static_cast<size_t>(s.last + 1)])
         ++s.last;
       for (int i = s.first; i < s.last; ++i)
         if (acts.last_reader(i) > s.last || g.is_output(i))
@@ -148,7 +156,7 @@ public:
           const PlanOptions& o)
       : g_(g), plan_(plan), o_(o), lanes_(o.exec.lanes > 0 ? o.exec.lanes : cpu::lanes()),
         threads_(o.exec.threads > 0 ? o.exec.threads : usable_cpus()), packed_(g, weights, lanes_),
-        probe_(g), segments_(make_segments(g, plan, probe_)) {
+        probe_(g), segments_(make_segments(g, plan, probe_, o.segment_starts)) {
     packed_.pack(g.num_inputs(), g.size() - 1);
     for (Segment& s : segments_)
       if (s.entry < 0 && o.layerwise == LayerwiseEngine::kOnednn)
@@ -230,6 +238,8 @@ public:
   }
 
   int threads() const { return threads_; }
+  // A new result: its group counters are taken again from its first run.
+  void restart_counts() { counted_.assign(plan_.size(), false); }
 
 private:
   ExecCounters layerwise_counters(const Group& grp) const {
@@ -307,30 +317,52 @@ const Tensor& PlanResult::output() const {
   return outputs[0];
 }
 
-PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,
-                        std::vector<Tensor> inputs, const ModelWeights& weights,
-                        const PlanOptions& options, const LayerProgress& progress) {
-  validate_plan(g, plan);
+struct PreparedPlan::Impl {
+  Impl(const Graph& g, std::vector<Candidate> p, const ModelWeights& weights, PlanOptions o)
+      : graph(g), plan((validate_plan(g, p), std::move(p))), options(std::move(o)),
+        run(g, plan, weights, options) {}
+  const Graph& graph;
+  const std::vector<Candidate> plan;
+  const PlanOptions options;
+  PlanRun run; // holds references to plan and options
+};
+
+PreparedPlan::PreparedPlan(const Graph& g, std::vector<Candidate> plan, const ModelWeights& weights,
+                           PlanOptions options)
+    : impl_(std::make_unique<Impl>(g, std::move(plan), weights, std::move(options))) {}
+
+PreparedPlan::~PreparedPlan() = default;
+
+PlanResult PreparedPlan::run(const std::vector<Tensor>& inputs, int warmup, int repetitions,
+                             const LayerProgress& progress) {
+  const Graph& g = impl_->graph;
   BRICKDL_CHECK(static_cast<int>(inputs.size()) == g.num_inputs(),
                 "got " << inputs.size() << " inputs for a graph of " << g.num_inputs());
   for (int id = 0; id < g.num_inputs(); ++id)
     BRICKDL_CHECK(inputs[static_cast<size_t>(id)].shape() == g.layer(id).out,
                   "input " << inputs[static_cast<size_t>(id)].shape().str() << " for graph input "
                            << g.layer(id).name << " " << g.layer(id).out.str());
-  BRICKDL_CHECK(options.repetitions >= 1 && options.warmup >= 0, "repetitions / warm-up");
-  PlanRun run(g, plan, weights, options);
+  BRICKDL_CHECK(repetitions >= 1 && warmup >= 0, "repetitions / warm-up");
+  PlanRun& run = impl_->run;
+  run.restart_counts();
   PlanResult res;
   run.describe(res);
   std::optional<cpu::ScopedPinning> pinning;
-  if (options.pin)
+  if (impl_->options.pin)
     pinning.emplace(run.threads());
-  for (int i = 0; i < options.warmup; ++i)
+  for (int i = 0; i < warmup; ++i)
     run.run(inputs, res, false, i == 0 ? progress : LayerProgress{});
-  for (int i = 0; i < options.repetitions; ++i)
-    res.outputs =
-        run.run(inputs, res, true, i == 0 && options.warmup == 0 ? progress : LayerProgress{});
+  for (int i = 0; i < repetitions; ++i)
+    res.outputs = run.run(inputs, res, true, i == 0 && warmup == 0 ? progress : LayerProgress{});
   run.count_layerwise(res);
   return res;
+}
+
+PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,
+                        std::vector<Tensor> inputs, const ModelWeights& weights,
+                        const PlanOptions& options, const LayerProgress& progress) {
+  PreparedPlan prepared(g, plan, weights, options);
+  return prepared.run(inputs, options.warmup, options.repetitions, progress);
 }
 
 PlanResult execute_plan(const Graph& g, const std::vector<Candidate>& plan,

@@ -11,6 +11,7 @@
 // (oneDNN's own) between segments, so the only layout conversions are at the plan's edges, and
 // each is timed. Parameters are packed (and oneDNN's primitives made) once, before the first
 // run. Activations are freed after their last reader.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct PlanOptions {
   int warmup = 0;                        // untimed runs first
   int repetitions = 1;                   // timed runs (>= 1); the outputs are the last run's
   bool pin = true;                       // pin the threads (kernels/cpu/parallel.h ScopedPinning)
+  // Layers where a run of layerwise layers must begin a segment of its own (each in
+  // [graph.num_inputs(), graph.size())): a layerwise plan split where a merged plan's groups
+  // begin and end times each group's layers alone (search/plan_check.h), through oneDNN's own
+  // fusions within the segment only.
+  std::vector<int> segment_starts;
 };
 
 // One segment's place and times.
@@ -72,6 +78,28 @@ struct PlanResult {
 // Throws UserError when the plan's groups overlap, are out of range, or cannot run
 // (unsupported_reason). An empty plan runs every layer layerwise.
 void validate_plan(const Graph& graph, const std::vector<Candidate>& plan);
+
+// A plan made ready once (validated, parameters packed, oneDNN's primitives made) and run as
+// often as wanted: what a caller that interleaves the runs of several plans needs
+// (search/plan_check.h). `graph` and `weights` must outlive it.
+class PreparedPlan {
+public:
+  PreparedPlan(const Graph& graph, std::vector<Candidate> plan, const ModelWeights& weights,
+               PlanOptions options);
+  ~PreparedPlan();
+  PreparedPlan(const PreparedPlan&) = delete;
+  PreparedPlan& operator=(const PreparedPlan&) = delete;
+
+  // `warmup` untimed runs, then `repetitions` (>= 1) timed ones; the outputs are the last
+  // run's. Every call returns results of its own runs only. The threads are pinned during the
+  // call when the options say so.
+  PlanResult run(const std::vector<Tensor>& inputs, int warmup, int repetitions,
+                 const LayerProgress& progress = {});
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // `graph` is the graph the plan partitions (usually fused); `inputs` are its runtime inputs
 // (graph.inputs() order). `progress`, when set, is called after each segment of the first run

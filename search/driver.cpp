@@ -18,6 +18,7 @@
 #include "model/baseline.h"
 #include "search/evaluation.h"
 #include "search/measurers.h"
+#include "search/plan_check.h"
 #include "search/plan_validation.h"
 #include "search/searcher.h"
 
@@ -29,6 +30,22 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The command line's overrides of an experiment, as the run's configuration records them.
+nlohmann::json overrides_json(const ExperimentOverrides& o) {
+  nlohmann::json overrides = nlohmann::json::object();
+  if (o.gpu)
+    overrides["gpu"] = *o.gpu;
+  if (o.precision)
+    overrides["precision"] = *o.precision;
+  if (o.batch)
+    overrides["batch"] = *o.batch;
+  if (!o.input_size.empty())
+    overrides["input_size"] = o.input_size;
+  if (o.calibration)
+    overrides["calibration"] = *o.calibration;
+  return overrides;
 }
 
 nlohmann::json experiment_json(const ExperimentConfig& e) {
@@ -68,23 +85,12 @@ nlohmann::json experiment_json(const ExperimentConfig& e) {
     out["search"]["clusters"] = e.search.clusters;
   if (!e.search.brick_depths.empty()) // likewise; readers take a missing list as cubes
     out["search"]["brick_depths"] = e.search.brick_depths;
+  if (!e.measurement.plan_check) // likewise; readers take a missing key as true
+    out["measurement"]["plan_check"] = false;
   // What the command line changed (readers find a run by its model and these, not only by
   // the experiment's name); absent when nothing.
-  const ExperimentOverrides& o = e.overrides;
-  if (!o.empty()) {
-    nlohmann::json overrides = nlohmann::json::object();
-    if (o.gpu)
-      overrides["gpu"] = *o.gpu;
-    if (o.precision)
-      overrides["precision"] = *o.precision;
-    if (o.batch)
-      overrides["batch"] = *o.batch;
-    if (!o.input_size.empty())
-      overrides["input_size"] = o.input_size;
-    if (o.calibration)
-      overrides["calibration"] = *o.calibration;
-    out["overrides"] = overrides;
-  }
+  if (!e.overrides.empty())
+    out["overrides"] = overrides_json(e.overrides);
   // The device calibration over the spec: its measured values, which fields are measured and
   // which the spec's own (brickdl-query show prints its summary); absent without one.
   if (e.calibration)
@@ -195,6 +201,7 @@ private:
     int taken = 0;                           // results another tuner measured for this run
   };
   void measure();
+  Plan check_in_model(const Plan& plan, const CostMatrix& cost);
   void dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m);
   // Claims (search/driver.cpp, "Sharing a database"): tuners on one database measure each
   // candidate once.
@@ -560,6 +567,28 @@ void Run::measure() {
     cb->on_phase_end();
 }
 
+// The CPU plan timed inside the whole model against its layerwise baseline
+// (search/plan_check.h); what it returns replaces the plan.
+Plan Run::check_in_model(const Plan& plan, const CostMatrix& cost) {
+  ctx_.log.info("plan check: timing the plan's merged groups inside the whole model against "
+                "layerwise");
+  const std::unique_ptr<PlanTimer> timer =
+      make_cpu_plan_timer(space_.graph(), exp_.measurement.cpu_threads, ctx_.seed);
+  PlanCheck check = check_plan(space_, plan, *timer);
+  Plan checked = checked_plan(space_, plan, check, cost);
+  if (check.fell_back)
+    ctx_.log.warn(fmt::format("plan check: the plan ran no faster end to end than layerwise "
+                              "({} of {} merged groups kept after the per-group check); the plan "
+                              "is the layerwise plan",
+                              check.merged_groups - check.reverted, check.merged_groups));
+  else if (check.reverted > 0)
+    ctx_.log.warn(fmt::format("plan check: {} of {} merged group(s) ran no faster inside the "
+                              "model than their layers layerwise; they run layerwise",
+                              check.reverted, check.merged_groups));
+  report_.plan_check = std::move(check);
+  return checked;
+}
+
 bool Run::execute() {
   const auto t0 = Clock::now();
   ev_ = evaluate(space_, *ctx_.predictor);
@@ -599,6 +628,8 @@ bool Run::execute() {
     report_.scale = combined.scale;
     Plan final_plan = searcher_.plan(combined.cost);
     BRICKDL_CHECK(final_plan.valid(), "no plan after measuring: " << final_plan.note);
+    if (report_.backend == "cpu" && exp_.measurement.plan_check && !stop_requested())
+      final_plan = check_in_model(final_plan, combined.cost);
     report_.replanned = summarize(final_plan, space_, ev_);
     ctx_.db->put_plan(plan_row(run_id_, "measured", final_plan, *report_.replanned, ev_));
     explain(final_plan, combined.cost);

@@ -330,6 +330,8 @@ void print_report_text(const TuneReport& r, std::ostream& os) {
   print_time_labels(r, os);
   if (r.validation)
     print_validated_groups(*r.validation, os);
+  if (r.plan_check)
+    print_plan_check(*r.plan_check, os);
   if (r.replanned)
     os << fmt::format("the model's own plan: {:.4f} ms predicted in {} groups\n",
                       r.predicted.predicted_ms, r.predicted.groups.size());
@@ -471,6 +473,8 @@ nlohmann::json report_json(const TuneReport& r) {
   out["measurements"]["measured_on"] = r.backend == "none" || r.validation ? "" : r.target;
   if (r.validation)
     out["validation"] = validation_json(*r.validation);
+  if (r.plan_check)
+    out["plan_check"] = plan_check_json(*r.plan_check);
   if (r.dropped > 0)
     out["measurements"]["dropped"] = r.dropped;
   if (!r.workers.empty())

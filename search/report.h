@@ -39,6 +39,7 @@
 
 #include "search/evaluation.h"
 #include "search/plan.h"
+#include "search/plan_check.h"
 #include "search/runner_up.h"
 #include "search/subgraph_report.h"
 
@@ -111,7 +112,10 @@ struct TuneReport {
   std::optional<PlanValidation> validation; // the model's plan validated on the CPU (no GPU)
   PlanSummary predicted;                    // the model's plan
   std::optional<PlanSummary> replanned;     // with measurements (a measuring backend)
-  std::vector<PlanSummary> alternatives;    // partitions mode: each partition × strategy
+  // A measuring CPU run: the re-planned plan timed inside the whole model against layerwise
+  // (search/plan_check.h); `replanned` is what it returned.
+  std::optional<PlanCheck> plan_check;
+  std::vector<PlanSummary> alternatives; // partitions mode: each partition × strategy
   // The BrickDL paper's own baseline of the whole model, predicted (model/baseline.h
   // 'paper-unfused': every layer's conv, bias, batch-norm and activation passes, each layer
   // alone); unset when the unfused graph could not be built.

@@ -115,6 +115,49 @@ TEST(PlanExecutor, TotalsKeepTheBricksOfEveryGroupByGraphLayerId) {
   EXPECT_EQ(execute_plan(g, {}, x, w, ExecOptions{2}).counters.bricks_computed(), 0);
 }
 
+// A prepared plan runs as often as asked, each call with results of its own; segment starts
+// split the layerwise runs (oneDNN and the brick kernels) without changing the outputs.
+TEST(PlanExecutor, PreparedPlansRunAgainAndSplitWhereAsked) {
+  const Graph g = small_resnet();
+  const ModelWeights w = make_weights(g, 5);
+  const Tensor x = random_tensor(g.input_shape(), 6);
+  const Tensor ref = run_graph(g, x, w);
+  const std::vector<Candidate> plan = {cand(3, 5, Strategy::kMemoized, BrickShape{1, 3, 5, 4})};
+  for (LayerwiseEngine engine : {LayerwiseEngine::kOnednn, LayerwiseEngine::kBricks}) {
+    SCOPED_TRACE(layerwise_engine_name(engine));
+    PlanOptions o;
+    o.exec.threads = 2;
+    o.layerwise = engine;
+    PreparedPlan whole(g, plan, w, o);
+    const PlanResult a = whole.run({x}, 1, 2);
+    const PlanResult b = whole.run({x}, 0, 1);
+    expect_close(a.output(), ref);
+    EXPECT_EQ(a.end_to_end_ms.size(), 2u);
+    EXPECT_EQ(b.end_to_end_ms.size(), 1u); // its own runs only
+    EXPECT_EQ(b.counters.bricks_computed(), a.counters.bricks_computed());
+    EXPECT_EQ(b.counters.flops, a.counters.flops);
+    EXPECT_GT(b.counters.bricks_computed(), 0);
+    ASSERT_EQ(a.segments.size(), 3u); // 1..2, the group 3..5, 6..12
+    EXPECT_EQ(a.segments[2].first, 6);
+    EXPECT_EQ(a.segments[2].last, 12);
+    // Split at 8 and 10: 1..2, 3..5, 6..7, 8..9, 10..12, the same outputs.
+    o.segment_starts = {8, 10};
+    PreparedPlan split(g, plan, w, o);
+    const PlanResult c = split.run({x}, 0, 1);
+    ASSERT_EQ(c.segments.size(), 5u);
+    const std::vector<std::pair<int, int>> want = {{1, 2}, {3, 5}, {6, 7}, {8, 9}, {10, 12}};
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(c.segments[k].first, want[k].first) << k;
+      EXPECT_EQ(c.segments[k].last, want[k].second) << k;
+    }
+    expect_close(c.output(), ref);
+    EXPECT_EQ(c.counters.flops, a.counters.flops);
+    // A start outside the layers is an internal error, before any run.
+    o.segment_starts = {13};
+    EXPECT_THROW(PreparedPlan(g, plan, w, o), InternalError);
+  }
+}
+
 TEST(PlanExecutor, RejectsBadPlans) {
   const Graph g = small_resnet();
   const ModelWeights w = make_weights(g, 5);

@@ -17,6 +17,7 @@
 #include "core/store/tuning_db.h"
 #include "search/driver.h"
 #include "search/plan.h"
+#include "search/plan_check.h"
 #include "search/progress.h"
 #include "search/searcher.h"
 #include "tests/search/test_graphs.h"
@@ -78,6 +79,9 @@ ExperimentConfig experiment(const Graph& g) {
   e.search.brick_sizes = {4, 8};
   e.search.max_group_len = 3;
   e.measurement.top_k = 2;
+  // The fake measurer's times are not what the plan executor runs: the in-plan check
+  // (search/plan_check.h) would re-time its plans for real. It has tests of its own, below.
+  e.measurement.plan_check = false;
   return e;
 }
 
@@ -323,6 +327,69 @@ TEST_F(DriverTest, WritesPlanJsonAndReport) {
   const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("pred ms"), std::string::npos);
   EXPECT_NE(text.find("end to end (model)"), std::string::npos);
+}
+
+// Merged candidates measured 100x faster than layerwise: the re-planned plan merges where it
+// can, and a CPU run checks it inside the whole model (real runs of the plan executor, so the
+// verdicts are not known here; what they must agree with is).
+TEST_F(DriverTest, ACpuPlanIsCheckedInsideTheModelAndTheReportSaysSo) {
+  class MergedFast final : public Measurer {
+  public:
+    std::string target() const override { return "cpu:fake"; }
+    std::string backend() const override { return "cpu"; }
+    MeasureResult measure(const Graph&, const Candidate& c, const MeasureOptions&) override {
+      MeasureResult r;
+      const double t = c.strategy == Strategy::kLayerwise ? 1.0 : 0.01;
+      r.samples_ms = {t, t, t};
+      r.summarize();
+      return r;
+    }
+  } m;
+  ExperimentConfig e = experiment(two_block_graph());
+  e.measurement.cpu_threads = 2;
+  auto merged_in = [](const PlanSummary& p) {
+    int n = 0;
+    for (const PlanGroupSummary& g : p.groups)
+      n += g.candidate.strategy == Strategy::kLayerwise ? 0 : 1;
+    return n;
+  };
+  // Unchecked, for comparison.
+  const TuneResult unchecked = run(e, &m);
+  EXPECT_FALSE(unchecked.report.plan_check.has_value());
+  const int merged = merged_in(*unchecked.report.replanned);
+  ASSERT_GT(merged, 0);
+
+  e.measurement.plan_check = true;
+  const TuneResult r = run(e, &m);
+  ASSERT_TRUE(r.report.plan_check.has_value());
+  const PlanCheck& c = *r.report.plan_check;
+  EXPECT_EQ(c.merged_groups, merged);
+  ASSERT_EQ(c.groups.size(), static_cast<size_t>(merged));
+  int kept = 0;
+  for (const PlanCheckGroup& g : c.groups) {
+    EXPECT_GE(g.merged_ms.size(), 3u);
+    EXPECT_EQ(g.merged_ms.size(), g.layerwise_ms.size());
+    kept += g.kept ? 1 : 0;
+  }
+  EXPECT_EQ(kept + c.reverted, merged);
+  EXPECT_EQ(merged_in(*r.report.replanned),
+            c.fell_back ? 0 : static_cast<int>(c.kept_steps.size()));
+  EXPECT_EQ(static_cast<int>(c.kept_steps.size()), c.fell_back ? 0 : kept);
+  EXPECT_NE(c.how.find("2 pinned threads"), std::string::npos);
+  // The database's measured plan is the checked one.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM plan_groups pg JOIN plans p ON p.id = pg.plan_id "
+                  "WHERE p.kind = 'measured' AND p.run_id = " +
+                  std::to_string(r.run_id)),
+            static_cast<int64_t>(r.report.replanned->groups.size()));
+  const fs::path out = dir_ / "out";
+  write_outputs(r, out.string());
+  std::ifstream f(out / "plan.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["plan_check"]["merged_groups"], merged);
+  EXPECT_EQ(j["plan_check"]["groups"].size(), static_cast<size_t>(merged));
+  std::ifstream t(out / "report.txt");
+  const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("plan check (plan executor, 2 pinned threads"), std::string::npos) << text;
 }
 
 TEST_F(DriverTest, BatchBlocksReachTheDatabaseAndTheRunsConfiguration) {
