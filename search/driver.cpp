@@ -184,6 +184,16 @@ private:
   void explain(const Plan& plan, const CostMatrix& cost) {
     report_.subgraphs = summarize_subgraphs(space_, ev_, cost, plan);
     report_.runner_ups = runner_ups(plan, space_, ev_, cost);
+    if (report_.plan_check) // a runner-up the check sent back says so
+      for (RunnerUp& u : report_.runner_ups) {
+        const std::string why = u.verdict == RunnerUpVerdict::kNone
+                                    ? ""
+                                    : plan_check_verdict(*report_.plan_check, u.candidate);
+        if (!why.empty()) {
+          u.verdict = RunnerUpVerdict::kChecked;
+          u.checked = why;
+        }
+      }
   }
   bool stop_requested() const { return ctx_.stop_requested && ctx_.stop_requested->load(); }
   void store_space();

@@ -163,6 +163,7 @@ PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& time
     PlanCheckGroup pg;
     pg.step = static_cast<int>(i);
     pg.layers = g.layer(c.group.first).name + " .. " + g.layer(c.group.last).name;
+    pg.merged = c;
     pg.candidate = std::string(strategy_name(c.strategy)) + " " + c.brick.str();
     check.groups.push_back(std::move(pg));
   }
@@ -242,6 +243,24 @@ Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& c
     }
   }
   return recost(p, cost);
+}
+
+std::string plan_check_verdict(const PlanCheck& c, const Candidate& candidate) {
+  for (const PlanCheckGroup& g : c.groups) {
+    if (!(g.merged == candidate))
+      continue;
+    const double m = detail::median(g.merged_ms), l = detail::median(g.layerwise_ms);
+    if (!g.kept)
+      return fmt::format("the plan check timed it inside the model at {:.4f} ms vs {:.4f} ms "
+                         "layerwise ({:.2f}x): it runs layerwise",
+                         m, l, l / m);
+    if (c.fell_back)
+      return fmt::format("the plan check timed it inside the model at {:.4f} ms vs {:.4f} ms "
+                         "layerwise ({:.2f}x), but the plan with it ran no faster end to end "
+                         "than layerwise",
+                         m, l, l / m);
+  }
+  return "";
 }
 
 void print_plan_check(const PlanCheck& c, std::ostream& os) {

@@ -66,9 +66,10 @@ struct PlanCheckOptions {
 };
 
 struct PlanCheckGroup {
-  int step = 0;       // index in the tuned plan
-  std::string layers; // "first .. last" (names)
-  std::string candidate;
+  int step = 0;                     // index in the tuned plan
+  std::string layers;               // "first .. last" (names)
+  Candidate merged;                 // the plan's candidate
+  std::string candidate;            // "padded 4x4"
   std::vector<double> merged_ms;    // its segment in the tuned plan
   std::vector<double> layerwise_ms; // its layers' segment in the split layerwise plan
   bool kept = true;
@@ -98,6 +99,11 @@ PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& time
 // The label says what the check changed.
 Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& check,
                   const CostMatrix& cost);
+
+// What the check said of `candidate` when it was a merged group of the checked plan and the
+// returned plan runs its layers layerwise ("" otherwise): why a runner-up the plan costs as a
+// gain is not in the plan.
+std::string plan_check_verdict(const PlanCheck& check, const Candidate& candidate);
 
 // A few lines for the report (print_report) and the object plan.json holds.
 void print_plan_check(const PlanCheck& check, std::ostream& os);

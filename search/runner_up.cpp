@@ -294,6 +294,7 @@ std::string runner_up_text(const RunnerUp& r, const PlanSummary& plan) {
     return out + fmt::format("; a plan with it is {:.4f} ms faster, which the searcher did not "
                              "find (only dp is exact)",
                              -r.plan_loss_ms);
+  case RunnerUpVerdict::kChecked: return out + "; " + r.checked;
   case RunnerUpVerdict::kNone: break;
   }
   return out;
@@ -334,6 +335,7 @@ const char* verdict_name(RunnerUpVerdict v) {
   case RunnerUpVerdict::kSlower: return "slower";
   case RunnerUpVerdict::kTie: return "tie";
   case RunnerUpVerdict::kNeighbour: return "neighbour";
+  case RunnerUpVerdict::kChecked: return "checked";
   case RunnerUpVerdict::kNone: return "none";
   }
   return "none";

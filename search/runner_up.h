@@ -26,6 +26,9 @@
 //              order (plan_before) chose the plan
 //   neighbour  faster than layerwise alone, but the plan's merged groups that overlap G (named
 //              in `rivals`) save more: the best plan holding it costs `loss` more
+//   checked    the plan held it, and the plan check (search/plan_check.h) sent it back to
+//              layerwise: slower inside the whole model, or the plan with it no faster end to
+//              end; `checked` says what it measured (set by the driver, not by runner_ups())
 //   none       no group holding L has a usable merged candidate; `reasons` say why, with counts
 //              summing to the merged candidates of those groups: the model's reasons (numbers
 //              as ranges), failed measurements, or a structural reason (the layer has no bricks,
@@ -46,8 +49,9 @@
 
 namespace brickdl::search {
 
-enum class RunnerUpVerdict { kMissed, kSlower, kTie, kNeighbour, kNone };
-const char* verdict_name(RunnerUpVerdict v); // "missed", "slower", "tie", "neighbour", "none"
+enum class RunnerUpVerdict { kMissed, kSlower, kTie, kNeighbour, kChecked, kNone };
+// "missed", "slower", "tie", "neighbour", "checked", "none"
+const char* verdict_name(RunnerUpVerdict v);
 
 struct RunnerUp {
   int step = 0;  // the layerwise step of the plan (index into plan.steps)
@@ -63,6 +67,7 @@ struct RunnerUp {
   std::optional<double> measured_ms, layerwise_measured_ms; // ok measurements only
   double plan_loss_ms = 0;                                  // forced - the plan's cost
   std::vector<int> rivals; // neighbour: the plan's merged steps overlapping the group (0-based)
+  std::string checked;     // checked: what the plan check measured
 
   // none: why, most frequent first, counts summing to `merged_candidates` (or one structural
   // reason with the count 0 when there is no merged candidate at all).

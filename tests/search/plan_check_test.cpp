@@ -10,6 +10,7 @@
 
 #include "core/graph_builder.h"
 #include "search/plan_check.h"
+#include "search/runner_up.h"
 
 namespace brickdl::search {
 namespace {
@@ -176,6 +177,22 @@ TEST(PlanCheck, AGroupSlowerInsideTheModelGoesBackToLayerwise) {
                             "(5.000-5.000, n 3): 1.111x"),
             std::string::npos)
       << text.str();
+  // What the runner-ups say of the two groups: the reverted one why, the kept one nothing.
+  EXPECT_EQ(plan_check_verdict(c, c.groups[1].merged),
+            "the plan check timed it inside the model at 2.5000 ms vs 2.0000 ms layerwise "
+            "(0.80x): it runs layerwise");
+  EXPECT_EQ(plan_check_verdict(c, c.groups[0].merged), "");
+  RunnerUp u;
+  u.verdict = RunnerUpVerdict::kChecked;
+  u.layer_names = "c4 .. c5";
+  u.candidate = c.groups[1].merged;
+  u.cost_ms = 1.5;
+  u.layerwise_cost_ms = 2;
+  u.checked = plan_check_verdict(c, u.candidate);
+  const std::string why = runner_up_text(u, PlanSummary{});
+  EXPECT_NE(why.find("; the plan check timed it inside the model at 2.5000 ms"), std::string::npos)
+      << why;
+  EXPECT_EQ(runner_up_json(u, PlanSummary{})["verdict"], "checked");
   const nlohmann::json j = plan_check_json(c);
   EXPECT_EQ(j["reverted"], 1);
   EXPECT_EQ(j["groups"][1]["kept"], false);
@@ -203,6 +220,9 @@ TEST(PlanCheck, APlanNoFasterEndToEndIsReplacedByLayerwise) {
   EXPECT_NE(text.str().find("0.926x -> not faster: the plan is the layerwise plan"),
             std::string::npos)
       << text.str();
+  EXPECT_EQ(plan_check_verdict(c, c.groups[0].merged),
+            "the plan check timed it inside the model at 1.5000 ms vs 2.0000 ms layerwise "
+            "(1.33x), but the plan with it ran no faster end to end than layerwise");
 }
 
 TEST(PlanCheck, ATieIsNoGainAndEveryGroupLostMeansNoSecondStep) {
