@@ -141,73 +141,90 @@ std::unique_ptr<PlanTimer> make_cpu_plan_timer(const Graph& graph, int threads, 
   return std::make_unique<CpuPlanTimer>(graph, threads, seed);
 }
 
-PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& timer,
-                     const PlanCheckOptions& options) {
-  BRICKDL_CHECK(options.min_rounds >= 1 && options.max_rounds >= options.min_rounds,
-                "plan check rounds " << options.min_rounds << ".." << options.max_rounds);
-  const auto t0 = Clock::now();
+namespace {
+
+// The merged steps of `plan`, one PlanCheckGroup each (not yet timed).
+std::vector<PlanCheckGroup> merged_groups(const SearchSpace& space, const Plan& plan) {
   const Graph& g = space.graph();
-  PlanCheck check;
-  check.how = timer.description();
-  std::vector<Candidate> merged;
-  std::vector<int> starts;
+  std::vector<PlanCheckGroup> out;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Candidate& c =
         space.candidate(CandidateRef{plan.steps[i].group, plan.steps[i].candidate});
     if (c.strategy == Strategy::kLayerwise)
       continue;
-    merged.push_back(c);
-    starts.push_back(c.group.first);
-    if (c.group.last + 1 < g.size())
-      starts.push_back(c.group.last + 1);
     PlanCheckGroup pg;
     pg.step = static_cast<int>(i);
     pg.layers = g.layer(c.group.first).name + " .. " + g.layer(c.group.last).name;
     pg.merged = c;
     pg.candidate = std::string(strategy_name(c.strategy)) + " " + c.brick.str();
-    check.groups.push_back(std::move(pg));
+    out.push_back(std::move(pg));
   }
-  check.merged_groups = static_cast<int>(merged.size());
-  if (merged.empty())
-    return check;
+  return out;
+}
 
-  // Step 1: each merged group against its layers run layerwise, inside the whole model.
-  {
-    const int tuned = timer.prepare(merged, {});
-    const int split = timer.prepare({}, starts);
-    const auto [rt, rl] = interleave(timer, tuned, split, options);
-    timer.release(tuned);
-    timer.release(split);
-    check.tuned_ms = end_to_end(rt);
-    for (size_t k = 0; k < merged.size(); ++k) {
-      PlanCheckGroup& pg = check.groups[k];
-      pg.merged_ms = segment_samples(rt, merged[k].group.first, merged[k].group.last);
-      pg.layerwise_ms = segment_samples(rl, merged[k].group.first, merged[k].group.last);
-      pg.kept = detail::median(pg.merged_ms) < detail::median(pg.layerwise_ms);
-    }
+// Step 1: the merged groups inside the whole model against their layers run layerwise (the
+// layerwise plan split at each group's first layer and the layer after its last).
+void check_groups(const Graph& g, PlanCheck& check, PlanTimer& timer, const PlanCheckOptions& o) {
+  std::vector<Candidate> merged;
+  std::vector<int> starts;
+  for (const PlanCheckGroup& pg : check.groups) {
+    merged.push_back(pg.merged);
+    starts.push_back(pg.merged.group.first);
+    if (pg.merged.group.last + 1 < g.size())
+      starts.push_back(pg.merged.group.last + 1);
   }
-  std::vector<Candidate> kept;
-  for (size_t k = 0; k < merged.size(); ++k)
-    if (check.groups[k].kept) {
-      kept.push_back(merged[k]);
-      check.kept_steps.push_back(check.groups[k].step);
-    } else {
+  const int tuned = timer.prepare(merged, {});
+  const int split = timer.prepare({}, starts);
+  const auto [rt, rl] = interleave(timer, tuned, split, o);
+  timer.release(tuned);
+  timer.release(split);
+  check.tuned_ms = end_to_end(rt);
+  for (PlanCheckGroup& pg : check.groups) {
+    pg.merged_ms = segment_samples(rt, pg.merged.group.first, pg.merged.group.last);
+    pg.layerwise_ms = segment_samples(rl, pg.merged.group.first, pg.merged.group.last);
+    pg.kept = detail::median(pg.merged_ms) < detail::median(pg.layerwise_ms);
+    if (pg.kept)
+      check.kept_steps.push_back(pg.step);
+    else
       ++check.reverted;
-    }
-  // Step 2: what is left, end to end, against the whole layerwise plan.
-  if (!kept.empty()) {
-    const int left = timer.prepare(kept, {});
-    const int layerwise = timer.prepare({}, {});
-    const auto [rk, rl] = interleave(timer, left, layerwise, options);
-    timer.release(left);
-    timer.release(layerwise);
-    check.checked_ms = end_to_end(rk);
-    check.layerwise_ms = end_to_end(rl);
-    if (detail::median(check.checked_ms) >= detail::median(check.layerwise_ms)) {
-      check.fell_back = true;
-      check.kept_steps.clear();
-    }
   }
+}
+
+// Step 2: the groups kept by step 1 against the whole layerwise plan, end to end.
+void check_end_to_end(PlanCheck& check, PlanTimer& timer, const PlanCheckOptions& o) {
+  std::vector<Candidate> kept;
+  for (const PlanCheckGroup& pg : check.groups)
+    if (pg.kept)
+      kept.push_back(pg.merged);
+  const int left = timer.prepare(kept, {});
+  const int layerwise = timer.prepare({}, {});
+  const auto [rk, rl] = interleave(timer, left, layerwise, o);
+  timer.release(left);
+  timer.release(layerwise);
+  check.checked_ms = end_to_end(rk);
+  check.layerwise_ms = end_to_end(rl);
+  if (detail::median(check.checked_ms) >= detail::median(check.layerwise_ms)) {
+    check.fell_back = true;
+    check.kept_steps.clear();
+  }
+}
+
+} // namespace
+
+PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& timer,
+                     const PlanCheckOptions& options) {
+  BRICKDL_CHECK(options.min_rounds >= 1 && options.max_rounds >= options.min_rounds,
+                "plan check rounds " << options.min_rounds << ".." << options.max_rounds);
+  const auto t0 = Clock::now();
+  PlanCheck check;
+  check.how = timer.description();
+  check.groups = merged_groups(space, plan);
+  check.merged_groups = static_cast<int>(check.groups.size());
+  if (check.groups.empty())
+    return check;
+  check_groups(space.graph(), check, timer, options);
+  if (!check.kept_steps.empty())
+    check_end_to_end(check, timer, options);
   check.seconds = seconds_since(t0);
   return check;
 }

@@ -152,7 +152,15 @@ TEST(PlanCheck, AGroupSlowerInsideTheModelGoesBackToLayerwise) {
   // Interleaved, the order swapped every round, one warm-up before each plan's first run.
   EXPECT_EQ(timer.order, (std::vector<int>{0, 1, 1, 0, 0, 1, 2, 3, 3, 2, 2, 3}));
   EXPECT_EQ(timer.warmups, (std::vector<int>{1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}));
+}
 
+// The same check: the plan it returns, its lines in the report and plan.json, and what the
+// runner-ups say.
+TEST(PlanCheck, TheCheckedPlanAndWhatTheReportSays) {
+  const SearchSpace space = chain_space();
+  const Plan plan = two_merged(space);
+  TableTimer timer;
+  const PlanCheck c = check_plan(space, plan, timer, three_rounds());
   // The plan returned: [c1 c2] padded, then c3, c4, c5 layerwise, re-costed (every step 1).
   const CostMatrix cost = make_cost_matrix(space, 1.0);
   const Plan p = checked_plan(space, plan, c, cost);
