@@ -99,6 +99,7 @@ struct Options {
   int repeat = 0;                   // timed runs of the plan (0: one run, reported as before)
   int warmup = 0;                   // untimed runs before them
   std::string layerwise = "onednn"; // the engine of the layers the plan runs layerwise
+  bool versus_layerwise = false;    // also time every layer layerwise, interleaved with the plan
   bool check = false;
   std::string export_onnx;
   bool quiet = false;               // no progress on stderr
@@ -498,6 +499,52 @@ PlanResult execute(const Loaded& in, const Options& o, Times& times) {
   return result;
 }
 
+// --versus-layerwise: the plan and the same model with every layer layerwise (the same engine,
+// inputs, weights and threads), made ready once each in this process and run in turn, the
+// order swapped every round, after o.warmup untimed runs each. A ratio per round (layerwise ÷
+// plan) cancels what changes between rounds; a comparison across processes also sees what
+// differs between processes (thread placement, memory), which on a small machine can be larger
+// than the plan's gain.
+struct Versus {
+  std::vector<double> plan_ms, layerwise_ms, speedup;
+};
+
+Versus versus_layerwise(const Loaded& in, const Options& o) {
+  PlanOptions po;
+  po.exec.threads = o.threads;
+  parse_layerwise_engine(o.layerwise, &po.layerwise);
+  PreparedPlan plan(in.graph, in.plan, in.weights, po);
+  PreparedPlan layerwise(in.graph, {}, in.weights, po);
+  auto once = [&](PreparedPlan& p, int warmup) {
+    return p.run(in.inputs, warmup, 1).end_to_end_ms.at(0);
+  };
+  Versus v;
+  for (int i = 0; i < o.repeat; ++i) {
+    const int warmup = i == 0 ? o.warmup : 0;
+    double a = 0, b = 0;
+    if (i % 2 == 0) {
+      a = once(plan, warmup);
+      b = once(layerwise, warmup);
+    } else {
+      b = once(layerwise, warmup);
+      a = once(plan, warmup);
+    }
+    v.plan_ms.push_back(a);
+    v.layerwise_ms.push_back(b);
+    v.speedup.push_back(b / a);
+  }
+  return v;
+}
+
+// "median 1.023 (min 0.991, max 1.040, n 10)": a ratio's spread, without a unit.
+std::string ratio_spread(const std::vector<double>& r) {
+  MeasureResult m;
+  m.samples_ms = r;
+  m.summarize();
+  return fmt::format("median {:.3f} (min {:.3f}, max {:.3f}, n {})", m.median_ms, m.min_ms,
+                     m.max_ms, r.size());
+}
+
 // "median 12.34 ms (min 12.01, max 13.2, n 10)".
 std::string spread(const std::vector<double>& samples) {
   MeasureResult m;
@@ -513,6 +560,22 @@ nlohmann::json samples_json(const std::vector<double>& samples) {
   m.summarize();
   return {{"median", m.median_ms}, {"min", m.min_ms}, {"max", m.max_ms},
           {"p25", m.p25_ms},       {"p75", m.p75_ms}, {"samples", samples}};
+}
+
+// --versus-layerwise's result: on stdout, and in the manifest's timing.versus_layerwise.
+void report_versus(const Versus& v, nlohmann::json& manifest) {
+  std::cout << "versus layerwise (interleaved in this process, " << v.speedup.size()
+            << " rounds):\n  plan: " << spread(v.plan_ms)
+            << "\n  layerwise: " << spread(v.layerwise_ms)
+            << "\n  speedup (layerwise / plan, per round): " << ratio_spread(v.speedup) << "\n";
+  MeasureResult r;
+  r.samples_ms = v.speedup;
+  r.summarize();
+  manifest["timing"]["versus_layerwise"] = {
+      {"plan_ms", samples_json(v.plan_ms)},
+      {"layerwise_ms", samples_json(v.layerwise_ms)},
+      {"speedup",
+       {{"median", r.median_ms}, {"min", r.min_ms}, {"max", r.max_ms}, {"rounds", v.speedup}}}};
 }
 
 // The manifest's "timing": how the plan ran and its times per segment and end to end.
@@ -798,6 +861,8 @@ int run(Options o, Times& times) {
   if (o.repeat > 0)
     print_timing(in.graph, result, o);
   nlohmann::json manifest = run_manifest(o, in, result);
+  if (o.versus_layerwise)
+    report_versus(versus_layerwise(in, o), manifest);
   const int status = o.check ? check(in, result.outputs, o, times, manifest) : 0;
   if (!o.out_dir.empty()) {
     const Clock::time_point t0 = Clock::now();
@@ -852,6 +917,11 @@ void add_options(CLI::App& app, Options& o) {
                  "layers outside its groups): onednn (default: oneDNN with its post-op fusions "
                  "and its 1x1 + depthwise fusion) or bricks (the brick kernels layer by layer)")
       ->check(CLI::IsMember({"onednn", "bricks"}));
+  app.add_flag("--versus-layerwise", o.versus_layerwise,
+               "with --plan and --repeat N: then run the plan and every layer layerwise (the "
+               "same engine, inputs, weights and threads) in turn in this process, N rounds, and "
+               "print both times and their ratio per round (manifest.json: "
+               "timing.versus_layerwise)");
   app.add_flag("--check", o.check,
                "also run the layer-by-layer reference and report the error (exit 1 when the "
                "output differs)");
@@ -879,6 +949,9 @@ int main(int argc, char** argv) {
       "command (model, weights and files included).");
   return run_tool("brickdl-run", app, argc, argv, [&] {
     Times times;
+    if (o.versus_layerwise && (o.plan_file.empty() || o.repeat == 0))
+      throw UserError("--versus-layerwise compares a plan with layerwise: it needs --plan FILE "
+                      "and --repeat N (the rounds)");
     if (o.out_dir.empty() && o.export_onnx.empty() && !o.check)
       throw UserError("--out is required (or --check to only check the output, or --export-onnx "
                       "FILE to only export the model)");

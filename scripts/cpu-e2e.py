@@ -54,8 +54,8 @@ def brickdl_run(build, model, batch, size, threads, reps, warmup, plan, out):
     cmd = [f"{build}/apps/brickdl-run", "--model", model, "--batch", str(batch),
            "--threads", str(threads), "--repeat", str(reps), "--warmup", str(warmup), "--quiet",
            "--out", out] + size_args(size)
-    if plan:
-        cmd += ["--plan", plan]
+    if plan:  # and the plan against layerwise in the same process (timing.versus_layerwise)
+        cmd += ["--plan", plan, "--versus-layerwise"]
     run(cmd)
     m = json.load(open(os.path.join(out, "manifest.json")))
     return m["timing"]["end_to_end_ms"]["median"], m
@@ -153,10 +153,12 @@ def one_model(args, spec):
     tv, why = torch_for(args, model, batch, size)
     rows = {"tuned": [], "onednn": [], "ort": [], "torch": []}
     manifest = None
+    in_process = []  # layerwise / tuned per run, the two interleaved in one process
     for _ in range(args.rounds):
         t, manifest = brickdl_run(args.build, model, batch, size, args.threads, args.reps,
                                   args.warmup, plan, os.path.join(d, "run-tuned"))
         rows["tuned"].append(t)
+        in_process += manifest["timing"]["versus_layerwise"]["speedup"]["rounds"]
         rows["onednn"].append(brickdl_run(args.build, model, batch, size, args.threads,
                                           args.reps, args.warmup, None,
                                           os.path.join(d, "run-onednn"))[0])
@@ -172,26 +174,45 @@ def one_model(args, spec):
         if v:
             res[k + "_ms"] = spread(v)
     res["tuned_vs_onednn"] = spread([o / t for o, t in zip(rows["onednn"], rows["tuned"])])
+    res["tuned_vs_onednn_in_process"] = spread(in_process)
+    check = json.load(open(os.path.join(d, "tune", "plan.json"))).get("plan_check")
+    if check:  # what the tuner's plan check measured (search/plan_check.h)
+        res["plan_check"] = {k: check[k] for k in ("merged_groups", "reverted", "fell_back")}
+        if check.get("checked_ms") and check.get("layerwise_ms"):
+            res["plan_check"]["speedup"] = (check["layerwise_ms"]["median"] /
+                                            check["checked_ms"]["median"])
     res["tuned_vs_ort"] = spread([o / t for o, t in zip(rows["ort"], rows["tuned"])])
     return res
 
 
 def table(results, threads):
     lines = ["| model | batch | input | tuned plan ms | oneDNN layerwise ms | ONNX Runtime ms | "
-             "PyTorch eager ms | tuned / oneDNN speedup (range) | vs ORT | merged groups |",
-             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "PyTorch eager ms | tuned / oneDNN speedup (range) | same, in one process (range) "
+             "| vs ORT | merged groups | plan check |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['spec']} | | | failed: {r['error'][:80]} | | | | | | |")
+            lines.append(f"| {r['spec']} | | | failed: {r['error'][:80]} | | | | | | | | |")
             continue
         s, o = r["tuned_vs_onednn"], r["tuned_vs_ort"]
+        p = r.get("tuned_vs_onednn_in_process")
+        one = f"{p['median']:.3f} ({p['min']:.3f}-{p['max']:.3f})" if p else "-"
+        c = r.get("plan_check")
+        if not c:
+            checked = "-"
+        elif c["merged_groups"] == 0:
+            checked = "nothing merged"
+        else:
+            checked = f"{c['merged_groups'] - c['reverted']} of {c['merged_groups']} kept"
+            checked += ", fell back" if c["fell_back"] else ""
+            checked += f", {c['speedup']:.3f}x" if "speedup" in c else ""
         torch = f"{r['torch_ms']['median']:.1f}" if "torch_ms" in r else r["torch"]
         size = "x".join(map(str, r["input_size"])) if r["input_size"] else "default"
         lines.append(
             f"| {r['model']} | {r['batch']} | {size} | {r['tuned_ms']['median']:.2f} | "
             f"{r['onednn_ms']['median']:.2f} | {r['ort_ms']['median']:.2f} | {torch} | "
-            f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f}) | {o['median']:.3f} | "
-            f"{r['merged_groups']} of {r['plan_groups']} |")
+            f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f}) | {one} | {o['median']:.3f} | "
+            f"{r['merged_groups']} of {r['plan_groups']} | {checked} |")
     return "\n".join(lines)
 
 

@@ -192,6 +192,14 @@ private:
         if (!why.empty()) {
           u.verdict = RunnerUpVerdict::kChecked;
           u.checked = why;
+        } else if (u.verdict == RunnerUpVerdict::kMissed &&
+                   plan_check_changed(*report_.plan_check)) {
+          // The plan is not the dynamic program's any more: "missed" would blame the searcher.
+          u.verdict = RunnerUpVerdict::kChecked;
+          u.checked = fmt::format("a plan with it costs {:.4f} ms less by its groups' times "
+                                  "alone, but the plan is what the plan check kept of the "
+                                  "dynamic program's plan, not that plan",
+                                  -u.plan_loss_ms);
         }
       }
   }

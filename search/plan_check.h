@@ -100,6 +100,11 @@ PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& time
 Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& check,
                   const CostMatrix& cost);
 
+// True when the check changed the plan (a group reverted, or the layerwise plan returned).
+inline bool plan_check_changed(const PlanCheck& c) {
+  return c.reverted > 0 || c.fell_back;
+}
+
 // What the check said of `candidate` when it was a merged group of the checked plan and the
 // returned plan runs its layers layerwise ("" otherwise): why a runner-up the plan costs as a
 // gain is not in the plan.

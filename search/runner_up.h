@@ -28,7 +28,9 @@
 //              in `rivals`) save more: the best plan holding it costs `loss` more
 //   checked    the plan held it, and the plan check (search/plan_check.h) sent it back to
 //              layerwise: slower inside the whole model, or the plan with it no faster end to
-//              end; `checked` says what it measured (set by the driver, not by runner_ups())
+//              end; or "missed" in a plan the check changed (the plan is then not the
+//              dynamic program's); `checked` says which and what it measured (set by the
+//              driver, not by runner_ups())
 //   none       no group holding L has a usable merged candidate; `reasons` say why, with counts
 //              summing to the merged candidates of those groups: the model's reasons (numbers
 //              as ranges), failed measurements, or a structural reason (the layer has no bricks,
