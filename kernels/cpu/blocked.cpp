@@ -3,24 +3,107 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "core/error.h"
 
 namespace brickdl::kernels::cpu {
 
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kReuse = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kReuse = false;
+#else
+constexpr bool kReuse = true;
+#endif
+#else
+constexpr bool kReuse = true;
+#endif
+
+// Freed large blocks by size (blocked.h): one lock, taken once per allocation of a layer's
+// activation or a unit's buffer, never inside a kernel's loops.
+class ReusedBlocks {
+public:
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end())
+      return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    held_ -= bytes;
+    return p;
+  }
+  // False when the cap is reached: the caller frees it.
+  bool keep(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_ + bytes > kReusedBytesCap)
+      return false;
+    free_.emplace(bytes, p);
+    held_ += bytes;
+    return true;
+  }
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [bytes, p] : free_)
+      std::free(p);
+    free_.clear();
+    held_ = 0;
+  }
+
+private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t held_ = 0;
+};
+
+// Never destroyed: blocks of static tensors are freed after static destructors ran.
+ReusedBlocks& reused() {
+  static ReusedBlocks* blocks = new ReusedBlocks;
+  return *blocks;
+}
+
+} // namespace
+
 void AlignedFree::operator()(float* p) const {
+  if (p && kReuse && bytes >= kReusedBlockBytes && reused().keep(p, bytes))
+    return;
   std::free(p);
 }
 
 AlignedFloats aligned_floats(int64_t count) {
   if (count <= 0)
     return AlignedFloats(nullptr);
-  const size_t bytes = static_cast<size_t>(round_up(count * 4, 64));
-  void* p = std::aligned_alloc(64, bytes);
+  // Large blocks in whole pages, so that sizes that differ by a little share their blocks.
+  const size_t bytes = static_cast<size_t>(
+      round_up(count * 4, static_cast<size_t>(count) * 4 >= kReusedBlockBytes ? 4096 : 64));
+  void* p = kReuse && bytes >= kReusedBlockBytes ? reused().take(bytes) : nullptr;
+  if (!p)
+    p = std::aligned_alloc(64, bytes);
   if (!p)
     throw std::bad_alloc();
-  return AlignedFloats(static_cast<float*>(p));
+  return AlignedFloats(static_cast<float*>(p), AlignedFree{bytes});
+}
+
+bool blocks_reused() {
+  return kReuse;
+}
+
+size_t reused_bytes_held() {
+  return reused().held();
+}
+
+void release_reused_blocks() {
+  reused().release();
 }
 
 // Floats allocated past the end of every blocked tensor: oneDNN 2.6's jit:uni binary kernels

@@ -105,6 +105,40 @@ TEST(CpuKernels, BlockedLayoutRoundTripsAndPadsWithZeros) {
     }
 }
 
+// Large blocks come back for the same size once freed; small ones, and every block under
+// AddressSanitizer, go back to the allocator.
+TEST(CpuKernels, LargeFreedBlocksAreReusedForTheSameSize) {
+  if (!cpu::blocks_reused())
+    GTEST_SKIP() << "freed blocks are not reused under AddressSanitizer";
+  cpu::release_reused_blocks();
+  const int64_t big = cpu::kReusedBlockBytes / 4 + 1000; // floats: just over the threshold
+  const size_t big_bytes = cpu::round_up(big * 4, 4096);
+  const float* first = nullptr;
+  {
+    cpu::AlignedFloats a = cpu::aligned_floats(big);
+    first = a.get();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    EXPECT_EQ(cpu::reused_bytes_held(), 0u);
+  }
+  EXPECT_EQ(cpu::reused_bytes_held(), big_bytes);
+  {
+    cpu::AlignedFloats b = cpu::aligned_floats(big + 10); // the same whole pages
+    EXPECT_EQ(b.get(), first);
+    EXPECT_EQ(cpu::reused_bytes_held(), 0u);
+    cpu::AlignedFloats c = cpu::aligned_floats(2 * big); // another size: a new block
+    EXPECT_NE(c.get(), first);
+    std::fill_n(c.get(), 2 * big, 1.0f); // all of it is usable
+  }
+  EXPECT_EQ(cpu::reused_bytes_held(), big_bytes + cpu::round_up(2 * big * 4, 4096));
+  { cpu::AlignedFloats small = cpu::aligned_floats(100); }
+  EXPECT_EQ(cpu::reused_bytes_held(), big_bytes + cpu::round_up(2 * big * 4, 4096));
+  // A blocked tensor draws on them too.
+  { BlockedTensor t(TensorShape{1, 16, 1, 128, 128, 2}, 16); }
+  EXPECT_GT(cpu::reused_bytes_held(), big_bytes + cpu::round_up(2 * big * 4, 4096));
+  cpu::release_reused_blocks();
+  EXPECT_EQ(cpu::reused_bytes_held(), 0u);
+}
+
 TEST(CpuKernels, ConvsOfEveryKindMatchTheReference) {
   GraphBuilder b("convs", TensorShape{2, 3, 1, 13, 11, 2});
   int x = b.conv2d(b.input(), 24, 7, 2, 3, 1, 1, true); // a stem: 3 input channels, stride 2
