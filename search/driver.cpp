@@ -592,9 +592,13 @@ Plan Run::check_in_model(const Plan& plan, const CostMatrix& cost) {
                 "layerwise");
   const std::unique_ptr<PlanTimer> timer =
       make_cpu_plan_timer(space_.graph(), exp_.measurement.cpu_threads, ctx_.seed);
-  PlanCheck check = check_plan(space_, plan, *timer);
+  PlanCheckOptions options;
+  options.stop = ctx_.stop_requested;
+  PlanCheck check = check_plan(space_, plan, *timer, options);
   Plan checked = checked_plan(space_, plan, check, cost);
-  if (check.fell_back)
+  if (check.interrupted)
+    ctx_.log.warn("plan check: interrupted by a stop request; the plan is unchecked");
+  else if (check.fell_back)
     ctx_.log.warn(fmt::format("plan check: the plan ran no faster end to end than layerwise "
                               "({} of {} merged groups kept after the per-group check); the plan "
                               "is the layerwise plan",

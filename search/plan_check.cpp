@@ -71,6 +71,10 @@ private:
   std::vector<std::unique_ptr<kernels::PreparedPlan>> plans_;
 };
 
+bool stopped(const PlanCheckOptions& o) {
+  return o.stop && o.stop->load();
+}
+
 // Two plans run in turn: rounds of one timed run each (the order swapped every round), the
 // first of each plan after one untimed warm-up; at least min_rounds, more while within budget.
 std::pair<std::vector<PlanRunTimes>, std::vector<PlanRunTimes>>
@@ -80,14 +84,14 @@ interleave(PlanTimer& timer, int a, int b, const PlanCheckOptions& o) {
   for (int round = 0; round < o.max_rounds; ++round) {
     if (round >= o.min_rounds && seconds_since(t0) * (round + 1) / round > o.budget_s)
       break;
+    if (stopped(o))
+      break;
     const int warmup = round == 0 ? 1 : 0;
-    if (round % 2 == 0) {
-      ra.push_back(timer.run(a, warmup));
-      rb.push_back(timer.run(b, warmup));
-    } else {
-      rb.push_back(timer.run(b, warmup));
-      ra.push_back(timer.run(a, warmup));
-    }
+    const bool a_first = round % 2 == 0;
+    (a_first ? ra : rb).push_back(timer.run(a_first ? a : b, warmup));
+    if (stopped(o)) // a round cut short: the check ends here
+      break;
+    (a_first ? rb : ra).push_back(timer.run(a_first ? b : a, warmup));
   }
   return {std::move(ra), std::move(rb)};
 }
@@ -178,6 +182,8 @@ void check_groups(const Graph& g, PlanCheck& check, PlanTimer& timer, const Plan
   const auto [rt, rl] = interleave(timer, tuned, split, o);
   timer.release(tuned);
   timer.release(split);
+  if (stopped(o))
+    return;
   check.tuned_ms = end_to_end(rt);
   for (PlanCheckGroup& pg : check.groups) {
     pg.merged_ms = segment_samples(rt, pg.merged.group.first, pg.merged.group.last);
@@ -201,6 +207,8 @@ void check_end_to_end(PlanCheck& check, PlanTimer& timer, const PlanCheckOptions
   const auto [rk, rl] = interleave(timer, left, layerwise, o);
   timer.release(left);
   timer.release(layerwise);
+  if (stopped(o))
+    return;
   check.checked_ms = end_to_end(rk);
   check.layerwise_ms = end_to_end(rl);
   if (detail::median(check.checked_ms) >= detail::median(check.layerwise_ms)) {
@@ -223,15 +231,16 @@ PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& time
   if (check.groups.empty())
     return check;
   check_groups(space.graph(), check, timer, options);
-  if (!check.kept_steps.empty())
+  if (!check.kept_steps.empty() && !stopped(options))
     check_end_to_end(check, timer, options);
+  check.interrupted = stopped(options);
   check.seconds = seconds_since(t0);
   return check;
 }
 
 Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& check,
                   const CostMatrix& cost) {
-  if (check.merged_groups == 0)
+  if (check.merged_groups == 0 || check.interrupted)
     return plan;
   const bool all_gone = check.kept_steps.empty();
   if (all_gone || check.fell_back) {
@@ -263,6 +272,8 @@ Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& c
 }
 
 std::string plan_check_verdict(const PlanCheck& c, const Candidate& candidate) {
+  if (c.interrupted)
+    return "";
   for (const PlanCheckGroup& g : c.groups) {
     if (!(g.merged == candidate))
       continue;
@@ -283,6 +294,10 @@ std::string plan_check_verdict(const PlanCheck& c, const Candidate& candidate) {
 void print_plan_check(const PlanCheck& c, std::ostream& os) {
   if (c.merged_groups == 0) {
     os << "plan check: the plan runs every layer layerwise; nothing to check\n";
+    return;
+  }
+  if (c.interrupted) {
+    os << "plan check: interrupted by a stop request; the plan is unchecked\n";
     return;
   }
   os << fmt::format("plan check ({}; {:.1f} s): the plan's {} merged group{} inside the whole "
@@ -322,6 +337,7 @@ nlohmann::json plan_check_json(const PlanCheck& c) {
           {"checked_ms", samples(c.checked_ms)},
           {"layerwise_ms", samples(c.layerwise_ms)},
           {"fell_back", c.fell_back},
+          {"interrupted", c.interrupted},
           {"kept_steps", c.kept_steps},
           {"seconds", c.seconds}};
 }

@@ -19,6 +19,7 @@
 // `budget_s`; the first round of each plan is preceded by one untimed warm-up run. The
 // outputs of every run are the plan executor's own (kernels/plan_executor.h), whose merged
 // groups the measurer validated before their times counted.
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ struct PlanCheckOptions {
   int min_rounds = 3;
   int max_rounds = 9;
   double budget_s = 20; // per step: further rounds only while the step took less
+  // Checked between runs: when set, the check ends unfinished (PlanCheck::interrupted) and the
+  // plan is returned as it was.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct PlanCheckGroup {
@@ -84,6 +88,7 @@ struct PlanCheck {
   std::vector<double> checked_ms;     // step 2, end to end: the plan left after step 1
   std::vector<double> layerwise_ms;   // step 2, end to end: the whole layerwise plan
   bool fell_back = false;             // step 2 found no gain: the layerwise plan is returned
+  bool interrupted = false;           // a stop request ended it: the plan is unchecked
   double seconds = 0;
   // The steps of the tuned plan (indices) that stay merged in the returned plan.
   std::vector<int> kept_steps;
@@ -102,7 +107,7 @@ Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& c
 
 // True when the check changed the plan (a group reverted, or the layerwise plan returned).
 inline bool plan_check_changed(const PlanCheck& c) {
-  return c.reverted > 0 || c.fell_back;
+  return !c.interrupted && (c.reverted > 0 || c.fell_back);
 }
 
 // What the check said of `candidate` when it was a merged group of the checked plan and the

@@ -3,6 +3,7 @@
 // small chain (its segments split where asked).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <sstream>
 
@@ -66,6 +67,8 @@ PlanCheckOptions three_rounds() {
 class TableTimer final : public PlanTimer {
 public:
   double merged12 = 1.5, merged45 = 2.5, penalty = 0;
+  std::atomic<bool>* stop = nullptr; // set during run number stop_after (1-based)
+  int stop_after = 0;
   std::vector<std::vector<Candidate>> plans;
   std::vector<std::vector<int>> starts;
   std::vector<int> order, warmups;
@@ -77,6 +80,8 @@ public:
     return static_cast<int>(plans.size()) - 1;
   }
   PlanRunTimes run(int h, int warmup) override {
+    if (stop && static_cast<int>(order.size()) + 1 == stop_after)
+      *stop = true; // a Ctrl-C during this run
     order.push_back(h);
     warmups.push_back(warmup);
     const std::vector<Candidate>& plan = plans.at(static_cast<size_t>(h));
@@ -246,6 +251,35 @@ TEST(PlanCheck, ATieIsNoGainAndEveryGroupLostMeansNoSecondStep) {
   EXPECT_EQ(timer.plans.size(), 2u); // step 2 never ran
   const CostMatrix cost = make_cost_matrix(space, 1.0);
   EXPECT_EQ(checked_plan(space, plan, c, cost).steps, layerwise_plan(space, cost).steps);
+}
+
+// A stop request during a step ends the check between runs: the plan comes back unchecked, and
+// nothing is said of its groups.
+TEST(PlanCheck, AStopRequestLeavesThePlanUnchecked) {
+  const SearchSpace space = chain_space();
+  const Plan plan = two_merged(space);
+  const CostMatrix cost = make_cost_matrix(space, 1.0);
+  for (int after : {3, 8}) { // in step 1; in step 2
+    SCOPED_TRACE(after);
+    std::atomic<bool> stop{false};
+    TableTimer timer;
+    timer.stop = &stop;
+    timer.stop_after = after;
+    PlanCheckOptions o = three_rounds();
+    o.stop = &stop;
+    const PlanCheck c = check_plan(space, plan, timer, o);
+    EXPECT_TRUE(c.interrupted);
+    EXPECT_EQ(static_cast<int>(timer.order.size()), after); // no run after the request
+    EXPECT_FALSE(plan_check_changed(c));
+    const Plan p = checked_plan(space, plan, c, cost);
+    EXPECT_EQ(p.steps, plan.steps);
+    EXPECT_EQ(p.label, plan.label);
+    EXPECT_EQ(plan_check_verdict(c, c.groups[1].merged), "");
+    std::ostringstream text;
+    print_plan_check(c, text);
+    EXPECT_EQ(text.str(), "plan check: interrupted by a stop request; the plan is unchecked\n");
+    EXPECT_EQ(plan_check_json(c)["interrupted"], true);
+  }
 }
 
 TEST(PlanCheck, ALayerwisePlanIsNotRunAndComesBackAsItWas) {
