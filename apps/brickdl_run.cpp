@@ -536,21 +536,12 @@ Versus versus_layerwise(const Loaded& in, const Options& o) {
   return v;
 }
 
-// "median 1.023 (min 0.991, max 1.040, n 10)": a ratio's spread, without a unit.
-std::string ratio_spread(const std::vector<double>& r) {
-  MeasureResult m;
-  m.samples_ms = r;
-  m.summarize();
-  return fmt::format("median {:.3f} (min {:.3f}, max {:.3f}, n {})", m.median_ms, m.min_ms,
-                     m.max_ms, r.size());
-}
-
-// "median 12.34 ms (min 12.01, max 13.2, n 10)".
-std::string spread(const std::vector<double>& samples) {
+// "median 12.345 ms (min 12.010, max 13.200, n 10)"; a ratio's without a unit (`unit` "").
+std::string spread(const std::vector<double>& samples, const char* unit = " ms") {
   MeasureResult m;
   m.samples_ms = samples;
   m.summarize();
-  return fmt::format("median {:.3f} ms (min {:.3f}, max {:.3f}, n {})", m.median_ms, m.min_ms,
+  return fmt::format("median {:.3f}{} (min {:.3f}, max {:.3f}, n {})", m.median_ms, unit, m.min_ms,
                      m.max_ms, samples.size());
 }
 
@@ -567,7 +558,7 @@ void report_versus(const Versus& v, nlohmann::json& manifest) {
   std::cout << "versus layerwise (interleaved in this process, " << v.speedup.size()
             << " rounds):\n  plan: " << spread(v.plan_ms)
             << "\n  layerwise: " << spread(v.layerwise_ms)
-            << "\n  speedup (layerwise / plan, per round): " << ratio_spread(v.speedup) << "\n";
+            << "\n  speedup (layerwise / plan, per round): " << spread(v.speedup, "") << "\n";
   MeasureResult r;
   r.samples_ms = v.speedup;
   r.summarize();
