@@ -24,6 +24,21 @@ using md = dn::memory::desc;
 using dims = dn::memory::dims;
 constexpr auto kF32 = dn::memory::data_type::f32;
 
+#ifdef BRICKDL_OPENMP
+// OpenMP's thread count for oneDNN's primitives during a run, and the caller's back after it
+// (the reference ops and the fallbacks after a run take OpenMP's count as they found it).
+class OmpThreads {
+public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreads() { omp_set_num_threads(saved_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+private:
+  int saved_;
+};
+#endif
+
 dn::engine& engine() {
   static dn::engine e(dn::engine::kind::cpu, 0);
   return e;
@@ -632,7 +647,7 @@ BlockedGroupResult OnednnGroup::run(const std::vector<const BlockedTensor*>& inp
     return r.external ? *inputs[static_cast<size_t>(r.index)] : outs[static_cast<size_t>(r.index)];
   };
 #ifdef BRICKDL_OPENMP
-  omp_set_num_threads(std::max(threads, 1));
+  const OmpThreads omp_threads(std::max(threads, 1));
 #endif
   dn::stream stream(engine());
   for (size_t s = 0; s < m.steps.size(); ++s) {

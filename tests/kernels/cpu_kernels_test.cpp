@@ -7,6 +7,10 @@
 #include <cmath>
 #include <random>
 
+#ifdef BRICKDL_OPENMP
+#include <omp.h>
+#endif
+
 #include "core/graph_builder.h"
 #include "kernels/cpu/blocked.h"
 #include "kernels/cpu/isa.h"
@@ -366,6 +370,13 @@ TEST(OnednnBaseline, LayersWithoutAPrimitiveFallBackAndSaySo) {
   const Tensor ref = execute_group(g, cand, {&in}, w).output;
   const BlockedTensor bin = cpu::to_blocked(in, 8);
   EXPECT_LE(normwise_error(cpu::from_blocked(dnn.run({&bin}, 1).output), ref), 2e-6);
+#ifdef BRICKDL_OPENMP
+  // The run set OpenMP's count for oneDNN and gave the caller's back.
+  omp_set_num_threads(3);
+  EXPECT_LE(normwise_error(cpu::from_blocked(dnn.run({&bin}, 1).output), ref), 2e-6);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(omp_get_num_procs());
+#endif
 }
 
 } // namespace
