@@ -332,10 +332,16 @@ template <int L> struct Kernels {
     int c0 = 0, c1 = w.kernel[2];
     if (Check) {
       const int64_t base = x * w.stride[2] - w.pad[2];
-      c0 = static_cast<int>(std::max<int64_t>(0, ceil_div_signed(-base, w.dilation[2])));
-      c1 = static_cast<int>(std::min<int64_t>(c1, floor_div(in_w - 1 - base, w.dilation[2]) + 1));
+      if (w.dilation[2] == 1) { // no division (tens of cycles each, per border pixel)
+        c0 = static_cast<int>(std::max<int64_t>(0, -base));
+        c1 = static_cast<int>(std::min<int64_t>(c1, in_w - base));
+      } else {
+        c0 = static_cast<int>(std::max<int64_t>(0, ceil_div_signed(-base, w.dilation[2])));
+        c1 = static_cast<int>(std::min<int64_t>(c1, floor_div(in_w - 1 - base, w.dilation[2]) + 1));
+      }
     }
-    for (int r = 0; r < nrows; ++r)
+    // The taps of input row r into one set of accumulators.
+    const auto row_taps = [&](v8(&a)[U][V], int r) {
       for (int c = c0; c < c1; ++c) {
         v8 wv[V];
         for (int k = 0; k < V; ++k)
@@ -346,8 +352,36 @@ template <int L> struct Kernels {
         for (int u = 0; u < U; ++u)
 #pragma GCC unroll 2
           for (int k = 0; k < V; ++k)
-            acc[u][k] += wv[k] * load(src + u * step + 8 * k);
+            a[u][k] += wv[k] * load(src + u * step + 8 * k);
       }
+    };
+    // U·V accumulators are U·V chains of dependent FMAs; a core keeps about 8 FMAs in flight,
+    // so fewer pixels spread the input rows over P sets of them (summed at the end), or one
+    // pixel waited on its two chains (a 7-wide row's border pixels took most of its time).
+    constexpr int P = U >= 4 ? 1 : 4 / U;
+    v8 part[P > 1 ? P - 1 : 1][U][V] = {};
+    int r = 0;
+    for (; r + P <= nrows; r += P) {
+      row_taps(acc, r);
+#pragma GCC unroll 4
+      for (int q = 1; q < P; ++q)
+        row_taps(part[q - 1], r + q);
+    }
+    if (r < nrows)
+      row_taps(acc, r);
+#pragma GCC unroll 4
+    for (int q = 1; q < P; ++q)
+      if (r + q < nrows)
+        row_taps(part[q - 1], r + q);
+    if constexpr (P > 1) {
+#pragma GCC unroll 4
+      for (int q = 0; q < P - 1; ++q)
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u)
+#pragma GCC unroll 2
+          for (int k = 0; k < V; ++k)
+            acc[u][k] += part[q][u][k];
+    }
     v8 b[V] = {};
     if (bias)
       for (int k = 0; k < V; ++k)
