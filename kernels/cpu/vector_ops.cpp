@@ -321,40 +321,49 @@ template <int L> struct Kernels {
     return v != v ? v : r;
   }
 
+  // The kernel columns [c0, c1) of output column x that lie inside the input: all of them for
+  // interior pixels, else the range of c with 0 <= x·s − p + c·d < in_w.
+  static void tap_range(const Window& w, int64_t x, int64_t in_w, int* c0, int* c1) {
+    const int64_t base = x * w.stride[2] - w.pad[2];
+    if (w.dilation[2] == 1) { // no division (tens of cycles each, per border pixel)
+      *c0 = static_cast<int>(std::max<int64_t>(0, -base));
+      *c1 = static_cast<int>(std::min<int64_t>(w.kernel[2], in_w - base));
+      return;
+    }
+    *c0 = static_cast<int>(std::max<int64_t>(0, ceil_div_signed(-base, w.dilation[2])));
+    *c1 = static_cast<int>(
+        std::min<int64_t>(w.kernel[2], floor_div(in_w - 1 - base, w.dilation[2]) + 1));
+  }
+
+  // The taps [c0, c1) of one input row (`src_row`, weights `w_row`) for output pixels
+  // [x, x + U), into one set of accumulators.
+  template <int U>
+  static void row_taps(v8 (&a)[U][V], const float* src_row, const float* w_row, const Window& w,
+                       int64_t x, int c0, int c1) {
+    const int64_t step = int64_t{w.stride[2]} * L;
+    for (int c = c0; c < c1; ++c) {
+      v8 wv[V];
+      for (int k = 0; k < V; ++k)
+        wv[k] = load(w_row + c * L + 8 * k);
+      const int64_t ix = x * w.stride[2] - w.pad[2] + int64_t{c} * w.dilation[2];
+      const float* src = src_row + ix * L;
+#pragma GCC unroll 8
+      for (int u = 0; u < U; ++u)
+#pragma GCC unroll 2
+        for (int k = 0; k < V; ++k)
+          a[u][k] += wv[k] * load(src + u * step + 8 * k);
+    }
+  }
+
   template <int U, bool Check>
   static void depthwise_pixels(float* __restrict row, const float* const* rows,
                                const float* const* wrows, int nrows, const Window& w, int64_t x,
                                int64_t in_w, const float* bias, const ActParams& act) {
     v8 acc[U][V] = {};
-    const int64_t step = int64_t{w.stride[2]} * L;
-    // The taps inside the input: all of them for interior pixels, else the range of c with
-    // 0 <= x·s − p + c·d < in_w.
     int c0 = 0, c1 = w.kernel[2];
-    if (Check) {
-      const int64_t base = x * w.stride[2] - w.pad[2];
-      if (w.dilation[2] == 1) { // no division (tens of cycles each, per border pixel)
-        c0 = static_cast<int>(std::max<int64_t>(0, -base));
-        c1 = static_cast<int>(std::min<int64_t>(c1, in_w - base));
-      } else {
-        c0 = static_cast<int>(std::max<int64_t>(0, ceil_div_signed(-base, w.dilation[2])));
-        c1 = static_cast<int>(std::min<int64_t>(c1, floor_div(in_w - 1 - base, w.dilation[2]) + 1));
-      }
-    }
-    // The taps of input row r into one set of accumulators.
-    const auto row_taps = [&](v8(&a)[U][V], int r) {
-      for (int c = c0; c < c1; ++c) {
-        v8 wv[V];
-        for (int k = 0; k < V; ++k)
-          wv[k] = load(wrows[r] + c * L + 8 * k);
-        const int64_t ix = x * w.stride[2] - w.pad[2] + int64_t{c} * w.dilation[2];
-        const float* src = rows[r] + ix * L;
-#pragma GCC unroll 8
-        for (int u = 0; u < U; ++u)
-#pragma GCC unroll 2
-          for (int k = 0; k < V; ++k)
-            a[u][k] += wv[k] * load(src + u * step + 8 * k);
-      }
-    };
+    if (Check)
+      tap_range(w, x, in_w, &c0, &c1);
+    const auto taps = [&](v8(&a)[U][V], int r) { row_taps<U>(a, rows[r], wrows[r], w, x, c0, c1); };
     // U·V accumulators are U·V chains of dependent FMAs; a core keeps about 8 FMAs in flight,
     // so fewer pixels spread the input rows over P sets of them (summed at the end), or one
     // pixel waited on its two chains (a 7-wide row's border pixels took most of its time).
@@ -362,17 +371,17 @@ template <int L> struct Kernels {
     v8 part[P > 1 ? P - 1 : 1][U][V] = {};
     int r = 0;
     for (; r + P <= nrows; r += P) {
-      row_taps(acc, r);
+      taps(acc, r);
 #pragma GCC unroll 4
       for (int q = 1; q < P; ++q)
-        row_taps(part[q - 1], r + q);
+        taps(part[q - 1], r + q);
     }
     if (r < nrows)
-      row_taps(acc, r);
+      taps(acc, r);
 #pragma GCC unroll 4
     for (int q = 1; q < P; ++q)
       if (r + q < nrows)
-        row_taps(part[q - 1], r + q);
+        taps(part[q - 1], r + q);
     if constexpr (P > 1) {
 #pragma GCC unroll 4
       for (int q = 0; q < P - 1; ++q)
