@@ -219,6 +219,7 @@ private:
     int taken = 0;                           // results another tuner measured for this run
   };
   void measure();
+  PlanCheck plan_check(const Plan& plan);
   Plan check_in_model(const Plan& plan, const CostMatrix& cost);
   void dispatch(const CandidateRef& ref, MeasurePool& pool, Measuring& m);
   // Claims (search/driver.cpp, "Sharing a database"): tuners on one database measure each
@@ -586,17 +587,32 @@ void Run::measure() {
 }
 
 // The CPU plan timed inside the whole model against its layerwise baseline
-// (search/plan_check.h); what it returns replaces the plan.
+// (search/plan_check.h). A check that cannot run (a candidate taken from another target's
+// measurements that this executor cannot run, memory) leaves the plan unchecked, and says so:
+// what was measured stays.
+PlanCheck Run::plan_check(const Plan& plan) {
+  try {
+    const std::unique_ptr<PlanTimer> timer =
+        make_cpu_plan_timer(space_.graph(), exp_.measurement.cpu_threads, ctx_.seed);
+    PlanCheckOptions options;
+    options.stop = ctx_.stop_requested;
+    return check_plan(space_, plan, *timer, options);
+  } catch (const std::exception& e) {
+    PlanCheck check;
+    check.error = e.what();
+    return check;
+  }
+}
+
+// The plan check's verdict replaces the plan; a loss is a warning.
 Plan Run::check_in_model(const Plan& plan, const CostMatrix& cost) {
   ctx_.log.info("plan check: timing the plan's merged groups inside the whole model against "
                 "layerwise");
-  const std::unique_ptr<PlanTimer> timer =
-      make_cpu_plan_timer(space_.graph(), exp_.measurement.cpu_threads, ctx_.seed);
-  PlanCheckOptions options;
-  options.stop = ctx_.stop_requested;
-  PlanCheck check = check_plan(space_, plan, *timer, options);
+  PlanCheck check = plan_check(plan);
   Plan checked = checked_plan(space_, plan, check, cost);
-  if (check.interrupted)
+  if (!check.error.empty())
+    ctx_.log.warn("plan check: could not run: " + check.error + "; the plan is unchecked");
+  else if (check.interrupted)
     ctx_.log.warn("plan check: interrupted by a stop request; the plan is unchecked");
   else if (check.fell_back)
     ctx_.log.warn(fmt::format("plan check: the plan ran no faster end to end than layerwise "

@@ -240,7 +240,7 @@ PlanCheck check_plan(const SearchSpace& space, const Plan& plan, PlanTimer& time
 
 Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& check,
                   const CostMatrix& cost) {
-  if (check.merged_groups == 0 || check.interrupted)
+  if (check.merged_groups == 0 || check.interrupted || !check.error.empty())
     return plan;
   const bool all_gone = check.kept_steps.empty();
   if (all_gone || check.fell_back) {
@@ -272,7 +272,7 @@ Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& c
 }
 
 std::string plan_check_verdict(const PlanCheck& c, const Candidate& candidate) {
-  if (c.interrupted)
+  if (c.interrupted || !c.error.empty())
     return "";
   for (const PlanCheckGroup& g : c.groups) {
     if (!(g.merged == candidate))
@@ -292,6 +292,10 @@ std::string plan_check_verdict(const PlanCheck& c, const Candidate& candidate) {
 }
 
 void print_plan_check(const PlanCheck& c, std::ostream& os) {
+  if (!c.error.empty()) {
+    os << "plan check: could not run (" << c.error << "); the plan is unchecked\n";
+    return;
+  }
   if (c.merged_groups == 0) {
     os << "plan check: the plan runs every layer layerwise; nothing to check\n";
     return;
@@ -338,6 +342,7 @@ nlohmann::json plan_check_json(const PlanCheck& c) {
           {"layerwise_ms", samples(c.layerwise_ms)},
           {"fell_back", c.fell_back},
           {"interrupted", c.interrupted},
+          {"error", c.error},
           {"kept_steps", c.kept_steps},
           {"seconds", c.seconds}};
 }

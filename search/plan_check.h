@@ -89,6 +89,7 @@ struct PlanCheck {
   std::vector<double> layerwise_ms;   // step 2, end to end: the whole layerwise plan
   bool fell_back = false;             // step 2 found no gain: the layerwise plan is returned
   bool interrupted = false;           // a stop request ended it: the plan is unchecked
+  std::string error;                  // why it could not run (\"\": it ran); the plan is unchecked
   double seconds = 0;
   // The steps of the tuned plan (indices) that stay merged in the returned plan.
   std::vector<int> kept_steps;
@@ -107,7 +108,7 @@ Plan checked_plan(const SearchSpace& space, const Plan& plan, const PlanCheck& c
 
 // True when the check changed the plan (a group reverted, or the layerwise plan returned).
 inline bool plan_check_changed(const PlanCheck& c) {
-  return !c.interrupted && (c.reverted > 0 || c.fell_back);
+  return !c.interrupted && c.error.empty() && (c.reverted > 0 || c.fell_back);
 }
 
 // What the check said of `candidate` when it was a merged group of the checked plan and the

@@ -282,6 +282,21 @@ TEST(PlanCheck, AStopRequestLeavesThePlanUnchecked) {
   }
 }
 
+// A timer that cannot run the plan: the check says why, and the plan comes back unchecked.
+TEST(PlanCheck, ACheckThatCannotRunLeavesThePlanUnchecked) {
+  const SearchSpace space = chain_space();
+  const Plan plan = two_merged(space);
+  PlanCheck c;
+  c.error = "no memory";
+  EXPECT_FALSE(plan_check_changed(c));
+  const Plan p = checked_plan(space, plan, c, make_cost_matrix(space, 1.0));
+  EXPECT_EQ(p.steps, plan.steps);
+  std::ostringstream text;
+  print_plan_check(c, text);
+  EXPECT_EQ(text.str(), "plan check: could not run (no memory); the plan is unchecked\n");
+  EXPECT_EQ(plan_check_json(c)["error"], "no memory");
+}
+
 TEST(PlanCheck, ALayerwisePlanIsNotRunAndComesBackAsItWas) {
   const SearchSpace space = chain_space();
   const CostMatrix cost = make_cost_matrix(space, 1.0);
