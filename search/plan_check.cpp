@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <ostream>
 
@@ -75,10 +74,19 @@ bool stopped(const PlanCheckOptions& o) {
   return o.stop && o.stop->load();
 }
 
-// Two plans run in turn: rounds of one timed run each (the order swapped every round), the
-// first of each plan after one untimed warm-up; at least min_rounds, more while within budget.
+// One plan of a pair: its merged candidates and where its layerwise runs are split.
+struct PlanSpec {
+  std::vector<Candidate> merged;
+  std::vector<int> starts;
+};
+
+// Two plans made ready, then run in turn: rounds of one timed run each (the order swapped every
+// round), the first of each plan after one untimed warm-up; at least min_rounds, more while
+// within budget; both released after.
 std::pair<std::vector<PlanRunTimes>, std::vector<PlanRunTimes>>
-interleave(PlanTimer& timer, int a, int b, const PlanCheckOptions& o) {
+interleave(PlanTimer& timer, const PlanSpec& pa, const PlanSpec& pb, const PlanCheckOptions& o) {
+  const int a = timer.prepare(pa.merged, pa.starts);
+  const int b = timer.prepare(pb.merged, pb.starts);
   std::vector<PlanRunTimes> ra, rb;
   const auto t0 = Clock::now();
   for (int round = 0; round < o.max_rounds; ++round) {
@@ -93,6 +101,8 @@ interleave(PlanTimer& timer, int a, int b, const PlanCheckOptions& o) {
       break;
     (a_first ? rb : ra).push_back(timer.run(a_first ? b : a, warmup));
   }
+  timer.release(a);
+  timer.release(b);
   return {std::move(ra), std::move(rb)};
 }
 
@@ -169,19 +179,14 @@ std::vector<PlanCheckGroup> merged_groups(const SearchSpace& space, const Plan& 
 // Step 1: the merged groups inside the whole model against their layers run layerwise (the
 // layerwise plan split at each group's first layer and the layer after its last).
 void check_groups(const Graph& g, PlanCheck& check, PlanTimer& timer, const PlanCheckOptions& o) {
-  std::vector<Candidate> merged;
-  std::vector<int> starts;
+  PlanSpec tuned, split;
   for (const PlanCheckGroup& pg : check.groups) {
-    merged.push_back(pg.merged);
-    starts.push_back(pg.merged.group.first);
+    tuned.merged.push_back(pg.merged);
+    split.starts.push_back(pg.merged.group.first);
     if (pg.merged.group.last + 1 < g.size())
-      starts.push_back(pg.merged.group.last + 1);
+      split.starts.push_back(pg.merged.group.last + 1);
   }
-  const int tuned = timer.prepare(merged, {});
-  const int split = timer.prepare({}, starts);
   const auto [rt, rl] = interleave(timer, tuned, split, o);
-  timer.release(tuned);
-  timer.release(split);
   if (stopped(o))
     return;
   check.tuned_ms = end_to_end(rt);
@@ -198,15 +203,11 @@ void check_groups(const Graph& g, PlanCheck& check, PlanTimer& timer, const Plan
 
 // Step 2: the groups kept by step 1 against the whole layerwise plan, end to end.
 void check_end_to_end(PlanCheck& check, PlanTimer& timer, const PlanCheckOptions& o) {
-  std::vector<Candidate> kept;
+  PlanSpec kept;
   for (const PlanCheckGroup& pg : check.groups)
     if (pg.kept)
-      kept.push_back(pg.merged);
-  const int left = timer.prepare(kept, {});
-  const int layerwise = timer.prepare({}, {});
-  const auto [rk, rl] = interleave(timer, left, layerwise, o);
-  timer.release(left);
-  timer.release(layerwise);
+      kept.merged.push_back(pg.merged);
+  const auto [rk, rl] = interleave(timer, kept, PlanSpec{}, o);
   if (stopped(o))
     return;
   check.checked_ms = end_to_end(rk);

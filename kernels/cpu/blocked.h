@@ -27,10 +27,10 @@ namespace brickdl::kernels::cpu {
 // Blocks of kReusedBlockBytes or more are kept when freed (up to kReusedBytesCap in all, by
 // size) and handed out again for the same size: a plan allocates the same activations on every
 // run, and glibc serves blocks this large from fresh mmap'd pages, so without the cache every
-// run paid the page faults of its activations again (ResNet-50 at batch 8 on 2 cores: 5% of
-// its time), and how much depended on the process's allocation history (two plans of the same
-// kernels differed by 4% in one process, 8-37% across processes). Not under AddressSanitizer,
-// which must see every block freed.
+// run paid the page faults of its activations again (ResNet-50 at batch 8 on 2 cores: 318 and
+// 324 ms a run without the reuse, 296 and 295 with it, in separate processes), and how much
+// depended on the process's allocation history (two plans of the same kernels differed by 4% in one
+// process, 8-37% across processes). Not under AddressSanitizer, which must see every block freed.
 struct AlignedFree {
   size_t bytes = 0; // the block's size (the cache's key)
   void operator()(float* p) const;
