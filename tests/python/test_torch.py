@@ -17,6 +17,7 @@ TORCH_PYTHON = os.environ.get("BRICKDL_TORCH_PYTHON", "")
 MODULE_TEST = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[1])   # the package under test (the interpreter is torch's)
+    import math
     import numpy as np, torch, brickdl, brickdl.torch
     torch.manual_seed(0)
     net = torch.nn.Sequential(
@@ -31,6 +32,15 @@ MODULE_TEST = textwrap.dedent("""
     plan = brickdl.tune(model, target="H200", precision="fp32", backend="none",
                        db=sys.argv[2], brick_sizes=[8])
     merged = [g for g in plan.groups if g.strategy != "layerwise"]
+    # The speedup is the model's (backend none: nothing is timed), layerwise / plan summed over
+    # the groups. The dp searcher is exact under that model and the all-layerwise tiling is one
+    # of those it compares, so the plan is never predicted slower than it.
+    layerwise = sum(g.layerwise_predicted_ms for g in plan.groups)
+    predicted = sum(g.predicted_ms for g in plan.groups)
+    assert math.isfinite(plan.speedup) and plan.speedup > 0, plan.speedup
+    assert math.isclose(plan.speedup, layerwise / predicted, rel_tol=1e-9), (
+        plan.speedup, layerwise, predicted)
+    assert plan.speedup >= 1 - 1e-9, (plan.speedup, layerwise, predicted)
     r = brickdl.run(model, plan, inputs=x.numpy(), check=True)
     with torch.no_grad():
         want = net(x).numpy()
