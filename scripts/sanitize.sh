@@ -9,7 +9,7 @@
 #         tests labelled `no_asan` (each says why in its CMakeLists.txt)
 #   tsan  the CPU merged executor's tests (kernels_tests: padded / memoized with threads, the
 #         plan executor, CpuMeasurer; oneDNN on one thread, its OpenMP is not instrumented) and the measuring worker processes' (process_pool_tests:
-#         planted crashes, hangs and lost devices) built with ThreadSanitizer into
+#         planted crashes, hangs and reported device losses) built with ThreadSanitizer into
 #         ${BRICKDL_TSAN_BUILD_DIR:-build-tsan}, and run
 #
 # BRICKDL_JOBS sets the build's and ctest's parallelism (default 2). Leak reports are on; the

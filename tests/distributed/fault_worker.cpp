@@ -1,7 +1,8 @@
 // A measuring worker program for tests only (process_pool_test.cpp): the backend's measurer,
 // except on the candidates BRICKDL_TEST_FAULTS names (tests/distributed/fault_plan.h).
 //   cpu   the worker process segfaults, aborts, exits, hangs, or reports a sticky device error
-//         and loses its "device", as the CUDA measurer does in a worker (Measurer::device_lost);
+//         and sets its own device_lost flag, as the CUDA measurer reports a lost device in a
+//         worker (Measurer::device_lost; simulated: no CUDA code runs);
 //   cuda  (a GPU) the CUDA measurer, in a worker's mode (no reset in place), runs a planted
 //         kernel instead of the candidate's: `trap` writes to an illegal address, `endless`
 //         never returns.

@@ -1,11 +1,14 @@
 // ProcessPool (distributed/process_pool.h) under planted faults: a tune of about forty
 // candidates measured by two worker processes of tests/distributed/fault_worker.cpp, where
-// five candidates segfault, abort, exit, hang and lose the device. The tune completes; exactly
-// those five are recorded, with their statuses (crashed, timeout, launch_error) and reasons;
-// every other candidate is measured once, as a clean in-process tune measures it; and a rerun
-// on the same database measures nothing. Also: a worker that cannot measure is refused with its
-// own words, and one that dies before it is ready is said. On a GPU (skipped without one): the
-// CUDA measurer in worker processes meets a trapping and an endless kernel.
+// five candidates segfault, abort, exit, hang, or answer with a launch error and report the
+// device lost. That device loss is the test worker's own flag (its Measurer::device_lost): what
+// is checked is the pool's reaction to a worker that reports one, not the CUDA measurer's
+// device-lost path, which only the GPU test at the end runs. The tune completes; exactly those
+// five are recorded, with their statuses (crashed, timeout, launch_error) and reasons; every
+// other candidate is measured once, as a clean in-process tune measures it; and a rerun on the
+// same database measures nothing. Also: a worker that cannot measure is refused with its own
+// words, and one that dies before it is ready is said. On a GPU (skipped without one): the CUDA
+// measurer in worker processes meets a trapping and an endless kernel.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -184,7 +187,8 @@ protected:
   std::unique_ptr<search::SearchSpace> space_;
 };
 
-TEST_F(ProcessPoolFaults, PlantedFaultsAreRecordedAndTheRestMeasuredOnce) {
+// The cpu backend's workers: the device loss is reported by the worker program (fault "sticky").
+TEST_F(ProcessPoolFaults, CrashesHangsAndAReportedDeviceLossAreRecordedAndTheRestMeasuredOnce) {
   // What a clean run measures, in process.
   const std::string clean_db = (dir_ / "clean.db").string();
   ASSERT_FALSE(tune(clean_db, nullptr).aborted);
