@@ -127,6 +127,13 @@ Graph block_with_gate_input(const Graph& g, const Block& b, DType dtype) {
   return gb.build();
 }
 
+// The placement the model predicts faster for one block: B only when strictly faster, as A
+// is the one built (docs/kernels.md). tests/model/se_placement_test.cpp checks it against its
+// own predictions.
+const char* faster(double a_ms, double b_ms) {
+  return b_ms < a_ms ? "B" : "A";
+}
+
 struct Totals {
   double a = 0, b = 0, layerwise = 0;
 };
@@ -151,12 +158,12 @@ Totals report(const std::string& gpu, DType dtype, int batch, bool per_block) {
     t.a += a, t.b += bb, t.layerwise += lw;
     if (per_block)
       fmt::print("| {} | {} | {:.2f} | {:.2f} ({}) | {:.2f} | {:.2f} ({}) | {:.2f} | {:.2f} ({}) | "
-                 "{:.2f} | {:.3f} |\n",
+                 "{:.2f} | {:.3f} | {} |\n",
                  gpu, dtype_name(dtype), lw * 1e3, g1.ms * 1e3, g1.config, se.ms * 1e3, g2.ms * 1e3,
-                 g2.config, b1.ms * 1e3, b2.ms * 1e3, b2.config, a * 1e3, bb / a);
+                 g2.config, b1.ms * 1e3, b2.ms * 1e3, b2.config, a * 1e3, bb / a, faster(a, bb));
     else
-      fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.3f} |\n", gpu, dtype_name(dtype),
-                 b.name, lw * 1e3, a * 1e3, bb * 1e3, bb / a);
+      fmt::print("| {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.3f} | {} |\n", gpu,
+                 dtype_name(dtype), b.name, lw * 1e3, a * 1e3, bb * 1e3, bb / a, faster(a, bb));
   }
   return t;
 }
@@ -181,15 +188,23 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "se_placement_report: unknown GPU '{}'\n", gpu);
       return 2;
     }
+  // The provenance line of results/model/se_placement.md, so that `se_placement_report >
+  // results/model/se_placement.md` rewrites the committed file exactly (se_placement_test).
+  std::string args;
+  for (int i = 1; i < argc; ++i)
+    args += fmt::format(" {}", argv[i]);
+  fmt::print("<!-- written by: build/benchmarks/se_placement_report{} (model only; "
+             "docs/kernels.md) -->\n",
+             args);
   fmt::print("EfficientNet-B0, batch {}, model {} (predictions, not measured); microseconds\n\n",
              batch, model::CostModel::version());
   if (blocks)
     fmt::print("| gpu | precision | block layerwise | A: group 1 | SE layerwise | A: group 2 | "
-               "B: kernel without D | B: merged block | A | B / A |\n"
-               "| --- | --- | ---: | --- | ---: | --- | ---: | --- | ---: | ---: |\n");
+               "B: kernel without D | B: merged block | A | B / A | faster |\n"
+               "| --- | --- | ---: | --- | ---: | --- | ---: | --- | ---: | ---: | --- |\n");
   else
     fmt::print("| gpu | precision | block | layerwise | A (pool ends a group) | B (recompute) | "
-               "B / A |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n");
+               "B / A | faster |\n| --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n");
   std::vector<std::string> sums;
   for (const std::string& gpu : gpus)
     for (const std::string& p : precisions) {
