@@ -11,6 +11,8 @@
 # checkout, now holding these files, and the bundle (BRICKDL_DEVICE_BUNDLE, default
 # device-bundle/), 64 MiB at most; when not, which file to move out of the checkout until after
 # the rerun. A bundle unpacked by a rehearsal here (bin/, lib/) no longer fits: rebuild it.
+# BRICKDL_FILE_DATE=YYYY-MM-DD names the date of the default NAME instead of today's (UTC): a
+# caller that read the date once, before filing, knows the folder even across midnight.
 set -euo pipefail
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 FETCHED_OUT [NAME]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,7 +23,7 @@ src=$1
   { echo "file-results: $src holds no summary.txt or console.log of a device run" >&2; exit 2; }
 gpu=$(grep -m1 -o '"name": "[^"]*"' "$src/env.txt" 2>/dev/null | cut -d'"' -f4 || true)
 slug=$(echo "${gpu:-unknown-gpu}" | sed 's/^NVIDIA //; s/[^A-Za-z0-9]\+/-/g; s/-$//' | tr 'A-Z' 'a-z')
-name=${2:-$(date -u +%Y-%m-%d)-$slug}
+name=${2:-${BRICKDL_FILE_DATE:-$(date -u +%Y-%m-%d)}-$slug}
 dest=$root/results/gpu/$name
 mkdir -p "$dest"
 for f in summary.txt summary.csv env.txt console.log logs.tar.gz calibration.json; do

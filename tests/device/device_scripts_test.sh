@@ -98,8 +98,12 @@ mkdir -p "$o"
 echo "kernel,time_ms" >"$o/summary.csv"
 echo "console" >"$o/console.log"
 bytes "$o/brickdl.db" 3000
-"$c/scripts/device/file-results.sh" "$o" >"$tmp/log" 2>&1 || fail "file-results: $(cat "$tmp/log")"
-d=$c/results/gpu/$(date -u +%Y-%m-%d)-h200
+# The date is read once, before filing, and passed on: read after, it is the next day's when
+# the filing crosses UTC midnight.
+day=$(date -u +%Y-%m-%d)
+BRICKDL_FILE_DATE=$day "$c/scripts/device/file-results.sh" "$o" >"$tmp/log" 2>&1 ||
+  fail "file-results: $(cat "$tmp/log")"
+d=$c/results/gpu/$day-h200
 for f in env.txt summary.txt summary.csv console.log brickdl.db; do
   cmp -s "$o/$f" "$d/$f" || fail "file-results did not file $f: $(ls "$d")"
 done
