@@ -2,7 +2,9 @@
 // values and timestamps, the binary is run, and its output is compared with
 // tests/cli/golden/*. After an intended change of the output, regenerate the files with
 //   BRICKDL_UPDATE_GOLDEN=1 <build>/tests/cli/query_cli_tests
-// and review the diff.
+// (it fails, naming each file it rewrote), review the diff and rerun without the variable. A
+// golden file only records what the tool printed; each test also checks numbers derived by
+// hand from the fixture or from another command's output.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -13,10 +15,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <map>
 #include <memory>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -233,6 +240,82 @@ void expect_line(const std::string& text, const std::string& key,
     EXPECT_NE(line.find(part), std::string::npos) << part << " not in\n" << line;
 }
 
+// One row of a CSV: the header's names to the cell's text.
+using CsvRow = std::map<std::string, std::string>;
+
+// The rows of `text`, a CSV with a header (RFC 4180: a quoted cell may hold commas, doubled
+// quotes and newlines); parsed here, not by the code under test.
+std::vector<CsvRow> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> records(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    std::string& cell = records.back().back();
+    if (quoted && ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+      cell += '"';
+      ++i;
+    } else if (ch == '"') {
+      quoted = !quoted;
+    } else if (!quoted && ch == ',') {
+      records.back().emplace_back();
+    } else if (!quoted && ch == '\n') {
+      records.emplace_back(1);
+    } else {
+      cell += ch;
+    }
+  }
+  if (records.back() == std::vector<std::string>(1))
+    records.pop_back(); // the empty record after the last newline
+  std::vector<CsvRow> rows;
+  for (size_t r = 1; r < records.size(); ++r) {
+    EXPECT_EQ(records[r].size(), records[0].size()) << "CSV record " << r;
+    CsvRow row;
+    for (size_t c = 0; c < records[0].size() && c < records[r].size(); ++c)
+      row[records[0][c]] = records[r][c];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+double number(const CsvRow& row, const std::string& column) {
+  return std::stod(row.at(column));
+}
+
+// The median of `samples`, computed here.
+double median_of(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
+// The cells of a text table's row: split at runs of two or more spaces (a cell holds single
+// spaces at most), leading spaces dropped.
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> out;
+  const std::regex gap(" {2,}");
+  const std::string trimmed = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+  for (std::sregex_token_iterator it(trimmed.begin(), trimmed.end(), gap, -1), end; it != end; ++it)
+    out.push_back(*it);
+  return out;
+}
+
+// The lines of `text` after the one starting with `heading` and `skip` more (the table's
+// header lines), up to the first line that does not start with `indent` then a non-space.
+std::vector<std::string> table_rows(const std::string& text, const std::string& heading, int skip,
+                                    const std::string& indent) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line) && line.rfind(heading, 0) != 0) {
+  }
+  for (int i = 0; i < skip && std::getline(in, line); ++i) {
+  }
+  while (std::getline(in, line) && line.rfind(indent, 0) == 0 && line.size() > indent.size() &&
+         line[indent.size()] != ' ')
+    out.push_back(line);
+  return out;
+}
+
 TEST_F(QueryCli, BestTable) {
   const Result r = query("--db " + db_ + " best");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -257,6 +340,48 @@ TEST_F(QueryCli, BestJson) {
   const Result r = query("best --json --db " + db_); // --db after the subcommand works too
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("best.json", r.out);
+  // Each measured row against the export: its time the least median of the workload's ok
+  // timings on its target (W1: run 2's padded 1.25, not run 1's 1.5), its candidate that
+  // row's, its layerwise time the least layerwise median, its speedup layerwise / time.
+  const auto best = nlohmann::json::parse(r.out);
+  const std::vector<CsvRow> rows = parse_csv(query("--db " + db_ + " export --format csv").out);
+  int measured = 0;
+  for (const auto& b : best) {
+    if (b.at("source") != "measured")
+      continue;
+    ++measured;
+    const std::string workload = std::to_string(b.at("workload").at("id").get<int64_t>());
+    double least = std::numeric_limits<double>::infinity(), layerwise = least;
+    std::string candidate;
+    for (const CsvRow& row : rows) {
+      if (row.at("workload_id") != workload || row.at("target") != b.at("target") ||
+          row.at("status") != "ok" || row.at("measurement_kind") != "timing")
+        continue;
+      const double median = number(row, "median_ms");
+      if (median < least) {
+        least = median;
+        candidate = row.at("candidate_id");
+      }
+      if (row.at("strategy") == "layerwise")
+        layerwise = std::min(layerwise, median);
+    }
+    EXPECT_DOUBLE_EQ(b.at("time_ms").get<double>(), least) << "workload " << workload;
+    EXPECT_EQ(std::to_string(b.at("candidate").at("id").get<int64_t>()), candidate);
+    EXPECT_DOUBLE_EQ(b.at("layerwise_ms").get<double>(), layerwise) << "workload " << workload;
+    EXPECT_DOUBLE_EQ(b.at("speedup_vs_layerwise").get<double>(), layerwise / least)
+        << "workload " << workload;
+  }
+  EXPECT_EQ(measured, 2);
+  // W3, predicted only, by hand from the fixture's predictions: the least feasible time 0.016
+  // (two images per unit; the infeasible 0.010 is no candidate), layerwise 0.025: 1.5625x.
+  const auto w3 = std::find_if(best.begin(), best.end(), [](const auto& b) {
+    return b.at("workload").at("id") == 3 && b.at("source") == "predicted";
+  });
+  ASSERT_NE(w3, best.end()) << r.out;
+  EXPECT_DOUBLE_EQ(w3->at("time_ms").get<double>(), 0.016);
+  EXPECT_EQ(w3->at("candidate").at("brick").at("nb"), 2);
+  EXPECT_DOUBLE_EQ(w3->at("layerwise_ms").get<double>(), 0.025);
+  EXPECT_DOUBLE_EQ(w3->at("speedup_vs_layerwise").get<double>(), 0.025 / 0.016);
 }
 
 TEST_F(QueryCli, BestFilters) {
@@ -294,12 +419,84 @@ TEST_F(QueryCli, ExportCsv) {
   const Result r = query("--db " + db_ + " export --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("export.csv", r.out);
+  // By hand from the fixture: one row per measurement written (5 in run 1, 2 in run 2); an ok
+  // one's median, extremes and sample count those of the samples stored (e.g. run 1's padded
+  // 1.25 1.5 1.5 1.75: median 1.5), a failed one none; each row's prediction the one stored
+  // for its candidate, its DRAM part half of it.
+  const std::vector<CsvRow> rows = parse_csv(r.out);
+  ASSERT_EQ(rows.size(), 7u) << r.out;
+  struct Stats {
+    double median, min, max;
+    int n;
+  };
+  const std::map<std::string, Stats> ok = {{"1", {2.175, 2.0, 2.5, 4}},
+                                           {"2", {1.5, 1.25, 1.75, 4}},
+                                           {"4", {0.75, 0.7, 0.8, 3}},
+                                           {"6", {1.25, 1.0, 1.5, 5}},
+                                           {"7", {0.9, 0.8, 1.0, 3}}};
+  const std::map<std::string, double> predicted = {
+      {"1", 0.030}, {"2", 0.020}, {"3", 0.018}, {"4", 0.015}, {"5", 0.012}};
+  std::map<std::string, int> per_run;
+  for (const CsvRow& row : rows) {
+    const std::string id = row.at("measurement_id");
+    ++per_run[row.at("run_id")];
+    if (const auto it = ok.find(id); it != ok.end()) {
+      EXPECT_EQ(row.at("status"), "ok") << id;
+      EXPECT_DOUBLE_EQ(number(row, "median_ms"), it->second.median) << "measurement " << id;
+      EXPECT_DOUBLE_EQ(number(row, "min_ms"), it->second.min) << "measurement " << id;
+      EXPECT_DOUBLE_EQ(number(row, "max_ms"), it->second.max) << "measurement " << id;
+      EXPECT_EQ(std::stoi(row.at("num_samples")), it->second.n) << "measurement " << id;
+    } else {
+      EXPECT_NE(row.at("status"), "ok") << id;
+      EXPECT_EQ(row.at("median_ms"), "") << id;
+      EXPECT_EQ(row.at("num_samples"), "0") << id;
+    }
+    const double t = predicted.at(row.at("candidate_id"));
+    EXPECT_DOUBLE_EQ(number(row, "pred_time_ms"), t) << "measurement " << id;
+    EXPECT_DOUBLE_EQ(number(row, "pred_time_dram_ms"), t / 2) << "measurement " << id;
+  }
+  EXPECT_EQ(per_run, (std::map<std::string, int>{{"1", 5}, {"2", 2}}));
 }
 
 TEST_F(QueryCli, ExportJson) {
   const Result r = query("--db " + db_ + " export --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("export.json", r.out);
+  // The JSON against the CSV export, row by row: the same values; and against its own samples:
+  // as many as num_samples, their median (computed here) the median_ms, their extremes the
+  // min_ms and max_ms.
+  const auto json = nlohmann::json::parse(r.out);
+  const std::vector<CsvRow> rows = parse_csv(query("--db " + db_ + " export --format csv").out);
+  ASSERT_EQ(json.size(), rows.size());
+  ASSERT_EQ(json.size(), 7u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& j = json[i];
+    const CsvRow& c = rows[i];
+    const std::string id = c.at("measurement_id");
+    EXPECT_EQ(std::to_string(j.at("measurement_id").get<int64_t>()), id);
+    EXPECT_EQ(std::to_string(j.at("candidate_id").get<int64_t>()), c.at("candidate_id")) << id;
+    EXPECT_EQ(j.at("status"), c.at("status")) << id;
+    const auto samples = j.at("samples_ms").get<std::vector<double>>();
+    EXPECT_EQ(std::to_string(samples.size()), c.at("num_samples")) << "measurement " << id;
+    if (c.at("status") == "ok") {
+      EXPECT_DOUBLE_EQ(j.at("median_ms").get<double>(), number(c, "median_ms")) << id;
+      EXPECT_DOUBLE_EQ(median_of(samples), number(c, "median_ms")) << "measurement " << id;
+      EXPECT_DOUBLE_EQ(*std::min_element(samples.begin(), samples.end()), number(c, "min_ms"))
+          << "measurement " << id;
+      EXPECT_DOUBLE_EQ(*std::max_element(samples.begin(), samples.end()), number(c, "max_ms"))
+          << "measurement " << id;
+    } else {
+      EXPECT_TRUE(j.at("median_ms").is_null()) << id;
+    }
+    for (const char* part : {"time_ms", "time_dram_ms", "flops", "dram_bytes"})
+      EXPECT_DOUBLE_EQ(j.at("prediction").at(part).get<double>(),
+                       number(c, std::string("pred_") + part))
+          << "measurement " << id << " " << part;
+    for (const auto& [column, value] : c)
+      if (column.rfind("counter.", 0) == 0 && !value.empty())
+        EXPECT_DOUBLE_EQ(j.at("counters").at(column.substr(8)).get<double>(), std::stod(value))
+            << "measurement " << id << " " << column;
+  }
 }
 
 TEST_F(QueryCli, ExportOneRunToAFile) {
@@ -317,12 +514,75 @@ TEST_F(QueryCli, Runs) {
   const Result r = query("--db " + db_ + " runs");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("runs.txt", r.out);
+  // Each run's measurements are its rows in the export (the fixture wrote 5 in run 1, 2 in
+  // run 2); its status the one the fixture ended it with.
+  std::map<std::string, int> exported;
+  for (const CsvRow& row : parse_csv(query("--db " + db_ + " export --format csv").out))
+    ++exported[row.at("run_id")];
+  EXPECT_EQ(exported, (std::map<std::string, int>{{"1", 5}, {"2", 2}}));
+  std::map<std::string, int> listed;
+  std::map<std::string, std::string> status;
+  for (const std::string& line : table_rows(r.out, "id ", 1, " ")) {
+    const std::vector<std::string> row = cells(line);
+    ASSERT_EQ(row.size(), 11u) << line;
+    listed[row[0]] = std::stoi(row[10]);
+    status[row[0]] = row[7];
+  }
+  EXPECT_EQ(listed, exported);
+  EXPECT_EQ(status, (std::map<std::string, std::string>{{"1", "complete"}, {"2", "aborted"}}));
 }
 
 TEST_F(QueryCli, ShowRun) {
   const Result r = query("--db " + db_ + " show 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("show.txt", r.out);
+  // The groups' table against run 1's rows of the export: a group's measured count is its
+  // workload's rows; its best the least ok median among them (W1's 1.5: run 2's 1.25 is
+  // another run's); predicted_ms that candidate's prediction; meas/pred their ratio
+  // (1.5 / 0.02 = 75). The fixture's groups: layers 1-2 W1, 3 and 4 W2, 5-6 W3.
+  std::vector<CsvRow> rows;
+  for (const CsvRow& row : parse_csv(query("--db " + db_ + " export --format csv").out))
+    if (row.at("run_id") == "1")
+      rows.push_back(row);
+  ASSERT_EQ(rows.size(), 5u);
+  const std::map<std::string, std::string> workload = {
+      {"1-2", "1"}, {"3-3", "2"}, {"4-4", "2"}, {"5-6", "3"}};
+  const std::vector<std::string> groups = table_rows(r.out, "groups (", 2, "  ");
+  ASSERT_EQ(groups.size(), 4u) << r.out;
+  for (const std::string& line : groups) {
+    const std::vector<std::string> row = cells(line);
+    ASSERT_GE(row.size(), 6u) << line;
+    const std::string& layers = row[0];
+    const size_t n = row.size();
+    int count = 0;
+    const CsvRow* best = nullptr;
+    for (const CsvRow& m : rows) {
+      if (m.at("workload_id") != workload.at(layers))
+        continue;
+      ++count;
+      if (m.at("status") == "ok" && (!best || number(m, "median_ms") < number(*best, "median_ms")))
+        best = &m;
+    }
+    EXPECT_EQ(row[n - 5], std::to_string(count)) << line;
+    if (!best) {
+      EXPECT_EQ(row[n - 3], "-") << line;
+      continue;
+    }
+    const double median = number(*best, "median_ms"), predicted = number(*best, "pred_time_ms");
+    EXPECT_EQ(row[n - 4], best->at("config")) << line;
+    EXPECT_NEAR(std::stod(row[n - 3]), median, 5e-5) << line;
+    EXPECT_NEAR(std::stod(row[n - 2]), predicted, 5e-5) << line;
+    EXPECT_NEAR(std::stod(row[n - 1]), median / predicted, 1e-3 * median / predicted) << line;
+  }
+  // "measurements (5): <status> <count>, ..." counts the run's rows by status.
+  std::map<std::string, int> statuses;
+  for (const CsvRow& m : rows)
+    ++statuses[m.at("status")];
+  std::string counts;
+  for (const auto& [name, count] : statuses)
+    counts += (counts.empty() ? "" : ", ") + name + " " + std::to_string(count);
+  EXPECT_NE(r.out.find("\nmeasurements (5): " + counts + "\n"), std::string::npos) << counts << "\n"
+                                                                                   << r.out;
 }
 
 TEST_F(QueryCli, Compare) {
