@@ -121,6 +121,10 @@ struct Layer {
   Activation activation = Activation::kNone; // epilogue after fuse_for_inference
   bool bn_folded = false;                    // a batch-norm was folded into this conv / linear
   std::vector<std::string> fused_from;       // names of the layers folded into this one
+  // An elementwise unary layer that writes its output over its one input's buffer, which no
+  // other layer reads (the paper's unfused passes, model/baseline.h). Only the layerwise
+  // model's L2 honours it (one buffer, rewritten); graphs built or imported never set it.
+  bool in_place = false;
 
   // Inferred.
   TensorShape out;

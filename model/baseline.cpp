@@ -1,6 +1,7 @@
 #include "model/baseline.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "core/graph_builder.h"
@@ -98,6 +99,11 @@ int add_activation_pass(GraphBuilder& b, int x, const Layer& l) {
   return b.activation(x, l.activation, l, l.name + ".act");
 }
 
+// Per-channel vectors a pass reads: cudnnAddTensor the bias (A, 1 × C × 1 × 1);
+// cudnnBatchNormalizationForwardInference bnScale, bnBias, estimatedMean, estimatedVariance.
+constexpr int64_t kBiasPassVectors = 1;
+constexpr int64_t kBatchNormPassVectors = 4;
+
 } // namespace
 
 PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
@@ -106,6 +112,7 @@ PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
   const int n = fused.size();
   first_.assign(static_cast<size_t>(n), 0);
   last_.assign(static_cast<size_t>(n), 0);
+  std::vector<std::pair<int, int64_t>> pass_vectors; // each pass: its id, its vectors of C
   for (int id = 1; id < fused.num_inputs(); ++id)
     first_[static_cast<size_t>(id)] = last_[static_cast<size_t>(id)] =
         b.add_input(fused.layer(id).out, fused.layer(id).name);
@@ -123,17 +130,35 @@ PaperUnfusedBaseline::PaperUnfusedBaseline(const Graph& fused) {
     }
     int x = b.add_layer(l);
     first_[static_cast<size_t>(id)] = x;
-    if (bias || bn)
+    if (bias || bn) {
       x = b.batch_norm(x, l.name + ".bias");
-    if (bn)
+      pass_vectors.emplace_back(x, kBiasPassVectors);
+    }
+    if (bn) {
       x = b.batch_norm(x, l.name + ".bn");
-    if (act != Activation::kNone && !traits(l.op).is_activation)
+      pass_vectors.emplace_back(x, kBatchNormPassVectors);
+    }
+    if (act != Activation::kNone && !traits(l.op).is_activation) {
       x = add_activation_pass(b, x, fused.layer(id));
+      pass_vectors.emplace_back(x, 0);
+    }
     last_[static_cast<size_t>(id)] = x;
   }
   for (const GraphOutput& o : fused.output_refs())
     b.mark_output(last_[static_cast<size_t>(o.layer)], o.name);
-  unfused_ = b.build();
+  const Graph built = b.build();
+  // The passes as the artifact calls them: each rewrites the output in place (cudnnAddTensor's
+  // C is its input and its output; the artifact passes x == y to the others) and reads its
+  // per-channel vectors, not the batch-norm layer's 2 · C.
+  std::vector<Layer> layers = built.layers();
+  for (const auto& [pass, vectors] : pass_vectors) {
+    Layer& p = layers[static_cast<size_t>(pass)];
+    p.in_place = true;
+    if (p.op == OpKind::kBatchNorm)
+      p.params = vectors * p.out.c;
+  }
+  unfused_ =
+      Graph(built.name(), built.dtype(), std::move(layers), built.params(), built.output_refs());
 }
 
 Group PaperUnfusedBaseline::unfused_group(const Group& g) const {

@@ -58,11 +58,20 @@ bool parse_baseline(const std::string& name, BaselineKind* kind);
 //
 // (a folded batch-norm brings both passes, as the paper's ConvBatchnormLayer has a bias and
 // a batch-norm). A bias or batch-norm pass is a per-channel affine (op batch_norm), an
-// activation pass its op: each reads the output whole and writes it whole, one launch. The
-// group's passes are then predicted as one layerwise group of the unfused graph, with the
-// same L2 model as every layerwise group (a pass finds its input in L2 when it fits).
-// Not modelled: the fixed algorithm's own speed (the conv is charged at the library's
-// roofline as in cudnn-fused); the cuDNN backend measures it (kernels/cuda/cudnn_layerwise.h).
+// activation pass its op: each reads the output whole and writes it whole, one launch, in
+// place (Layer::in_place): cudnnAddTensor has one tensor, C, for its input and its output,
+// and the artifact calls cudnnActivationForward with x == y; the batch-norm pass, whose call
+// the artifact's published source cuts off, is taken to do the same (as the cuDNN backend's
+// stand-in, an in-place cudnnAddTensor, does). Their parameters are what the calls read:
+// the bias pass C values (cudnnAddTensor's A), the batch-norm pass 4 · C
+// (cudnnBatchNormalizationForwardInference's scale, bias, mean and variance). The group's
+// passes are then predicted as one layerwise group of the unfused graph, with the same L2
+// model as every layerwise group: a pass finds its input in L2 when it fits, and rewrites it
+// there (no write-back); a pass over a tensor larger than the L2 share reads it from DRAM and
+// writes it back. Not modelled: the fixed algorithm's own speed (the conv is charged at the
+// library's roofline as in cudnn-fused), which the cuDNN backend measures
+// (kernels/cuda/cudnn_layerwise.h); 16-bit data's batch-norm vectors, which cuDNN keeps in
+// fp32 (charged at the data's width).
 class PaperUnfusedBaseline {
 public:
   // Throws UserError when the unfused graph exceeds a limit (core/limits.h).

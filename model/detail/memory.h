@@ -29,8 +29,11 @@
 //   Those evicted while the group runs are written to DRAM; those still resident when it
 //   ends are dead scratch that the next kernel overwrites in L2 (no write-back). For
 //   memoized, the evicted share is 1 − (L2 share / the kernel's unique footprint), at least
-//   0. Layerwise kernels run an LRU of whole tensors: a tensor read again hits when the
-//   bytes touched since its last use, itself included, fit the L2 share.
+//   0. Layerwise kernels run an LRU of whole buffers: a tensor read again hits when the
+//   bytes touched since its last use, itself included, fit the L2 share. A layer that writes
+//   in place (Layer::in_place: the paper's unfused passes) rewrites its input's buffer: the
+//   input, overwritten while resident, is never written back; evicted before the layer
+//   reads it, it was (its read misses).
 //
 // L1 / L2 bytes. A block stages each region it reads once (shared memory), so l1_bytes is
 //   what the kernel issues and reaches L2 unchanged; memoized adds one 32-byte sector per

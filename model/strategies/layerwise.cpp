@@ -1,8 +1,8 @@
 // Layerwise: one library kernel per layer (as cuDNN runs a model), each reading its inputs
 // and weights whole and writing its output whole. Whether a tensor comes from L2 or DRAM is
-// decided by an LRU of whole tensors over the group's kernels (model/detail/memory.h). What a
-// GEMM-shaped kernel issues to L2 is more than its tensors once: its tiles re-read them
-// (library_tiles below).
+// decided by an LRU of whole buffers over the group's kernels (model/detail/memory.h; a layer
+// writing in place, Layer::in_place, rewrites its input's buffer). What a GEMM-shaped kernel
+// issues to L2 is more than its tensors once: its tiles re-read them (library_tiles below).
 #include <algorithm>
 #include <cmath>
 
@@ -18,9 +18,11 @@ struct Entry {
 };
 
 struct Scratch {
-  std::vector<Entry> lru;         // most recent first
+  std::vector<Entry> lru;         // most recent first, keyed by buffer
   std::vector<double> read_miss;  // per kernel
   std::vector<bool> written_back; // per tensor
+  std::vector<int> buffer;        // per tensor: the buffer it is written to (an LRU key)
+  std::vector<bool> rewritten;    // per layer: a later in-place layer writes over it
 };
 
 Scratch& scratch() {
@@ -55,13 +57,39 @@ double depth_of(const std::vector<Entry>& lru, int key) {
   return INFINITY;
 }
 
-// Pass 1: an LRU of whole tensors over the group's kernels decides which reads miss
-// (Scratch::read_miss, per kernel) and which intermediates leave L2 dirty
-// (Scratch::written_back): evicted while the group runs, or still resident at its end.
+// The buffers of the group's tensors: each its own, but for a layer that writes in place
+// (Layer::in_place) over an intermediate whose last reader it is and which leaves the group
+// nowhere: that layer's output lives in its input's buffer, and the input is rewritten.
+void assign_buffers(const GroupGeometry& g, Scratch& s) {
+  const int L = g.layer_count;
+  s.buffer.resize(static_cast<size_t>(g.tensor_count()));
+  for (int t = 0; t < g.tensor_count(); ++t)
+    s.buffer[static_cast<size_t>(t)] = t;
+  s.rewritten.assign(static_cast<size_t>(L), false);
+  for (int i = 0; i < L; ++i) {
+    const size_t is = static_cast<size_t>(i);
+    if (!g.layers[is]->in_place || g.edge_begin[is + 1] != g.edge_begin[is] + 1)
+      continue;
+    const int t = g.edges[static_cast<size_t>(g.edge_begin[is])].producer;
+    if (t >= L || g.last_use[static_cast<size_t>(t)] != i ||
+        g.graph->is_output(g.tensor_ids[static_cast<size_t>(t)]))
+      continue;
+    s.buffer[is] = s.buffer[static_cast<size_t>(t)];
+    s.rewritten[static_cast<size_t>(t)] = true;
+  }
+}
+
+// Pass 1: an LRU of whole buffers over the group's kernels decides which reads miss
+// (Scratch::read_miss, per kernel) and which intermediates are written back to DRAM
+// (Scratch::written_back): those evicted before a read (the read misses), and those not
+// resident when the group ends. L2 writes back, so a dirty line costs one DRAM write when it
+// is evicted: a tensor rewritten in place while resident costs none, and one still resident
+// at the end is dead scratch that the next kernel overwrites in L2 (model/detail/memory.h).
 void simulate_l2(const GroupGeometry& g, double share, Scratch& s) {
   const int L = g.layer_count;
   const int T = g.tensor_count();
   const double dt = g.dtype_bytes;
+  assign_buffers(g, s);
   s.lru.clear();
   s.read_miss.assign(static_cast<size_t>(L), 0.0);
   s.written_back.assign(static_cast<size_t>(T), false);
@@ -70,7 +98,7 @@ void simulate_l2(const GroupGeometry& g, double share, Scratch& s) {
          ++e) {
       const int t = g.edges[static_cast<size_t>(e)].producer;
       const double bytes = g.numel(t) * dt;
-      const double depth = touch(s.lru, t, bytes);
+      const double depth = touch(s.lru, s.buffer[static_cast<size_t>(t)], bytes);
       if (depth > share) {
         s.read_miss[static_cast<size_t>(i)] += bytes;
         if (t < L)
@@ -82,10 +110,11 @@ void simulate_l2(const GroupGeometry& g, double share, Scratch& s) {
       touch(s.lru, T + i, wbytes); // weights: each read by one kernel, cold
       s.read_miss[static_cast<size_t>(i)] += wbytes;
     }
-    touch(s.lru, i, g.numel(i) * dt); // the output, write-allocated
+    touch(s.lru, s.buffer[static_cast<size_t>(i)], g.numel(i) * dt); // write-allocated
   }
   for (int t = 0; t < L - 1; ++t)
-    if (depth_of(s.lru, t) > share)
+    if (!s.rewritten[static_cast<size_t>(t)] &&
+        depth_of(s.lru, s.buffer[static_cast<size_t>(t)]) > share)
       s.written_back[static_cast<size_t>(t)] = true;
 }
 
