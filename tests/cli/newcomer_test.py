@@ -9,7 +9,10 @@ merge) into a fresh folder and checks what a newcomer reads:
   `accuracy`, not in the export's times, and `compare` refuses a validation run;
 - the answers the tour asks for are there: layerwise times for merged groups, resumed
   measurements counted by `compare`, the one-line question for one layer, the overrides, the
-  subgraphs of the Fig 8 experiment named in its report, the report's legend.
+  subgraphs of the Fig 8 experiment named in its report, the report's legend;
+- the numbers a reader can check without the code: a prediction worked out by hand from the
+  model's documented formula, each best the least of what the export lists for its group,
+  each speedup layerwise / best.
 
 Usage: newcomer_test.py SOURCE_DIR BUILD_DIR [WORK_DIR]
 """
@@ -237,6 +240,100 @@ class Tour(unittest.TestCase):
         done = subprocess.run([os.path.join(BUILD, "apps", "brickdl-tune"), "--help"],
                               capture_output=True, text=True, timeout=60)
         self.assertIn("xbound = DRAM MB / bound MB", done.stdout)
+
+    # ---- numbers a reader can check ------------------------------------------------------------
+
+    def export_rows(self):
+        with open(os.path.join(self.out, "export.csv"), newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    # One layer of micro_graphsize_cpu by hand: a 3x3x3 conv, 3 -> 3 channels on 48^3, batch 1,
+    # fp32, run layerwise on the A100-40GB. FLOPs = 2 MACs = 2 * 48^3 * 3 * 27 * 3. One kernel,
+    # at the largest of its DRAM, L2 and compute times, plus one launch (model/cost_model.h,
+    # model/detail/memory.h): compute at 19.5 TFLOP/s * 0.6 (the default efficiency) =
+    # 0.00459 ms beats DRAM, input and output once (2 * 1327104 bytes) at 1555 GB/s * 0.85 =
+    # 0.00201 ms; the A100's launch is 3 us.
+    CONV_FLOPS = 2 * 48**3 * 3 * 27 * 3
+    CONV_MS = CONV_FLOPS / (19.5e12 * 0.6) * 1e3 + 3e-3
+
+    def test_a_prediction_worked_out_by_hand(self):
+        singles = [r for r in self.export_rows() if r["model"] == "micro_graphsize"
+                   and r["strategy"] == "layerwise" and r["num_layers"] == "1"]
+        self.assertTrue(singles)
+        for r in singles:
+            self.assertEqual(r["gpu_spec"], "A100-40GB")
+            self.assertEqual(float(r["pred_flops"]), self.CONV_FLOPS)
+            self.assertAlmostEqual(float(r["pred_time_ms"]), self.CONV_MS, delta=1e-9)
+        # In `best`, the model's layerwise time of a group of the chain is its layers' added up.
+        model = [r for r in self.best_rows() if r["target"] == "model:A100-40GB"
+                 and r["model"] == "micro_graphsize"]
+        self.assertEqual(len(model), 6)
+        for r in model:
+            n = r["workload"]["num_layers"]
+            self.assertAlmostEqual(r["layerwise_ms"], n * self.CONV_MS, delta=1e-9,
+                                   msg=r["groups"][0]["layer_names"])
+
+    def test_each_best_is_the_least_of_its_group(self):
+        rows = self.export_rows()
+        measured = [r for r in self.best_rows() if r["source"] == "measured"]
+        self.assertTrue(measured)
+        for b in measured:
+            mine = [r for r in rows if int(r["workload_id"]) == b["workload"]["id"]
+                    and r["target"] == b["target"] and r["status"] == "ok"
+                    and r["measurement_kind"] == "timing"]
+            least = min(mine, key=lambda r: float(r["median_ms"]))
+            name = b["groups"][0]["layer_names"]
+            self.assertEqual(b["time_ms"], float(least["median_ms"]), name)
+            self.assertEqual(b["candidate"]["id"], int(least["candidate_id"]), name)
+        # The model's best of each group of the CPU run: its least feasible prediction.
+        done = self.query("predictions", "--run", "1", "--format", "json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        predictions = json.loads(done.stdout)
+        model = [r for r in self.best_rows() if r["target"] == "model:A100-40GB"
+                 and r["model"] == "micro_graphsize"]
+        self.assertTrue(model)
+        for b in model:
+            times = [p["time_ms"] for p in predictions if p["workload_id"] == b["workload"]["id"]
+                     and p["feasible"] == 1 and p["gpu_spec"] == "A100-40GB"]
+            self.assertEqual(b["time_ms"], min(times), b["groups"][0]["layer_names"])
+
+    def test_speedups_are_layerwise_over_best(self):
+        rows = self.export_rows()
+        # The chain's layers are one workload: its single-layer layerwise median on the CPU.
+        single = [float(r["median_ms"]) for r in rows if r["model"] == "micro_graphsize"
+                  and r["strategy"] == "layerwise" and r["num_layers"] == "1"
+                  and r["status"] == "ok" and r["measurement_kind"] == "timing"]
+        self.assertTrue(single)
+        best_text = self.steps["best"]
+        checked = 0
+        for b in self.best_rows():
+            if b["layerwise_ms"] is None:
+                continue
+            name = b["groups"][0]["layer_names"]
+            if b["source"] == "measured" and b["model"] == "micro_graphsize":
+                self.assertAlmostEqual(b["layerwise_ms"],
+                                       b["workload"]["num_layers"] * min(single), places=9)
+            speedup = b["layerwise_ms"] / b["time_ms"]
+            self.assertAlmostEqual(b["speedup_vs_layerwise"], speedup, places=9, msg=name)
+            # The table's row of this group and time prints the same speedup, to 2 decimals.
+            line = next((l for l in best_text.splitlines()
+                         if f" {name} " in l + " " and f" {b['time_ms']:.4f} " in l), None)
+            if b["model"] == "micro_graphsize":
+                self.assertIsNotNone(line, f"{name} {b['time_ms']:.4f}")
+                shown = float(re.search(r" (\d+\.\d+)x( |$)", line).group(1))
+                self.assertAlmostEqual(shown, speedup, delta=0.0051, msg=line)
+                checked += 1
+        self.assertGreaterEqual(checked, 10)
+        # The inline graph's report: end to end, layerwise / plan.
+        m = re.search(r"end to end \(model\): plan ([0-9.]+) ms, layerwise ([0-9.]+) ms, "
+                      r"speedup ([0-9.]+)x", self.steps["tune-inline"])
+        self.assertIsNotNone(m)
+        plan, layerwise, shown = (float(g) for g in m.groups())
+        # The times are printed to 4 decimals: the ratio of any times that round to them.
+        half = 0.00005
+        self.assertGreaterEqual(shown, (layerwise - half) / (plan + half) - 0.0005, m.group(0))
+        self.assertLessEqual(shown, (layerwise + half) / (plan - half) + 0.0005, m.group(0))
+        self.assertGreater(shown, 1.0)
 
     def test_merge_keeps_validations_apart_and_loses_nothing(self):
         self.assertIn("runs +6 (0 already present)", self.steps["merge"])

@@ -5,7 +5,7 @@
 //
 // After an intended change of the report, regenerate the golden file with
 //   BRICKDL_UPDATE_GOLDEN=1 <build>/tests/cli/tune_report_tests
-// and review the diff.
+// (it fails, naming each file it rewrote), review the diff and rerun without the variable.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -258,7 +258,29 @@ TEST_F(TuneReport, InlineGraphExampleGolden) {
   const fs::path exp = fs::path(BRICKDL_SOURCE_DIR) / "experiments/inline_resblock.yaml";
   std::string out = tune(exp.string(), "inline");
   EXPECT_NE(out.find("the block: conv1 .. add"), std::string::npos) << out;
-  EXPECT_EQ(plan_json("inline").at("plan").at("groups").size(), 1u);
+  const json plan = plan_json("inline").at("plan");
+  ASSERT_EQ(plan.at("groups").size(), 1u);
+  // The compulsory traffic by hand: the input and the output once, 2 x 16 x 32 x 32 fp32 each
+  // (131072 bytes), and both convs' weights and biases (batch-norms folded in) once,
+  // 2 x (16 x 16 x 3 x 3 + 16) x 4 = 18560 bytes: 280704 bytes, "0.28" MB in the plan's row.
+  constexpr double kBound = 2 * 131072 + 18560;
+  EXPECT_DOUBLE_EQ(plan.at("dram_lower_bound").get<double>(), kBound);
+  EXPECT_DOUBLE_EQ(plan.at("groups")[0].at("dram_lower_bound").get<double>(), kBound);
+  std::smatch m;
+  const std::regex row(R"(\n  1  conv1 \.\. add  +(\w+) +\S+ +([0-9.]+) +- +([0-9.]+) +- +)"
+                       R"(([0-9.]+)\* +([0-9.]+) +([0-9.]+) +([0-9.]+)\n)");
+  ASSERT_TRUE(std::regex_search(out, m, row)) << out;
+  EXPECT_EQ(m[6], "0.28") << m[0];
+  // Speedups are layerwise / plan, from plan.json's unrounded times: the row's, and the end
+  // to end line's.
+  const double pred = plan.at("predicted_ms"), lw = plan.at("layerwise_predicted_ms");
+  EXPECT_NEAR(std::stod(m[4]), lw / pred, 0.005) << m[0];
+  EXPECT_NEAR(std::stod(m[7]), plan.at("dram_bytes").get<double>() / kBound, 0.005) << m[0];
+  const std::regex end_to_end(R"(end to end \(model\): plan [0-9.]+ ms, layerwise [0-9.]+ ms, )"
+                              R"(speedup ([0-9.]+)x)");
+  ASSERT_TRUE(std::regex_search(out, m, end_to_end)) << out;
+  EXPECT_NEAR(std::stod(m[1]), lw / pred, 0.0005) << m[0];
+  EXPECT_GT(lw, pred) << "the merged block is predicted faster than its layers";
   out = std::regex_replace(out, std::regex(R"(\) in [0-9.]+ s;)"), ") in <s> s;");
   expect_golden("tune_inline_resblock.txt", out);
 }
