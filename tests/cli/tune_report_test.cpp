@@ -270,7 +270,7 @@ TEST_F(TuneReport, InlineGraphExampleGolden) {
   const std::regex row(R"(\n  1  conv1 \.\. add  +(\w+) +\S+ +([0-9.]+) +- +([0-9.]+) +- +)"
                        R"(([0-9.]+)\* +([0-9.]+) +([0-9.]+) +([0-9.]+)\n)");
   ASSERT_TRUE(std::regex_search(out, m, row)) << out;
-  EXPECT_EQ(m[6], "0.28") << m[0];
+  EXPECT_EQ(m[6].str(), "0.28") << m[0];
   // Speedups are layerwise / plan, from plan.json's unrounded times: the row's, and the end
   // to end line's.
   const double pred = plan.at("predicted_ms"), lw = plan.at("layerwise_predicted_ms");
