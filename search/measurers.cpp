@@ -1,6 +1,10 @@
 #include "search/measurers.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -169,6 +173,54 @@ private:
   std::string tag_;
 };
 
+// open(2) that is retried when a signal interrupts it; -1 on an error.
+int open_retrying(const std::string& path, int flags) {
+  int fd = -1;
+  do
+    fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// One turn of the test hook BRICKDL_TEST_MEASURE_FIFO (measurers.h): "measuring <pid>" into the
+// FIFO once the test reads it, then waits until the test opens the FIFO for writing and closes
+// it. Throws InternalError when the FIFO cannot be opened: a test that set the variable wants
+// the measurement held, not run unobserved.
+void wait_on_test_fifo(const std::string& path) {
+  const int out = open_retrying(path, O_WRONLY);
+  if (out < 0)
+    throw InternalError(kTestMeasureFifoVar + std::string(": cannot open ") + path);
+  const std::string line = "measuring " + std::to_string(::getpid()) + "\n";
+  const ssize_t written = ::write(out, line.data(), line.size()); // < PIPE_BUF: in one piece
+  ::close(out);
+  const int in = open_retrying(path, O_RDONLY);
+  if (written != static_cast<ssize_t>(line.size()) || in < 0)
+    throw InternalError(kTestMeasureFifoVar + std::string(": the test left ") + path);
+  char byte;
+  for (ssize_t n = 1; n > 0 || (n < 0 && errno == EINTR);)
+    n = ::read(in, &byte, 1); // until end of file: the test has closed its end
+  ::close(in);
+}
+
+// A measurer that waits on the test before each measurement (BRICKDL_TEST_MEASURE_FIFO).
+class TestFifoMeasurer final : public Measurer {
+public:
+  TestFifoMeasurer(std::unique_ptr<Measurer> inner, std::string fifo)
+      : inner_(std::move(inner)), fifo_(std::move(fifo)) {}
+  std::string target() const override { return inner_->target(); }
+  std::string backend() const override { return inner_->backend(); }
+  MeasureResult measure(const Graph& graph, const Candidate& candidate,
+                        const MeasureOptions& options) override {
+    wait_on_test_fifo(fifo_);
+    return inner_->measure(graph, candidate, options);
+  }
+  bool device_lost() const override { return inner_->device_lost(); }
+
+private:
+  std::unique_ptr<Measurer> inner_;
+  std::string fifo_;
+};
+
 } // namespace
 
 // The CPU measurer of a validate-only run: its own target, so that its single cold runs are
@@ -197,7 +249,9 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
                                         const Logger& log) {
   std::unique_ptr<Measurer> m = registered(backend).make(config, log);
   if (std::string tag = target_tag(); m && !tag.empty())
-    return std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
+    m = std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
+  if (const char* fifo = std::getenv(kTestMeasureFifoVar); m && fifo && *fifo)
+    m = std::make_unique<TestFifoMeasurer>(std::move(m), fifo);
   return m;
 }
 

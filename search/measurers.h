@@ -23,8 +23,16 @@ namespace brickdl::search {
 // With BRICKDL_TARGET_TAG set, the measurer's target is "<fingerprint>#<tag>": a site marks
 // machines that its fingerprint cannot tell apart (another power cap or memory clock, a
 // shared node), and their results never mix with the untagged ones.
+//
+// Test hook: with BRICKDL_TEST_MEASURE_FIFO naming a FIFO (mkfifo), the measurer holds each
+// measurement until the test lets it go, so that a test can signal a run known to be
+// mid-measurement (tests/cli/measure_fifo.h). Before each measurement the measuring process (the
+// tuner, or its worker process) opens the FIFO for writing, writes "measuring <pid>\n", closes
+// it, then opens it for reading and reads to end of file; each open blocks until the test opens
+// the other end. Unset (or empty), it does nothing.
 std::unique_ptr<Measurer> make_measurer(const std::string& backend, const MeasurementConfig& config,
                                         const Logger& log);
+inline constexpr const char* kTestMeasureFifoVar = "BRICKDL_TEST_MEASURE_FIFO"; // the test hook
 
 // The CUDA backend's measurer when brickdl was built with it and a GPU is present; otherwise
 // nullptr and `*why_not` says what is missing. (The CUDA backend plugs in here.)

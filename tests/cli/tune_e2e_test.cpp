@@ -1,6 +1,7 @@
 // End to end: brickdl-tune on a small 3-D chain with the CPU backend, killed with SIGKILL
 // mid-run and re-run: no result is lost and none is duplicated. Then Ctrl-C (SIGINT) ends a
-// run as 'aborted' with exit status 130, and bad input exits with 2.
+// run as 'aborted' with exit status 130, and bad input exits with 2. A test that failed keeps its
+// folder (its path printed), with the programs' output and the database.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -11,17 +12,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/cli/measure_fifo.h"
 #include "tests/cli/spawn.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+
+// How long a test waits for what a tuner does in well under a second on an idle machine.
+constexpr std::chrono::seconds kPatience{120};
 
 class TuneE2E : public ::testing::Test {
 protected:
@@ -54,13 +61,26 @@ protected:
                                           "output: "
                                        << (dir_ / "out").string() << "\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  // A tuner still running (a test that failed before it ended, one held by the measurement
+  // hook) is killed; its workers die with it. The folder of a failed test stays.
+  void TearDown() override {
+    for (const pid_t pid : spawned_)
+      if (waitpid(pid, nullptr, WNOHANG) == 0 && kill(pid, SIGKILL) == 0)
+        waitpid(pid, nullptr, 0);
+    ::unsetenv(kMeasureFifoVar);
+    if (HasFailure())
+      std::cout << "kept the failed test's folder " << dir_.string() << '\n';
+    else
+      fs::remove_all(dir_);
+  }
 
   pid_t spawn(std::vector<std::string> args, const std::string& log) {
     args.insert(args.begin(), BRICKDL_TUNE_BIN);
     const pid_t pid = brickdl::testing::spawn_logged(args, (dir_ / (log + ".out")).string(),
                                                      (dir_ / (log + ".err")).string());
     EXPECT_GT(pid, 0) << args[0];
+    if (pid > 0)
+      spawned_.push_back(pid);
     return pid;
   }
 
@@ -68,6 +88,26 @@ protected:
     const int status = brickdl::testing::wait_for(pid);
     EXPECT_NE(status, -1) << "no child " << pid;
     return status;
+  }
+
+  // Tuners started from now on hold each measurement on the returned FIFO (the test hook of
+  // search/measurers.h, through their environment; TearDown clears it).
+  std::unique_ptr<brickdl::testing::MeasureFifo> hold_measurements() {
+    auto fifo = std::make_unique<brickdl::testing::MeasureFifo>((dir_ / "measure.fifo").string());
+    EXPECT_TRUE(fifo->ok()) << fifo->path();
+    ::setenv(kMeasureFifoVar, fifo->path().c_str(), 1);
+    return fifo;
+  }
+
+  // Whether `log` says `text` within kPatience.
+  bool wait_for_text(const std::string& log, const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (read(log).find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
   }
 
   int run_to_end(const std::vector<std::string>& args, const std::string& log) {
@@ -117,8 +157,10 @@ protected:
     return false;
   }
 
+  static constexpr const char* kMeasureFifoVar = "BRICKDL_TEST_MEASURE_FIFO";
   fs::path dir_;
   std::string db_;
+  std::vector<pid_t> spawned_; // every tuner started, reaped or not
 };
 
 TEST_F(TuneE2E, KilledMidRunLosesAndDuplicatesNothing) {
@@ -204,44 +246,82 @@ TEST_F(TuneE2E, AWorkerProcessMeasuresEveryCandidateOnce) {
   EXPECT_NE(read("w3.err").find("excludes"), std::string::npos) << read("w3.err");
 }
 
+// Whether process `pid` is gone (or a zombie, which runs nothing) within kPatience.
+bool ends(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  for (;;) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line) || line.substr(line.rfind(')') + 1).rfind(" Z", 0) == 0)
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Whether `pid`, a child of this process, is still running.
+bool running(pid_t pid) {
+  return waitpid(pid, nullptr, WNOHANG) == 0;
+}
+
 // Ctrl-C on a tuner measuring in a worker process ends the run as aborted (130) and leaves no
-// worker behind; so does a SIGKILL of the tuner (the worker dies with its parent).
+// worker behind; so does a SIGKILL of the tuner (the worker dies with its parent). The worker
+// is held mid-measurement by the test hook when the signal comes.
 TEST_F(TuneE2E, NoWorkerProcessOutlivesItsTuner) {
-  std::string slow = read("chain.yaml");
-  slow.replace(slow.find("repetitions: 3"), 14, "repetitions: 20");
-  std::ofstream(dir_ / "slow.yaml") << slow;
-  const std::string yaml = (dir_ / "slow.yaml").string();
+  const std::string yaml = (dir_ / "chain.yaml").string();
+  const auto fifo = hold_measurements();
   for (const int sig : {SIGINT, SIGKILL}) {
     SCOPED_TRACE(sig);
-    const pid_t pid = spawn({yaml, "--worker-process", "--quiet"}, "k");
-    const int64_t run = sig == SIGINT ? 1 : 2;
-    ASSERT_TRUE(wait_for_measurements(pid, run, 1)) << read("k.err");
-    EXPECT_EQ(workers_of(pid).size(), 1u);
+    const std::string log = sig == SIGINT ? "k_int" : "k_kill";
+    const pid_t pid = spawn({yaml, "--worker-process", "--quiet"}, log);
+    const pid_t worker = fifo->wait_measuring(kPatience);
+    ASSERT_GT(worker, 0) << "no measurement began\n" << read(log + ".err");
+    ASSERT_TRUE(running(pid)) << read(log + ".err");
+    ASSERT_EQ(workers_of(pid), std::vector<std::string>{std::to_string(worker)})
+        << "the measuring process is not the tuner's one worker";
     ASSERT_EQ(kill(pid, sig), 0);
     const int st = wait_status(pid);
     if (sig == SIGINT) {
-      ASSERT_TRUE(WIFEXITED(st)) << read("k.err");
-      EXPECT_EQ(WEXITSTATUS(st), 130) << read("k.err");
+      ASSERT_TRUE(WIFEXITED(st)) << read(log + ".err");
+      EXPECT_EQ(WEXITSTATUS(st), 130) << read(log + ".err");
       EXPECT_EQ(scalar("SELECT status = 'aborted' FROM runs WHERE id = 1"), 1);
+    } else {
+      EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!workers_of(pid).empty() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!ends(worker)) {
+      ADD_FAILURE() << "worker " << worker << " of " << pid << " is still there";
+      kill(worker, SIGKILL); // held by the hook, it would wait forever
+    }
     EXPECT_TRUE(workers_of(pid).empty()) << "a worker of " << pid << " is still there";
   }
 }
 
+// Ctrl-C while the tuner measures in process, one result committed and the next held by the
+// test hook: the run stops after the held measurement (no forced exit), as aborted with 130,
+// and keeps what it measured, the held one included.
 TEST_F(TuneE2E, InterruptMarksTheRunAbortedAndExits130) {
   const std::string yaml = (dir_ / "chain.yaml").string();
+  const auto fifo = hold_measurements();
   const pid_t pid = spawn({yaml, "--quiet"}, "int");
-  ASSERT_TRUE(wait_for_measurements(pid, 1, 1)) << read("int.err");
+  ASSERT_EQ(fifo->wait_measuring(kPatience), pid) << read("int.err");
+  ASSERT_TRUE(fifo->release(kPatience)) << read("int.err");
+  ASSERT_EQ(fifo->wait_measuring(kPatience), pid) << read("int.err");
+  ASSERT_TRUE(running(pid)) << read("int.err");
+  const int64_t committed = scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1");
+  ASSERT_GE(committed, 1);
   ASSERT_EQ(kill(pid, SIGINT), 0);
+  // Let the measurement go once the tuner has taken the stop request, so that it stops after
+  // it rather than measuring the next.
+  ASSERT_TRUE(wait_for_text("int.err", "interrupted: stopping")) << read("int.err");
+  ASSERT_TRUE(fifo->release(kPatience)) << read("int.err");
   const int st = wait_status(pid);
   ASSERT_TRUE(WIFEXITED(st)) << read("int.err");
   EXPECT_EQ(WEXITSTATUS(st), 130) << read("int.err");
   EXPECT_EQ(scalar("SELECT status = 'aborted' FROM runs WHERE id = 1"), 1);
   EXPECT_EQ(scalar("SELECT ended_at IS NOT NULL FROM runs WHERE id = 1"), 1);
-  EXPECT_GE(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1"), 1);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM measurements WHERE run_id = 1"), committed + 1);
+  EXPECT_EQ(read("int.err").find("exiting now"), std::string::npos) << read("int.err");
 }
 
 TEST_F(TuneE2E, SecondInterruptExitsAtOnceAndMarksTheRunAborted) {
