@@ -91,7 +91,10 @@ Comparison compare(std::span<const float> out, std::span<const float> ref, const
     if (!matches(a, b, tol, norm_atol) && c.bad++ == 0)
       c.first_bad = static_cast<int64_t>(i);
     if (std::isfinite(a) && std::isfinite(b)) {
-      c.max_abs_error = std::max(c.max_abs_error, std::fabs(a - b));
+      const double err = std::fabs(a - b);
+      const double allowed = tol.atol + tol.rtol * std::fabs(b) + norm_atol;
+      c.bound_used = std::max(c.bound_used, allowed > 0 ? err / allowed : err > 0 ? kInf : 0.0);
+      c.max_abs_error = std::max(c.max_abs_error, err);
       max_ref = std::max(max_ref, std::fabs(b));
     } else if (!(std::isnan(a) && std::isnan(b)) && !(std::isinf(b) && a == b)) {
       ++c.undefined;

@@ -67,6 +67,10 @@ struct Comparison {
   int64_t undefined = 0;  // elements whose error is undefined (NaN / inf on one side only)
   double max_abs_error = 0;
   double max_rel_error = 0;
+  // The largest |out − ref| / (atol + rtol·|ref| + norm_rtol·max|ref|) over the finite pairs:
+  // how much of its tolerance the worst element used (at most 1 when ok() and every pair is
+  // finite; +inf when some allowance is 0 and its error is not).
+  double bound_used = 0;
   // Empty when ok(); else "N of M output elements differ from the reference beyond atol A +
   // rtol R [+ norm_rtol X x max|ref|] (first at flat index I: out vs ref); max relative
   // error E".

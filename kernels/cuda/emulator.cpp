@@ -36,6 +36,15 @@ std::vector<float> from_storage(const std::vector<uint16_t>& v, int storage) {
   return out;
 }
 
+float round_to_math(float v, int math) {
+  switch (math) {
+  case dev::kMathTf32: return dev::round_input<dev::kMathTf32>(v);
+  case dev::kMathBf16: return dev::round_input<dev::kMathBf16>(v);
+  case dev::kMathFp16: return dev::round_input<dev::kMathFp16>(v);
+  default: BRICKDL_CHECK(math == dev::kMathFp32, "unknown math " << math); return v;
+  }
+}
+
 namespace {
 
 // A global tensor as the kernels hold it: fp32, or 16-bit values of the plan's storage

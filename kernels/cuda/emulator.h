@@ -37,6 +37,10 @@ struct EmulatorResult {
 // store them (nearest even; NaN stays NaN), and back (exact).
 std::vector<uint16_t> to_storage(const float* v, size_t n, int storage);
 std::vector<float> from_storage(const std::vector<uint16_t>& v, int storage);
+// v as a tensor-core conv of `math` (dev::Math) multiplies it: rounded to the format of its
+// operands (mma.cuh round_input: tf32 nearest with ties away from zero, bf16 and fp16 nearest
+// even); v itself for kMathFp32.
+float round_to_math(float v, int math);
 
 // `plan` was made from `graph`. The kernels hold inputs, outputs and weights in the plan's
 // storage (GroupDesc::storage): 16-bit copies are made here, and the output converted back.

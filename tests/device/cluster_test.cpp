@@ -29,7 +29,7 @@ namespace {
 
 constexpr uint64_t kSeed = 11;
 
-// The emulated cluster candidate's output within the precision's tolerance of the reference.
+// The emulated cluster candidate's output against both references (test_support::check_emulated).
 void expect_matches_reference(const Graph& g, const Candidate& c) {
   SCOPED_TRACE(std::string(dtype_name(g.dtype())) + " " + c.config_str());
   EmulatorOptions eo;
@@ -39,12 +39,8 @@ void expect_matches_reference(const Graph& g, const Candidate& c) {
     ASSERT_TRUE(r.reference.supported) << r.reference.reason;
     ASSERT_EQ(r.plan.launches.size(), 1u);
     EXPECT_EQ(r.plan.launches[0].desc.cluster, c.brick.cl);
-    const kernels::Tolerance def;
-    const kernels::Comparison cmp =
-        kernels::compare(r.emu.output, r.reference.output.values(),
-                         kernels::group_tolerance(g, c.group, def.atol, def.rtol));
-    EXPECT_TRUE(cmp.ok()) << cmp.message;
-    EXPECT_FALSE(r.emu.timed_out);
+    test_support::expect_emulated_ok(g, r,
+                                     std::string(dtype_name(g.dtype())) + " " + c.config_str());
   }
 }
 

@@ -90,7 +90,8 @@ int unrepresentable(const std::vector<float>& v, int storage) {
 }
 
 // A bf16 / fp16 plan stores its output (and every global tensor) in 16 bits: each output
-// element is a value of the format, within the precision's tolerance of the fp32 reference;
+// element is a value of the format, within an ulp of the reference with the kernels' roundings
+// and the measurers' tolerance of the fp32 reference (test_support::check_emulated);
 // the same group in tf32 (fp32 storage) has outputs that are not, so the check can fail.
 TEST(StorageKernels, SixteenBitPlansWriteSixteenBitValues) {
   const DType types[] = {DType::kTF32, DType::kBF16, DType::kF16};
@@ -114,11 +115,7 @@ TEST(StorageKernels, SixteenBitPlansWriteSixteenBitValues) {
       } else {
         EXPECT_EQ(bad, 0);
       }
-      const kernels::Tolerance def;
-      const kernels::Comparison cmp =
-          kernels::compare(r.emu.output, r.reference.output.values(),
-                           kernels::group_tolerance(g, c.group, def.atol, def.rtol));
-      EXPECT_TRUE(cmp.ok()) << cmp.message;
+      test_support::expect_emulated_ok(g, r, std::string(dtype_name(t)) + " " + c.config_str());
     }
   }
 }

@@ -264,11 +264,13 @@ TEST(WgmmaStep, StagedTf32IsRoundedNotTruncated) {
 }
 
 // ---- whole kernels ---------------------------------------------------------------------------
-// Validated as the measurers validate: kernels/validation.h group_tolerance, per precision.
+// Validated twice (test_support::check_emulated): within about an ulp of the reference with the
+// kernels' roundings, and within the measurers' tolerance of the fp32 reference
+// (kernels/validation.h group_tolerance), with a non-zero output of the kernel's own.
 
 struct Checked {
-  double rel_error = 0;         // max |emu − ref| / max |ref|
-  kernels::Comparison validity; // under the precision's tolerance (kernels/validation.h)
+  double rel_error = 0;         // max |emu − ref| / max |ref|, against the fp32 reference
+  kernels::Comparison validity; // both checks: bad elements of either, their messages
   int mma_layers = 0;           // conv layers of the generated kernels on the tensor-core path
 };
 
@@ -279,20 +281,21 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
   const PlanPaths paths = plan_paths(r.plan);
   // On wgmma where the block is whole warpgroups (core/group.h uses_wgmma), else mma.sync.
   out.mma_layers = uses_wgmma(co.wgmma, c.threads) ? paths.convs_wgmma : paths.convs_mma;
-  const EmulatorResult& emu = r.emu;
-  const std::vector<float>& ref = r.reference.output.values();
-  EXPECT_EQ(ref.size(), emu.output.size());
-  double err = 0, mag = 0;
-  for (size_t i = 0; i < ref.size() && i < emu.output.size(); ++i) {
-    const double d = std::fabs(double{emu.output[i]} - ref[i]);
-    err = std::max(err, std::isfinite(d) ? d : 1e30);
-    mag = std::max(mag, std::fabs(double{ref[i]}));
-  }
-  out.rel_error = err / std::max(mag, 1e-30);
-  const kernels::Tolerance def;
-  out.validity =
-      kernels::compare(emu.output, ref, kernels::group_tolerance(g, c.group, def.atol, def.rtol));
-  EXPECT_FALSE(emu.timed_out);
+  EXPECT_EQ(r.reference.output.values().size(), r.emu.output.size());
+  const test_support::EmulatedCheck ec = test_support::check_emulated(g, r);
+  out.rel_error = ec.fp32.max_rel_error;
+  out.validity = ec.rounded;
+  out.validity.bad += ec.fp32.bad + (ec.nonzero ? 0 : 1);
+  if (!ec.rounded.ok())
+    out.validity.message = "against the rounded reference: " + ec.rounded.message;
+  if (!ec.fp32.ok())
+    out.validity.message += " against the fp32 reference: " + ec.fp32.message;
+  if (!ec.nonzero)
+    out.validity.message += " the kernel's output is all zeros (or not finite)";
+  test_support::record_errors(std::string(dtype_name(g.dtype())) + " " + c.config_str() +
+                                  (co.wgmma ? " wgmma" : ""),
+                              ec);
+  EXPECT_FALSE(r.emu.timed_out);
   return out;
 }
 

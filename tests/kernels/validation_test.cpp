@@ -130,6 +130,28 @@ TEST(Validation, NormWiseToleranceIsRelativeToTheLargestReference) {
   EXPECT_NE(c.message.find("norm_rtol 0.010000 x max|ref|"), std::string::npos) << c.message;
 }
 
+// bound_used: the worst element's error over its own allowance. ref {0, 100, 10}, atol 0.5,
+// rtol 0.01, norm_rtol 0.001 (0.1 of max|ref| 100): allowances 0.6, 1.6, 0.7; errors 0.3, 0.8,
+// 0.7 use 0.5, 0.5 and 1 of them.
+TEST(Validation, BoundUsedIsTheWorstErrorOverItsAllowance) {
+  const std::vector<float> ref = {0.f, 100.f, 10.f};
+  const Tolerance tol{0.5, 0.01, 0.001};
+  const Comparison c = compare(std::vector<float>{0.3f, 100.8f, 9.3f}, ref, tol);
+  EXPECT_TRUE(c.ok());
+  EXPECT_NEAR(c.bound_used, 1.0, 1e-5);
+  EXPECT_NEAR(compare(std::vector<float>{0.3f, 100.8f, 10.f}, ref, tol).bound_used, 0.5, 1e-5);
+  const Comparison over = compare(std::vector<float>{0.f, 100.f, 11.4f}, ref, tol);
+  EXPECT_FALSE(over.ok());
+  EXPECT_NEAR(over.bound_used, 2.0, 1e-5);
+  // No allowance at all: any error is infinitely over it, none uses nothing.
+  EXPECT_EQ(compare(std::vector<float>{1.f}, std::vector<float>{1.f}, Tolerance{0, 0, 0})
+                .bound_used,
+            0.0);
+  EXPECT_EQ(compare(std::vector<float>{1.5f}, std::vector<float>{1.f}, Tolerance{0, 0, 0})
+                .bound_used,
+            std::numeric_limits<double>::infinity());
+}
+
 // 8 · L · (u_p + 2^-24 · sqrt(K)), u_p = 2^-(p+1), over the fp32 defaults (validation.h).
 TEST(Validation, ToleranceGrowsWithTheReductionAndACoarserPrecision) {
   EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF32), std::ldexp(1.0, -24));
