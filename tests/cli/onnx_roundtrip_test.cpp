@@ -10,13 +10,19 @@
 // files (tests/onnx/suite/), and small graphs whose head is a global mean then a linear layer,
 // with and without a flatten between (MNASNet's and ShuffleNetV2's x.mean([2, 3]) has none).
 // Without ORT those tests are skipped.
+//
+// Each test runs in a folder of its own; a test that failed keeps it (its path printed), with
+// every program's output and steps.log, the programs run and how each ended.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -97,21 +103,57 @@ void expect_same_graph(const Graph& g, const Graph& zoo_graph) {
   }
 }
 
-// A test in a temporary folder of its own that runs the built programs.
+// "exited 0", "killed by signal 9 (SIGKILL)": how a std::system() command ended.
+std::string describe_status(int status) {
+  if (status == -1)
+    return fmt::format("not started ({})", std::strerror(errno));
+  if (WIFEXITED(status))
+    return fmt::format("exited {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return fmt::format("killed by signal {} (SIG{})", WTERMSIG(status), name ? name : "?");
+  }
+  return fmt::format("ended with wait status {}", status);
+}
+
+// A test in a temporary folder of its own that runs the built programs, each a named step:
+// its output in STEP.log, its command and how it ended in steps.log. A test that failed keeps
+// the folder and prints its path and steps.log; one that passed or was skipped removes it. (A
+// test ended by ctest's timeout keeps it too: its path is printed at the start, and steps.log
+// names the step it was in.)
 class CliTest : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / fmt::format("brickdl_onnx_rt_{}_{}", ::getpid(), GetParam());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    std::cout << "folder " << dir_.string() << std::endl;
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    if (!HasFailure()) {
+      fs::remove_all(dir_);
+      return;
+    }
+    std::cout << "kept the failed test's folder " << dir_.string() << "\nsteps.log:\n"
+              << read("steps.log");
+  }
 
-  // Exit status of `program args`; stdout and stderr go to `log`.
-  int run(const std::string& program, const std::string& args, const std::string& log = "log.txt") {
-    const std::string cmd = program + " " + args + " > " + path(log) + " 2>&1";
-    const int status = std::system(cmd.c_str());
+  // Exit status of `program args` (-1 when a signal ended it or it did not start), run as step
+  // `step`: stdout and stderr into STEP.log, the command before it starts and how it ended into
+  // steps.log.
+  int run(const std::string& step, const std::string& program, const std::string& args) {
+    log_step(fmt::format("step {}: {} {}", step, program, args));
+    const auto t0 = std::chrono::steady_clock::now();
+    // exec: the program replaces the shell, so that a signal ending it is the wait status.
+    const int status = std::system(
+        fmt::format("exec {} {} > {} 2>&1", program, args, path(step + ".log")).c_str());
+    log_step(
+        fmt::format("step {}: {} after {:.1f} s", step, describe_status(status),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void log_step(const std::string& line) const {
+    std::ofstream(dir_ / "steps.log", std::ios::app) << line << '\n';
   }
   std::string read(const std::string& name) const {
     std::ifstream f(dir_ / name, std::ios::binary);
@@ -123,10 +165,11 @@ protected:
 
   // brickdl-run `model_args` exports its model to export.onnx and runs it into run/.
   void export_and_run(const std::string& model_args) {
-    ASSERT_EQ(run(kRun, fmt::format("{} --seed 9 --export-onnx {} --out {}", model_args,
-                                    path("export.onnx"), path("run"))),
+    ASSERT_EQ(run("export", kRun,
+                  fmt::format("{} --seed 9 --export-onnx {} --out {}", model_args,
+                              path("export.onnx"), path("run"))),
               0)
-        << read("log.txt");
+        << read("export.log");
   }
   // ONNX Runtime loads export.onnx and runs it to run/'s outputs within kOrtTol. Skipped
   // without ORT; call it last (a skip returns from here only).
@@ -134,12 +177,12 @@ protected:
     const std::string python = venv_python();
     if (!fs::exists(python))
       GTEST_SKIP() << "no " << python << " (scripts/install-deps.sh makes it, with onnxruntime)";
-    const int rc = run(
-        python, fmt::format("{} {} {} {}", kOrtCompare, path("export.onnx"), path("run"), kOrtTol),
-        "ort.txt");
+    const int rc =
+        run("ort", python,
+            fmt::format("{} {} {} {}", kOrtCompare, path("export.onnx"), path("run"), kOrtTol));
     if (rc == kSkipped)
-      GTEST_SKIP() << read("ort.txt");
-    std::cout << read("ort.txt"); // the error measured, for ctest -V
+      GTEST_SKIP() << read("ort.log");
+    std::cout << read("ort.log"); // the error measured, for ctest -V
     EXPECT_EQ(rc, 0);
   }
 
@@ -159,21 +202,25 @@ TEST_P(OnnxRoundTrip, SameLayersWeightsOutputsAndPlan) {
   zo.batch = batch();
   zo.input_size = small_size(model);
   const Graph zoo_graph = build_zoo_model(model, zo);
-  ASSERT_EQ(run(kRun, fmt::format("--model {} --batch {} --input-size {} --seed 9 --export-onnx {}",
-                                  model, batch(), size_arg(), path("m.onnx"))),
+  ASSERT_EQ(run("export", kRun,
+                fmt::format("--model {} --batch {} --input-size {} --seed 9 --export-onnx {}",
+                            model, batch(), size_arg(), path("m.onnx"))),
             0)
-      << read("log.txt");
+      << read("export.log");
 
   const OnnxModel imported = import_onnx(path("m.onnx"));
   expect_same_graph(imported.graph, zoo_graph);
 
   // brickdl-run: the same output, bit for bit (the same seeded input).
-  ASSERT_EQ(run(kRun, fmt::format("--model {} --batch {} --input-size {} --seed 9 --out {}", model,
-                                  batch(), size_arg(), path("zoo"))),
+  ASSERT_EQ(run("run-zoo", kRun,
+                fmt::format("--model {} --batch {} --input-size {} --seed 9 --out {}", model,
+                            batch(), size_arg(), path("zoo"))),
             0)
-      << read("log.txt");
-  ASSERT_EQ(run(kRun, fmt::format("--model {} --seed 9 --out {}", path("m.onnx"), path("onnx"))), 0)
-      << read("log.txt");
+      << read("run-zoo.log");
+  ASSERT_EQ(run("run-onnx", kRun,
+                fmt::format("--model {} --seed 9 --out {}", path("m.onnx"), path("onnx"))),
+            0)
+      << read("run-onnx.log");
   EXPECT_EQ(read("onnx/output.npy"), read("zoo/output.npy"));
   EXPECT_EQ(read("onnx/input.npy"), read("zoo/input.npy"));
 
@@ -183,12 +230,12 @@ TEST_P(OnnxRoundTrip, SameLayersWeightsOutputsAndPlan) {
                                          batch(), size_arg());
   std::ofstream(path("zoo.yaml")) << "name: rt\nmodel: " << model << "\n" << common;
   std::ofstream(path("onnx.yaml")) << "name: rt\nmodel: m.onnx\n" << common;
-  for (const char* e : {"zoo", "onnx"})
-    ASSERT_EQ(run(kTune, fmt::format("{} --backend none --quiet --db {} --out {}",
-                                     path(std::string(e) + ".yaml"), path(std::string(e) + ".db"),
-                                     path(std::string(e) + "-out"))),
+  for (const std::string e : {"zoo", "onnx"})
+    ASSERT_EQ(run("tune-" + e, kTune,
+                  fmt::format("{} --backend none --quiet --db {} --out {}", path(e + ".yaml"),
+                              path(e + ".db"), path(e + "-out"))),
               0)
-        << read("log.txt");
+        << read("tune-" + e + ".log");
   const auto plan = [&](const std::string& e) {
     return nlohmann::json::parse(read(e + "-out/plan.json")).at("plan");
   };
@@ -368,9 +415,10 @@ TEST_P(OnnxHeadExport, ReimportsAndOrtRunsIt) {
   const Graph back = import_onnx(path("export.onnx")).graph;
   EXPECT_EQ(back.size(), g.size() + head().extra_layers);
   EXPECT_EQ(back.total_macs(), g.total_macs());
-  ASSERT_EQ(
-      run(kRun, fmt::format("--model {} --seed 9 --out {}", path("export.onnx"), path("back"))), 0)
-      << read("log.txt");
+  ASSERT_EQ(run("run-back", kRun,
+                fmt::format("--model {} --seed 9 --out {}", path("export.onnx"), path("back"))),
+            0)
+      << read("run-back.log");
   for (const GraphOutput& o : g.output_refs()) {
     const std::string file = g.outputs().size() == 1 ? "output.npy" : "output." + o.name + ".npy";
     EXPECT_FALSE(read("run/" + file).empty()) << file;
