@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/cupti_profiler.h"
 #include "kernels/cuda/detail/launch_spin.h"
 #include "kernels/cuda/emulator.h"
+#include "kernels/cuda/rounded_reference.h"
 #include "kernels/merged_executor.h"
 #include "kernels/validation.h"
 #include "kernels/weights.h"
@@ -142,6 +144,14 @@ TEST(Device, TensorCoreKernelsMatchTheirHostEmulation) {
     EXPECT_LE(worst(out, host, 0, (1e-5 + 2 * unit) * scale), 1.0) << "device vs host emulation";
     const double tol = t == DType::kBF16 ? 0.03 : 0.005; // norm-wise, 3 layers, K <= 288
     EXPECT_LE(worst(out, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "vs fp32";
+    // The reference with the kernels' roundings, under the bound the emulated kernels meet
+    // (kernels/cuda/rounded_reference.h): the hardware's own summation inside an mma must fit
+    // it too. bound_used is printed so that a first run on a device shows the margin.
+    const kernels::Comparison rounded = kernels::compare(
+        out, rounded_reference(g, plan, d.ptrs, d.weights), rounded_tolerance(g, plan));
+    EXPECT_TRUE(rounded.ok()) << "vs the rounded reference: " << rounded.message;
+    std::printf("%s: device vs rounded reference: %.3g of the bound used\n", k.label.c_str(),
+                rounded.bound_used);
     if (t == DType::kTF32 && c.strategy == Strategy::kLayerwise) {
       const auto cudnn = run_on_device(g, c, DeviceRunner::kCudnnTf32, d.ptrs, d.weights);
       EXPECT_LE(worst(cudnn, cpu_reference(g, c.group, d), 0, tol * scale), 1.0) << "cuDNN";

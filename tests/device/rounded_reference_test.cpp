@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -161,73 +162,69 @@ void report_old_bound(const std::string& what, const std::vector<float>& out,
               what.c_str(), c.max_rel_error, old.norm_rtol, c.ok() ? "accepts" : "rejects");
 }
 
-// A kernel computing hard_sigmoid where the graph says sigmoid.
-TEST(EmulatedChecks, ASwappedActivationFails) {
+// `check` on chain(t, kSigmoid) emulated in each low precision t and strategy.
+void for_each_case(const std::function<void(const Graph&, const test_support::EmulatedGroup&,
+                                            DType, Strategy)>& check) {
   for (DType t : kLowPrecisions) {
-    const Graph right = chain(t, Act::kSigmoid), wrong = chain(t, Act::kHardSigmoid);
+    const Graph g = chain(t, Act::kSigmoid);
     for (Strategy s : kStrategies) {
       SCOPED_TRACE(label(t, s));
-      const test_support::EmulatedGroup r =
-          test_support::emulate_group(right, candidate(right, s), options_for(s), kSeed);
-      const test_support::EmulatedGroup w =
-          test_support::emulate_group(wrong, candidate(wrong, s), options_for(s), kSeed);
-      ASSERT_EQ(w.emu.output.size(), r.rounded.size());
-      for (int id = 1; id < right.size(); ++id) // the same parameters, the same inputs
-        ASSERT_EQ(w.weights.at(id).weight, r.weights.at(id).weight);
-      ASSERT_EQ(w.inputs[0].values(), r.inputs[0].values());
-      test_support::EmulatedGroup swapped = r;
-      swapped.emu.output = w.emu.output;
-      EXPECT_FALSE(test_support::check_emulated(right, swapped).rounded.ok());
-      report_old_bound("hard_sigmoid for sigmoid, " + label(t, s), w.emu.output, r, right);
+      check(g, test_support::emulate_group(g, candidate(g, s), options_for(s), kSeed), t, s);
     }
   }
+}
+
+// A kernel computing hard_sigmoid where the graph says sigmoid.
+TEST(EmulatedChecks, ASwappedActivationFails) {
+  for_each_case([](const Graph& right, const test_support::EmulatedGroup& r, DType t,
+                   Strategy s) {
+    const Graph wrong = chain(t, Act::kHardSigmoid);
+    const test_support::EmulatedGroup w =
+        test_support::emulate_group(wrong, candidate(wrong, s), options_for(s), kSeed);
+    ASSERT_EQ(w.emu.output.size(), r.rounded.size());
+    for (int id = 1; id < right.size(); ++id) // the same parameters, the same inputs
+      ASSERT_EQ(w.weights.at(id).weight, r.weights.at(id).weight);
+    ASSERT_EQ(w.inputs[0].values(), r.inputs[0].values());
+    test_support::EmulatedGroup swapped = r;
+    swapped.emu.output = w.emu.output;
+    EXPECT_FALSE(test_support::check_emulated(right, swapped).rounded.ok());
+    report_old_bound("hard_sigmoid for sigmoid, " + label(t, s), w.emu.output, r, right);
+  });
 }
 
 // A kernel that drops the last conv's bias.
 TEST(EmulatedChecks, ADroppedBiasFails) {
-  for (DType t : kLowPrecisions) {
-    const Graph g = chain(t, Act::kSigmoid);
-    for (Strategy s : kStrategies) {
-      SCOPED_TRACE(label(t, s));
-      const test_support::EmulatedGroup r =
-          test_support::emulate_group(g, candidate(g, s), options_for(s), kSeed);
-      std::vector<const float*> raw;
-      for (const auto& in : r.inputs)
-        raw.push_back(in.data());
-      std::vector<std::vector<float>> weights, biases;
-      for (int id : r.plan.layer_ids) {
-        weights.push_back(r.weights.at(id).weight);
-        biases.push_back(r.weights.at(id).bias);
-      }
-      ASSERT_FALSE(biases.back().empty());
-      biases.back().assign(biases.back().size(), 0.f);
-      test_support::EmulatedGroup dropped = r;
-      dropped.emu = emulate_plan(g, r.plan, raw, weights, biases, options_for(s));
-      EXPECT_FALSE(test_support::check_emulated(g, dropped).rounded.ok());
-      report_old_bound("no bias on c3, " + label(t, s), dropped.emu.output, r, g);
+  for_each_case([](const Graph& g, const test_support::EmulatedGroup& r, DType t, Strategy s) {
+    std::vector<const float*> raw;
+    for (const auto& in : r.inputs)
+      raw.push_back(in.data());
+    std::vector<std::vector<float>> weights, biases;
+    for (int id : r.plan.layer_ids) {
+      weights.push_back(r.weights.at(id).weight);
+      biases.push_back(r.weights.at(id).bias);
     }
-  }
+    ASSERT_FALSE(biases.back().empty());
+    biases.back().assign(biases.back().size(), 0.f);
+    test_support::EmulatedGroup dropped = r;
+    dropped.emu = emulate_plan(g, r.plan, raw, weights, biases, options_for(s));
+    EXPECT_FALSE(test_support::check_emulated(g, dropped).rounded.ok());
+    report_old_bound("no bias on c3, " + label(t, s), dropped.emu.output, r, g);
+  });
 }
 
 // Every output scaled by 1.08 (a wrong scale or folding), and an all-zero output.
 TEST(EmulatedChecks, AScaledOrZeroOutputFails) {
-  for (DType t : kLowPrecisions) {
-    const Graph g = chain(t, Act::kSigmoid);
-    for (Strategy s : kStrategies) {
-      SCOPED_TRACE(label(t, s));
-      const test_support::EmulatedGroup r =
-          test_support::emulate_group(g, candidate(g, s), options_for(s), kSeed);
-      EXPECT_TRUE(test_support::check_emulated(g, r).rounded.ok()); // the unchanged output
-      test_support::EmulatedGroup scaled = r;
-      for (float& v : scaled.emu.output)
-        v *= 1.08f;
-      EXPECT_FALSE(test_support::check_emulated(g, scaled).rounded.ok());
-      report_old_bound("output x 1.08, " + label(t, s), scaled.emu.output, r, g);
-      test_support::EmulatedGroup zero = r;
-      zero.emu.output.assign(r.emu.output.size(), 0.f);
-      EXPECT_FALSE(test_support::check_emulated(g, zero).nonzero);
-    }
-  }
+  for_each_case([](const Graph& g, const test_support::EmulatedGroup& r, DType t, Strategy s) {
+    EXPECT_TRUE(test_support::check_emulated(g, r).rounded.ok()); // the unchanged output
+    test_support::EmulatedGroup scaled = r;
+    for (float& v : scaled.emu.output)
+      v *= 1.08f;
+    EXPECT_FALSE(test_support::check_emulated(g, scaled).rounded.ok());
+    report_old_bound("output x 1.08, " + label(t, s), scaled.emu.output, r, g);
+    test_support::EmulatedGroup zero = r;
+    zero.emu.output.assign(r.emu.output.size(), 0.f);
+    EXPECT_FALSE(test_support::check_emulated(g, zero).nonzero);
+  });
 }
 
 } // namespace
