@@ -69,7 +69,8 @@ bool unsupported(const std::string& why, MeasureResult& res) {
 }
 
 // Validation of the first run (kernels/validation.h): kWrongResult when some element is off
-// (the tolerance: group_tolerance, the experiment's and the precision's).
+// (the tolerance: fp32_group_tolerance, the experiment's and fp32's: the CPU kernels compute in
+// fp32 whatever the graph's precision).
 bool wrong_result(const Tensor& out, const Tensor& ref, const Tolerance& tol, MeasureResult& res) {
   const Comparison cmp = compare(out.values(), ref.values(), tol);
   res.max_rel_error = cmp.max_rel_error;
@@ -195,7 +196,7 @@ MeasureResult CpuMeasurer::measure(const Graph& graph, const Candidate& candidat
     if (onednn) // layers oneDNN could not run, which ran on the brick kernels
       res.counters["onednn_fallbacks"] = static_cast<double>(onednn->fallbacks().size());
   }
-  const Tolerance tol = group_tolerance(graph, candidate.group, options.atol, options.rtol);
+  const Tolerance tol = fp32_group_tolerance(graph, candidate.group, options.atol, options.rtol);
   if (wrong_result(cpu::from_blocked(first.output), ref, tol, res) ||
       first_run_timed_out(first_ms, options, res))
     return res;

@@ -155,12 +155,25 @@ Reduction group_reduction(const Graph& graph, const Group& group) {
   return r;
 }
 
-Tolerance group_tolerance(const Graph& graph, const Group& group, double atol, double rtol) {
+namespace {
+
+Tolerance reduction_tolerance(DType precision, const Graph& graph, const Group& group, double atol,
+                              double rtol) {
   const Reduction r = group_reduction(graph, group);
-  Tolerance t = tolerance_for(graph.dtype(), r.length, r.layers);
+  Tolerance t = tolerance_for(precision, r.length, r.layers);
   t.atol = atol;
   t.rtol = rtol;
   return t;
+}
+
+} // namespace
+
+Tolerance group_tolerance(const Graph& graph, const Group& group, double atol, double rtol) {
+  return reduction_tolerance(graph.dtype(), graph, group, atol, rtol);
+}
+
+Tolerance fp32_group_tolerance(const Graph& graph, const Group& group, double atol, double rtol) {
+  return reduction_tolerance(DType::kF32, graph, group, atol, rtol);
 }
 
 } // namespace brickdl::kernels

@@ -107,4 +107,12 @@ Reduction group_reduction(const Graph& graph, const Group& group);
 // and `rtol` (MeasureOptions) and the norm-wise allowance of the graph's precision.
 Tolerance group_tolerance(const Graph& graph, const Group& group, double atol, double rtol);
 
+// The same for an output computed in fp32 whatever the graph's precision: the CPU executor's
+// (its brick kernels and oneDNN compute in fp32 and round nothing to tf32 or 16 bits; the CPU
+// measurer, brickdl-run --check, brickdl.run). A tf32 or 16-bit graph's allowance is for
+// kernels that round as that precision does; a CPU run held to it would pass errors of several
+// percent (three bf16 layers: 9.4% of max|ref|).
+Tolerance fp32_group_tolerance(const Graph& graph, const Group& group, double atol = 1e-5,
+                               double rtol = 1e-4);
+
 } // namespace brickdl::kernels

@@ -130,6 +130,27 @@ TEST(Validation, NormWiseToleranceIsRelativeToTheLargestReference) {
   EXPECT_NE(c.message.find("norm_rtol 0.010000 x max|ref|"), std::string::npos) << c.message;
 }
 
+// A CPU run computes in fp32 whatever the graph's precision: its tolerance is fp32's for the
+// same reductions, the graph's precision's is the kernels' that round.
+TEST(Validation, Fp32GroupToleranceIgnoresTheGraphsPrecision) {
+  for (DType t : {DType::kF32, DType::kTF32, DType::kBF16, DType::kF16}) {
+    GraphBuilder b("t", TensorShape{1, 512, 1, 6, 6, 2}, t);
+    int x = b.input();
+    for (int i = 0; i < 4; ++i)
+      x = b.conv2d(x, 512, 3, 1, 1);
+    const Graph g = b.build();
+    const Tolerance cpu = fp32_group_tolerance(g, Group{1, 4}, 1e-6, 1e-5);
+    // 8 · 4 · (2^-24 + 2^-24 · sqrt(4608)) = 1.3e-4 (fp32's own, above the default rtol),
+    // whatever t.
+    EXPECT_DOUBLE_EQ(cpu.norm_rtol, 32 * std::ldexp(1.0, -24) * (1 + std::sqrt(4608.0)))
+        << dtype_name(t);
+    EXPECT_EQ(cpu.atol, 1e-6);
+    EXPECT_EQ(cpu.rtol, 1e-5);
+    EXPECT_EQ(group_tolerance(g, Group{1, 4}, 1e-6, 1e-5).norm_rtol,
+              tolerance_for(t, 4608, 4).norm_rtol);
+  }
+}
+
 // bound_used: the worst element's error over its own allowance. ref {0, 100, 10}, atol 0.5,
 // rtol 0.01, norm_rtol 0.001 (0.1 of max|ref| 100): allowances 0.6, 1.6, 0.7; errors 0.3, 0.8,
 // 0.7 use 0.5, 0.5 and 1 of them.
