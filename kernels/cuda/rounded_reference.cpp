@@ -103,12 +103,12 @@ kernels::Tolerance rounded_tolerance(const Graph& graph, const KernelPlan& plan)
     index[plan.layer_ids[i]] = i;
   // One ulp of a format relative to a value at the bottom of its binade: 2^-p, p mantissa bits.
   const auto ulp_of_storage = [](int st) {
-    return st == dev::kStorageBf16 ? std::ldexp(1.0, -7)
+    return st == dev::kStorageBf16  ? std::ldexp(1.0, -7)
            : st == dev::kStorageF16 ? std::ldexp(1.0, -10)
                                     : 0.0;
   };
   const auto ulp_of_math = [](int math) {
-    return math == dev::kMathBf16 ? std::ldexp(1.0, -7)
+    return math == dev::kMathBf16   ? std::ldexp(1.0, -7)
            : math == dev::kMathFp32 ? 0.0
                                     : std::ldexp(1.0, -10);
   };

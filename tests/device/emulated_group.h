@@ -25,7 +25,7 @@ struct EmulatedGroup {
   kernels::ModelWeights weights;
   EmulatorResult emu;
   kernels::GroupResult reference; // the reference ops, layer by layer (fp32)
-  std::vector<float> rounded;      // the same with the plan's roundings (rounded_reference.h)
+  std::vector<float> rounded;     // the same with the plan's roundings (rounded_reference.h)
 
   std::vector<const kernels::Tensor*> input_ptrs() const {
     std::vector<const kernels::Tensor*> p;
@@ -97,9 +97,8 @@ inline void record_errors(const std::string& what, const EmulatedCheck& c) {
   std::ofstream f(path, std::ios::app);
   f << (test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "") << '\t'
     << what << '\t' << c.rounded.bound_used << '\t' << c.fp32.bound_used << '\t'
-    << c.rounded.max_rel_error << '\t' << c.rounded_tol.norm_rtol << '\t'
-    << c.rounded_tol.rtol << '\t' << c.fp32.max_rel_error << '\t' << c.fp32_tol.norm_rtol
-    << '\n';
+    << c.rounded.max_rel_error << '\t' << c.rounded_tol.norm_rtol << '\t' << c.rounded_tol.rtol
+    << '\t' << c.fp32.max_rel_error << '\t' << c.fp32_tol.norm_rtol << '\n';
 }
 
 // check_emulated, asserted (the caller's SCOPED_TRACE says which case); `what` labels the

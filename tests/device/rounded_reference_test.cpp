@@ -85,8 +85,8 @@ TEST(RoundedReference, RoundsWhereTheKernelsRound) {
       const test_support::EmulatedGroup r =
           test_support::emulate_group(g, candidate(g, s), options_for(s), kSeed);
       EXPECT_EQ(all_representable(r.rounded, dev::kStorageBf16), t == DType::kBF16);
-      const kernels::Comparison c = kernels::compare(r.rounded, r.reference.output.values(),
-                                                     kernels::Tolerance{0, 1e-6, 0});
+      const kernels::Comparison c =
+          kernels::compare(r.rounded, r.reference.output.values(), kernels::Tolerance{0, 1e-6, 0});
       EXPECT_FALSE(c.ok()); // rounded somewhere
       EXPECT_GT(plan_paths(r.plan).convs_mma, 0);
     }
@@ -155,16 +155,16 @@ TEST(RoundedTolerance, ByHand) {
 void report_old_bound(const std::string& what, const std::vector<float>& out,
                       const test_support::EmulatedGroup& right, const Graph& g) {
   const kernels::Tolerance def;
-  const kernels::Tolerance old = kernels::group_tolerance(g, right.plan.candidate.group, def.atol,
-                                                          def.rtol);
+  const kernels::Tolerance old =
+      kernels::group_tolerance(g, right.plan.candidate.group, def.atol, def.rtol);
   const kernels::Comparison c = kernels::compare(out, right.reference.output.values(), old);
   std::printf("%s: max error %.4f of max|ref|; the fp32 tolerance (norm_rtol %.4f) %s it\n",
               what.c_str(), c.max_rel_error, old.norm_rtol, c.ok() ? "accepts" : "rejects");
 }
 
 // `check` on chain(t, kSigmoid) emulated in each low precision t and strategy.
-void for_each_case(const std::function<void(const Graph&, const test_support::EmulatedGroup&,
-                                            DType, Strategy)>& check) {
+void for_each_case(const std::function<void(const Graph&, const test_support::EmulatedGroup&, DType,
+                                            Strategy)>& check) {
   for (DType t : kLowPrecisions) {
     const Graph g = chain(t, Act::kSigmoid);
     for (Strategy s : kStrategies) {
@@ -176,8 +176,7 @@ void for_each_case(const std::function<void(const Graph&, const test_support::Em
 
 // A kernel computing hard_sigmoid where the graph says sigmoid.
 TEST(EmulatedChecks, ASwappedActivationFails) {
-  for_each_case([](const Graph& right, const test_support::EmulatedGroup& r, DType t,
-                   Strategy s) {
+  for_each_case([](const Graph& right, const test_support::EmulatedGroup& r, DType t, Strategy s) {
     const Graph wrong = chain(t, Act::kHardSigmoid);
     const test_support::EmulatedGroup w =
         test_support::emulate_group(wrong, candidate(wrong, s), options_for(s), kSeed);

@@ -292,9 +292,8 @@ Checked check(const Graph& g, const Candidate& c, const EmulatorOptions& eo,
     out.validity.message += " against the fp32 reference: " + ec.fp32.message;
   if (!ec.nonzero)
     out.validity.message += " the kernel's output is all zeros (or not finite)";
-  test_support::record_errors(std::string(dtype_name(g.dtype())) + " " + c.config_str() +
-                                  (co.wgmma ? " wgmma" : ""),
-                              ec);
+  test_support::record_errors(
+      std::string(dtype_name(g.dtype())) + " " + c.config_str() + (co.wgmma ? " wgmma" : ""), ec);
   EXPECT_FALSE(r.emu.timed_out);
   return out;
 }

@@ -165,12 +165,12 @@ TEST(Validation, BoundUsedIsTheWorstErrorOverItsAllowance) {
   EXPECT_FALSE(over.ok());
   EXPECT_NEAR(over.bound_used, 2.0, 1e-5);
   // No allowance at all: any error is infinitely over it, none uses nothing.
-  EXPECT_EQ(compare(std::vector<float>{1.f}, std::vector<float>{1.f}, Tolerance{0, 0, 0})
-                .bound_used,
-            0.0);
-  EXPECT_EQ(compare(std::vector<float>{1.5f}, std::vector<float>{1.f}, Tolerance{0, 0, 0})
-                .bound_used,
-            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(
+      compare(std::vector<float>{1.f}, std::vector<float>{1.f}, Tolerance{0, 0, 0}).bound_used,
+      0.0);
+  EXPECT_EQ(
+      compare(std::vector<float>{1.5f}, std::vector<float>{1.f}, Tolerance{0, 0, 0}).bound_used,
+      std::numeric_limits<double>::infinity());
 }
 
 // 8 · L · (u_p + 2^-24 · sqrt(K)), u_p = 2^-(p+1), over the fp32 defaults (validation.h).
