@@ -157,19 +157,13 @@ std::vector<std::string> backend_names() {
 namespace {
 
 // A measurer whose target carries the site's tag (BRICKDL_TARGET_TAG).
-class TaggedMeasurer final : public Measurer {
+class TaggedMeasurer final : public ForwardingMeasurer {
 public:
   TaggedMeasurer(std::unique_ptr<Measurer> inner, std::string tag)
-      : inner_(std::move(inner)), tag_(std::move(tag)) {}
-  std::string target() const override { return inner_->target() + "#" + tag_; }
-  std::string backend() const override { return inner_->backend(); }
-  MeasureResult measure(const Graph& graph, const Candidate& candidate,
-                        const MeasureOptions& options) override {
-    return inner_->measure(graph, candidate, options);
-  }
+      : ForwardingMeasurer(std::move(inner)), tag_(std::move(tag)) {}
+  std::string target() const override { return inner().target() + "#" + tag_; }
 
 private:
-  std::unique_ptr<Measurer> inner_;
   std::string tag_;
 };
 
@@ -203,21 +197,17 @@ void wait_on_test_fifo(const std::string& path) {
 }
 
 // A measurer that waits on the test before each measurement (BRICKDL_TEST_MEASURE_FIFO).
-class TestFifoMeasurer final : public Measurer {
+class TestFifoMeasurer final : public ForwardingMeasurer {
 public:
   TestFifoMeasurer(std::unique_ptr<Measurer> inner, std::string fifo)
-      : inner_(std::move(inner)), fifo_(std::move(fifo)) {}
-  std::string target() const override { return inner_->target(); }
-  std::string backend() const override { return inner_->backend(); }
+      : ForwardingMeasurer(std::move(inner)), fifo_(std::move(fifo)) {}
   MeasureResult measure(const Graph& graph, const Candidate& candidate,
                         const MeasureOptions& options) override {
     wait_on_test_fifo(fifo_);
-    return inner_->measure(graph, candidate, options);
+    return ForwardingMeasurer::measure(graph, candidate, options);
   }
-  bool device_lost() const override { return inner_->device_lost(); }
 
 private:
-  std::unique_ptr<Measurer> inner_;
   std::string fifo_;
 };
 
@@ -226,19 +216,20 @@ private:
 // The CPU measurer of a validate-only run: its own target, so that its single cold runs are
 // never resumed as CPU timings by a measuring run, and the validation options whatever the
 // caller passes.
-class ValidatingMeasurer final : public Measurer {
+class ValidatingMeasurer final : public ForwardingMeasurer {
 public:
-  explicit ValidatingMeasurer(std::unique_ptr<Measurer> inner) : inner_(std::move(inner)) {}
-  std::string target() const override { return inner_->target() + kValidationTargetSuffix; }
-  std::string backend() const override { return inner_->backend(); }
+  explicit ValidatingMeasurer(std::unique_ptr<Measurer> inner)
+      : ForwardingMeasurer(std::move(inner)) {}
+  std::string target() const override { return inner().target() + kValidationTargetSuffix; }
   MeasureResult measure(const Graph& graph, const Candidate& candidate,
                         const MeasureOptions& options) override {
-    return inner_->measure(graph, candidate, validation_options(options));
+    return ForwardingMeasurer::measure(graph, candidate, validation_options(options));
   }
-
-private:
-  std::unique_ptr<Measurer> inner_;
 };
+
+std::unique_ptr<Measurer> with_target_tag(std::unique_ptr<Measurer> m, std::string tag) {
+  return std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
+}
 
 std::string target_tag() {
   const char* tag = std::getenv("BRICKDL_TARGET_TAG");
@@ -249,7 +240,7 @@ std::unique_ptr<Measurer> make_measurer(const std::string& backend, const Measur
                                         const Logger& log) {
   std::unique_ptr<Measurer> m = registered(backend).make(config, log);
   if (std::string tag = target_tag(); m && !tag.empty())
-    m = std::make_unique<TaggedMeasurer>(std::move(m), std::move(tag));
+    m = with_target_tag(std::move(m), std::move(tag));
   if (const char* fifo = std::getenv(kTestMeasureFifoVar); m && fifo && *fifo)
     m = std::make_unique<TestFifoMeasurer>(std::move(m), fifo);
   return m;

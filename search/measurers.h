@@ -19,6 +19,31 @@
 
 namespace brickdl::search {
 
+// A measurer around another that passes every call through (target, backend, measure,
+// device_lost); a wrapper overrides only what it changes, so that none drops a call (one that
+// did not pass device_lost on hid a lost GPU from its worker process, which then kept
+// measuring on it).
+class ForwardingMeasurer : public Measurer {
+public:
+  explicit ForwardingMeasurer(std::unique_ptr<Measurer> inner) : inner_(std::move(inner)) {}
+  std::string target() const override { return inner_->target(); }
+  std::string backend() const override { return inner_->backend(); }
+  MeasureResult measure(const Graph& graph, const Candidate& candidate,
+                        const MeasureOptions& options) override {
+    return inner_->measure(graph, candidate, options);
+  }
+  bool device_lost() const override { return inner_->device_lost(); }
+
+protected:
+  const Measurer& inner() const { return *inner_; }
+
+private:
+  std::unique_ptr<Measurer> inner_;
+};
+
+// `m` with its target "<target>#<tag>" (BRICKDL_TARGET_TAG, below), everything else m's.
+std::unique_ptr<Measurer> with_target_tag(std::unique_ptr<Measurer> m, std::string tag);
+
 // nullptr for "none". Throws UserError for an unknown backend or an unavailable "cuda".
 // With BRICKDL_TARGET_TAG set, the measurer's target is "<fingerprint>#<tag>": a site marks
 // machines that its fingerprint cannot tell apart (another power cap or memory clock, a
