@@ -123,6 +123,21 @@ TEST(PaperUnfusedBaseline, PassesOverATensorThatFitsL2RewriteItThere) {
   EXPECT_GT(paper.time_ms, fused.time_ms);
 }
 
+// 1x8xSxS → conv 1x1 (8 → 8) + batch-norm + relu, T its output's bytes: fused 2T + 288 B
+// (input, weights and bias (64 + 8) · 4 B, output); the paper's passes n_rw · T + 416 B
+// (weights 256, bias vector 32, batch-norm vectors 128), n_w · T of them written.
+void expect_conv_bn_relu_traffic(int side, double n_rw, double n_w) {
+  GraphBuilder b("conv_bn_relu", TensorShape{1, 8, 1, side, side, 2});
+  b.relu(b.batch_norm(b.conv2d(0, 8, 1)));
+  const Graph g = fuse_for_inference(b.build());
+  const CostModel m = a100();
+  const double t = 8.0 * side * side * 4;
+  EXPECT_DOUBLE_EQ(fused_layerwise(m, g, {1, 1}).dram_bytes, 2 * t + 288);
+  const Prediction paper = PaperUnfusedBaseline(g).predict(m, {1, 1});
+  EXPECT_DOUBLE_EQ(paper.dram_bytes, n_rw * t + 416);
+  EXPECT_DOUBLE_EQ(paper.dram_write_bytes, n_w * t);
+}
+
 // 1x8x512x512 → conv 1x1 (8 → 8) + batch-norm + relu: T = 8 · 2^18 · 4 B = 8 MiB, within the
 // 20 MiB L2 share once, not four times over.
 //   fused: T + (64 + 8) · 4 + T = 2T + 288.
@@ -132,15 +147,7 @@ TEST(PaperUnfusedBaseline, PassesOverATensorThatFitsL2RewriteItThere) {
 //   buffers of their own, 32 MiB, would have evicted the first two versions of the output
 //   before the group's end: 4T + 416.)
 TEST(PaperUnfusedBaseline, PassesRewriteOneBufferInPlace) {
-  GraphBuilder b("medium", TensorShape{1, 8, 1, 512, 512, 2});
-  b.relu(b.batch_norm(b.conv2d(0, 8, 1)));
-  const Graph g = fuse_for_inference(b.build());
-  const CostModel m = a100();
-  const double t = 8.0 * 512 * 512 * 4;
-  EXPECT_DOUBLE_EQ(fused_layerwise(m, g, {1, 1}).dram_bytes, 2 * t + 288);
-  const Prediction paper = PaperUnfusedBaseline(g).predict(m, {1, 1});
-  EXPECT_DOUBLE_EQ(paper.dram_bytes, 2 * t + 416);
-  EXPECT_DOUBLE_EQ(paper.dram_write_bytes, t);
+  expect_conv_bn_relu_traffic(512, /*n_rw=*/2, /*n_w=*/1);
 }
 
 // 1x8x1024x1024 → conv 1x1 (8 → 8) + batch-norm + relu: T = 8 · 2^20 · 4 B = 32 MiB, larger
@@ -150,15 +157,7 @@ TEST(PaperUnfusedBaseline, PassesRewriteOneBufferInPlace) {
 //   paper: conv T + 256 + T; bias pass T + 8 · 4 + T; batch-norm pass T + 32 · 4 + T; relu
 //   T + T: 8T + 416, the paper's three extra round trips of the output (6T + 128 more).
 TEST(PaperUnfusedBaseline, PassesOverATensorLargerThanL2GoToDram) {
-  GraphBuilder b("large", TensorShape{1, 8, 1, 1024, 1024, 2});
-  b.relu(b.batch_norm(b.conv2d(0, 8, 1)));
-  const Graph g = fuse_for_inference(b.build());
-  const CostModel m = a100();
-  const double t = 8.0 * 1024 * 1024 * 4;
-  EXPECT_DOUBLE_EQ(fused_layerwise(m, g, {1, 1}).dram_bytes, 2 * t + 288);
-  const Prediction paper = PaperUnfusedBaseline(g).predict(m, {1, 1});
-  EXPECT_DOUBLE_EQ(paper.dram_bytes, 8 * t + 416);
-  EXPECT_DOUBLE_EQ(paper.dram_write_bytes, 4 * t);
+  expect_conv_bn_relu_traffic(1024, /*n_rw=*/8, /*n_w=*/4);
 }
 
 // The whole block as one group (every tensor 1 KiB: all fit). Its unfused kernels: c1, c1.bias,
