@@ -16,8 +16,11 @@ CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(
 //   3: Hopper's merged tensor-core convs on wgmma (GpuSpec::wgmma_fraction) in blocks of whole
 //      warpgroups, with its weight tiles in shared memory; streamed wgmma convs of one tile per
 //      warpgroup keep their accumulators in registers (no shared-memory passes).
+//   4: the paper's unfused baseline follows the artifact's passes: a bias pass reads C
+//      parameters (cudnnAddTensor), a batch-norm pass 4C, and each pass rewrites its layer's
+//      buffer in place.
 const char* CostModel::version() {
-  return "brickdl-model/3 (wgmma on Hopper)";
+  return "brickdl-model/4 (paper baseline passes in place)";
 }
 
 Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) const {
