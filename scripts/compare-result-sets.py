@@ -5,12 +5,13 @@
 
 What a rerun of the same experiments must reproduce exactly, whatever the machine's timing:
 workloads (signatures, descriptions, MACs), candidates (keyed by their batch block too; a
-schema-1 file has none, so its candidates count as bn = 1), every prediction (all columns), the
-groups of each run, runs' configurations, predicted plans, and the status and counters of
-every measurement (but the counters that depend on thread timing: memo_hits and
-memo_conflicts split the lookups by who got there first). Measured times, ids,
-timestamps and the runs' experiment paths (they name the output folder) are left out. Exit 0: identical; 1: differences (the first few of each table are
-printed); 2: a file is not a tuning database.
+schema-1 file has none, so its candidates count as bn = 1), every prediction and baseline
+prediction (all columns; a file of schema 4 or older has no baseline predictions), the groups
+of each run, runs' configurations, predicted plans, and the status and counters of every
+measurement (but the counters that depend on thread timing: memo_hits and
+memo_conflicts split the lookups by who got there first). Measured times, ids, timestamps and
+the runs' experiment paths (they name the output folder) are left out. Exit 0: identical;
+1: differences (the first few of each table are printed); 2: a file is not a tuning database.
 """
 import sqlite3
 import sys
@@ -25,6 +26,9 @@ QUERIES = {
     "predictions": """SELECT w.signature, c.strategy, c.bd, c.bh, c.bw, c.cb, {bn}, {cl}, c.threads, p.*
                       FROM predictions p JOIN candidates c ON c.id = p.candidate_id
                       JOIN workloads w ON w.id = c.workload_id""",
+    "baseline predictions": """SELECT w.signature, b.*
+                               FROM baseline_predictions b
+                               JOIN workloads w ON w.id = b.workload_id""",
     "runs": """SELECT r.experiment, r.config_json, r.model, r.batch,
                       r.precision, r.gpu_spec, t.backend, r.status
                FROM runs r JOIN targets t ON t.id = r.target_id""",
@@ -58,6 +62,9 @@ def rows(path, sql):
         # Schema version 1 has no batch block column: its candidates computed one image per
         # unit of work, so they compare equal to version-2 rows with bn = 1.
         # Before version 4 no cluster column: one CTA per unit (cl = 1).
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "baseline_predictions" in sql and "baseline_predictions" not in tables:
+            return []  # schema 4 and older: no baseline predictions
         cols = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
         cur = conn.execute(sql.replace("{bn}", "c.bn" if "bn" in cols else "1 AS bn")
                            .replace("{cl}", "c.cl" if "cl" in cols else "1 AS cl"))
