@@ -20,7 +20,7 @@ CostModel::CostModel(GpuSpec gpu, Coefficients c) : gpu_(std::move(gpu)), coef_(
 //      parameters (cudnnAddTensor), a batch-norm pass 4C, and each pass rewrites its layer's
 //      buffer in place.
 const char* CostModel::version() {
-  return "brickdl-model/4 (paper baseline passes in place)";
+  return "brickdl-model/4 (paper passes)";
 }
 
 Prediction CostModel::predict(const Graph& graph, const Candidate& candidate) const {
