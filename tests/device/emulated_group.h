@@ -84,11 +84,12 @@ inline EmulatedCheck check_emulated(const Graph& g, const EmulatedGroup& r) {
   return c;
 }
 
-// With BRICKDL_TEST_ERROR_TABLE=<file>, one line per check is appended to the file: what, the
-// test, `what`, the share of its bound each check's worst element used (Comparison::
-// bound_used), the max relative errors against either reference and their norm-wise bounds
-// (tab-separated). This is how
-// the errors in results/kernels/rounding.md were gathered; without it, nothing is written.
+// With BRICKDL_TEST_ERROR_TABLE=<file>, one tab-separated line per check is appended to the
+// file: the test, `what`, the share of its bound the worst element used against either
+// reference (Comparison::bound_used, rounded then fp32), and per reference the max relative
+// error and its bounds (rounded: norm_rtol, rtol; fp32: norm_rtol). This is how the errors in
+// results/kernels/rounding.md were gathered (scripts/rounding-report.py); without it, nothing is
+// written.
 inline void record_errors(const std::string& what, const EmulatedCheck& c) {
   const char* path = std::getenv("BRICKDL_TEST_ERROR_TABLE");
   if (path == nullptr || *path == 0)
